@@ -1,0 +1,1 @@
+"""One module per command group; each is a thin layer over the API."""

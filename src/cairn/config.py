@@ -1,0 +1,155 @@
+"""Configuration: ``cairn.toml`` at the repo root, or ``[tool.cairn]`` in ``pyproject.toml``.
+
+Every key has a default, so no file is needed. An unknown key or an invalid value is bad input
+(exit 2) and the message names the key and the file.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    model_validator,
+)
+
+from cairn.durations import parse_duration
+from cairn.errors import BadInput
+
+MiB = 1024 * 1024
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b)?", re.IGNORECASE)
+_SIZE_UNITS = {"": 1, "k": 1024, "m": MiB, "g": 1024 * MiB, "t": 1024 * 1024 * MiB}
+
+
+def _size(value: Any) -> Any:
+    if isinstance(value, str):
+        match = _SIZE.fullmatch(value.strip())
+        if not match:
+            raise ValueError(f"{value!r} is not a size; use a number of bytes or forms like 10MiB")
+        number, unit, _ = match.groups()
+        return int(float(number) * _SIZE_UNITS[unit.lower()])
+    return value
+
+
+def _duration(value: Any) -> Any:
+    if isinstance(value, str):
+        parse_duration(value)
+    return value
+
+
+Size = Annotated[int, BeforeValidator(_size), Field(ge=0)]
+Duration = Annotated[str, BeforeValidator(_duration)]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SnapshotConfig(_Section):
+    max_new_file_bytes: Size = 10 * MiB
+    max_new_files: int = Field(default=5000, ge=0)
+    max_new_bytes: Size = 100 * MiB
+    ref_prefix: str = "refs/cairn/wip"
+    fsync: bool = True
+
+    @model_validator(mode="after")
+    def _prefix_is_private(self) -> SnapshotConfig:
+        prefix = self.ref_prefix.rstrip("/")
+        if not prefix.startswith("refs/") or prefix.split("/")[1] in {"heads", "tags", "remotes"}:
+            raise ValueError("ref_prefix must be under refs/ and outside refs/heads, tags, remotes")
+        return self
+
+
+class AgentConfig(_Section):
+    kind: str | None = None
+    command: str | list[str] | None = None
+    max_turns: int = Field(default=150, ge=1)
+    budget_pressure_turns: int = Field(default=2, ge=0)
+    preserve_uncommitted_work: bool = True
+    preserve_uncommitted_work_branch: bool = False
+    cutoff_timeout_ms: int = Field(default=60000, ge=1)
+    max_continuations: int = Field(default=2, ge=0)
+    max_seconds: float | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _pressure_below_cap(self) -> AgentConfig:
+        if self.budget_pressure_turns >= self.max_turns:
+            raise ValueError("budget_pressure_turns must be smaller than max_turns")
+        return self
+
+
+class RoleConfig(_Section):
+    max_turns: int | None = Field(default=None, ge=1)
+
+
+class LoopConfig(_Section):
+    phases: list[str] = ["implement", "review", "fix"]
+    max_rounds: int = Field(default=3, ge=1)
+
+
+class MarkerConfig(_Section):
+    stale_after: Duration = "24h"
+
+
+class Config(_Section):
+    agent: AgentConfig = AgentConfig()
+    roles: dict[str, RoleConfig] = {
+        "reviewer": RoleConfig(max_turns=60),
+        "evaluator": RoleConfig(max_turns=45),
+    }
+    loop: LoopConfig = LoopConfig()
+    marker: MarkerConfig = MarkerConfig()
+    snapshot: SnapshotConfig = SnapshotConfig()
+    state_dir: str | None = None
+    _source: Path | None = PrivateAttr(default=None)
+
+    @property
+    def source(self) -> Path | None:
+        """The file the values came from; None when every value is a default."""
+        return self._source
+
+
+def load(toplevel: Path) -> Config:
+    """The effective config for the work tree at ``toplevel``."""
+    path = toplevel / "cairn.toml"
+    if path.is_file():
+        data = _read_toml(path)
+    else:
+        path = toplevel / "pyproject.toml"
+        if not path.is_file():
+            return Config()
+        tool = _read_toml(path).get("tool", {})
+        if not isinstance(tool, dict) or "cairn" not in tool:
+            return Config()
+        data = tool["cairn"]
+        if not isinstance(data, dict):
+            raise BadInput(f"{path}: [tool.cairn] must be a table")
+    try:
+        config = Config.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = ".".join(str(part) for part in first["loc"]) or "(top level)"
+        why = first["msg"].removeprefix("Value error, ")
+        if first["type"] == "extra_forbidden":
+            why = "unknown key"
+        raise BadInput(f"{path}: {key}: {why}; fix or remove it") from None
+    config._source = path
+    return config
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise BadInput(f"{path}: not valid TOML ({exc}); fix the file") from None
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot be read ({exc.strerror})") from None

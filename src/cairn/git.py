@@ -1,0 +1,259 @@
+"""The only code that runs git.
+
+Every call gets a scrubbed environment (inherited ``GIT_*`` removed, a fixed identity, no optional
+locks, no prompts) and config overrides that disable hooks, auto-gc and split-index writes, so that
+cairn never fires a user's hook or rewrites anything it did not ask for.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cache
+from pathlib import Path
+
+from cairn.errors import CairnError, GitError, NotARepository, SaveTimeout
+
+MIN_VERSION = (2, 31)
+
+IDENTITY = {
+    "GIT_AUTHOR_NAME": "cairn",
+    "GIT_AUTHOR_EMAIL": "cairn@localhost",
+    "GIT_COMMITTER_NAME": "cairn",
+    "GIT_COMMITTER_EMAIL": "cairn@localhost",
+}
+
+# Transport and helper variables a push may legitimately need; every other GIT_* is dropped.
+_KEPT_GIT_VARS = frozenset(
+    {
+        "GIT_SSH",
+        "GIT_SSH_COMMAND",
+        "GIT_SSH_VARIANT",
+        "GIT_ASKPASS",
+        "GIT_SSL_CAINFO",
+        "GIT_SSL_CAPATH",
+        "GIT_SSL_NO_VERIFY",
+        "GIT_PROXY_COMMAND",
+        "GIT_EXEC_PATH",
+    }
+)
+
+_BASE_CONFIG = (
+    "core.hooksPath=/dev/null",
+    "gc.auto=0",
+    "maintenance.auto=false",
+    "core.splitIndex=false",
+    "advice.addEmbeddedRepo=false",
+    "advice.detachedHead=false",
+    "core.quotePath=false",
+    "color.ui=false",
+    "log.showSignature=false",
+    "commit.gpgSign=false",
+    "core.pager=cat",
+)
+
+
+def scrubbed_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    source = os.environ if base is None else base
+    env = {k: v for k, v in source.items() if not k.startswith("GIT_") or k in _KEPT_GIT_VARS}
+    env.update(IDENTITY)
+    env.update(
+        LC_ALL="C",
+        LANGUAGE="C",
+        GIT_OPTIONAL_LOCKS="0",
+        GIT_TERMINAL_PROMPT="0",
+        GIT_ADVICE="0",
+    )
+    return env
+
+
+class Deadline:
+    """A wall-clock budget shared by every git call of one operation."""
+
+    def __init__(self, seconds: float | None) -> None:
+        self.seconds = seconds
+        self._end = None if seconds is None else time.monotonic() + seconds
+
+    def remaining(self) -> float | None:
+        if self._end is None:
+            return None
+        return self._end - time.monotonic()
+
+    def expired(self) -> bool:
+        left = self.remaining()
+        return left is not None and left <= 0
+
+
+@dataclass(frozen=True)
+class GitResult:
+    args: list[str]
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+    @property
+    def text(self) -> str:
+        return self.stdout.decode("utf-8", "surrogateescape").strip()
+
+    @property
+    def error_text(self) -> str:
+        return self.stderr.decode("utf-8", "replace").strip()
+
+
+@dataclass(frozen=True)
+class Git:
+    """A git runner bound to a directory (and optionally a private index file)."""
+
+    cwd: Path
+    env: Mapping[str, str] = field(default_factory=scrubbed_env)
+    config: tuple[str, ...] = _BASE_CONFIG
+
+    def with_index(self, index_file: Path) -> Git:
+        return replace(self, env={**self.env, "GIT_INDEX_FILE": str(index_file)})
+
+    def with_config(self, *entries: str) -> Git:
+        return replace(self, config=self.config + entries)
+
+    def run(
+        self,
+        args: Sequence[str],
+        *,
+        input: bytes | None = None,
+        check: bool = True,
+        deadline: Deadline | None = None,
+        critical: bool = False,
+    ) -> GitResult:
+        """Run ``git <args>``.
+
+        With a deadline the process is killed (with its whole process group) when time runs out
+        and SaveTimeout is raised. A ``critical`` call (a ref update) is never killed half-way:
+        it is only started while time remains and then allowed to finish, because a killed
+        update-ref would leave a stale ``.lock`` behind.
+        """
+        argv = ["git"]
+        for entry in self.config:
+            argv += ["-c", entry]
+        argv += list(args)
+        timeout = None
+        if deadline is not None:
+            timeout = deadline.remaining()
+            if timeout is not None and timeout <= 0:
+                raise SaveTimeout(f"time budget spent before `git {args[0]}`")
+            if critical:
+                timeout = None
+        try:
+            proc = subprocess.Popen(
+                argv,
+                cwd=self.cwd,
+                env=dict(self.env),
+                stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
+        except FileNotFoundError as exc:
+            raise CairnError("git is not installed or not on PATH; install git 2.31+") from exc
+        try:
+            out, err = proc.communicate(input, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            raise SaveTimeout(f"`git {args[0]}` did not finish within the time budget") from None
+        except BaseException:
+            if critical:
+                proc.communicate()
+            else:
+                _kill_group(proc)
+            raise
+        result = GitResult(list(args), proc.returncode, out, err)
+        if check and not result.ok:
+            raise GitError(list(args), result.returncode, result.error_text)
+        return result
+
+    def out(self, args: Sequence[str], **kwargs: object) -> str:
+        return self.run(args, **kwargs).text  # type: ignore[arg-type]
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
+    proc.communicate()
+
+
+@cache
+def version() -> tuple[int, ...]:
+    text = Git(Path.cwd() if Path.cwd().exists() else Path("/")).out(["version"])
+    match = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", text)
+    if not match:
+        raise CairnError(f"cannot read the git version from {text!r}")
+    return tuple(int(part or 0) for part in match.groups())
+
+
+def base_runner(cwd: Path) -> Git:
+    git = Git(cwd)
+    found = version()
+    if found < MIN_VERSION:
+        need = ".".join(map(str, MIN_VERSION))
+        have = ".".join(map(str, found))
+        raise CairnError(f"git {need} or newer is required (found {have}); upgrade git")
+    if found >= (2, 40):
+        git = git.with_config("index.skipHash=true")
+    return git
+
+
+@dataclass(frozen=True)
+class Repo:
+    """A work tree and its git directories, all as absolute paths."""
+
+    toplevel: Path
+    git_dir: Path
+    common_dir: Path
+    index_path: Path
+    git: Git
+
+    @classmethod
+    def discover(cls, path: Path | str) -> Repo:
+        start = Path(path).expanduser()
+        if not start.is_dir():
+            raise NotARepository(f"{start} is not a directory; pass -C <path of a git work tree>")
+        git = base_runner(start.resolve())
+        result = git.run(
+            [
+                "rev-parse",
+                "--path-format=absolute",
+                "--show-toplevel",
+                "--git-dir",
+                "--git-common-dir",
+                "--git-path",
+                "index",
+            ],
+            check=False,
+        )
+        if not result.ok:
+            raise NotARepository(
+                f"{start} is not inside a git work tree; run `git init` there or pass -C <repo>"
+            )
+        lines = result.stdout.decode("utf-8", "surrogateescape").splitlines()
+        toplevel, git_dir, common_dir, index = (Path(p) for p in lines[:4])
+        return cls(toplevel, git_dir, common_dir, index, replace(git, cwd=toplevel))
+
+    def state_root(self) -> Path:
+        return self.common_dir / "cairn"
+
+
+def null_oid(like: str) -> str:
+    return "0" * len(like)
+
+
+def empty_tree(git: Git) -> str:
+    return git.out(["hash-object", "-t", "tree", "--stdin"], input=b"")

@@ -1,0 +1,70 @@
+"""Ticket ids: validated when given, safely mapped when derived from a branch name.
+
+A ticket id becomes one ref component (``refs/cairn/wip/<ticket>``) and, later, one directory
+name, so it is a slug: letters, digits, ``.``, ``_`` and ``-``, starting with a letter or digit.
+"""
+
+from __future__ import annotations
+
+import re
+
+from cairn.errors import BadInput
+
+DEFAULT_TICKET = "default"
+MAX_LENGTH = 100
+
+_VALID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_UNSAFE_RUN = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def problem(ticket: str) -> str | None:
+    """Why ``ticket`` is not a valid id, or None when it is."""
+    if not ticket:
+        return "it is empty"
+    if len(ticket) > MAX_LENGTH:
+        return f"it is longer than {MAX_LENGTH} characters"
+    if any(ord(c) < 32 or ord(c) == 127 for c in ticket):
+        return "it contains control characters"
+    if ticket.startswith("-"):
+        return "it starts with '-'"
+    if ".." in ticket:
+        return "it contains '..'"
+    if "@{" in ticket:
+        return "it contains '@{'"
+    if ticket.endswith(".lock"):
+        return "it ends with '.lock'"
+    if ticket.endswith("."):
+        return "it ends with '.'"
+    if not _VALID.fullmatch(ticket):
+        return "only letters, digits, '.', '_' and '-' are allowed, starting with a letter or digit"
+    return None
+
+
+def map_name(name: str) -> str:
+    """Map any string (a branch name) onto a valid ticket id; '' when nothing usable remains."""
+    slug = _UNSAFE_RUN.sub("-", name)
+    slug = re.sub(r"\.{2,}", ".", slug)
+    slug = slug.strip("-.")
+    while slug.endswith(".lock"):
+        slug = slug[: -len(".lock")] + "-lock"
+    slug = slug[:MAX_LENGTH].rstrip("-.")
+    return slug if problem(slug) is None else ""
+
+
+def validate(ticket: str) -> str:
+    why = problem(ticket)
+    if why is not None:
+        suggestion = map_name(ticket)
+        hint = f"; try --ticket {suggestion}" if suggestion else "; pass a slug such as PROJ-123"
+        raise BadInput(f"invalid ticket id {ticket!r}: {why}{hint}")
+    return ticket
+
+
+def from_branch(branch: str | None) -> str:
+    """The default ticket: the current branch, mapped; ``default`` when detached or unborn."""
+    if not branch:
+        return DEFAULT_TICKET
+    mapped = map_name(branch)
+    if not mapped:
+        raise BadInput(f"cannot derive a ticket id from branch {branch!r}; pass --ticket <id>")
+    return mapped

@@ -1,0 +1,118 @@
+"""The snapshot commit message: a subject line and ``Cairn-*`` trailers, written and read back.
+
+Paths go into trailers as JSON strings, so names with newlines or non-UTF-8 bytes survive.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from cairn import __version__
+from cairn.wip.models import Skipped
+
+MAX_LISTED_PATHS = 200
+MAX_REASON = 200
+
+_TRAILER = re.compile(r"^Cairn-([A-Za-z-]+): (.*)$")
+
+
+def clean_reason(reason: str) -> str:
+    text = " ".join("".join(c if c.isprintable() else " " for c in reason).split())
+    return text[:MAX_REASON] or "manual"
+
+
+@dataclass
+class SnapshotMeta:
+    ticket: str
+    reason: str
+    base: str | None
+    branch: str | None
+    index_tree: str | None
+    files_changed: int
+    seq: int = 1
+    run: str | None = None
+    skipped: list[Skipped] = field(default_factory=list)
+    conflicted: list[str] = field(default_factory=list)
+    skipped_count: int = 0
+    conflicted_count: int = 0
+    version: str = __version__
+
+    def render(self) -> str:
+        lines = [
+            f"cairn wip {self.ticket}: {self.reason}",
+            "",
+            f"Cairn-Ticket: {self.ticket}",
+            f"Cairn-Seq: {self.seq}",
+            f"Cairn-Reason: {self.reason}",
+            f"Cairn-Base: {self.base or 'none'}",
+            f"Cairn-Branch: {json.dumps(self.branch)}",
+            f"Cairn-Index-Tree: {self.index_tree or 'conflicted'}",
+            f"Cairn-Files-Changed: {self.files_changed}",
+            f"Cairn-Skipped: {len(self.skipped)}",
+            f"Cairn-Conflicted: {len(self.conflicted)}",
+        ]
+        if self.run:
+            lines.append(f"Cairn-Run: {self.run}")
+        lines.append(f"Cairn-Version: {self.version}")
+        for item in self.skipped[:MAX_LISTED_PATHS]:
+            lines.append(f"Cairn-Skipped-Path: {item.model_dump_json(exclude_none=True)}")
+        for path in self.conflicted[:MAX_LISTED_PATHS]:
+            lines.append(f"Cairn-Conflicted-Path: {json.dumps(path)}")
+        return "\n".join(lines) + "\n"
+
+    @classmethod
+    def parse(cls, message: str) -> SnapshotMeta | None:
+        """The metadata of a snapshot message; None when it is not a cairn snapshot."""
+        values: dict[str, str] = {}
+        skipped: list[Skipped] = []
+        conflicted: list[str] = []
+        for line in message.splitlines():
+            match = _TRAILER.match(line)
+            if not match:
+                continue
+            key, value = match.groups()
+            try:
+                if key == "Skipped-Path":
+                    skipped.append(Skipped.model_validate_json(value))
+                elif key == "Conflicted-Path":
+                    conflicted.append(json.loads(value))
+                else:
+                    values.setdefault(key, value)
+            except ValueError:
+                continue
+        if "Ticket" not in values or "Version" not in values:
+            return None
+        try:
+            branch = json.loads(values.get("Branch", "null"))
+        except ValueError:
+            branch = None
+        return cls(
+            ticket=values["Ticket"],
+            reason=values.get("Reason", ""),
+            base=_none(values.get("Base")),
+            branch=branch if isinstance(branch, str) else None,
+            index_tree=_none(values.get("Index-Tree"), "conflicted"),
+            files_changed=_int(values.get("Files-Changed")),
+            seq=_int(values.get("Seq"), 1),
+            run=values.get("Run"),
+            skipped=skipped,
+            conflicted=conflicted,
+            skipped_count=_int(values.get("Skipped"), len(skipped)),
+            conflicted_count=_int(values.get("Conflicted"), len(conflicted)),
+            version=values["Version"],
+        )
+
+
+def _none(value: str | None, *sentinels: str) -> str | None:
+    if value is None or value in ("none", *sentinels):
+        return None
+    return value
+
+
+def _int(value: str | None, default: int = 0) -> int:
+    try:
+        return int(value) if value is not None else default
+    except ValueError:
+        return default

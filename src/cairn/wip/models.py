@@ -1,0 +1,115 @@
+"""Typed results of the snapshot API; each serialises to the documented ``--json`` shape."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+SkipReason = Literal["too_large", "nested_repo", "over_budget", "special_file"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class Skipped(_Model):
+    """An untracked path the snapshot does not hold. ``files`` is set for skipped directories."""
+
+    path: str
+    reason: SkipReason
+    bytes: int | None = None
+    files: int | None = None
+
+
+class SaveResult(_Model):
+    ref: str
+    commit: str | None
+    created: bool
+    base: str | None
+    branch: str | None
+    files_changed: int
+    skipped: list[Skipped]
+    elapsed_ms: int
+    ticket: str
+    reason: str
+    conflicted: list[str] = []
+    previous: str | None = None
+    warnings: list[str] = []
+
+    @property
+    def summary(self) -> str:
+        if self.created:
+            return f"saved {self.files_changed} changed file(s) to {self.ref} ({self.commit:.12})"
+        if self.commit:
+            return f"nothing changed since the last snapshot {self.commit:.12} of {self.ref}"
+        return "nothing to save: the work tree is clean and there is no earlier snapshot"
+
+
+class SnapshotInfo(_Model):
+    """One snapshot commit, read back from its trailers."""
+
+    ticket: str
+    ref: str | None
+    commit: str
+    tree: str
+    time: str
+    reason: str
+    base: str | None
+    branch: str | None
+    index_tree: str | None
+    files_changed: int
+    skipped_count: int
+    skipped: list[Skipped]
+    conflicted: list[str]
+    run: str | None
+    seq: int
+    cairn_version: str
+
+
+class DiffStat(_Model):
+    path: str
+    added: int | None
+    deleted: int | None
+
+
+class ShowResult(_Model):
+    snapshot: SnapshotInfo
+    against: str
+    diffstat: list[DiffStat]
+
+
+class RestoreResult(_Model):
+    commit: str
+    target: str
+    to: str | None
+    dry_run: bool
+    safety_commit: str | None
+    written: list[str]
+    deleted: list[str]
+    obstacles: list[str]
+    skipped_in_snapshot: list[Skipped]
+    warnings: list[str] = []
+
+
+class PrunedTicket(_Model):
+    ticket: str
+    ref: str
+    commit: str
+    last_snapshot: str
+
+
+class PruneResult(_Model):
+    dry_run: bool
+    older_than_seconds: float
+    pruned: list[PrunedTicket]
+    kept: int
+    disk_bytes_before: int
+    disk_bytes_after: int
+
+
+class PushResult(_Model):
+    remote: str
+    refspec: str
+    pushed: list[str]
+    output: str

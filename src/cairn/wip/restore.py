@@ -1,0 +1,214 @@
+"""``restore``: bring a snapshot back, explicitly and without destroying anything.
+
+In place: take a safety snapshot C of the current state, then write or remove only the paths
+where C and the snapshot differ. Refuse, before touching anything, when that would overwrite a
+path C could not hold (ignored, over the size cap, inside a nested repo). Never ``git clean``,
+never ``reset --hard``, never move HEAD or a branch; restoring C undoes the restore.
+With ``to``: materialise the snapshot in a new directory and leave the live tree alone.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cairn.config import Config
+from cairn.errors import BadInput, RestoreRefused
+from cairn.git import Deadline, Git, Repo
+from cairn.wip.history import load_snapshot, open_repo
+from cairn.wip.models import RestoreResult, SnapshotInfo
+from cairn.wip.save import prepare, record
+from cairn.wip.scratch import scratch_dir
+
+GITLINK = "160000"
+
+
+@dataclass
+class Plan:
+    writes: list[str] = field(default_factory=list)
+    deletes: list[str] = field(default_factory=list)
+    obstacles: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def restore(
+    workspace: Path | str,
+    spec: str,
+    to: Path | str | None = None,
+    dry_run: bool = False,
+    force: bool = False,
+    ticket: str | None = None,
+    config: Config | None = None,
+) -> RestoreResult:
+    repo, config = open_repo(workspace, config)
+    snap = load_snapshot(repo, config, spec)
+    if to is not None:
+        return _restore_to(repo, snap, Path(to), dry_run)
+    deadline = Deadline(config.agent.cutoff_timeout_ms / 1000)
+    with scratch_dir(repo.state_root(), "restore") as scratch:
+        current = prepare(repo, config, scratch, ticket, deadline)
+        plan = _plan(repo, current.git, current.tree, snap.tree)
+        if snap.base != current.head:
+            plan.warnings.append(
+                f"the snapshot was taken on {_short(snap.base)}; HEAD is now {_short(current.head)}"
+                "; files are restored as they were, HEAD is not moved"
+            )
+        result = RestoreResult(
+            commit=snap.commit,
+            target=str(repo.toplevel),
+            to=None,
+            dry_run=dry_run,
+            safety_commit=None,
+            written=plan.writes,
+            deleted=plan.deletes,
+            obstacles=plan.obstacles,
+            skipped_in_snapshot=snap.skipped,
+            warnings=plan.warnings,
+        )
+        if plan.obstacles and not force:
+            shown = ", ".join(plan.obstacles[:5]) + (" …" if len(plan.obstacles) > 5 else "")
+            raise RestoreRefused(
+                f"restore would overwrite {len(plan.obstacles)} path(s) that no snapshot holds "
+                f"(ignored, too large or in a nested repo): {shown}; nothing was changed; "
+                "move them away or pass --force"
+            )
+        if dry_run:
+            return result
+        safety = record(current, f"before restore of {snap.commit[:12]}", None, None, force=True)
+        _apply(repo, scratch, snap.commit, plan, force)
+    return result.model_copy(update={"safety_commit": safety.commit})
+
+
+def _short(oid: str | None) -> str:
+    return oid[:12] if oid else "no commit"
+
+
+def _plan(repo: Repo, git: Git, current_tree: str, target_tree: str) -> Plan:
+    out = git.run(["diff-tree", "-r", "-z", "--no-renames", current_tree, target_tree]).stdout
+    fields = out.split(b"\0")
+    plan = Plan()
+    added: list[str] = []
+    for i in range(0, len(fields) - 1, 2):
+        old_mode, new_mode, _, _, status = fields[i].decode().lstrip(":").split(" ")
+        path = os.fsdecode(fields[i + 1])
+        if GITLINK in (old_mode, new_mode):
+            plan.warnings.append(f"submodule {path} is left as it is")
+        elif status == "D":
+            plan.deletes.append(path)
+        else:
+            plan.writes.append(path)
+            if status == "A":
+                added.append(path)
+    deleting = set(plan.deletes)
+    for path in added:
+        _check_added(repo.toplevel, path, deleting, plan)
+    for path in plan.writes:
+        _check_ancestors(repo.toplevel, path, deleting, plan)
+    plan.obstacles = sorted(set(plan.obstacles))
+    return plan
+
+
+def _check_added(top: Path, path: str, deleting: set[str], plan: Plan) -> None:
+    """A path absent from the safety snapshot must not already exist on disk, unless it is a
+    directory whose every file is about to be deleted."""
+    full = top / path
+    try:
+        st = os.lstat(full)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISDIR(st.st_mode):
+        plan.obstacles.append(path)
+        return
+    for root, dirs, files in os.walk(full):
+        if ".git" in dirs or ".git" in files:
+            plan.obstacles.append(os.path.relpath(root, top) + "/")
+            dirs.clear()
+            continue
+        linked = [d for d in dirs if os.path.islink(os.path.join(root, d))]
+        for name in files + linked:
+            rel = os.path.relpath(os.path.join(root, name), top)
+            if rel not in deleting:
+                plan.obstacles.append(rel)
+
+
+def _check_ancestors(top: Path, path: str, deleting: set[str], plan: Plan) -> None:
+    parts = path.split("/")[:-1]
+    prefix = ""
+    for part in parts:
+        prefix = f"{prefix}{part}"
+        full = top / prefix
+        try:
+            st = os.lstat(full)
+        except FileNotFoundError:
+            return
+        if not stat.S_ISDIR(st.st_mode):
+            if prefix not in deleting:
+                plan.obstacles.append(prefix)
+            return
+        if (full / ".git").exists():
+            plan.obstacles.append(prefix + "/")
+            return
+        prefix += "/"
+
+
+def _apply(repo: Repo, scratch: Path, commit: str, plan: Plan, force: bool) -> None:
+    top = repo.toplevel
+    if force:
+        for obstacle in plan.obstacles:
+            _remove(top / obstacle.rstrip("/"))
+    for path in plan.deletes:
+        full = top / path
+        if os.path.lexists(full):
+            os.unlink(full)
+        _prune_empty_parents(top, full.parent)
+    if plan.writes:
+        git = repo.git.with_index(scratch / "restore-index")
+        git.run(["read-tree", commit])
+        payload = b"".join(os.fsencode(p) + b"\0" for p in plan.writes)
+        git.run(["checkout-index", "-f", "-z", "--stdin"], input=payload)
+
+
+def _remove(full: Path) -> None:
+    if full.is_dir() and not full.is_symlink():
+        shutil.rmtree(full)
+    elif os.path.lexists(full):
+        os.unlink(full)
+
+
+def _prune_empty_parents(top: Path, directory: Path) -> None:
+    while directory != top and top in directory.parents:
+        try:
+            directory.rmdir()
+        except OSError:
+            return
+        directory = directory.parent
+
+
+def _restore_to(repo: Repo, snap: SnapshotInfo, target: Path, dry_run: bool) -> RestoreResult:
+    target = target.expanduser().absolute()
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise BadInput(f"{target} already exists and is not empty; pass --to a new directory")
+    if target == repo.toplevel or repo.toplevel in target.parents:
+        raise BadInput(f"{target} is inside the work tree; pass --to a directory outside it")
+    names = repo.git.run(["ls-tree", "-r", "-z", "--name-only", snap.commit]).stdout
+    written = [os.fsdecode(n) for n in names.split(b"\0") if n]
+    if not dry_run:
+        target.mkdir(parents=True, exist_ok=True)
+        with scratch_dir(repo.state_root(), "restore") as scratch:
+            git = repo.git.with_index(scratch / "restore-index")
+            git.run(["read-tree", snap.commit])
+            git.run(["checkout-index", "-a", "-f", f"--prefix={target}/"])
+    return RestoreResult(
+        commit=snap.commit,
+        target=str(target),
+        to=str(target),
+        dry_run=dry_run,
+        safety_commit=None,
+        written=written,
+        deleted=[],
+        obstacles=[],
+        skipped_in_snapshot=snap.skipped,
+    )

@@ -1,0 +1,267 @@
+"""``save``: snapshot the work tree into ``refs/cairn/wip/<ticket>`` without touching it.
+
+Pipeline (see docs/snapshots.md): copy the real index keeping its mtime → ``status`` on the copy
+→ choose untracked files → ``write-tree`` of the staged state → ``update-index`` of the changed
+paths → ``write-tree`` → ``commit-tree`` → ``update-ref`` with the old value (compare-and-swap).
+Only the private copy of the index is ever written.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from cairn import tickets
+from cairn.config import Config
+from cairn.config import load as load_config
+from cairn.errors import BadInput, CairnError, SaveTimeout
+from cairn.git import Deadline, Git, Repo, null_oid, version
+from cairn.wip.meta import SnapshotMeta, clean_reason
+from cairn.wip.models import SaveResult, Skipped
+from cairn.wip.objects import CommitObject, read_commits
+from cairn.wip.scan import scan_status, select_untracked
+from cairn.wip.scratch import scratch_dir
+
+
+@dataclass
+class Prepared:
+    """The trees of a snapshot, written to the object store but not yet recorded by a ref."""
+
+    repo: Repo
+    git: Git
+    ticket: str
+    ref: str
+    head: str | None
+    head_tree: str | None
+    branch: str | None
+    index_tree: str | None
+    staged: bool
+    tree: str
+    files_changed: int
+    clean: bool
+    skipped: list[Skipped]
+    conflicted: list[str]
+    prev: CommitObject | None
+    prev_meta: SnapshotMeta | None
+
+    def same_as_prev(self) -> bool:
+        return (
+            self.prev is not None
+            and self.prev_meta is not None
+            and self.prev.tree == self.tree
+            and self.prev_meta.base == self.head
+            and self.prev_meta.index_tree == self.index_tree
+        )
+
+
+def wip_ref(config: Config, ticket: str) -> str:
+    return f"{config.snapshot.ref_prefix.rstrip('/')}/{ticket}"
+
+
+def checked_ref(git: Git, ref: str) -> str:
+    if not git.run(["check-ref-format", ref], check=False).ok:
+        raise BadInput(f"{ref!r} is not a valid git ref name; choose another ticket id")
+    return ref
+
+
+def save(
+    workspace: Path | str = ".",
+    ticket: str | None = None,
+    reason: str = "manual",
+    timeout: float | None = None,
+    run_id: str | None = None,
+    config: Config | None = None,
+    mirror_branch: bool | None = None,
+) -> SaveResult:
+    """Snapshot ``workspace``; ``timeout`` seconds (default ``agent.cutoff_timeout_ms``)."""
+    started = time.monotonic()
+    repo = Repo.discover(workspace)
+    config = config or load_config(repo.toplevel)
+    if ticket is not None:
+        tickets.validate(ticket)
+    if run_id is not None:
+        tickets.validate(run_id)
+    reason = clean_reason(reason)
+    if timeout is None:
+        timeout = config.agent.cutoff_timeout_ms / 1000
+    if mirror_branch is None:
+        mirror_branch = config.agent.preserve_uncommitted_work_branch
+    deadline = Deadline(timeout)
+    try:
+        with scratch_dir(repo.state_root(), "save") as scratch:
+            prepared = prepare(repo, config, scratch, ticket, deadline)
+            result = record(prepared, reason, run_id, deadline, mirror_branch=mirror_branch)
+    except SaveTimeout as exc:
+        raise SaveTimeout(
+            f"snapshot abandoned after {timeout * 1000:.0f} ms ({exc}); no ref was moved; "
+            "raise agent.cutoff_timeout_ms or pass --timeout-ms"
+        ) from None
+    return result.model_copy(update={"elapsed_ms": int((time.monotonic() - started) * 1000)})
+
+
+def prepare(
+    repo: Repo, config: Config, scratch: Path, ticket: str | None, deadline: Deadline | None
+) -> Prepared:
+    """Write the snapshot's trees from a private copy of the index; record nothing."""
+    index = scratch / "index"
+    if repo.index_path.exists():
+        shutil.copy2(repo.index_path, index)  # copy2 keeps the mtime: git's racy-clean check
+    git = repo.git.with_index(index)
+    if config.snapshot.fsync and version() >= (2, 36):
+        git = git.with_config("core.fsync=loose-object,reference", "core.fsyncMethod=batch")
+    status = scan_status(git, deadline)
+    if ticket is None:
+        ticket = tickets.from_branch(status.branch if status.head else None)
+    ref = checked_ref(git, wip_ref(config, ticket))
+    chosen = select_untracked(repo.toplevel, status.untracked, status.nested, config.snapshot)
+
+    head_commit, prev = read_commits(git, [status.head or "HEAD", ref], deadline)
+    head_tree = head_commit.tree if status.head and head_commit else None
+
+    index_tree: str | None = None
+    if not status.conflicted:
+        if status.staged or head_tree is None:
+            index_tree = git.out(["write-tree"], deadline=deadline)
+        else:
+            index_tree = head_tree
+    updates = list(dict.fromkeys(status.worktree_changed + status.conflicted + chosen.included))
+    if updates:
+        payload = b"".join(os.fsencode(p) + b"\0" for p in updates)
+        git.run(["update-index", "--add", "--remove", "-z", "--stdin"], input=payload,
+                deadline=deadline)
+        tree = git.out(["write-tree"], deadline=deadline)
+    else:
+        assert index_tree is not None
+        tree = index_tree
+    return Prepared(
+        repo=repo,
+        git=git,
+        ticket=ticket,
+        ref=ref,
+        head=status.head,
+        head_tree=head_tree,
+        branch=status.branch,
+        index_tree=index_tree,
+        staged=status.staged,
+        tree=tree,
+        files_changed=status.changed + len(chosen.included),
+        clean=status.changed == 0 and not chosen.included,
+        skipped=chosen.skipped,
+        conflicted=status.conflicted,
+        prev=prev,
+        prev_meta=SnapshotMeta.parse(prev.message) if prev else None,
+    )
+
+
+def record(
+    prepared: Prepared,
+    reason: str,
+    run_id: str | None,
+    deadline: Deadline | None,
+    *,
+    mirror_branch: bool = False,
+    force: bool = False,
+) -> SaveResult:
+    """Commit the prepared trees and move the ref by compare-and-swap (retrying on races).
+
+    Without ``force`` nothing is recorded when the tree matches the last snapshot, or when it
+    is clean and there is no snapshot yet. ``force`` still reuses an identical last snapshot.
+    """
+    p = prepared
+    git = p.git
+    index_commit = _index_commit(p, deadline)
+    warnings: list[str] = []
+    while True:
+        if p.same_as_prev() or (p.clean and p.prev is None and not force):
+            return _result(p, reason, p.prev.oid if p.prev else None, created=False)
+        meta = SnapshotMeta(
+            ticket=p.ticket,
+            reason=reason,
+            base=p.head,
+            branch=p.branch,
+            index_tree=p.index_tree,
+            files_changed=p.files_changed,
+            seq=(p.prev_meta.seq + 1) if p.prev_meta else 1,
+            run=run_id,
+            skipped=p.skipped,
+            conflicted=p.conflicted,
+        )
+        parents = [c for c in (p.prev.oid if p.prev else None, p.head, index_commit) if c]
+        args = ["commit-tree", "--no-gpg-sign"]
+        for parent in parents:
+            args += ["-p", parent]
+        commit = git.out([*args, p.tree, "-F", "-"], input=meta.render().encode(), deadline=deadline)
+        if deadline is not None and deadline.expired():
+            raise SaveTimeout("time budget spent before the ref update")
+        old = p.prev.oid if p.prev else null_oid(commit)
+        moved = git.run(
+            ["update-ref", "--create-reflog", "-m", f"cairn wip: {reason}", p.ref, commit, old],
+            check=False,
+            deadline=deadline,
+            critical=True,
+        )
+        if moved.ok:
+            break
+        (current,) = read_commits(git, [p.ref], deadline)
+        if (current.oid if current else None) == (p.prev.oid if p.prev else None):
+            if "lock" not in moved.error_text:
+                raise CairnError(f"cannot update {p.ref}: {moved.error_text}")
+            time.sleep(random.uniform(0.005, 0.05))  # another writer holds the ref lock
+        p.prev = current
+        p.prev_meta = SnapshotMeta.parse(current.message) if current else None
+    if mirror_branch:
+        warnings += _mirror_branch(p, commit, reason, deadline)
+    return _result(p, reason, commit, created=True, warnings=warnings)
+
+
+def _index_commit(p: Prepared, deadline: Deadline | None) -> str | None:
+    """A commit of the staged state, kept as a parent so it stays reachable; None if nothing is
+    staged beyond HEAD."""
+    if p.index_tree is None or not p.staged or p.index_tree == p.head_tree:
+        return None
+    args = ["commit-tree", "--no-gpg-sign", p.index_tree, "-m", f"cairn index of {p.ticket}"]
+    if p.head:
+        args += ["-p", p.head]
+    return p.git.out(args, deadline=deadline)
+
+
+def _mirror_branch(p: Prepared, commit: str, reason: str, deadline: Deadline | None) -> list[str]:
+    branch = f"cairn/wip/{p.ticket}"
+    if p.branch == branch:
+        return [f"branch {branch} is checked out here; it was not moved"]
+    moved = p.git.run(
+        ["update-ref", "-m", f"cairn wip: {reason}", f"refs/heads/{branch}", commit],
+        check=False,
+        deadline=deadline,
+        critical=True,
+    )
+    return [] if moved.ok else [f"branch {branch} not updated: {moved.error_text}"]
+
+
+def _result(
+    p: Prepared,
+    reason: str,
+    commit: str | None,
+    *,
+    created: bool,
+    warnings: list[str] | None = None,
+) -> SaveResult:
+    return SaveResult(
+        ref=p.ref,
+        commit=commit,
+        created=created,
+        base=p.head,
+        branch=p.branch,
+        files_changed=p.files_changed,
+        skipped=p.skipped,
+        elapsed_ms=0,
+        ticket=p.ticket,
+        reason=reason,
+        conflicted=p.conflicted,
+        previous=p.prev.oid if p.prev and created else None,
+        warnings=warnings or [],
+    )

@@ -1,0 +1,207 @@
+"""What differs in the work tree: one ``git status`` pass, then the choice of untracked files.
+
+The status pass runs on the private copy of the index, so git's stat cache decides which files
+need reading; its cost grows with the changed files, not with the size of the repository.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cairn.config import SnapshotConfig
+from cairn.git import Deadline, Git
+from cairn.wip.models import Skipped
+
+STATUS_ARGS = [
+    "status",
+    "--porcelain=v2",
+    "-z",
+    "--branch",
+    "--no-ahead-behind",
+    "--untracked-files=all",
+    "--ignored=no",
+    "--no-renames",
+    "--ignore-submodules=dirty",
+]
+
+# Directory names that are almost always generated; over budget they are dropped first.
+HEAVY_DIRS = frozenset(
+    {
+        "node_modules",
+        "bower_components",
+        ".venv",
+        "venv",
+        "__pycache__",
+        ".tox",
+        ".nox",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".gradle",
+        ".next",
+        ".nuxt",
+        ".turbo",
+        ".parcel-cache",
+        ".cache",
+    }
+)
+
+
+@dataclass
+class StatusScan:
+    head: str | None
+    branch: str | None
+    staged: bool = False
+    worktree_changed: list[str] = field(default_factory=list)
+    conflicted: list[str] = field(default_factory=list)
+    untracked: list[str] = field(default_factory=list)
+    nested: list[str] = field(default_factory=list)
+    changed: int = 0
+
+
+def scan_status(git: Git, deadline: Deadline | None) -> StatusScan:
+    out = git.run(STATUS_ARGS, deadline=deadline).stdout
+    return parse_status(out)
+
+
+def parse_status(out: bytes) -> StatusScan:
+    result = StatusScan(head=None, branch=None)
+    fields = out.split(b"\0")
+    i = 0
+    while i < len(fields):
+        record = fields[i]
+        i += 1
+        if not record:
+            continue
+        kind = record[:1]
+        if kind == b"#":
+            _header(result, record.decode("utf-8", "surrogateescape"))
+        elif kind in (b"1", b"2"):
+            parts = record.split(b" ", 9 if kind == b"2" else 8)
+            xy, path = parts[1], os.fsdecode(parts[-1])
+            if kind == b"2":
+                i += 1  # the original path of a rename follows
+            result.changed += 1
+            if xy[:1] != b".":
+                result.staged = True
+            if xy[1:2] != b".":
+                result.worktree_changed.append(path)
+        elif kind == b"u":
+            result.changed += 1
+            result.conflicted.append(os.fsdecode(record.split(b" ", 10)[-1]))
+        elif kind == b"?":
+            path = os.fsdecode(record[2:])
+            (result.nested if path.endswith("/") else result.untracked).append(path)
+    return result
+
+
+def _header(result: StatusScan, line: str) -> None:
+    key, _, value = line[2:].partition(" ")
+    if key == "branch.oid" and value != "(initial)":
+        result.head = value
+    elif key == "branch.head" and value != "(detached)":
+        result.branch = value
+
+
+@dataclass
+class Selection:
+    included: list[str]
+    skipped: list[Skipped]
+
+
+def select_untracked(
+    toplevel: Path, untracked: list[str], nested: list[str], limits: SnapshotConfig
+) -> Selection:
+    """Untracked files to capture: per-file cap, no nested repos, and a total budget."""
+    skipped = [Skipped(path=p, reason="nested_repo") for p in nested]
+    sizes: dict[str, int] = {}
+    cap = limits.max_new_file_bytes
+    for path in untracked:
+        try:
+            st = os.lstat(toplevel / path)
+        except OSError:
+            continue  # vanished since the status pass: nothing to save
+        if stat.S_ISLNK(st.st_mode):
+            sizes[path] = st.st_size
+        elif not stat.S_ISREG(st.st_mode):
+            skipped.append(Skipped(path=path, reason="special_file"))
+        elif cap and st.st_size > cap:
+            skipped.append(Skipped(path=path, reason="too_large", bytes=st.st_size))
+        else:
+            sizes[path] = st.st_size
+    skipped += _enforce_budget(sizes, limits.max_new_files, limits.max_new_bytes)
+    return Selection(included=sorted(sizes), skipped=skipped)
+
+
+def _enforce_budget(sizes: dict[str, int], max_files: int, max_bytes: int) -> list[Skipped]:
+    """Drop whole directories (generated ones first, then the dominant one) until within budget.
+
+    Mutates ``sizes``. The dominant directory is found by descending from the root into the
+    child that holds at least half of what remains, so a flood such as ``app/node_modules/`` is
+    dropped while ``app/src/`` next to it is kept.
+    """
+    dropped: list[Skipped] = []
+
+    def over() -> str | None:
+        if max_files and len(sizes) > max_files:
+            return "files"
+        if max_bytes and sum(sizes.values()) > max_bytes:
+            return "bytes"
+        return None
+
+    while (measure := over()) is not None:
+        stats = _dir_stats(sizes)
+        column = 0 if measure == "files" else 1
+
+        def weight(d: str, stats: dict[str, tuple[int, int]] = stats, column: int = column) -> int:
+            return stats[d][column]
+
+        heavy = [d for d in stats if d and Path(d).name in HEAVY_DIRS]
+        if heavy:
+            victim = max(heavy, key=lambda d: (weight(d), -d.count("/")))
+        else:
+            victim = _dominant(stats, weight)
+        if victim:
+            files, size = stats[victim]
+            for path in [p for p in sizes if p.startswith(victim)]:
+                del sizes[path]
+            dropped.append(Skipped(path=victim, reason="over_budget", bytes=size, files=files))
+        else:
+            largest = max(sizes, key=lambda p: (sizes[p], p))
+            dropped.append(Skipped(path=largest, reason="over_budget", bytes=sizes.pop(largest)))
+    return dropped
+
+
+def _dir_stats(sizes: dict[str, int]) -> dict[str, tuple[int, int]]:
+    """(files, bytes) under every directory prefix ('' is the root), keys ending in '/'."""
+    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for path, size in sizes.items():
+        prefix = ""
+        for part in path.split("/")[:-1]:
+            entry = counts[prefix]
+            entry[0] += 1
+            entry[1] += size
+            prefix += part + "/"
+        entry = counts[prefix]
+        entry[0] += 1
+        entry[1] += size
+    return {d: (c, b) for d, (c, b) in counts.items()}
+
+
+def _dominant(stats: dict[str, tuple[int, int]], weight: Callable[[str], int]) -> str:
+    children: dict[str, list[str]] = defaultdict(list)
+    for d in stats:
+        if d:
+            children[d[: d.rstrip("/").rfind("/") + 1]].append(d)
+    node = ""
+    while children[node]:
+        best = max(children[node], key=lambda d: (weight(d), d))
+        if 2 * weight(best) < weight(node):
+            return node or best
+        node = best
+    return node

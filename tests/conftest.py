@@ -1,0 +1,159 @@
+"""Shared test helpers: real git repositories in temp dirs, the real CLI as a subprocess."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+IDENTITY = {
+    "GIT_AUTHOR_NAME": "Test",
+    "GIT_AUTHOR_EMAIL": "test@example.com",
+    "GIT_COMMITTER_NAME": "Test",
+    "GIT_COMMITTER_EMAIL": "test@example.com",
+}
+
+
+@pytest.fixture(autouse=True)
+def isolated_git(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test gets an empty HOME (no global git config) and no inherited GIT_* variables."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    for key in list(os.environ):
+        if key.startswith("GIT_") and key != "GIT_CONFIG_NOSYSTEM":
+            monkeypatch.delenv(key)
+
+
+def git(repo: Path, *args: str, env: dict[str, str] | None = None, check: bool = True) -> str:
+    """Run the test's own git (with an identity); returns stdout."""
+    full_env = {**os.environ, **IDENTITY, **(env or {})}
+    result = subprocess.run(
+        ["git", *args], cwd=repo, env=full_env, capture_output=True, check=False
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)} failed: {result.stderr.decode()}")
+    return result.stdout.decode("utf-8", "surrogateescape")
+
+
+def write(root: Path, rel: str, content: str | bytes = "x\n", mode: int | None = None) -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    if mode is not None:
+        path.chmod(mode)
+    return path
+
+
+def make_repo(path: Path, files: dict[str, str] | None = None, branch: str = "main") -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q", "-b", branch)
+    files = {"README.md": "hello\n", "src/app.py": "print('app')\n"} if files is None else files
+    for rel, text in files.items():
+        write(path, rel, text)
+    if files:
+        git(path, "add", "-A")
+        git(path, "commit", "-q", "-m", "initial")
+    return path
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "repo")
+
+
+@dataclass
+class CliResult:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def cairn(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> CliResult:
+    """Run the real ``cairn`` CLI in a subprocess."""
+    result = subprocess.run(
+        [sys.executable, "-m", "cairn", *args],
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        check=False,
+    )
+    return CliResult(result.returncode, result.stdout.decode(), result.stderr.decode())
+
+
+def assert_one_line_error(result: CliResult, code: int = 2) -> None:
+    assert result.returncode == code, (result.stdout, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("cairn: error: ")
+    assert "Traceback" not in result.stderr
+
+
+def tree_state(root: Path, skip: set[str] | None = None) -> dict[str, tuple[str, object]]:
+    """Every file under ``root`` except ``.git``: kind, exec bit, content or link target."""
+    skip = skip or set()
+    state: dict[str, tuple[str, object]] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d != ".git"]
+        for name in filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
+            full = os.path.join(dirpath, name)
+            rel = os.path.relpath(full, root)
+            if rel in skip or any(rel.startswith(s.rstrip("/") + "/") for s in skip):
+                continue
+            st = os.lstat(full)
+            if stat.S_ISLNK(st.st_mode):
+                state[rel] = ("link", os.readlink(full))
+            elif stat.S_ISREG(st.st_mode):
+                with open(full, "rb") as handle:
+                    content = handle.read()
+                state[rel] = ("file", (bool(st.st_mode & 0o100), content))
+    return state
+
+
+def fingerprint(repo: Path) -> dict[str, str]:
+    """Hashes of everything a snapshot must leave alone: index bytes, HEAD, branches, config,
+    hooks, and every work-tree file."""
+    gitdir = Path(git(repo, "rev-parse", "--absolute-git-dir").strip())
+    common = Path(git(repo, "rev-parse", "--path-format=absolute", "--git-common-dir").strip())
+    prints: dict[str, str] = {}
+    for label, path in {
+        "index": gitdir / "index",
+        "HEAD": gitdir / "HEAD",
+        "config": common / "config",
+        "packed-refs": common / "packed-refs",
+    }.items():
+        prints[label] = hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else "-"
+    prints["branches"] = git(repo, "for-each-ref", "refs/heads")
+    prints["hooks"] = repr(sorted(p.name for p in (common / "hooks").glob("*")))
+    digest = hashlib.sha256(repr(sorted(tree_state(repo).items())).encode())
+    prints["worktree"] = digest.hexdigest()
+    return prints
+
+
+def snapshot_files(repo: Path, commit: str) -> dict[str, bytes]:
+    """path → blob bytes of every file in a snapshot commit."""
+    out = subprocess.run(
+        ["git", "ls-tree", "-r", "-z", commit], cwd=repo, capture_output=True, check=True
+    ).stdout
+    files: dict[str, bytes] = {}
+    for record in out.split(b"\0"):
+        if not record:
+            continue
+        meta, path = record.split(b"\t", 1)
+        _, kind, oid = meta.split()
+        if kind == b"blob":
+            blob = subprocess.run(
+                ["git", "cat-file", "blob", oid.decode()], cwd=repo, capture_output=True, check=True
+            ).stdout
+            files[os.fsdecode(path)] = blob
+    return files
