@@ -18,7 +18,7 @@ _PROJECT = {
     "README.md": "# calc\nA tiny calculator.\n",
     "src/calc.py": "def add(a, b):\n    return a + b\n",
     ".gitignore": "build/\n",
-    "cairn.toml": "[snapshot]\nmax_new_file_bytes = \"1MiB\"\n",
+    "cairn.toml": '[snapshot]\nmax_new_file_bytes = "1MiB"\n',
 }
 
 

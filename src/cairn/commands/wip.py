@@ -18,7 +18,8 @@ app = typer.Typer(
 )
 
 Workspace = Annotated[
-    Path, typer.Option("-C", "--workspace", help="Run in this directory instead of the current one.")
+    Path,
+    typer.Option("-C", "--workspace", help="Run in this directory instead of the current one."),
 ]
 Json = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 TicketOpt = Annotated[
@@ -65,7 +66,9 @@ def save(
     console.print(result.summary)
     if result.created:
         base = result.base[:12] if result.base else "no commit yet"
-        console.print(f"  base {base} on {result.branch or 'detached HEAD'} · {result.elapsed_ms} ms")
+        console.print(
+            f"  base {base} on {result.branch or 'detached HEAD'} · {result.elapsed_ms} ms"
+        )
     if result.conflicted:
         console.print(f"  conflicted (saved with their markers): {', '.join(result.conflicted)}")
     for item in result.skipped:
@@ -101,7 +104,11 @@ def list_(
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     for row in rows:
-        console.print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[-1])
+        console.print(
+            "  ".join(cell.ljust(w) for cell, w in zip(row[:-1], widths, strict=True))
+            + "  "
+            + row[-1]
+        )
 
 
 @app.command()
@@ -185,8 +192,10 @@ def restore(
         for path in result.obstacles:
             console.print(f"  would overwrite (not in any snapshot) {path}")
     if result.safety_commit:
-        console.print(f"  safety snapshot {result.safety_commit[:12]}; undo with: "
-                      f"cairn wip restore {result.safety_commit}")
+        console.print(
+            f"  safety snapshot {result.safety_commit[:12]}; undo with: "
+            f"cairn wip restore {result.safety_commit}"
+        )
     for item in result.skipped_in_snapshot:
         console.print(_skipped_line(item) + " — not in the snapshot")
     for warning in result.warnings:

@@ -1,10 +1,10 @@
 """The snapshot engine's public API, used by the CLI and by the orchestrator.
 
-    save(workspace, ticket, reason, timeout) -> SaveResult
-    list_snapshots(workspace, ticket) -> [SnapshotInfo]
-    show(workspace, spec) / diff(workspace, a, b)
-    restore(workspace, spec, to=None, dry_run=False, force=False) -> RestoreResult
-    prune(workspace, older_than) / push(workspace, remote)
+save(workspace, ticket, reason, timeout) -> SaveResult
+list_snapshots(workspace, ticket) -> [SnapshotInfo]
+show(workspace, spec) / diff(workspace, a, b)
+restore(workspace, spec, to=None, dry_run=False, force=False) -> RestoreResult
+prune(workspace, older_than) / push(workspace, remote)
 """
 
 from cairn.wip.history import diff, list_snapshots, show

@@ -65,8 +65,9 @@ def prune(
             )
         )
         if not dry_run:
-            repo.git.run(["update-ref", "-m", "cairn wip prune", "-d", refs[name], tip.oid],
-                         critical=True)
+            repo.git.run(
+                ["update-ref", "-m", "cairn wip prune", "-d", refs[name], tip.oid], critical=True
+            )
             _drop_mirror_branch(repo, name, tip.oid)
     after = before if dry_run else disk_usage(repo, config)
     return PruneResult(
@@ -100,9 +101,7 @@ def push(
     refspec = f"{'+' if force else ''}{prefix}/*:{prefix}/*"
     if not refs:
         return PushResult(remote=remote, refspec=refspec, pushed=[], output="no snapshots to push")
-    result = repo.git.run(
-        ["push", "--porcelain", "--no-verify", remote, refspec], check=False
-    )
+    result = repo.git.run(["push", "--porcelain", "--no-verify", remote, refspec], check=False)
     output = (result.stdout + result.stderr).decode("utf-8", "replace").strip()
     if not result.ok:
         last = output.splitlines()[-1] if output else f"exit status {result.returncode}"

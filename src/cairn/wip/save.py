@@ -131,8 +131,9 @@ def prepare(
     updates = list(dict.fromkeys(status.worktree_changed + status.conflicted + chosen.included))
     if updates:
         payload = b"".join(os.fsencode(p) + b"\0" for p in updates)
-        git.run(["update-index", "--add", "--remove", "-z", "--stdin"], input=payload,
-                deadline=deadline)
+        git.run(
+            ["update-index", "--add", "--remove", "-z", "--stdin"], input=payload, deadline=deadline
+        )
         tree = git.out(["write-tree"], deadline=deadline)
     else:
         assert index_tree is not None
@@ -194,7 +195,9 @@ def record(
         args = ["commit-tree", "--no-gpg-sign"]
         for parent in parents:
             args += ["-p", parent]
-        commit = git.out([*args, p.tree, "-F", "-"], input=meta.render().encode(), deadline=deadline)
+        commit = git.out(
+            [*args, p.tree, "-F", "-"], input=meta.render().encode(), deadline=deadline
+        )
         if deadline is not None and deadline.expired():
             raise SaveTimeout("time budget spent before the ref update")
         old = p.prev.oid if p.prev else null_oid(commit)
