@@ -223,7 +223,7 @@ def prune(
         return
     verb = "would prune" if dry_run else "pruned"
     for item in result.pruned:
-        console.print(f"{verb} {item.ticket} (last snapshot {item.last_snapshot})")
+        console.print(f"{verb} {item.ticket} at {item.commit} (last snapshot {item.last_snapshot})")
     console.print(
         f"{verb} {len(result.pruned)} ticket(s) older than {format_duration(seconds)}, "
         f"kept {result.kept}; snapshots use {human_bytes(result.disk_bytes_after)} "

@@ -1,0 +1,65 @@
+"""The docs are the spec: their examples must match what the code does."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from cairn.config import Config, load
+from cairn.wip.meta import SnapshotMeta
+from cairn.wip.models import RestoreResult, SaveResult, SnapshotInfo
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def blocks(doc: str, lang: str) -> list[str]:
+    """The fenced code blocks of ``doc`` whose info string is ``lang``."""
+    found: list[str] = []
+    current: list[str] | None = None
+    keep = False
+    for line in (ROOT / "docs" / doc).read_text().splitlines(keepends=True):
+        if not line.startswith("```"):
+            if current is not None:
+                current.append(line)
+        elif current is None:
+            current, keep = [], line.strip() == f"```{lang}"
+        else:
+            if keep:
+                found.append("".join(current))
+            current = None
+    return found
+
+
+def test_trailer_example_round_trips() -> None:
+    (example,) = [b for b in blocks("snapshots.md", "") if b.startswith("cairn wip ")]
+    meta = SnapshotMeta.parse(example)
+    assert meta is not None
+    assert meta.ticket == "main" and meta.seq == 3 and meta.run == "20261129-231500Z"
+    assert meta.skipped[0].path == "data/fixture.bin"
+    assert meta.render() == example
+
+
+def test_json_examples_have_the_model_fields() -> None:
+    save_example, list_example, restore_example = blocks("cli.md", "json")
+    assert list(json.loads(save_example)) == list(SaveResult.model_fields)
+    SaveResult.model_validate_json(save_example)
+    keys = re.findall(r'"(\w+)":', list_example)
+    assert keys == list(SnapshotInfo.model_fields)
+    assert list(json.loads(restore_example)) == list(RestoreResult.model_fields)
+
+
+def test_config_example_is_valid_and_states_the_defaults(tmp_path: Path) -> None:
+    (example,) = blocks("cli.md", "toml")
+    (tmp_path / "cairn.toml").write_text(example)
+    assert load(tmp_path).model_dump() == Config().model_dump()
+
+
+def test_readme_test_command_is_what_ci_runs() -> None:
+    readme = (ROOT / "README.md").read_text()
+    ci = (ROOT / ".ci" / "run").read_text()
+    commands = [line for line in readme.splitlines() if line.startswith("python3 -m venv")]
+    assert len(commands) == 2
+    demo, tests = commands
+    assert demo.endswith("cairn demo")
+    assert tests in ci.splitlines()
