@@ -558,3 +558,29 @@ def test_saved_tree_matches_work_tree_exactly(repo: Path, tmp_path: Path) -> Non
     out = tmp_path / "out"
     wip.restore(repo, commit, to=out)
     assert tree_state(out) == expected
+
+
+def test_sigkill_mid_save_moves_no_ref_and_leaves_nothing_behind(repo: Path) -> None:
+    write(repo, "seed.txt", "seed")
+    first = wip.save(repo).commit
+    git(repo, "config", "filter.slow.clean", "sleep 3; cat")
+    write(repo, ".gitattributes", "*.slow filter=slow\n")
+    write(repo, "data.slow", "x")
+    proc = subprocess.Popen([sys.executable, "-m", "cairn", "wip", "save"], cwd=repo)
+    scratch = repo / ".git/cairn/tmp"
+    deadline = time.monotonic() + 20
+    while not (scratch.exists() and any(scratch.iterdir())):
+        assert time.monotonic() < deadline, "the save never started"
+        time.sleep(0.02)
+    time.sleep(0.3)
+    proc.kill()
+    proc.wait()
+    assert git(repo, "rev-parse", "refs/cairn/wip/main").strip() == first
+    assert list(scratch.iterdir()), "the killed save should have left its scratch directory"
+
+    (repo / ".gitattributes").unlink()
+    (repo / "data.slow").unlink()
+    write(repo, "after.txt", "after the crash")
+    result = wip.save(repo)
+    assert result.created and result.previous == first
+    assert list(scratch.iterdir()) == []

@@ -1,14 +1,17 @@
 """Private scratch directories for temporary index files, under the state root.
 
-Named after the owning pid, so a directory left by a killed cairn is removed by the next one.
+Each is named ``<purpose>.<host>.<pid>.<random>``, so a directory left behind by a killed cairn
+is recognised and removed by the next one on the same host.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import secrets
 import shutil
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,12 +19,16 @@ from pathlib import Path
 STALE_AFTER_SECONDS = 24 * 3600
 
 
+def _host() -> str:
+    return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+
+
 @contextlib.contextmanager
 def scratch_dir(state_root: Path, purpose: str) -> Iterator[Path]:
     base = state_root / "tmp"
     base.mkdir(parents=True, exist_ok=True)
-    _remove_abandoned(base)
-    path = base / f"{purpose}-{os.getpid()}-{secrets.token_hex(4)}"
+    remove_abandoned(base)
+    path = base / f"{purpose}.{_host()}.{os.getpid()}.{secrets.token_hex(4)}"
     path.mkdir()
     try:
         yield path
@@ -29,15 +36,17 @@ def scratch_dir(state_root: Path, purpose: str) -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def _remove_abandoned(base: Path) -> None:
-    now = time.time()
+def remove_abandoned(base: Path) -> None:
+    """Remove scratch directories whose owner died (same host), or older than a day (any)."""
+    host, now = _host(), time.time()
     for entry in base.iterdir():
+        parts = entry.name.split(".")
         try:
-            pid = int(entry.name.split("-")[1])
             age = now - entry.stat().st_mtime
-        except (IndexError, ValueError, OSError):
+            dead = len(parts) == 4 and parts[1] == host and not _alive(int(parts[2]))
+        except (OSError, ValueError):
             continue
-        if age > STALE_AFTER_SECONDS or (age > 5 and not _alive(pid)):
+        if dead or age > STALE_AFTER_SECONDS:
             shutil.rmtree(entry, ignore_errors=True)
 
 
