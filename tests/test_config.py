@@ -295,3 +295,11 @@ def test_max_new_file_bytes_zero_means_no_cap(tmp_path: Path) -> None:
     result = wip.save(repo, ticket="T")
     assert result.skipped == []
     assert len(snapshot_files(repo, result.commit)["big.bin"]) == 2 * MiB
+
+
+def test_a_role_table_keeps_the_other_default_roles(tmp_path: Path) -> None:
+    (tmp_path / "cairn.toml").write_text("[roles.reviewer]\nmax_turns = 10\n[roles.tester]\n")
+    roles = config.load(tmp_path).roles
+    assert roles["reviewer"].max_turns == 10
+    assert roles["evaluator"].max_turns == 45
+    assert roles["tester"].max_turns is None

@@ -176,12 +176,6 @@ def test_list_stops_at_the_first_non_snapshot_commit(tmp_path: Path) -> None:
     assert [s.commit for s in wip.list_snapshots(repo, ticket="X", limit=None)] == [tip2]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: history.chain runs `git log --first-parent ... <ref>` with no `--`, so a "
-    "work-tree path equal to the ref name (refs/cairn/wip/A) makes git fail: 'ambiguous "
-    "argument'; `cairn wip list` exits 1",
-)
 def test_list_when_a_work_tree_path_is_named_like_the_ref(tmp_path: Path) -> None:
     repo = make_repo(
         tmp_path / "repo", files={"README.md": "hi\n", "refs/cairn/wip/A": "not a ref\n"}

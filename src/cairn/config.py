@@ -18,6 +18,7 @@ from pydantic import (
     Field,
     PrivateAttr,
     ValidationError,
+    field_validator,
     model_validator,
 )
 
@@ -99,17 +100,25 @@ class MarkerConfig(_Section):
     stale_after: Duration = "24h"
 
 
+DEFAULT_ROLES = {"reviewer": RoleConfig(max_turns=60), "evaluator": RoleConfig(max_turns=45)}
+
+
 class Config(_Section):
     agent: AgentConfig = AgentConfig()
-    roles: dict[str, RoleConfig] = {
-        "reviewer": RoleConfig(max_turns=60),
-        "evaluator": RoleConfig(max_turns=45),
-    }
+    roles: dict[str, RoleConfig] = DEFAULT_ROLES
     loop: LoopConfig = LoopConfig()
     marker: MarkerConfig = MarkerConfig()
     snapshot: SnapshotConfig = SnapshotConfig()
     state_dir: str | None = None
     _source: Path | None = PrivateAttr(default=None)
+
+    @field_validator("roles", mode="before")
+    @classmethod
+    def _keep_default_roles(cls, value: Any) -> Any:
+        """A ``[roles.x]`` table adds to or overrides the default roles; it does not drop them."""
+        if isinstance(value, dict):
+            return {**DEFAULT_ROLES, **value}
+        return value
 
     @property
     def source(self) -> Path | None:

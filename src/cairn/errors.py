@@ -22,12 +22,10 @@ class NotARepository(BadInput):
 class GitError(CairnError):
     """A git command failed unexpectedly."""
 
-    def __init__(self, args: list[str], returncode: int, stderr: str) -> None:
+    def __init__(self, args: list[str], returncode: int, problem: str) -> None:
         self.git_args = args
         self.returncode = returncode
-        self.stderr = stderr.strip()
-        first = self.stderr.splitlines()[-1] if self.stderr else f"exit status {returncode}"
-        super().__init__(f"git {' '.join(args[:2])} failed: {first}")
+        super().__init__(f"git {' '.join(args[:2])} failed: {problem}")
 
 
 class SaveTimeout(CairnError):

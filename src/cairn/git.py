@@ -108,6 +108,20 @@ class GitResult:
     def error_text(self) -> str:
         return self.stderr.decode("utf-8", "replace").strip()
 
+    @property
+    def error_line(self) -> str:
+        """The line of stderr that names the problem (git ends with hints and usage notes)."""
+        return telling_line(self.error_text) or f"exit status {self.returncode}"
+
+
+def telling_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    for prefix in ("fatal:", "error:", "! ["):
+        for line in lines:
+            if line.startswith(prefix):
+                return line
+    return next((line for line in lines if not line.startswith("hint:")), "")
+
 
 @dataclass(frozen=True)
 class Git:
@@ -175,7 +189,7 @@ class Git:
             raise
         result = GitResult(list(args), proc.returncode, out, err)
         if check and not result.ok:
-            raise GitError(list(args), result.returncode, result.error_text)
+            raise GitError(list(args), result.returncode, result.error_line)
         return result
 
     def out(self, args: Sequence[str], **kwargs: object) -> str:

@@ -244,4 +244,7 @@ def push(
     if json:
         emit_json(result)
         return
-    console.print(f"pushed {len(result.pushed)} snapshot ref(s) to {remote}")
+    console.print(
+        f"pushed {len(result.pushed)} snapshot ref(s) to {remote}"
+        f" ({len(result.up_to_date)} already up to date)"
+    )

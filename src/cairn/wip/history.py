@@ -67,7 +67,8 @@ def chain(git: Git, ref: str, limit: int | None) -> list[SnapshotInfo]:
         return []
     count = tip_info.seq if not limit else min(limit, tip_info.seq)
     fmt = _FIELD.join(["%H", "%T", "%ct", "%P", "%B"]) + _RECORD
-    out = git.run(["log", "--first-parent", f"-n{count}", f"--format={fmt}", ref]).stdout
+    args = ["log", "--first-parent", f"-n{count}", f"--format={fmt}", "--end-of-options", ref, "--"]
+    out = git.run(args).stdout
     found: list[SnapshotInfo] = []
     for record in out.decode("utf-8", "replace").split("\x1e"):
         parts = record.strip("\n").split("\x00")

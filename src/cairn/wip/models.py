@@ -112,4 +112,4 @@ class PushResult(_Model):
     remote: str
     refspec: str
     pushed: list[str]
-    output: str
+    up_to_date: list[str]

@@ -70,6 +70,17 @@ def restore(
         )
         if plan.obstacles and not force:
             shown = ", ".join(plan.obstacles[:5]) + (" …" if len(plan.obstacles) > 5 else "")
+            if dry_run:  # a dry run reports the obstacles rather than refusing
+                return result.model_copy(
+                    update={
+                        "warnings": [
+                            *plan.warnings,
+                            f"a restore would refuse: {len(plan.obstacles)} path(s) that no "
+                            f"snapshot holds would be overwritten ({shown}); move them away or "
+                            "pass --force",
+                        ]
+                    }
+                )
             raise RestoreRefused(
                 f"restore would overwrite {len(plan.obstacles)} path(s) that no snapshot holds "
                 f"(ignored, too large or in a nested repo): {shown}; nothing was changed; "
@@ -117,7 +128,7 @@ def _check_added(top: Path, path: str, deleting: set[str], plan: Plan) -> None:
     full = top / path
     try:
         st = os.lstat(full)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # an ancestor is a file: _check_ancestors
         return
     if not stat.S_ISDIR(st.st_mode):
         plan.obstacles.append(path)
@@ -191,7 +202,8 @@ def _restore_to(repo: Repo, snap: SnapshotInfo, target: Path, dry_run: bool) -> 
     target = target.expanduser().absolute()
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise BadInput(f"{target} already exists and is not empty; pass --to a new directory")
-    if target == repo.toplevel or repo.toplevel in target.parents:
+    real = target.resolve()  # `..` and symlinks must not lead back into the work tree
+    if real == repo.toplevel or repo.toplevel in real.parents:
         raise BadInput(f"{target} is inside the work tree; pass --to a directory outside it")
     names = repo.git.run(["ls-tree", "-r", "-z", "--name-only", snap.commit]).stdout
     written = [os.fsdecode(n) for n in names.split(b"\0") if n]

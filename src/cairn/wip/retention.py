@@ -100,15 +100,19 @@ def push(
     prefix = config.snapshot.ref_prefix.rstrip("/")
     refspec = f"{'+' if force else ''}{prefix}/*:{prefix}/*"
     if not refs:
-        return PushResult(remote=remote, refspec=refspec, pushed=[], output="no snapshots to push")
+        return PushResult(remote=remote, refspec=refspec, pushed=[], up_to_date=[])
     result = repo.git.run(["push", "--porcelain", "--no-verify", remote, refspec], check=False)
-    output = (result.stdout + result.stderr).decode("utf-8", "replace").strip()
+    lines = result.stdout.decode("utf-8", "replace").splitlines()
+    flagged = [line.split("\t") for line in lines if line[1:2] == "\t" and line.count("\t") >= 2]
+    rejected = [f"{fields[1].split(':')[0]} {fields[2]}" for fields in flagged if fields[0] == "!"]
+    if rejected:
+        hint = "" if force else "; pass --force if the remote chain should be replaced"
+        raise CairnError(f"push to {remote} rejected {', '.join(rejected)}{hint}")
     if not result.ok:
-        last = output.splitlines()[-1] if output else f"exit status {result.returncode}"
-        raise CairnError(f"push to {remote} failed: {last}")
-    pushed = [
-        line.split("\t")[1].split(":")[0]
-        for line in output.splitlines()
-        if line[:1] in ("*", "+", " ", "=") and "\t" in line
-    ]
-    return PushResult(remote=remote, refspec=refspec, pushed=pushed, output=output)
+        raise CairnError(f"push to {remote} failed: {result.error_line}")
+    return PushResult(
+        remote=remote,
+        refspec=refspec,
+        pushed=[f[1].split(":")[0] for f in flagged if f[0] in (" ", "+", "*")],
+        up_to_date=[f[1].split(":")[0] for f in flagged if f[0] == "="],
+    )

@@ -212,7 +212,7 @@ def record(
         (current,) = read_commits(git, [p.ref], deadline)
         if (current.oid if current else None) == (p.prev.oid if p.prev else None):
             if "lock" not in moved.error_text:
-                raise CairnError(f"cannot update {p.ref}: {moved.error_text}")
+                raise CairnError(f"cannot update {p.ref}: {moved.error_line}")
             time.sleep(random.uniform(0.005, 0.05))  # another writer holds the ref lock
         p.prev = current
         p.prev_meta = SnapshotMeta.parse(current.message) if current else None
@@ -242,7 +242,7 @@ def _mirror_branch(p: Prepared, commit: str, reason: str, deadline: Deadline | N
         deadline=deadline,
         critical=True,
     )
-    return [] if moved.ok else [f"branch {branch} not updated: {moved.error_text}"]
+    return [] if moved.ok else [f"branch {branch} not updated: {moved.error_line}"]
 
 
 def _result(
