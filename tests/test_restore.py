@@ -343,6 +343,8 @@ def test_refuses_to_overwrite_what_no_snapshot_holds(tmp_path: Path, setup) -> N
     assert forced["safety_commit"]
     assert (repo / path).read_bytes() == saved
     assert (repo / "src/app.py").read_text() == "print('app')\n"
+    if setup is _nested_repo_case:  # --force overwrites the file, never the nested repository
+        assert (repo / "vendor/.git/HEAD").is_file()
 
 
 # --- dry run -----------------------------------------------------------------------------------

@@ -160,7 +160,7 @@ def _check_ancestors(top: Path, path: str, deleting: set[str], plan: Plan) -> No
                 plan.obstacles.append(prefix)
             return
         if (full / ".git").exists():
-            plan.obstacles.append(prefix + "/")
+            plan.obstacles.append(path)  # only this file; --force must not remove the repo
             return
         prefix += "/"
 
