@@ -233,6 +233,7 @@ class Repo:
     git_dir: Path
     common_dir: Path
     index_path: Path
+    object_format: str
     git: Git
 
     @classmethod
@@ -250,6 +251,7 @@ class Repo:
                 "--git-common-dir",
                 "--git-path",
                 "index",
+                "--show-object-format",
             ],
             check=False,
         )
@@ -259,7 +261,7 @@ class Repo:
             )
         lines = result.stdout.decode("utf-8", "surrogateescape").splitlines()
         toplevel, git_dir, common_dir, index = (Path(p) for p in lines[:4])
-        return cls(toplevel, git_dir, common_dir, index, replace(git, cwd=toplevel))
+        return cls(toplevel, git_dir, common_dir, index, lines[4], replace(git, cwd=toplevel))
 
     def state_root(self) -> Path:
         return self.common_dir / "cairn"

@@ -1,4 +1,4 @@
-"""Reading commit objects in one ``git cat-file --batch`` process."""
+"""Reading objects in one ``git cat-file --batch`` process."""
 
 from __future__ import annotations
 
@@ -17,15 +17,15 @@ class CommitObject:
     message: str
 
 
-def read_commits(
+def read_objects(
     git: Git, names: Sequence[str], deadline: Deadline | None = None
-) -> list[CommitObject | None]:
-    """The commits that ``names`` resolve to, None for a missing name or a non-commit."""
+) -> list[tuple[str, str, bytes] | None]:
+    """(oid, type, content) for each name; None where the name does not resolve."""
     if not names:
         return []
     payload = "".join(f"{name}\n" for name in names).encode()
     out = git.run(["cat-file", "--batch"], input=payload, deadline=deadline).stdout
-    found: list[CommitObject | None] = []
+    found: list[tuple[str, str, bytes] | None] = []
     pos = 0
     for _ in names:
         end = out.index(b"\n", pos)
@@ -34,11 +34,20 @@ def read_commits(
         if len(header) != 3:
             found.append(None)
             continue
-        oid, kind, size = header[0].decode(), header[1], int(header[2])
-        body = out[pos : pos + size]
+        size = int(header[2])
+        found.append((header[0].decode(), header[1].decode(), out[pos : pos + size]))
         pos += size + 1
-        found.append(parse_commit(oid, body) if kind == b"commit" else None)
     return found
+
+
+def read_commits(
+    git: Git, names: Sequence[str], deadline: Deadline | None = None
+) -> list[CommitObject | None]:
+    """The commits that ``names`` resolve to, None for a missing name or a non-commit."""
+    return [
+        parse_commit(obj[0], obj[2]) if obj and obj[1] == "commit" else None
+        for obj in read_objects(git, names, deadline)
+    ]
 
 
 def parse_commit(oid: str, raw: bytes) -> CommitObject:
@@ -58,3 +67,16 @@ def parse_commit(oid: str, raw: bytes) -> CommitObject:
             except (IndexError, ValueError):
                 when = 0
     return CommitObject(oid, tree, tuple(parents), when, message.decode("utf-8", "replace"))
+
+
+def parse_tree(raw: bytes, oid_bytes: int) -> dict[bytes, tuple[str, str]]:
+    """name → (mode, oid) of a raw tree object (``mode SP name NUL binary-oid`` entries)."""
+    entries: dict[bytes, tuple[str, str]] = {}
+    pos = 0
+    while pos < len(raw):
+        space = raw.index(b" ", pos)
+        nul = raw.index(b"\0", space)
+        mode = raw[pos:space].decode().rjust(6, "0")
+        entries[raw[space + 1 : nul]] = (mode, raw[nul + 1 : nul + 1 + oid_bytes].hex())
+        pos = nul + 1 + oid_bytes
+    return entries

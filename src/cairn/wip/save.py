@@ -1,9 +1,9 @@
 """``save``: snapshot the work tree into ``refs/cairn/wip/<ticket>`` without touching it.
 
 Pipeline (see docs/snapshots.md): copy the real index keeping its mtime → ``status`` on the copy
-→ choose untracked files → ``write-tree`` of the staged state → ``update-index`` of the changed
-paths → ``write-tree`` → ``commit-tree`` → ``update-ref`` with the old value (compare-and-swap).
-Only the private copy of the index is ever written.
+→ choose untracked files → hash the changed files and write the trees on their paths (HEAD's
+tree plus edits) → ``commit-tree`` → ``update-ref`` with the old value (compare-and-swap).
+The user's index is only ever read.
 """
 
 from __future__ import annotations
@@ -18,13 +18,14 @@ from pathlib import Path
 from cairn import tickets
 from cairn.config import Config
 from cairn.config import load as load_config
-from cairn.errors import BadInput, CairnError, SaveTimeout
+from cairn.errors import BadInput, CairnError, GitError, SaveTimeout
 from cairn.git import Deadline, Git, Repo, null_oid, version
 from cairn.wip.meta import SnapshotMeta, clean_reason
 from cairn.wip.models import SaveResult, Skipped
 from cairn.wip.objects import CommitObject, read_commits
-from cairn.wip.scan import scan_status, select_untracked
+from cairn.wip.scan import StatusScan, scan_status, select_untracked
 from cairn.wip.scratch import scratch_dir
+from cairn.wip.treebuild import Edit, WorktreeModes, build_tree, hash_worktree
 
 
 @dataclass
@@ -104,9 +105,21 @@ def save(
 
 
 def prepare(
-    repo: Repo, config: Config, scratch: Path, ticket: str | None, deadline: Deadline | None
+    repo: Repo,
+    config: Config,
+    scratch: Path,
+    ticket: str | None,
+    deadline: Deadline | None,
+    *,
+    via_index: bool = False,
 ) -> Prepared:
-    """Write the snapshot's trees from a private copy of the index; record nothing."""
+    """Write the snapshot's trees (the work tree, the staged state); record nothing.
+
+    The trees are built from HEAD plus the changed paths (see treebuild.py). ``via_index``
+    builds them instead with ``update-index`` and ``write-tree`` on the private copy of the
+    index: slower on big repositories, and the fallback for submodule changes and for files
+    that vanish while they are read.
+    """
     index = scratch / "index"
     if repo.index_path.exists():
         shutil.copy2(repo.index_path, index)  # copy2 keeps the mtime: git's racy-clean check
@@ -122,22 +135,16 @@ def prepare(
     head_commit, prev = read_commits(git, [status.head or "HEAD", ref], deadline)
     head_tree = head_commit.tree if status.head and head_commit else None
 
-    index_tree: str | None = None
-    if not status.conflicted:
-        if status.staged or head_tree is None:
-            index_tree = git.out(["write-tree"], deadline=deadline)
-        else:
-            index_tree = head_tree
-    updates = list(dict.fromkeys(status.worktree_changed + status.conflicted + chosen.included))
-    if updates:
-        payload = b"".join(os.fsencode(p) + b"\0" for p in updates)
-        git.run(
-            ["update-index", "--add", "--remove", "-z", "--stdin"], input=payload, deadline=deadline
-        )
-        tree = git.out(["write-tree"], deadline=deadline)
+    if via_index or any(c.submodule and c.y != "." for c in status.changes):
+        index_tree, tree = _trees_via_index(git, status, chosen.included, head_tree, deadline)
     else:
-        assert index_tree is not None
-        tree = index_tree
+        try:
+            index_tree, tree = _trees_via_edits(
+                repo, git, scratch, status, chosen.included, head_tree, deadline
+            )
+        except (GitError, OSError, ValueError):
+            # a file vanished or turned unreadable mid-way: let git's own index code decide
+            index_tree, tree = _trees_via_index(git, status, chosen.included, head_tree, deadline)
     return Prepared(
         repo=repo,
         git=git,
@@ -156,6 +163,65 @@ def prepare(
         prev=prev,
         prev_meta=SnapshotMeta.parse(prev.message) if prev else None,
     )
+
+
+def _trees_via_edits(
+    repo: Repo,
+    git: Git,
+    scratch: Path,
+    status: StatusScan,
+    untracked: list[str],
+    head_tree: str | None,
+    deadline: Deadline | None,
+) -> tuple[str | None, str]:
+    """(staged tree, work tree) as HEAD's tree plus edits, hashing only changed files."""
+    staged: dict[bytes, Edit] = {}
+    worktree: dict[bytes, Edit] = {}
+    to_hash: dict[bytes, str | None] = {}
+    for change in status.changes:
+        path = os.fsencode(change.path)
+        in_index = None if change.index_mode == "000000" else (change.index_mode, change.index_oid)
+        if change.x != ".":
+            staged[path] = in_index
+        if change.y == ".":
+            worktree[path] = in_index
+        else:
+            to_hash[path] = in_index[0] if in_index else None
+    for path in status.conflicted + untracked:
+        to_hash[os.fsencode(path)] = None
+    if to_hash:
+        modes = WorktreeModes.read(git, deadline)
+        worktree.update(hash_worktree(git, repo.toplevel, scratch, to_hash, modes, deadline))
+    fmt = repo.object_format
+    index_tree = None if status.conflicted else build_tree(git, head_tree, staged, fmt, deadline)
+    return index_tree, build_tree(git, head_tree, worktree, fmt, deadline)
+
+
+def _trees_via_index(
+    git: Git,
+    status: StatusScan,
+    untracked: list[str],
+    head_tree: str | None,
+    deadline: Deadline | None,
+) -> tuple[str | None, str]:
+    """(staged tree, work tree) by updating the private copy of the index."""
+    index_tree: str | None = None
+    if not status.conflicted:
+        if status.staged or head_tree is None:
+            index_tree = git.out(["write-tree"], deadline=deadline)
+        else:
+            index_tree = head_tree
+    updates = list(dict.fromkeys(status.worktree_changed + status.conflicted + untracked))
+    if not updates:
+        assert index_tree is not None
+        return index_tree, index_tree
+    payload = b"".join(os.fsencode(p) + b"\0" for p in updates)
+    git.run(
+        ["update-index", "--add", "--remove", "--index-version", "4", "-z", "--stdin"],
+        input=payload,
+        deadline=deadline,
+    )
+    return index_tree, git.out(["write-tree"], deadline=deadline)
 
 
 def record(

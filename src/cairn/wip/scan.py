@@ -52,16 +52,38 @@ HEAVY_DIRS = frozenset(
 )
 
 
+@dataclass(frozen=True)
+class Change:
+    """A tracked path that differs from HEAD: ``x`` in the index, ``y`` in the work tree."""
+
+    path: str
+    x: str
+    y: str
+    submodule: bool
+    index_mode: str
+    index_oid: str
+
+
 @dataclass
 class StatusScan:
     head: str | None
     branch: str | None
-    staged: bool = False
-    worktree_changed: list[str] = field(default_factory=list)
+    changes: list[Change] = field(default_factory=list)
     conflicted: list[str] = field(default_factory=list)
     untracked: list[str] = field(default_factory=list)
     nested: list[str] = field(default_factory=list)
-    changed: int = 0
+
+    @property
+    def staged(self) -> bool:
+        return any(c.x != "." for c in self.changes)
+
+    @property
+    def worktree_changed(self) -> list[str]:
+        return [c.path for c in self.changes if c.y != "."]
+
+    @property
+    def changed(self) -> int:
+        return len(self.changes) + len(self.conflicted)
 
 
 def scan_status(git: Git, deadline: Deadline | None) -> StatusScan:
@@ -82,17 +104,22 @@ def parse_status(out: bytes) -> StatusScan:
         if kind == b"#":
             _header(result, record.decode("utf-8", "surrogateescape"))
         elif kind in (b"1", b"2"):
-            parts = record.split(b" ", 9 if kind == b"2" else 8)
-            xy, path = parts[1], os.fsdecode(parts[-1])
+            # 1 XY sub mH mI mW hH hI path  (2: … Xscore path, then the original path)
+            parts = record.decode("utf-8", "surrogateescape").split(" ", 9 if kind == b"2" else 8)
             if kind == b"2":
-                i += 1  # the original path of a rename follows
-            result.changed += 1
-            if xy[:1] != b".":
-                result.staged = True
-            if xy[1:2] != b".":
-                result.worktree_changed.append(path)
+                i += 1
+            xy = parts[1]
+            result.changes.append(
+                Change(
+                    path=parts[-1],
+                    x=xy[0],
+                    y=xy[1],
+                    submodule=parts[2].startswith("S"),
+                    index_mode=parts[4],
+                    index_oid=parts[7],
+                )
+            )
         elif kind == b"u":
-            result.changed += 1
             result.conflicted.append(os.fsdecode(record.split(b" ", 10)[-1]))
         elif kind == b"?":
             path = os.fsdecode(record[2:])
