@@ -10,25 +10,40 @@ from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
 import typer
-from pydantic import BaseModel
-from rich.console import Console
 
 from cairn.errors import CairnError
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
-console = Console(markup=False, highlight=False, soft_wrap=True)
-err_console = Console(stderr=True, markup=False, highlight=False, soft_wrap=True)
+
+class LazyConsole:
+    """A Rich console created on first use, so commands that print JSON never import Rich."""
+
+    def __init__(self, stderr: bool = False) -> None:
+        self._stderr = stderr
+        self._console: Any = None
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(
+                stderr=self._stderr, markup=False, highlight=False, soft_wrap=True
+            )
+        self._console.print(*objects, **kwargs)
 
 
-def emit_json(data: BaseModel | list[Any] | dict[str, Any]) -> None:
-    if isinstance(data, BaseModel):
-        payload: Any = data.model_dump(mode="json")
-    elif isinstance(data, list):
-        payload = [d.model_dump(mode="json") if isinstance(d, BaseModel) else d for d in data]
-    else:
-        payload = data
+console = LazyConsole()
+err_console = LazyConsole(stderr=True)
+
+
+def _plain(data: Any) -> Any:
+    return data.model_dump(mode="json") if hasattr(data, "model_dump") else data
+
+
+def emit_json(data: Any) -> None:
+    payload = [_plain(d) for d in data] if isinstance(data, list) else _plain(data)
     sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
 
 

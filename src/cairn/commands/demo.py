@@ -9,9 +9,7 @@ from typing import Annotated
 
 import typer
 
-from cairn import wip
 from cairn.errors import BadInput
-from cairn.git import Git, base_runner
 from cairn.output import console, guarded
 
 _PROJECT = {
@@ -47,13 +45,16 @@ def demo(
     ] = None,
 ) -> None:
     """Show a cut-off agent's work surviving: snapshot, list, and restore into a new directory."""
+    from cairn import wip
+    from cairn.git import base_runner
+
     if directory is None:
         directory = Path(tempfile.mkdtemp(prefix="cairn-demo-"))
     elif directory.exists() and any(directory.iterdir()):
         raise BadInput(f"{directory} is not empty; pass --dir a new or empty directory")
     repo = directory / "workspace"
     repo.mkdir(parents=True)
-    git: Git = base_runner(repo)
+    git = base_runner(repo)
     git.run(["init", "-q", "-b", "main"])
     for rel, text in _PROJECT.items():
         _write(repo, rel, text)

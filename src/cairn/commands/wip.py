@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cairn import wip
 from cairn.durations import format_duration, parse_duration
 from cairn.errors import BadInput
 from cairn.output import console, emit_json, guarded, human_bytes
-from cairn.wip.models import Skipped
+
+if TYPE_CHECKING:
+    from cairn.wip.models import Skipped
 
 app = typer.Typer(
     help="Snapshots of uncommitted work under refs/cairn/wip/<ticket>.", no_args_is_help=True
@@ -58,6 +59,8 @@ def save(
     workspace: Workspace = Path("."),
 ) -> None:
     """Snapshot tracked, staged and untracked (not ignored) files; touches nothing else."""
+    from cairn import wip
+
     timeout = timeout_ms / 1000 if timeout_ms is not None else None
     result = wip.save(workspace, ticket=ticket, reason=reason, timeout=timeout, run_id=run)
     if json:
@@ -86,6 +89,8 @@ def list_(
     workspace: Workspace = Path("."),
 ) -> None:
     """List snapshots, newest first: time, reason, base, files, commit."""
+    from cairn import wip
+
     found = wip.list_snapshots(workspace, ticket=ticket, limit=limit or None)
     if json:
         emit_json(found)
@@ -119,6 +124,8 @@ def show(
     workspace: Workspace = Path("."),
 ) -> None:
     """Show a snapshot's metadata and its diffstat against its base."""
+    from cairn import wip
+
     result = wip.show(workspace, snapshot)
     if json:
         emit_json(result)
@@ -156,6 +163,8 @@ def diff(
     workspace: Workspace = Path("."),
 ) -> None:
     """Patch from A's base to A, or from A to B."""
+    from cairn import wip
+
     typer.echo(wip.diff(workspace, a, b, stat=stat), nl=False)
 
 
@@ -175,6 +184,8 @@ def restore(
     workspace: Workspace = Path("."),
 ) -> None:
     """Bring a snapshot back without destroying anything (a safety snapshot comes first)."""
+    from cairn import wip
+
     result = wip.restore(workspace, snapshot, to=to, dry_run=dry_run, force=force, ticket=ticket)
     if json:
         emit_json(result)
@@ -213,6 +224,8 @@ def prune(
     workspace: Workspace = Path("."),
 ) -> None:
     """Delete the refs of tickets whose latest snapshot is older (never runs git gc)."""
+    from cairn import wip
+
     try:
         seconds = parse_duration(older_than)
     except ValueError as exc:
@@ -240,6 +253,8 @@ def push(
     workspace: Workspace = Path("."),
 ) -> None:
     """Push refs/cairn/wip/* so snapshots outlive a deleted workspace."""
+    from cairn import wip
+
     result = wip.push(workspace, remote=remote, force=force)
     if json:
         emit_json(result)
