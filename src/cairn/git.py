@@ -7,15 +7,19 @@ cairn never fires a user's hook or rewrites anything it did not ask for.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
 import subprocess
+import tempfile
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
+from typing import NoReturn
 
 from cairn.errors import CairnError, GitError, NotARepository, SaveTimeout
 
@@ -194,6 +198,104 @@ class Git:
 
     def out(self, args: Sequence[str], **kwargs: object) -> str:
         return self.run(args, **kwargs).text  # type: ignore[arg-type]
+
+    def session(self, args: Sequence[str], deadline: Deadline | None = None) -> Session:
+        """A long-running ``git <args>`` that answers requests on stdin (``--batch`` modes)."""
+        argv = ["git"]
+        for entry in self.config:
+            argv += ["-c", entry]
+        return Session(argv + list(args), args[0], self.cwd, self.env, deadline)
+
+
+class Session:
+    """A git process spoken to request by request. When the deadline passes it is killed with
+    its process group, and the read that was waiting raises SaveTimeout."""
+
+    def __init__(
+        self,
+        argv: list[str],
+        name: str,
+        cwd: Path,
+        env: Mapping[str, str],
+        deadline: Deadline | None,
+    ) -> None:
+        self.name = name
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed by __exit__
+        self._proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            start_new_session=True,
+        )
+        self._closed = False
+        self._expired = False
+        self._timer: threading.Timer | None = None
+        left = deadline.remaining() if deadline else None
+        if left is not None:
+            self._timer = threading.Timer(max(left, 0), self._expire)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _expire(self) -> None:
+        self._expired = True
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self._proc.pid, signal.SIGKILL)
+
+    def send(self, data: bytes) -> None:
+        assert self._proc.stdin is not None
+        try:
+            self._proc.stdin.write(data)
+            self._proc.stdin.flush()
+        except BrokenPipeError:
+            self._fail()
+
+    def readline(self) -> bytes:
+        assert self._proc.stdout is not None
+        line = self._proc.stdout.readline()
+        if not line.endswith(b"\n"):
+            self._fail()
+        return line[:-1]
+
+    def read(self, size: int) -> bytes:
+        assert self._proc.stdout is not None
+        data = self._proc.stdout.read(size)
+        if len(data) != size:
+            self._fail()
+        return data
+
+    def _fail(self) -> NoReturn:
+        self.close()
+        if self._expired:
+            raise SaveTimeout(f"`git {self.name}` did not finish within the time budget")
+        self._stderr.seek(0)
+        problem = telling_line(self._stderr.read().decode("utf-8", "replace"))
+        raise GitError([self.name], self._proc.returncode or 1, problem or "unexpected end")
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+        with contextlib.suppress(OSError):
+            assert self._proc.stdin is not None
+            self._proc.stdin.close()
+        try:
+            self._proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            _kill_group(self._proc)
+        assert self._proc.stdout is not None
+        self._proc.stdout.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+        self._stderr.close()
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

@@ -25,7 +25,7 @@ from cairn.wip.models import SaveResult, Skipped
 from cairn.wip.objects import CommitObject, read_commits
 from cairn.wip.scan import StatusScan, scan_status, select_untracked
 from cairn.wip.scratch import scratch_dir
-from cairn.wip.treebuild import Edit, WorktreeModes, build_tree, hash_worktree
+from cairn.wip.treebuild import Edit, TreeWriter, WorktreeModes, hash_worktree
 
 
 @dataclass
@@ -192,9 +192,9 @@ def _trees_via_edits(
     if to_hash:
         modes = WorktreeModes.read(git, deadline)
         worktree.update(hash_worktree(git, repo.toplevel, scratch, to_hash, modes, deadline))
-    fmt = repo.object_format
-    index_tree = None if status.conflicted else build_tree(git, head_tree, staged, fmt, deadline)
-    return index_tree, build_tree(git, head_tree, worktree, fmt, deadline)
+    with TreeWriter(git, repo.object_format, deadline) as trees:
+        index_tree = None if status.conflicted else trees.build(head_tree, staged)
+        return index_tree, trees.build(head_tree, worktree)
 
 
 def _trees_via_index(

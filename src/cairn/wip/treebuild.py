@@ -2,21 +2,22 @@
 
 ``update-index`` + ``write-tree`` on a copy of the index read and rewrite the whole index, twice;
 on a 100k-file repository that alone costs about half a ``git status``. Here new blobs come from
-one ``hash-object`` process, the base directories on the changed paths from one ``cat-file`` per
-depth, and the new trees from one ``mktree`` per depth, so the cost follows the change, not the
+one ``hash-object`` process, the base directories on the changed paths from one ``cat-file``
+process and the new trees from one ``mktree`` process, so the cost follows the change, not the
 repository.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from cairn.git import Deadline, Git
-from cairn.wip.objects import parse_tree, read_objects
+from cairn.git import Deadline, Git, Session
+from cairn.wip.objects import parse_tree
 
 TREE_MODE = "040000"
 EMPTY_TREE = {
@@ -134,61 +135,82 @@ def _hash_paths(
     return oids
 
 
-def build_tree(
-    git: Git,
-    base_tree: str | None,
-    edits: dict[bytes, Edit],
-    object_format: str,
-    deadline: Deadline | None,
-) -> str:
-    """The tree ``base_tree`` becomes with ``edits`` (path → entry, or None to remove) applied."""
-    if not edits:
-        return base_tree or EMPTY_TREE[object_format]
-    oid_bytes = len(EMPTY_TREE[object_format]) // 2
-    changes: dict[bytes, dict[bytes, Edit]] = defaultdict(dict)
-    for path, edit in edits.items():
-        directory, _, name = path.rpartition(b"/")
-        changes[directory][name] = edit
-        while directory:
-            directory = directory.rpartition(b"/")[0]
-            changes.setdefault(directory, {})
-    by_depth: dict[int, list[bytes]] = defaultdict(list)
-    for directory in changes:
-        by_depth[_depth(directory)].append(directory)
-    deepest = max(by_depth)
+class TreeWriter:
+    """Writes trees as a base tree plus path edits, through one ``cat-file --batch`` (to read
+    the base directories on the changed paths) and one ``mktree --batch`` (to write the new
+    ones). Use as a context manager; both processes start on first use."""
 
-    entries: dict[bytes, dict[bytes, Entry]] = {}
-    for depth in range(deepest + 1):
-        wanted: list[tuple[bytes, str]] = []
-        for directory in by_depth[depth]:
-            entries[directory] = {}
-            oid = base_tree if depth == 0 else _subtree(entries, directory)
-            if oid:
-                wanted.append((directory, oid))
-        objects = read_objects(git, [oid for _, oid in wanted], deadline)
-        for (directory, _), obj in zip(wanted, objects, strict=True):
-            if obj and obj[1] == "tree":
-                entries[directory] = parse_tree(obj[2], oid_bytes)
-    for directory, dir_changes in changes.items():
-        for name, edit in dir_changes.items():
-            if edit is None:
-                entries[directory].pop(name, None)
-            else:
-                entries[directory][name] = edit
+    def __init__(self, git: Git, object_format: str, deadline: Deadline | None) -> None:
+        self._git = git
+        self._deadline = deadline
+        self._empty = EMPTY_TREE[object_format]
+        self._oid_bytes = len(self._empty) // 2
+        self._stack = contextlib.ExitStack()
+        self._reader: Session | None = None
+        self._writer: Session | None = None
 
-    for depth in range(deepest, -1, -1):
-        level = [d for d in by_depth[depth] if entries[d]]
-        oids = _make_trees(git, [entries[d] for d in level], deadline)
-        written = dict(zip(level, oids, strict=True))
-        if depth == 0:
-            return written.get(b"", EMPTY_TREE[object_format])
-        for directory in by_depth[depth]:
+    def __enter__(self) -> TreeWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stack.close()
+
+    def build(self, base_tree: str | None, edits: dict[bytes, Edit]) -> str:
+        """The tree ``base_tree`` becomes with ``edits`` (path → entry, None removes) applied."""
+        if not edits:
+            return base_tree or self._empty
+        changes: dict[bytes, dict[bytes, Edit]] = defaultdict(dict)
+        for path, edit in edits.items():
+            directory, _, name = path.rpartition(b"/")
+            changes[directory][name] = edit
+            while directory:
+                directory = directory.rpartition(b"/")[0]
+                changes.setdefault(directory, {})
+        top_down = sorted(changes, key=_depth)
+
+        entries: dict[bytes, dict[bytes, Entry]] = {}
+        for directory in top_down:
+            oid = base_tree if not directory else _subtree(entries, directory)
+            entries[directory] = self._read_tree(oid) if oid else {}
+            for name, edit in changes[directory].items():
+                if edit is None:
+                    entries[directory].pop(name, None)
+                else:
+                    entries[directory][name] = edit
+
+        for directory in reversed(top_down):
+            if not directory:
+                return self._write_tree(entries[b""]) if entries[b""] else self._empty
             parent, _, name = directory.rpartition(b"/")
-            if directory in written:
-                entries[parent][name] = (TREE_MODE, written[directory])
+            if entries[directory]:
+                entries[parent][name] = (TREE_MODE, self._write_tree(entries[directory]))
             elif entries[parent].get(name, ("",))[0] == TREE_MODE:
                 del entries[parent][name]  # git stores no empty directories
-    raise AssertionError("unreachable")
+        raise AssertionError("the root directory is always on a changed path")
+
+    def _read_tree(self, oid: str) -> dict[bytes, Entry]:
+        if self._reader is None:
+            self._reader = self._stack.enter_context(
+                self._git.session(["cat-file", "--batch"], self._deadline)
+            )
+        self._reader.send(oid.encode() + b"\n")
+        header = self._reader.readline().split()
+        if len(header) != 3:
+            raise ValueError(f"cat-file could not read {oid}")
+        raw = self._reader.read(int(header[2]) + 1)[:-1]
+        return parse_tree(raw, self._oid_bytes) if header[1] == b"tree" else {}
+
+    def _write_tree(self, tree: dict[bytes, Entry]) -> str:
+        if self._writer is None:
+            self._writer = self._stack.enter_context(
+                self._git.session(["mktree", "--batch", "--missing"], self._deadline)
+            )
+        lines = [
+            f"{mode} {_kind(mode)} {oid}\t".encode() + quote(name) + b"\n"
+            for name, (mode, oid) in tree.items()
+        ]
+        self._writer.send(b"".join(lines) + b"\n")
+        return self._writer.readline().decode()
 
 
 def _depth(directory: bytes) -> int:
@@ -197,26 +219,8 @@ def _depth(directory: bytes) -> int:
 
 def _subtree(entries: dict[bytes, dict[bytes, Entry]], directory: bytes) -> str | None:
     parent, _, name = directory.rpartition(b"/")
-    mode, oid = entries.get(parent, {}).get(name, ("", ""))
+    mode, oid = entries[parent].get(name, ("", ""))
     return oid if mode == TREE_MODE else None
-
-
-def _make_trees(git: Git, trees: list[dict[bytes, Entry]], deadline: Deadline | None) -> list[str]:
-    if not trees:
-        return []
-    chunks = []
-    for tree in trees:
-        lines = [
-            f"{mode} {_kind(mode)} {oid}\t".encode() + quote(name) + b"\n"
-            for name, (mode, oid) in tree.items()
-        ]
-        chunks.append(b"".join(lines))
-    payload = b"\n".join(chunks)
-    out = git.run(["mktree", "--batch", "--missing"], input=payload, deadline=deadline)
-    oids = out.text.split()
-    if len(oids) != len(trees):
-        raise ValueError("mktree returned an unexpected number of trees")
-    return oids
 
 
 def _kind(mode: str) -> str:

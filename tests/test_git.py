@@ -1,0 +1,53 @@
+"""The git layer: scrubbed environment, error lines, long-running sessions and their deadline."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from cairn.errors import GitError, SaveTimeout
+from cairn.git import Deadline, Repo, scrubbed_env, telling_line
+
+
+def test_scrubbed_env_drops_inherited_git_variables() -> None:
+    env = scrubbed_env(
+        {"GIT_DIR": "/x", "GIT_INDEX_FILE": "/y", "GIT_SSH_COMMAND": "ssh -i k", "PATH": "/bin"}
+    )
+    assert "GIT_DIR" not in env and "GIT_INDEX_FILE" not in env
+    assert env["GIT_SSH_COMMAND"] == "ssh -i k" and env["PATH"] == "/bin"
+    assert env["GIT_OPTIONAL_LOCKS"] == "0" and env["GIT_TERMINAL_PROMPT"] == "0"
+    assert env["GIT_COMMITTER_EMAIL"] == "cairn@localhost"
+
+
+def test_telling_line_prefers_the_fatal_line() -> None:
+    text = "fatal: 'x' does not appear to be a git repository\nfatal: Could not read\nhint: try"
+    assert telling_line(text) == "fatal: 'x' does not appear to be a git repository"
+    assert telling_line("hint: only hints\nplain") == "plain"
+
+
+def test_session_answers_requests_in_order(repo: Path) -> None:
+    found = Repo.discover(repo)
+    head = found.git.out(["rev-parse", "HEAD"])
+    with found.git.session(["cat-file", "--batch-check"]) as session:
+        for _ in range(3):
+            session.send(b"HEAD\n")
+            assert session.readline().decode().startswith(f"{head} commit")
+
+
+def test_session_is_killed_at_its_deadline(repo: Path) -> None:
+    found = Repo.discover(repo)
+    with found.git.session(["cat-file", "--batch"], Deadline(0.2)) as session:
+        time.sleep(0.5)
+        with pytest.raises(SaveTimeout):
+            session.send(b"HEAD\n")
+            session.readline()
+
+
+def test_session_reports_git_errors(repo: Path) -> None:
+    found = Repo.discover(repo)
+    with found.git.session(["mktree", "--batch"]) as session, pytest.raises(GitError) as caught:
+        session.send(b"garbage line\n\n")
+        session.readline()
+    assert "mktree" in str(caught.value)
