@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from cairn.git import Deadline, Git
+from cairn.git import Deadline, Git, Session
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,42 @@ def read_objects(
         found.append((header[0].decode(), header[1].decode(), out[pos : pos + size]))
         pos += size + 1
     return found
+
+
+class ObjectReader:
+    """Objects read one at a time from a single ``cat-file --batch`` session, started on first
+    use. Use as a context manager."""
+
+    def __init__(self, git: Git, deadline: Deadline | None = None) -> None:
+        self._git = git
+        self._deadline = deadline
+        self._session: Session | None = None
+
+    def __enter__(self) -> ObjectReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._session is not None:
+            self._session.__exit__(*exc)
+
+    def get(self, name: str) -> tuple[str, str, bytes] | None:
+        """(oid, type, content) of ``name``; None when it does not resolve."""
+        if self._session is None:
+            self._session = self._git.session(["cat-file", "--batch"], self._deadline)
+        self._session.send(name.encode() + b"\n")
+        header = self._session.readline().split()
+        if len(header) != 3:
+            return None
+        content = self._session.read(int(header[2]) + 1)[:-1]
+        return header[0].decode(), header[1].decode(), content
+
+    def commit(self, name: str) -> CommitObject | None:
+        found = self.get(name)
+        return parse_commit(found[0], found[2]) if found and found[1] == "commit" else None
+
+    def tree(self, oid: str, oid_bytes: int) -> dict[bytes, tuple[str, str]]:
+        found = self.get(oid)
+        return parse_tree(found[2], oid_bytes) if found and found[1] == "tree" else {}
 
 
 def read_commits(

@@ -22,10 +22,10 @@ from cairn.errors import BadInput, CairnError, GitError, SaveTimeout
 from cairn.git import Deadline, Git, Repo, null_oid, version
 from cairn.wip.meta import SnapshotMeta, clean_reason
 from cairn.wip.models import SaveResult, Skipped
-from cairn.wip.objects import CommitObject, read_commits
+from cairn.wip.objects import CommitObject, ObjectReader, read_commits
 from cairn.wip.scan import StatusScan, scan_status, select_untracked
 from cairn.wip.scratch import scratch_dir
-from cairn.wip.treebuild import Edit, TreeWriter, WorktreeModes, hash_worktree
+from cairn.wip.treebuild import Edit, Known, TreeWriter, hash_worktree
 
 
 @dataclass
@@ -132,19 +132,22 @@ def prepare(
     ref = checked_ref(git, wip_ref(config, ticket))
     chosen = select_untracked(repo.toplevel, status.untracked, status.nested, config.snapshot)
 
-    head_commit, prev = read_commits(git, [status.head or "HEAD", ref], deadline)
-    head_tree = head_commit.tree if status.head and head_commit else None
-
-    if via_index or any(c.submodule and c.y != "." for c in status.changes):
-        index_tree, tree = _trees_via_index(git, status, chosen.included, head_tree, deadline)
-    else:
-        try:
-            index_tree, tree = _trees_via_edits(
-                repo, git, scratch, status, chosen.included, head_tree, deadline
-            )
-        except (GitError, OSError, ValueError):
-            # a file vanished or turned unreadable mid-way: let git's own index code decide
+    with ObjectReader(git, deadline) as objects:
+        head_commit = objects.commit(status.head) if status.head else None
+        prev = objects.commit(ref)
+        head_tree = head_commit.tree if head_commit else None
+        if via_index or any(c.submodule and c.y != "." for c in status.changes):
             index_tree, tree = _trees_via_index(git, status, chosen.included, head_tree, deadline)
+        else:
+            try:
+                index_tree, tree = _trees_via_edits(
+                    repo, git, objects, scratch, status, chosen.included, head_tree, deadline
+                )
+            except (GitError, OSError, ValueError):
+                # a file vanished or turned unreadable mid-way: let git's own index code decide
+                index_tree, tree = _trees_via_index(
+                    git, status, chosen.included, head_tree, deadline
+                )
     return Prepared(
         repo=repo,
         git=git,
@@ -168,6 +171,7 @@ def prepare(
 def _trees_via_edits(
     repo: Repo,
     git: Git,
+    objects: ObjectReader,
     scratch: Path,
     status: StatusScan,
     untracked: list[str],
@@ -177,7 +181,7 @@ def _trees_via_edits(
     """(staged tree, work tree) as HEAD's tree plus edits, hashing only changed files."""
     staged: dict[bytes, Edit] = {}
     worktree: dict[bytes, Edit] = {}
-    to_hash: dict[bytes, str | None] = {}
+    to_hash: dict[bytes, Known] = {}
     for change in status.changes:
         path = os.fsencode(change.path)
         in_index = None if change.index_mode == "000000" else (change.index_mode, change.index_oid)
@@ -186,13 +190,12 @@ def _trees_via_edits(
         if change.y == ".":
             worktree[path] = in_index
         else:
-            to_hash[path] = in_index[0] if in_index else None
+            to_hash[path] = Known(in_index[0] if in_index else None, change.worktree_mode)
     for path in status.conflicted + untracked:
-        to_hash[os.fsencode(path)] = None
+        to_hash[os.fsencode(path)] = Known(None, None)
     if to_hash:
-        modes = WorktreeModes.read(git, deadline)
-        worktree.update(hash_worktree(git, repo.toplevel, scratch, to_hash, modes, deadline))
-    with TreeWriter(git, repo.object_format, deadline) as trees:
+        worktree.update(hash_worktree(git, repo.toplevel, scratch, to_hash, deadline))
+    with TreeWriter(git, objects, repo.object_format, deadline) as trees:
         index_tree = None if status.conflicted else trees.build(head_tree, staged)
         return index_tree, trees.build(head_tree, worktree)
 

@@ -62,6 +62,7 @@ class Change:
     submodule: bool
     index_mode: str
     index_oid: str
+    worktree_mode: str
 
 
 @dataclass
@@ -117,6 +118,7 @@ def parse_status(out: bytes) -> StatusScan:
                     submodule=parts[2].startswith("S"),
                     index_mode=parts[4],
                     index_oid=parts[7],
+                    worktree_mode=parts[5],
                 )
             )
         elif kind == b"u":

@@ -9,7 +9,6 @@ repository.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import stat
 from collections import defaultdict
@@ -17,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cairn.git import Deadline, Git, Session
-from cairn.wip.objects import parse_tree
+from cairn.wip.objects import ObjectReader
 
 TREE_MODE = "040000"
 EMPTY_TREE = {
@@ -42,6 +41,15 @@ def quote(path: bytes) -> bytes:
         else:
             out.append(byte)
     return bytes(out + b'"')
+
+
+@dataclass(frozen=True)
+class Known:
+    """What git already said of a path: its mode in the index, and the mode ``git status``
+    derived from the work tree (which honours ``core.fileMode`` and ``core.symlinks``)."""
+
+    index_mode: str | None
+    status_mode: str | None
 
 
 @dataclass(frozen=True)
@@ -77,29 +85,41 @@ class WorktreeModes:
         return "100755" if st.st_mode & 0o100 else "100644"
 
 
+def _same_kind(st: os.stat_result, mode: str | None) -> bool:
+    if mode in ("100644", "100755"):
+        return stat.S_ISREG(st.st_mode)
+    return mode == "120000" and stat.S_ISLNK(st.st_mode)
+
+
 def hash_worktree(
     git: Git,
     top: Path,
     scratch: Path,
-    paths: dict[bytes, str | None],
-    modes: WorktreeModes,
+    paths: dict[bytes, Known],
     deadline: Deadline | None,
 ) -> dict[bytes, Edit]:
-    """Blobs for work-tree paths (path → its mode in the index, if any), written to the store.
+    """Blobs for work-tree paths, written to the store.
 
     Regular files go through git's clean filters by path, like ``git add``; symlinks store their
     link text. A path that is missing, a directory, or a special file is an edit that removes it.
+    The mode is the one ``git status`` reported when the file is still of that kind; otherwise
+    it follows the repository's ``core.fileMode``/``core.symlinks`` (read only when needed).
     """
     edits: dict[bytes, Edit] = {}
     files: list[tuple[bytes, str]] = []
     links: list[tuple[bytes, str]] = []
-    for path, index_mode in paths.items():
+    modes: WorktreeModes | None = None
+    for path, known in paths.items():
         try:
             st = os.lstat(top / os.fsdecode(path))
         except (FileNotFoundError, NotADirectoryError):
             edits[path] = None
             continue
-        mode = modes.mode(st, index_mode)
+        if _same_kind(st, known.status_mode):
+            mode: str | None = known.status_mode
+        else:
+            modes = modes or WorktreeModes.read(git, deadline)
+            mode = modes.mode(st, known.index_mode)
         if mode is None:
             edits[path] = None
         elif stat.S_ISLNK(st.st_mode):
@@ -136,24 +156,26 @@ def _hash_paths(
 
 
 class TreeWriter:
-    """Writes trees as a base tree plus path edits, through one ``cat-file --batch`` (to read
-    the base directories on the changed paths) and one ``mktree --batch`` (to write the new
-    ones). Use as a context manager; both processes start on first use."""
+    """Writes trees as a base tree plus path edits: the base directories on the changed paths
+    come from ``objects`` (one ``cat-file`` session), the new ones go to one ``mktree --batch``
+    session, started on first use. Use as a context manager."""
 
-    def __init__(self, git: Git, object_format: str, deadline: Deadline | None) -> None:
+    def __init__(
+        self, git: Git, objects: ObjectReader, object_format: str, deadline: Deadline | None
+    ) -> None:
         self._git = git
+        self._objects = objects
         self._deadline = deadline
         self._empty = EMPTY_TREE[object_format]
         self._oid_bytes = len(self._empty) // 2
-        self._stack = contextlib.ExitStack()
-        self._reader: Session | None = None
         self._writer: Session | None = None
 
     def __enter__(self) -> TreeWriter:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stack.close()
+        if self._writer is not None:
+            self._writer.__exit__(*exc)
 
     def build(self, base_tree: str | None, edits: dict[bytes, Edit]) -> str:
         """The tree ``base_tree`` becomes with ``edits`` (path → entry, None removes) applied."""
@@ -171,7 +193,7 @@ class TreeWriter:
         entries: dict[bytes, dict[bytes, Entry]] = {}
         for directory in top_down:
             oid = base_tree if not directory else _subtree(entries, directory)
-            entries[directory] = self._read_tree(oid) if oid else {}
+            entries[directory] = self._objects.tree(oid, self._oid_bytes) if oid else {}
             for name, edit in changes[directory].items():
                 if edit is None:
                     entries[directory].pop(name, None)
@@ -188,23 +210,9 @@ class TreeWriter:
                 del entries[parent][name]  # git stores no empty directories
         raise AssertionError("the root directory is always on a changed path")
 
-    def _read_tree(self, oid: str) -> dict[bytes, Entry]:
-        if self._reader is None:
-            self._reader = self._stack.enter_context(
-                self._git.session(["cat-file", "--batch"], self._deadline)
-            )
-        self._reader.send(oid.encode() + b"\n")
-        header = self._reader.readline().split()
-        if len(header) != 3:
-            raise ValueError(f"cat-file could not read {oid}")
-        raw = self._reader.read(int(header[2]) + 1)[:-1]
-        return parse_tree(raw, self._oid_bytes) if header[1] == b"tree" else {}
-
     def _write_tree(self, tree: dict[bytes, Entry]) -> str:
         if self._writer is None:
-            self._writer = self._stack.enter_context(
-                self._git.session(["mktree", "--batch", "--missing"], self._deadline)
-            )
+            self._writer = self._git.session(["mktree", "--batch", "--missing"], self._deadline)
         lines = [
             f"{mode} {_kind(mode)} {oid}\t".encode() + quote(name) + b"\n"
             for name, (mode, oid) in tree.items()
