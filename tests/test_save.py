@@ -584,3 +584,15 @@ def test_sigkill_mid_save_moves_no_ref_and_leaves_nothing_behind(repo: Path) -> 
     result = wip.save(repo)
     assert result.created and result.previous == first
     assert list(scratch.iterdir()) == []
+
+
+def test_a_noop_save_writes_no_objects(repo: Path) -> None:
+    write(repo, "src/app.py", "staged\n")
+    git(repo, "add", "src/app.py")
+    write(repo, "src/app.py", "edited\n")
+    write(repo, "new.txt", "new\n")
+    first = wip.save(repo)
+    objects = git(repo, "count-objects")
+    again = wip.save(repo)
+    assert again.created is False and again.commit == first.commit
+    assert git(repo, "count-objects") == objects

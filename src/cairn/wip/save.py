@@ -243,11 +243,11 @@ def record(
     """
     p = prepared
     git = p.git
-    index_commit = _index_commit(p, deadline)
-    warnings: list[str] = []
+    index_commit: str | None = None
     while True:
         if p.same_as_prev() or (p.clean and p.prev is None and not force):
             return _result(p, reason, p.prev.oid if p.prev else None, created=False)
+        index_commit = index_commit or _index_commit(p, deadline)
         meta = SnapshotMeta(
             ticket=p.ticket,
             reason=reason,
@@ -285,8 +285,7 @@ def record(
             time.sleep(random.uniform(0.005, 0.05))  # another writer holds the ref lock
         p.prev = current
         p.prev_meta = SnapshotMeta.parse(current.message) if current else None
-    if mirror_branch:
-        warnings += _mirror_branch(p, commit, reason, deadline)
+    warnings = _mirror_branch(p, commit, reason, deadline) if mirror_branch else []
     return _result(p, reason, commit, created=True, warnings=warnings)
 
 
