@@ -20,16 +20,19 @@ IDENTITY = {
 }
 
 
-@pytest.fixture(autouse=True)
-def isolated_git(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every test gets an empty HOME (no global git config) and no inherited GIT_* variables."""
-    home = tmp_path_factory.mktemp("home")
+def isolate_git_env(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
+    """An empty HOME (no global git config) and no inherited GIT_* variables."""
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     for key in list(os.environ):
         if key.startswith("GIT_") and key != "GIT_CONFIG_NOSYSTEM":
             monkeypatch.delenv(key)
+
+
+@pytest.fixture(autouse=True)
+def isolated_git(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    isolate_git_env(monkeypatch, tmp_path_factory.mktemp("home"))
 
 
 def git(repo: Path, *args: str, env: dict[str, str] | None = None, check: bool = True) -> str:
@@ -138,6 +141,25 @@ def fingerprint(repo: Path) -> dict[str, str]:
     digest = hashlib.sha256(repr(sorted(tree_state(repo).items())).encode())
     prints["worktree"] = digest.hexdigest()
     return prints
+
+
+def untouched_state(repo: Path) -> tuple[object, ...]:
+    """Everything a read-only or refused command must leave exactly as it was: the
+    fingerprint, every ref, and the size and mtime of every file under .git."""
+    gitdir = repo / ".git"
+    files = sorted(
+        (str(p.relative_to(gitdir)), p.stat().st_size, p.stat().st_mtime_ns)
+        for p in gitdir.rglob("*")
+        if p.is_file()
+    )
+    return fingerprint(repo), git(repo, "for-each-ref"), files
+
+
+def slow_clean_filter(repo: Path, seconds: int) -> None:
+    """Make hashing ``*.slow`` files take ``seconds`` (a real clean filter), and add one."""
+    git(repo, "config", "filter.slow.clean", f"sleep {seconds}; cat")
+    write(repo, ".gitattributes", "*.slow filter=slow\n")
+    write(repo, "data.slow", "x")
 
 
 def snapshot_files(repo: Path, commit: str) -> dict[str, bytes]:

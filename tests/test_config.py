@@ -12,24 +12,14 @@ from cairn.errors import BadInput
 from conftest import (
     assert_one_line_error,
     cairn,
-    fingerprint,
     git,
     make_repo,
     snapshot_files,
+    untouched_state,
     write,
 )
 
 MiB = 1024 * 1024
-
-
-def untouched_state(repo: Path) -> tuple[object, ...]:
-    gitdir = repo / ".git"
-    files = sorted(
-        (str(p.relative_to(gitdir)), p.stat().st_size, p.stat().st_mtime_ns)
-        for p in gitdir.rglob("*")
-        if p.is_file()
-    )
-    return fingerprint(repo), git(repo, "for-each-ref"), files
 
 
 def load_with(tmp_path: Path, cairn_toml: str | None = None, pyproject: str | None = None):

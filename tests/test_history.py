@@ -17,7 +17,15 @@ import cairn as cairn_pkg
 from cairn import wip
 from cairn.errors import BadInput
 from cairn.wip.models import DiffStat, ShowResult, SnapshotInfo
-from conftest import assert_one_line_error, cairn, fingerprint, git, make_repo, write
+from conftest import (
+    assert_one_line_error,
+    cairn,
+    git,
+    isolate_git_env,
+    make_repo,
+    untouched_state,
+    write,
+)
 
 
 def rev(repo: Path, name: str) -> str:
@@ -30,17 +38,6 @@ def save(repo: Path, ticket: str, reason: str, **kwargs: object) -> str:
     return result.commit
 
 
-def untouched_state(repo: Path) -> tuple[object, ...]:
-    """Everything a read-only or refused command must leave exactly as it was."""
-    gitdir = repo / ".git"
-    files = sorted(
-        (str(p.relative_to(gitdir)), p.stat().st_size, p.stat().st_mtime_ns)
-        for p in gitdir.rglob("*")
-        if p.is_file()
-    )
-    return fingerprint(repo), git(repo, "for-each-ref"), files
-
-
 def commit_time(repo: Path, commit: str) -> int:
     return int(git(repo, "log", "-1", "--format=%ct", commit).strip())
 
@@ -48,14 +45,8 @@ def commit_time(repo: Path, commit: str) -> int:
 @contextlib.contextmanager
 def isolated_env(factory: pytest.TempPathFactory) -> Iterator[None]:
     """What conftest's autouse ``isolated_git`` does, for fixtures shared by a module."""
-    home = factory.mktemp("home")
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("HOME", str(home))
-        mp.setenv("XDG_CONFIG_HOME", str(home / ".config"))
-        mp.setenv("GIT_CONFIG_NOSYSTEM", "1")
-        for key in list(os.environ):
-            if key.startswith("GIT_") and key != "GIT_CONFIG_NOSYSTEM":
-                mp.delenv(key)
+        isolate_git_env(mp, factory.mktemp("home"))
         yield
 
 

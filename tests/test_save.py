@@ -19,6 +19,7 @@ from conftest import (
     fingerprint,
     git,
     make_repo,
+    slow_clean_filter,
     snapshot_files,
     tree_state,
     write,
@@ -455,9 +456,7 @@ def test_files_vanishing_during_the_save(repo: Path, monkeypatch: pytest.MonkeyP
 def test_timeout_abandons_cleanly(repo: Path) -> None:
     write(repo, "seed.txt", "seed")
     first = wip.save(repo).commit
-    git(repo, "config", "filter.slow.clean", "sleep 5; cat")
-    write(repo, ".gitattributes", "*.slow filter=slow\n")
-    write(repo, "data.slow", "x")
+    slow_clean_filter(repo, 5)
     before = fingerprint(repo)
 
     started = time.monotonic()
@@ -476,9 +475,7 @@ def test_timeout_abandons_cleanly(repo: Path) -> None:
 
 def test_cutoff_timeout_comes_from_config(repo: Path) -> None:
     write(repo, "cairn.toml", "[agent]\ncutoff_timeout_ms = 500\n")
-    git(repo, "config", "filter.slow.clean", "sleep 5; cat")
-    write(repo, ".gitattributes", "*.slow filter=slow\n")
-    write(repo, "data.slow", "x")
+    slow_clean_filter(repo, 5)
     assert_one_line_error(cairn("wip", "save", cwd=repo), code=1)
 
 
@@ -563,9 +560,7 @@ def test_saved_tree_matches_work_tree_exactly(repo: Path, tmp_path: Path) -> Non
 def test_sigkill_mid_save_moves_no_ref_and_leaves_nothing_behind(repo: Path) -> None:
     write(repo, "seed.txt", "seed")
     first = wip.save(repo).commit
-    git(repo, "config", "filter.slow.clean", "sleep 3; cat")
-    write(repo, ".gitattributes", "*.slow filter=slow\n")
-    write(repo, "data.slow", "x")
+    slow_clean_filter(repo, 3)
     proc = subprocess.Popen([sys.executable, "-m", "cairn", "wip", "save"], cwd=repo)
     scratch = repo / ".git/cairn/tmp"
     deadline = time.monotonic() + 20

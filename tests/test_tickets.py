@@ -12,7 +12,14 @@ from hypothesis import strategies as st
 
 from cairn import tickets, wip
 from cairn.errors import BadInput
-from conftest import assert_one_line_error, cairn, fingerprint, git, make_repo, write
+from conftest import (
+    assert_one_line_error,
+    cairn,
+    git,
+    make_repo,
+    untouched_state,
+    write,
+)
 
 HOSTILE = [
     ("../x", "contains '..'"),
@@ -44,16 +51,6 @@ HOSTILE = [
 ]
 
 VALID = ["PROJ-123", "a", "A", "x_y", "v1.2.3", "lock", "x.locked", "a-", "9", "x" * 100]
-
-
-def untouched_state(repo: Path) -> tuple[object, ...]:
-    gitdir = repo / ".git"
-    files = sorted(
-        (str(p.relative_to(gitdir)), p.stat().st_size, p.stat().st_mtime_ns)
-        for p in gitdir.rglob("*")
-        if p.is_file()
-    )
-    return fingerprint(repo), git(repo, "for-each-ref"), files
 
 
 def ref_ok(ref: str) -> bool:
