@@ -371,7 +371,3 @@ class Repo:
 
 def null_oid(like: str) -> str:
     return "0" * len(like)
-
-
-def empty_tree(git: Git) -> str:
-    return git.out(["hash-object", "-t", "tree", "--stdin"], input=b"")

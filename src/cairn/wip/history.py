@@ -9,11 +9,12 @@ from cairn import tickets
 from cairn.config import Config
 from cairn.config import load as load_config
 from cairn.errors import BadInput
-from cairn.git import Git, Repo, empty_tree
+from cairn.git import Git, Repo
 from cairn.wip.meta import SnapshotMeta
 from cairn.wip.models import DiffStat, ShowResult, SnapshotInfo
 from cairn.wip.objects import CommitObject, read_commits
 from cairn.wip.save import wip_ref
+from cairn.wip.treebuild import EMPTY_TREE
 
 _FIELD = "%x00"
 _RECORD = "%x1e"
@@ -136,7 +137,7 @@ def load_snapshot(repo: Repo, config: Config, spec: str) -> SnapshotInfo:
 def show(workspace: Path | str, spec: str, config: Config | None = None) -> ShowResult:
     repo, config = open_repo(workspace, config)
     snap = load_snapshot(repo, config, spec)
-    against = snap.base or empty_tree(repo.git)
+    against = snap.base or EMPTY_TREE[repo.object_format]
     out = repo.git.run(["diff", "--numstat", "-z", "--no-renames", against, snap.commit]).stdout
     stats: list[DiffStat] = []
     for record in out.split(b"\0"):
@@ -164,7 +165,7 @@ def diff(
     repo, config = open_repo(workspace, config)
     if b is None:
         snap = load_snapshot(repo, config, a)
-        old, new = snap.base or empty_tree(repo.git), snap.commit
+        old, new = snap.base or EMPTY_TREE[repo.object_format], snap.commit
     else:
         old, new = resolve(repo, config, a)[0], resolve(repo, config, b)[0]
     args = ["diff", "--no-ext-diff", "--stat" if stat else "--patch", old, new]
