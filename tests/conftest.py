@@ -155,6 +155,21 @@ def untouched_state(repo: Path) -> tuple[object, ...]:
     return fingerprint(repo), git(repo, "for-each-ref"), files
 
 
+def make_conflict(repo: Path, theirs_only: dict[str, str] | None = None) -> None:
+    """Leave ``repo`` (on main) mid-merge with src/app.py conflicted between "ours" and
+    "theirs"; ``theirs_only`` files merge cleanly and end up staged."""
+    git(repo, "checkout", "-q", "-b", "other")
+    write(repo, "src/app.py", "theirs\n")
+    for rel, text in (theirs_only or {}).items():
+        write(repo, rel, text)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "theirs")
+    git(repo, "checkout", "-q", "main")
+    write(repo, "src/app.py", "ours\n")
+    git(repo, "commit", "-q", "-am", "ours")
+    git(repo, "merge", "-q", "other", check=False)
+
+
 def slow_clean_filter(repo: Path, seconds: int) -> None:
     """Make hashing ``*.slow`` files take ``seconds`` (a real clean filter), and add one."""
     git(repo, "config", "filter.slow.clean", f"sleep {seconds}; cat")

@@ -18,6 +18,7 @@ from conftest import (
     cairn,
     fingerprint,
     git,
+    make_conflict,
     make_repo,
     slow_clean_filter,
     snapshot_files,
@@ -193,13 +194,7 @@ def _dirty(repo: Path) -> None:
 
 
 def _conflict(repo: Path) -> None:
-    git(repo, "checkout", "-q", "-b", "other")
-    write(repo, "src/app.py", "theirs\n")
-    git(repo, "commit", "-q", "-am", "theirs")
-    git(repo, "checkout", "-q", "main")
-    write(repo, "src/app.py", "ours\n")
-    git(repo, "commit", "-q", "-am", "ours")
-    git(repo, "merge", "-q", "other", check=False)
+    make_conflict(repo)
 
 
 def _split_index(repo: Path) -> None:

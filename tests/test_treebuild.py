@@ -15,7 +15,7 @@ from cairn.wip import save as save_api
 from cairn.wip.save import prepare
 from cairn.wip.scratch import scratch_dir
 from cairn.wip.treebuild import quote
-from conftest import git, make_repo, snapshot_files, write
+from conftest import git, make_conflict, make_repo, snapshot_files, write
 from test_property import (
     PROPERTY_SETTINGS,
     Edit,
@@ -117,15 +117,7 @@ def test_intent_to_add_and_staged_then_edited(repo: Path) -> None:
 
 
 def test_conflicted_merge(repo: Path) -> None:
-    git(repo, "checkout", "-q", "-b", "other")
-    write(repo, "src/app.py", "theirs\n")
-    write(repo, "theirs-only.txt", "t\n")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "theirs")
-    git(repo, "checkout", "-q", "main")
-    write(repo, "src/app.py", "ours\n")
-    git(repo, "commit", "-q", "-am", "ours")
-    git(repo, "merge", "-q", "other", check=False)
+    make_conflict(repo, theirs_only={"theirs-only.txt": "t\n"})
     fast, reference = both_ways(repo)
     assert fast[0] is None and reference[0] is None
     assert fast == reference
