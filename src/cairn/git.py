@@ -368,6 +368,11 @@ class Repo:
     def state_root(self) -> Path:
         return self.common_dir / "cairn"
 
+    def current_branch(self) -> str | None:
+        """The checked-out branch's short name; None when HEAD is detached."""
+        result = self.git.run(["symbolic-ref", "--quiet", "--short", "HEAD"], check=False)
+        return (result.text.strip() or None) if result.ok else None
+
 
 def null_oid(like: str) -> str:
     return "0" * len(like)

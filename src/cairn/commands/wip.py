@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from cairn.commands.options import Json, TicketOpt, Workspace
 from cairn.durations import format_duration, parse_duration
 from cairn.errors import BadInput
 from cairn.output import console, emit_json, guarded, human_bytes
@@ -17,15 +18,6 @@ if TYPE_CHECKING:
 app = typer.Typer(
     help="Snapshots of uncommitted work under refs/cairn/wip/<ticket>.", no_args_is_help=True
 )
-
-Workspace = Annotated[
-    Path,
-    typer.Option("-C", "--workspace", help="Run in this directory instead of the current one."),
-]
-Json = Annotated[bool, typer.Option("--json", help="Print JSON.")]
-TicketOpt = Annotated[
-    str | None, typer.Option("--ticket", "-t", help="Ticket id (default: the branch name).")
-]
 
 
 def _skipped_line(item: Skipped) -> str:

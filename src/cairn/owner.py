@@ -1,0 +1,134 @@
+"""Who owns a run, and whether that owner is still alive.
+
+An owner is ``{host, pid, pid_started_at, boot_id}``. On the owner's host, liveness is certain:
+the pid must exist, must still be the same process (same start time) and the machine must not
+have rebooted (same boot id). From another host nothing can be checked, so such an owner only
+becomes stale after ``marker.stale_after`` without an update.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import socket
+from datetime import UTC, datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+START_TIME_TOLERANCE = 1.0
+
+Liveness = Literal["alive", "dead", "remote", "remote_stale", "unknown"]
+
+
+class Owner(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    host: str
+    pid: int
+    pid_started_at: datetime | None = None
+    boot_id: str | None = None
+
+    def describe(self) -> str:
+        return f"pid {self.pid} on {self.host}"
+
+
+def this_host() -> str:
+    return socket.gethostname()
+
+
+@functools.cache
+def boot_id() -> str | None:
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as handle:
+            return handle.read().strip() or None
+    except OSError:
+        return None
+
+
+@functools.cache
+def _boot_time() -> float | None:
+    try:
+        with open("/proc/stat") as handle:
+            for line in handle:
+                if line.startswith("btime "):
+                    return float(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def process_start_time(pid: int) -> datetime | None:
+    """When ``pid`` started (Linux: from /proc); None when unknown or the pid is gone."""
+    boot = _boot_time()
+    if boot is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            raw = handle.read()
+    except OSError:
+        return None
+    fields = raw[raw.rfind(b")") + 2 :].split()
+    try:
+        ticks = int(fields[19])
+    except (IndexError, ValueError):
+        return None
+    seconds = boot + ticks / os.sysconf("SC_CLK_TCK")
+    return datetime.fromtimestamp(round(seconds, 2), tz=UTC)
+
+
+def pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def me() -> Owner:
+    pid = os.getpid()
+    return Owner(
+        host=this_host(), pid=pid, pid_started_at=process_start_time(pid), boot_id=boot_id()
+    )
+
+
+def check(
+    owner: Owner | None, last_updated: datetime, stale_after: float, now: datetime
+) -> tuple[Liveness, str]:
+    """The owner's liveness and a short reason for it."""
+    if owner is None:
+        return "unknown", "no owner is recorded"
+    if owner.host != this_host():
+        age = (now - last_updated).total_seconds()
+        if age > stale_after:
+            return "remote_stale", f"{owner.describe()} has not updated it for {_age(age)}"
+        return "remote", f"{owner.describe()} updated it {_age(age)} ago"
+    current_boot = boot_id()
+    if owner.boot_id and current_boot and owner.boot_id != current_boot:
+        return "dead", f"{owner.describe()} ran before this machine restarted"
+    if not pid_alive(owner.pid):
+        return "dead", f"{owner.describe()} is gone"
+    if owner.pid_started_at is not None:
+        started = process_start_time(owner.pid)
+        if (
+            started is not None
+            and abs((started - owner.pid_started_at).total_seconds()) > START_TIME_TOLERANCE
+        ):
+            return "dead", f"{owner.describe()} is gone (the pid now belongs to another process)"
+    return "alive", f"{owner.describe()} is running"
+
+
+def _age(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    for size, unit in ((86400, "d"), (3600, "h"), (60, "m")):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def format_age(seconds: float) -> str:
+    return _age(seconds)
