@@ -1,0 +1,331 @@
+"""The change summary's typed model. Validators normalise values so that every model renders to
+markdown that parses back to an equal model."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from cairn import tickets
+from cairn.errors import BadInput
+
+TaskStatus = Literal["pending", "in progress", "completed", "skipped", "deferred"]
+FindingStatus = Literal["pending", "FIXED", "NOT_FIXED", "ALREADY_RESOLVED"]
+Mode = Literal["implementation", "review"]
+State = Literal["not_started", "in_progress", "completed", "interrupted"]
+ProseKey = Literal["preamble", "status", "tasks", "findings", "files", "gates", "deferred"]
+
+TASK_STATUSES: tuple[str, ...] = ("pending", "in progress", "completed", "skipped", "deferred")
+FINDING_STATUSES: tuple[str, ...] = ("pending", "FIXED", "NOT_FIXED", "ALREADY_RESOLVED")
+RESOLVED_TASK = frozenset({"completed", "skipped", "deferred"})
+
+SECTIONS: dict[str, tuple[tuple[str, str], ...]] = {
+    "implementation": (
+        ("status", "## Status"),
+        ("tasks", "## Per-task summary"),
+        ("files", "## Files changed"),
+        ("gates", "## Quality gates"),
+        ("deferred", "## Deferred items"),
+    ),
+    "review": (
+        ("status", "## Status"),
+        ("findings", "## Findings addressed"),
+        ("gates", "## Quality gates"),
+    ),
+}
+TASK_FIELD = re.compile(r"- \*\*(Files|Outcome|Notes):\*\*")
+FINDING_FIELD = re.compile(r"- \*\*(Action):\*\*")
+FINDING_ID = re.compile(r"[A-Za-z]+[0-9]+(?:-[A-Za-z]+)?")
+GATE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9 _./+-]*")
+_LINE_BREAK = re.compile(r"\s*[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]\s*")
+_SLUG = re.compile(r"[a-z0-9_-]+")
+_COMMIT = re.compile(r"[0-9a-f]{7,40}")
+
+
+class SummaryError(BadInput):
+    """A change summary file that cannot be read; the message names the line."""
+
+    def __init__(
+        self, source: str, line: int, problem: str, fix: str = "fix that line or remove the file"
+    ) -> None:
+        self.source = source
+        self.line = line
+        self.problem = problem
+        self.fix = fix
+        super().__init__(f"{source}:{line}: {problem}; {fix}")
+
+    def __reduce__(self) -> tuple[type[SummaryError], tuple[str, int, str, str]]:
+        return (type(self), (self.source, self.line, self.problem, self.fix))
+
+
+def _plain(value: str) -> str:
+    if "\0" in value:
+        raise ValueError("text must not contain a NUL character")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("text must be valid Unicode (no lone surrogates)") from None
+    return value
+
+
+def one_line(value: str) -> str:
+    """Collapse each whitespace run that holds a line break into one space, then strip."""
+    return _LINE_BREAK.sub(" ", _plain(value)).strip()
+
+
+def _title(value: str) -> str:
+    value = one_line(value)
+    if not value:
+        raise ValueError("a title must not be empty")
+    return value
+
+
+def _opt_text(value: str | None) -> str | None:
+    return (one_line(value) or None) if value is not None else None
+
+
+def _path(value: str) -> str:
+    if not value:
+        raise ValueError("a file path must not be empty")
+    if any(c in value for c in "\n\r\0"):
+        raise ValueError(f"file path {value!r} contains a line break or NUL")
+    return _plain(value)
+
+
+def _prose(lines: list[str]) -> list[str]:
+    out = [part.rstrip() for line in lines for part in (_plain(line).splitlines() or [""])]
+    while out and not out[0]:
+        out.pop(0)
+    while out and not out[-1]:
+        out.pop()
+    return out
+
+
+def _no_space(what: str):
+    def check(value: str) -> str:
+        if not value or any(c.isspace() for c in _plain(value)):
+            raise ValueError(f"{what} must be non-empty with no whitespace")
+        return value
+
+    return check
+
+
+def _pattern(pattern: re.Pattern[str], what: str):
+    def check(value: str) -> str:
+        if not pattern.fullmatch(value):
+            raise ValueError(f"{what} {value!r} must match {pattern.pattern}")
+        return value
+
+    return check
+
+
+def _ticket(value: str) -> str:
+    why = tickets.problem(value)
+    if why is not None:
+        raise ValueError(f"invalid ticket id {value!r}: {why}")
+    return value
+
+
+def _gate_name(value: str) -> str:
+    if not GATE_NAME.fullmatch(value) or value.endswith(" "):
+        raise ValueError(
+            f"gate name {value!r} must match {GATE_NAME.pattern} with no trailing space"
+        )
+    return value
+
+
+Title = Annotated[str, AfterValidator(_title)]
+OptText = Annotated[str | None, AfterValidator(_opt_text)]
+FilePath = Annotated[str, AfterValidator(_path)]
+Prose = Annotated[list[str], AfterValidator(_prose)]
+DeferredItem = Annotated[str, AfterValidator(_title)]
+Ticket = Annotated[str, AfterValidator(_ticket)]
+RunId = Annotated[str, AfterValidator(_no_space("run id"))]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Task(_Model):
+    number: int = Field(ge=0)
+    title: Title
+    status: TaskStatus = "pending"
+    files: list[FilePath] | None = None
+    outcome: OptText = None
+    notes: OptText = None
+    prose: Prose = []
+
+    @property
+    def resolved(self) -> bool:
+        return self.status in RESOLVED_TASK
+
+
+class Finding(_Model):
+    id: Annotated[str, AfterValidator(_pattern(FINDING_ID, "finding id"))]
+    title: Title
+    status: FindingStatus = "pending"
+    action: OptText = None
+    prose: Prose = []
+
+    @property
+    def resolved(self) -> bool:
+        return self.status != "pending"
+
+
+class Gate(_Model):
+    name: Annotated[str, AfterValidator(_gate_name)]
+    command: OptText = None
+    result: Literal["pass", "fail"]
+
+
+class Status(_Model):
+    state: State
+    item: int | str | None = None
+    reason: Annotated[str, AfterValidator(_pattern(_SLUG, "reason"))] | None = None
+    ref: Annotated[str, AfterValidator(_no_space("ref"))] | None = None
+    commit: Annotated[str, AfterValidator(_pattern(_COMMIT, "commit"))] | None = None
+
+    @field_validator("commit", mode="before")
+    @classmethod
+    def _lower(cls, value: object) -> object:
+        return value.lower() if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Status:
+        if self.state == "interrupted":
+            if self.reason is None:
+                raise ValueError("an interrupted status needs a reason")
+            if self.commit is not None and self.ref is None:
+                raise ValueError("a commit needs the ref it was saved at")
+        elif (self.reason, self.ref, self.commit) != (None, None, None):
+            raise ValueError("reason, ref and commit are only for an interrupted status")
+        if self.item is not None and self.state in ("not_started", "completed"):
+            raise ValueError(f"a {self.state} status has no current item")
+        return self
+
+
+class Summary(_Model):
+    format: int = 1
+    ticket: Ticket
+    run: RunId | None = None
+    mode: Mode
+    round: int | None = Field(default=None, ge=0)
+    updated: datetime
+    status: Status
+    tasks: list[Task] = []
+    findings: list[Finding] = []
+    files_changed: list[FilePath] | None = None
+    gates: list[Gate] | None = None
+    deferred: list[DeferredItem] | None = None
+    prose: dict[ProseKey, Prose] = {}
+
+    @field_validator("updated", mode="before")
+    @classmethod
+    def _iso(cls, value: object) -> object:
+        if isinstance(value, str):
+            try:
+                return datetime.fromisoformat(value)
+            except ValueError:
+                raise ValueError(f"updated {value!r} is not an ISO-8601 time") from None
+        return value
+
+    @field_validator("updated")
+    @classmethod
+    def _aware(cls, value: datetime) -> datetime:
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValueError("updated must carry a UTC offset")
+        return value.replace(microsecond=0)
+
+    @field_validator("prose")
+    @classmethod
+    def _drop_empty(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+        return {key: lines for key, lines in value.items() if lines}
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Summary:
+        if self.format != 1:
+            raise ValueError(f"format must be 1, not {self.format}")
+        if self.mode == "implementation":
+            self._check_implementation()
+        else:
+            self._check_review()
+        self._check_prose()
+        return self
+
+    def _check_implementation(self) -> None:
+        if self.round is not None:
+            raise ValueError("an implementation summary has no review round")
+        if self.findings:
+            raise ValueError("an implementation summary has no findings")
+        numbers = [task.number for task in self.tasks]
+        dupes = sorted(n for n, count in Counter(numbers).items() if count > 1)
+        if dupes:
+            raise ValueError(f"task numbers must be unique; {dupes[0]} appears twice")
+        item = self.status.item
+        if item is not None and (not isinstance(item, int) or item not in numbers):
+            raise ValueError(f"status item {item!r} is not a task number in the list")
+
+    def _check_review(self) -> None:
+        if self.round is None:
+            raise ValueError("a review summary needs a review round")
+        if self.tasks:
+            raise ValueError("a review summary has no tasks")
+        if self.files_changed is not None or self.deferred is not None:
+            raise ValueError("a review summary has no files changed or deferred items")
+        ids = [finding.id for finding in self.findings]
+        dupes = sorted(i for i, count in Counter(ids).items() if count > 1)
+        if dupes:
+            raise ValueError(f"finding ids must be unique; {dupes[0]} appears twice")
+        item = self.status.item
+        if item is not None and item not in ids:
+            raise ValueError(f"status item {item!r} is not a finding id in the list")
+
+    def _check_prose(self) -> None:
+        sections = dict(SECTIONS[self.mode])
+        headings = set(sections.values())
+        for key in self.prose:
+            if key != "preamble" and key not in sections:
+                raise ValueError(f"a {self.mode} summary has no {key!r} section for prose")
+        blocks: list[tuple[str, list[str], re.Pattern[str] | None]] = [
+            (key, lines, None) for key, lines in self.prose.items()
+        ]
+        blocks += [(f"task {t.number}", t.prose, TASK_FIELD) for t in self.tasks]
+        blocks += [(f"finding {f.id}", f.prose, FINDING_FIELD) for f in self.findings]
+        for where, lines, field in blocks:
+            for line in lines:
+                if line in headings:
+                    raise ValueError(f"{where} prose line {line!r} would read as a section")
+                in_blocks = field is not None or where in ("tasks", "findings")
+                if in_blocks and line.startswith("### "):
+                    raise ValueError(f"{where} prose line {line!r} would read as a heading")
+                if field is not None and field.match(line):
+                    raise ValueError(f"{where} prose line {line!r} would read as a field")
+        for key, items in (
+            ("files", self.files_changed),
+            ("gates", self.gates),
+            ("deferred", self.deferred),
+        ):
+            lines = self.prose.get(key)
+            if items and lines and lines[0].startswith("- "):
+                raise ValueError(f"{key} prose must not start with a '- ' bullet after the list")
+
+    def task(self, number: int) -> Task | None:
+        return next((task for task in self.tasks if task.number == number), None)
+
+    def finding(self, finding_id: str) -> Finding | None:
+        return next((f for f in self.findings if f.id == finding_id), None)
+
+    def items(self) -> list[Task] | list[Finding]:
+        return self.tasks if self.mode == "implementation" else self.findings
+
+    def resolved(self) -> int:
+        """Tasks completed, skipped or deferred; or findings addressed."""
+        return sum(1 for item in self.items() if item.resolved)
+
+    def total(self) -> int:
+        return len(self.items())
