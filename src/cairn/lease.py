@@ -35,6 +35,8 @@ class Lease:
 
     def release(self) -> None:
         if self.fd is not None:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self.fd, 0)
             os.close(self.fd)
             self.fd = None
 
@@ -110,13 +112,20 @@ def _judge(
 
 
 def _recorded_owner(layout: Layout, ticket: str, fd: int) -> Owner | None:
+    """The lock holder as recorded, if that record is of a live process other than us."""
+    candidates: list[Owner] = []
     with contextlib.suppress(BadInput):
         current = marker.read(layout.marker_path(ticket))
         if current is not None and current.owner is not None:
-            return current.owner
+            candidates.append(current.owner)
     with contextlib.suppress(OSError, ValueError):
-        raw = os.pread(fd, 4096, 0)
-        return Owner.model_validate(json.loads(raw))
+        candidates.append(Owner.model_validate(json.loads(os.pread(fd, 4096, 0))))
+    now = marker.now()
+    for candidate in candidates:
+        if candidate.pid == os.getpid() and candidate.host == owner.this_host():
+            continue
+        if owner.check(candidate, now, 0, now)[0] in ("alive", "remote"):
+            return candidate
     return None
 
 

@@ -14,9 +14,9 @@ import socket
 from datetime import UTC, datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
-START_TIME_TOLERANCE = 1.0
+START_TIME_TOLERANCE = 2.0
 
 Liveness = Literal["alive", "dead", "remote", "remote_stale", "unknown"]
 
@@ -28,6 +28,13 @@ class Owner(BaseModel):
     pid: int
     pid_started_at: datetime | None = None
     boot_id: str | None = None
+
+    @field_validator("pid_started_at", mode="after")
+    @classmethod
+    def _with_offset(cls, value: datetime | None) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value
 
     def describe(self) -> str:
         return f"pid {self.pid} on {self.host}"
