@@ -194,3 +194,59 @@ def snapshot_files(repo: Path, commit: str) -> dict[str, bytes]:
             ).stdout
             files[os.fsdecode(path)] = blob
     return files
+
+
+def begin_run(
+    repo: Path | str, ticket: str, titles: list[str], review: bool = False, **kwargs: object
+):  # type: ignore[no-untyped-def]
+    """Begin a run of ``ticket`` in this process (its lease is held until released)."""
+    from cairn import marker, summary
+    from cairn.config import load
+    from cairn.git import Repo
+    from cairn.layout import Layout
+    from cairn.runstate import begin
+
+    found = Repo.discover(repo)
+    layout = Layout.for_repo(found, load(found.toplevel))
+
+    def scaffold(run_id: str):  # type: ignore[no-untyped-def]
+        if review:
+            pairs = [(f"F{i + 1}", title) for i, title in enumerate(titles)]
+            return summary.scaffold_findings(ticket, run_id, 1, pairs, marker.now())
+        return summary.scaffold_tasks(ticket, run_id, list(enumerate(titles)), marker.now())
+
+    return begin(layout, ticket, scaffold, stale_after=86400, **kwargs)  # type: ignore[arg-type]
+
+
+def hold_run(repo: Path, ticket: str, titles: list[str]) -> tuple[subprocess.Popen[bytes], str]:
+    """A real child process that begins a run and sleeps holding it; returns it and the run id."""
+    script = (
+        "import sys, time\n"
+        "sys.path.insert(0, sys.argv[1])\n"
+        "from conftest import begin_run\n"
+        "ref, lease = begin_run(sys.argv[2], sys.argv[3], sys.argv[4:])\n"
+        "print(ref.run_id, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    tests_dir = str(Path(__file__).parent)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script, tests_dir, str(repo), ticket, *titles],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline().decode().strip()
+    if not line:
+        proc.kill()
+        raise AssertionError(proc.stderr.read().decode() if proc.stderr else "no run id")
+    return proc, line
+
+
+def state_files(root: Path) -> list[tuple[str, int, int]]:
+    """Every file under a state root with its size and mtime: proof that nothing was written."""
+    if not root.exists():
+        return []
+    return sorted(
+        (str(p.relative_to(root)), p.lstat().st_size, p.lstat().st_mtime_ns)
+        for p in root.rglob("*")
+    )

@@ -89,7 +89,12 @@ class Layout:
         return self.root / "tickets"
 
     def ticket_dir(self, ticket: str) -> Path:
-        return self.tickets_dir / tickets.validate(ticket)
+        path = self.tickets_dir / tickets.validate(ticket)
+        if path.is_symlink():
+            raise BadInput(
+                f"{path} is a symlink; cairn never follows links in its state, remove it"
+            )
+        return path
 
     def marker_path(self, ticket: str) -> Path:
         return self.ticket_dir(ticket) / MARKER

@@ -50,7 +50,11 @@ class SummaryError(BadInput):
     """A change summary file that cannot be read; the message names the line."""
 
     def __init__(
-        self, source: str, line: int, problem: str, fix: str = "fix that line or remove the file"
+        self,
+        source: str,
+        line: int,
+        problem: str,
+        fix: str = "fix that line (the format is in docs/state.md)",
     ) -> None:
         self.source = source
         self.line = line

@@ -162,7 +162,7 @@ class _Parser:
             self.fail(
                 line_of("format"),
                 f"written by a newer cairn (format {fmt})",
-                "upgrade cairn to read it, or remove the file",
+                "upgrade cairn to read it",
             )
         if fmt != 1 or type(fmt) is not int:
             self.fail(line_of("format"), f"front matter format must be 1, not {fmt!r}")

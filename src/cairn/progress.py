@@ -1,0 +1,125 @@
+"""Progress reports from agents and people: tasks, findings, gates, deferred items.
+
+The run is found from ``CAIRN_RUN_DIR`` (set for every dispatch) or from a ticket's marker. Each
+report updates the change summary, the marker and the journal, each atomically.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from cairn import marker, summary, tickets
+from cairn.config import load as load_config
+from cairn.errors import BadInput
+from cairn.git import Repo
+from cairn.layout import Layout
+from cairn.runstate import RunRef, change_summary
+from cairn.summary import Summary
+
+RUN_DIR_ENV = "CAIRN_RUN_DIR"
+
+
+def locate(
+    workspace: Path | str,
+    ticket: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> RunRef:
+    """The run that progress reports go to: ``CAIRN_RUN_DIR``, else the ticket's live run."""
+    env = os.environ if environ is None else environ
+    if ticket is None and env.get(RUN_DIR_ENV):
+        layout, found_ticket, run_id = Layout.from_run_dir(Path(env[RUN_DIR_ENV]))
+        return RunRef(layout, found_ticket, run_id)
+    repo = Repo.discover(workspace)
+    layout = Layout.for_repo(repo, load_config(repo.toplevel))
+    if ticket is None:
+        ticket = tickets.from_branch(repo.current_branch())
+    current = marker.read(layout.marker_path(tickets.validate(ticket)))
+    if current is None or current.run is None:
+        raise BadInput(
+            f"ticket {ticket} has no run in progress; start one with cairn run, "
+            "or pass --ticket for another ticket"
+        )
+    if not layout.run_dir(ticket, current.run).is_dir():
+        raise BadInput(
+            f"the marker of ticket {ticket} names run {current.run}, which does not exist; "
+            "check with cairn catchup"
+        )
+    return RunRef(layout, ticket, current.run)
+
+
+def task_start(ref: RunRef, number: int) -> Summary:
+    return change_summary(
+        ref,
+        lambda s: summary.start_task(s, number, marker.now()),
+        "task",
+        task=number,
+        status="in progress",
+    )
+
+
+def task_done(
+    ref: RunRef,
+    number: int,
+    files: list[str] | None = None,
+    outcome: str | None = None,
+    notes: str | None = None,
+) -> Summary:
+    return change_summary(
+        ref,
+        lambda s: summary.complete_task(
+            s, number, marker.now(), files=files, outcome=outcome, notes=notes
+        ),
+        "task",
+        task=number,
+        status="completed",
+        files=files,
+    )
+
+
+def task_skip(ref: RunRef, number: int, notes: str | None) -> Summary:
+    return change_summary(
+        ref,
+        lambda s: summary.skip_task(s, number, marker.now(), notes),
+        "task",
+        task=number,
+        status="skipped",
+    )
+
+
+def task_defer(ref: RunRef, number: int, notes: str | None) -> Summary:
+    return change_summary(
+        ref,
+        lambda s: summary.defer_task(s, number, marker.now(), notes),
+        "task",
+        task=number,
+        status="deferred",
+    )
+
+
+def finding(ref: RunRef, finding_id: str, status: str, action: str | None) -> Summary:
+    return change_summary(
+        ref,
+        lambda s: summary.address_finding(s, finding_id, status, marker.now(), action=action),
+        "finding",
+        finding=finding_id,
+        status=status,
+    )
+
+
+def gate(ref: RunRef, name: str, result: str, command: str | None) -> Summary:
+    return change_summary(
+        ref,
+        lambda s: summary.set_gate(s, name, result, marker.now(), command=command),
+        "gate",
+        gate=name,
+        result=result,
+        command=command,
+    )
+
+
+def defer_item(ref: RunRef, item: str) -> Summary:
+    return change_summary(
+        ref, lambda s: summary.add_deferred(s, item, marker.now()), "deferred", item=item
+    )
