@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
 
 from cairn import __version__
-from cairn.commands import demo, wip
+from cairn.commands import catchup, demo, progress, status, wip
+from cairn.output import err_console
 
 app = typer.Typer(
     name="cairn",
@@ -17,6 +19,12 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(wip.app, name="wip")
+app.add_typer(progress.task_app, name="task")
+app.command("finding")(progress.finding)
+app.command("gate")(progress.gate)
+app.command("defer")(progress.defer)
+app.command("catchup")(catchup.catchup)
+app.command("status")(status.status)
 app.command("demo")(demo.demo)
 
 
@@ -37,4 +45,26 @@ def root(
 
 
 def main() -> None:
-    app()
+    """Run the CLI; usage errors become one line, like every other cairn error."""
+    try:
+        code = app(standalone_mode=False)
+    except Exception as exc:
+        sys.exit(_usage_error(exc))
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _usage_error(exc: Exception) -> int:
+    """Print a command-line parsing error (Typer's click exceptions, matched by shape)."""
+    name = type(exc).__name__
+    ctx = getattr(exc, "ctx", None)
+    if name == "NoArgsIsHelpError" and ctx is not None:
+        typer.echo(ctx.get_help())
+        return 0
+    if name == "Abort":
+        err_console.print("cairn: error: interrupted")
+        return 130
+    if not (hasattr(exc, "format_message") and hasattr(exc, "exit_code")):
+        raise exc
+    where = f"; see `{ctx.command_path} --help`" if ctx is not None else ""
+    err_console.print(f"cairn: error: {exc.format_message().rstrip('.')}{where}")
+    return int(exc.exit_code)
