@@ -6,7 +6,10 @@ import json
 import re
 from pathlib import Path
 
+from cairn import journal, marker, summary
+from cairn.catchup import CatchupReport
 from cairn.config import Config, load
+from cairn.status import StatusRow
 from cairn.wip.meta import SnapshotMeta
 from cairn.wip.models import RestoreResult, SaveResult, SnapshotInfo
 
@@ -41,12 +44,15 @@ def test_trailer_example_round_trips() -> None:
 
 
 def test_json_examples_have_the_model_fields() -> None:
-    save_example, list_example, restore_example = blocks("cli.md", "json")
+    save_example, list_example, restore_example, status_example = blocks("cli.md", "json")
     assert list(json.loads(save_example)) == list(SaveResult.model_fields)
     SaveResult.model_validate_json(save_example)
     keys = re.findall(r'"(\w+)":', list_example)
     assert keys == list(SnapshotInfo.model_fields)
     assert list(json.loads(restore_example)) == list(RestoreResult.model_fields)
+    (row,) = json.loads(status_example)
+    assert list(row) == list(StatusRow.model_fields)
+    StatusRow.model_validate(row)
 
 
 def test_config_example_is_valid_and_states_the_defaults(tmp_path: Path) -> None:
@@ -63,3 +69,32 @@ def test_readme_test_command_is_what_ci_runs() -> None:
     demo, tests = commands
     assert demo.endswith("cairn demo")
     assert tests in ci.splitlines()
+
+
+def test_marker_example_parses_and_renders_back() -> None:
+    (example,) = blocks("state.md", "yaml")
+    parsed = marker.parse(example, Path("example"))
+    assert parsed.dispatch is not None and parsed.dispatch.max_turns == 60
+    assert parsed.owner is not None and parsed.owner.host == "build-3"
+    assert marker.render(parsed) == example
+
+
+def test_summary_examples_round_trip_exactly() -> None:
+    implementation, review = blocks("state.md", "markdown")
+    for example in (implementation, review):
+        assert summary.render(summary.parse(example)) == example
+    assert summary.parse(implementation).tasks[1].title == "Wire the *CLI*"
+    assert summary.parse(review).findings[0].status == "FIXED"
+
+
+def test_journal_and_catchup_examples() -> None:
+    journal_example, catchup_example = blocks("state.md", "json")
+    for line in journal_example.splitlines():
+        entry = json.loads(line)
+        assert list(entry)[:2] == ["t", "event"]
+        assert entry["event"] in journal.EVENTS
+    table = (ROOT / "docs" / "state.md").read_text()
+    for event in journal.EVENTS:
+        assert f"`{event}`" in table, event
+    assert list(json.loads(catchup_example)) == list(CatchupReport.model_fields)
+    CatchupReport.model_validate_json(catchup_example)
