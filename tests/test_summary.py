@@ -535,6 +535,8 @@ def test_task_transitions_and_current_item() -> None:
         S.skip_task(s, 4, NOW, None)
     s = S.complete_task(s, 4, NOW, files=["y.py"], outcome="redone")
     assert s.task(4).outcome == "redone"
+    s = S.complete_task(s, 4, NOW, outcome="redone twice")  # what is not given is kept
+    assert (s.task(4).files, s.task(4).notes) == (["y.py"], "done early")
     with pytest.raises(BadInput, match=r"no task 9 in the plan \(tasks 3–5\)"):
         S.start_task(s, 9, NOW)
 

@@ -87,9 +87,9 @@ def complete_task(
     outcome: str | None = None,
     notes: str | None = None,
 ) -> Summary:
-    """Mark task ``n`` completed; files, outcome and notes replace what the task held."""
-    fields = {"files": list(files or []), "outcome": outcome, "notes": notes}
-    return _move(s, n, now, "completed", fields)
+    """Mark task ``n`` completed; the files, outcome and notes given replace what it held."""
+    given = {"files": list(files) if files else None, "outcome": outcome, "notes": notes}
+    return _move(s, n, now, "completed", {k: v for k, v in given.items() if v is not None})
 
 
 def skip_task(s: Summary, n: int, now: datetime, notes: str | None) -> Summary:
@@ -205,8 +205,8 @@ def _move(s: Summary, n: int, now: datetime, target: TaskStatus, fields: dict[st
         raise BadInput(f"no task {n} in the plan ({_task_range(s)}); use a task number from it")
     if target not in _NEXT[task.status]:
         raise BadInput(f"task {n} is {task.status}; it cannot go back to {target}")
-    if target in ("skipped", "deferred") and task.files is None:
-        fields = {**fields, "files": []}
+    if target in ("completed", "skipped", "deferred") and task.files is None:
+        fields = {"files": [], **fields}
     changed = _replace(task, status=target, **fields)
     tasks = [changed if t.number == n else t for t in s.tasks]
     if target == "in progress":
