@@ -264,3 +264,17 @@ def test_status_in_an_empty_repo(repo: Path) -> None:
 def test_catchup_outside_a_repo(tmp_path: Path) -> None:
     assert_one_line_error(cairn("catchup", cwd=tmp_path))
     assert_one_line_error(cairn("status", cwd=tmp_path))
+
+
+def test_review_run_reports_the_open_finding(repo: Path) -> None:
+    ref, lease = begin_run(repo, "R-1", ["Null check", "Slow loop", "Typo"], review=True)
+    env = {"CAIRN_RUN_DIR": str(ref.run_dir)}
+    assert cairn("finding", "F1", "--status", "FIXED", env=env, cwd=repo).returncode == 0
+    lease.release()
+    ref.marker_path.unlink()
+    report = catchup_json(repo, "R-1")
+    assert (report["state"], report["mode"], report["finding"]) == ("interrupted", "review", "F2")
+    assert report["done"] == ["F1"] and report["remaining"] == ["F2", "F3"]
+    assert report["round"] == 1
+    text = cairn("catchup", "R-1", "--format", "context", cwd=repo).stdout
+    assert "finding F2 of 3" in text and "Findings done: F1; remaining: F2, F3." in text

@@ -53,6 +53,7 @@ class CatchupReport(BaseModel):
     round: int | None = None
     task: int | None = None
     task_title: str | None = None
+    finding: str | None = None
     mode: str | None = None
     total: int = 0
     done: list[str] = []
@@ -196,6 +197,8 @@ def _read_summary(report: CatchupReport, ref: RunRef) -> Summary | None:
     item = loaded.status.item
     if report.task is None and isinstance(item, int):
         report.task = item
+    if isinstance(item, str):
+        report.finding = item
     if report.task is not None and loaded.mode == "implementation":
         match = [t.title for t in loaded.tasks if t.number == report.task]
         report.task_title = match[0] if match else None
@@ -268,6 +271,8 @@ def context_paragraph(report: CatchupReport) -> str:
     if report.task is not None and report.mode == "implementation":
         title = f' ("{report.task_title}")' if report.task_title else ""
         where.append(f"task {report.task} of {report.total}{title}")
+    if report.finding is not None:
+        where.append(f"finding {report.finding} of {report.total}")
     lead = {
         "in_progress": "A run is in the middle of",
         "interrupted": "You were in the middle of",

@@ -63,6 +63,8 @@ def _lines(report: CatchupReport) -> list[str]:
     if report.task is not None:
         title = f' "{report.task_title}"' if report.task_title else ""
         where.append(f"task {report.task} of {report.total}{title}")
+    if report.finding is not None:
+        where.append(f"finding {report.finding} of {report.total}")
     if report.state != "none":
         lines.append(f"  where: {', '.join(where)}")
     if report.items:
