@@ -696,6 +696,7 @@ def measure_status(repo: StateRepo, cairn: Path, runs: int) -> dict[str, Any]:
             "cairn status --json (CLI)": lambda: run_cmd(
                 [str(cairn), "status", "--json", "-C", path]
             ),
+            "cairn status, table (CLI)": lambda: run_cmd([str(cairn), "status", "-C", path]),
             "cairn.status.status (API)": lambda: status(repo.path),
             FLOOR: lambda: raw_walk(repo.state_root),
         },

@@ -278,3 +278,12 @@ def test_review_run_reports_the_open_finding(repo: Path) -> None:
     assert report["round"] == 1
     text = cairn("catchup", "R-1", "--format", "context", cwd=repo).stdout
     assert "finding F2 of 3" in text and "Findings done: F1; remaining: F2, F3." in text
+
+
+def test_status_skips_snapshot_refs_that_are_not_ticket_ids(repo: Path) -> None:
+    git(repo, "update-ref", "refs/cairn/wip/team/PROJ-1", "HEAD")
+    _ref, lease = begin_run(repo, "T-12", ["a"])
+    result = cairn("status", "--json", cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert [r["ticket"] for r in json.loads(result.stdout)] == ["T-12"]
+    lease.release()

@@ -9,23 +9,22 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel
 
-from cairn import journal, marker, owner, summary, tickets
+from cairn import journal, marker, summary, tickets
 from cairn.config import Config
-from cairn.config import load as load_config
 from cairn.durations import parse_duration
 from cairn.errors import BadInput
 from cairn.git import Repo
-from cairn.layout import Layout, artifacts
+from cairn.layout import Layout, artifacts, discover
+from cairn.marker import TicketState
 from cairn.owner import Liveness, Owner
 from cairn.runstate import RunRef
 from cairn.summary import Summary
 from cairn.summary.render import status_line
 
-State = Literal["in_progress", "interrupted", "stale", "done", "none"]
 FORMAT = 1
 
 
@@ -46,7 +45,7 @@ class TaskBrief(BaseModel):
 class CatchupReport(BaseModel):
     format: int = FORMAT
     ticket: str
-    state: State
+    state: TicketState
     inferred: bool
     skill: str | None = None
     phase: str | None = None
@@ -78,12 +77,6 @@ class CatchupReport(BaseModel):
     cleared: bool = False
 
 
-def open_layout(workspace: Path | str) -> tuple[Repo, Config, Layout]:
-    repo = Repo.discover(workspace)
-    config = load_config(repo.toplevel)
-    return repo, config, Layout.for_repo(repo, config)
-
-
 def default_ticket(repo: Repo) -> str:
     return tickets.from_branch(repo.current_branch())
 
@@ -94,7 +87,7 @@ def catchup(
     *,
     clear_stale: bool = False,
 ) -> CatchupReport:
-    repo, config, layout = open_layout(workspace)
+    repo, config, layout = discover(workspace)
     ticket = tickets.validate(ticket) if ticket is not None else default_ticket(repo)
     stale_after = parse_duration(config.marker.stale_after)
     report = build(repo, config, layout, ticket, stale_after)
@@ -157,20 +150,7 @@ def _from_marker(
     report.started_at, report.last_updated = current.started_at, current.last_updated
     report.age_seconds = max(0, int((now - current.last_updated).total_seconds()))
     report.owner = current.owner
-    report.state, report.owner_state, report.owner_detail = judge(current, stale_after, now)
-
-
-def judge(current: marker.Marker, stale_after: float, now: datetime) -> tuple[State, Liveness, str]:
-    """The state a marker puts its ticket in, by owner liveness first and age second."""
-    liveness, detail = owner.check(current.owner, current.last_updated, stale_after, now)
-    age = (now - current.last_updated).total_seconds()
-    if liveness in ("alive", "remote"):
-        return "in_progress", liveness, detail
-    if liveness == "dead":
-        return "interrupted", liveness, detail
-    if liveness == "remote_stale" or age > stale_after:
-        return "stale", liveness, detail
-    return "interrupted", liveness, detail
+    report.state, report.owner_state, report.owner_detail = marker.judge(current, stale_after, now)
 
 
 def _read_summary(report: CatchupReport, ref: RunRef) -> Summary | None:

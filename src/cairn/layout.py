@@ -49,6 +49,15 @@ def new_run_id(now: datetime) -> str:
     return now.astimezone(UTC).strftime("%Y%m%d-%H%M%SZ")
 
 
+def discover(workspace: Path | str) -> tuple[Repo, Config, Layout]:
+    """The repository at ``workspace``, its config, and where its run state lives."""
+    from cairn.config import load
+
+    repo = Repo.discover(workspace)
+    config = load(repo.toplevel)
+    return repo, config, Layout.for_repo(repo, config)
+
+
 @dataclass(frozen=True)
 class Artifact:
     number: int

@@ -43,6 +43,12 @@ def _plain(data: Any) -> Any:
 
 
 def emit_json(data: Any) -> None:
+    if isinstance(data, list) and data and all(hasattr(d, "model_dump_json") for d in data):
+        from pydantic import TypeAdapter
+
+        encoded = TypeAdapter(list[type(data[0])]).dump_json(data, indent=2)  # type: ignore[misc]
+        sys.stdout.write(encoded.decode() + "\n")
+        return
     payload = [_plain(d) for d in data] if isinstance(data, list) else _plain(data)
     sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
 

@@ -11,10 +11,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from cairn import marker, summary, tickets
-from cairn.config import load as load_config
 from cairn.errors import BadInput
-from cairn.git import Repo
-from cairn.layout import Layout
+from cairn.layout import Layout, discover
 from cairn.runstate import RunRef, change_summary
 from cairn.summary import Summary
 
@@ -31,8 +29,7 @@ def locate(
     if ticket is None and env.get(RUN_DIR_ENV):
         layout, found_ticket, run_id = Layout.from_run_dir(Path(env[RUN_DIR_ENV]))
         return RunRef(layout, found_ticket, run_id)
-    repo = Repo.discover(workspace)
-    layout = Layout.for_repo(repo, load_config(repo.toplevel))
+    repo, _, layout = discover(workspace)
     if ticket is None:
         ticket = tickets.from_branch(repo.current_branch())
     current = marker.read(layout.marker_path(tickets.validate(ticket)))

@@ -1,7 +1,8 @@
 """``cairn status``: one row per ticket that has a marker, a snapshot or a run.
 
-Built for thousands of tickets: a ticket without a marker costs two directory scans and one
-small read (the head of its latest change summary, for the status line); snapshot refs come from
+Built for thousands of tickets: each ticket directory is listed once, its marker is read only
+when the listing shows one, and a finished ticket costs one more listing (its latest run) and
+one small read (the head of its change summary, for the status line). Snapshot refs come from
 one ``for-each-ref``.
 """
 
@@ -14,21 +15,29 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from cairn import marker, owner
-from cairn.catchup import State, judge, open_layout
+from cairn import marker, owner, tickets
 from cairn.durations import parse_duration
-from cairn.errors import BadInput
-from cairn.layout import SUMMARY_ARTIFACT, SUMMARY_ROLE, Layout, latest_artifact
+from cairn.layout import (
+    ARTIFACT,
+    MARKER,
+    RUN_ID,
+    SUMMARY_ARTIFACT,
+    SUMMARY_ROLE,
+    discover,
+    run_sort_key,
+)
+from cairn.marker import TicketState
 
 HEAD_BYTES = 8192
 _STATUS = re.compile(r"^## Status[ \t]*\r?\n(?:[ \t]*\r?\n)*([^\r\n]+)", re.MULTILINE)
 _POSITION = re.compile(r"(?:task|finding) (\d+) of (\d+)")
 _COUNT = re.compile(r"(\d+) of (\d+) (?:tasks|findings)")
+_SUMMARY_SUFFIX = f"_{SUMMARY_ROLE}_{SUMMARY_ARTIFACT}.md"
 
 
 class StatusRow(BaseModel):
     ticket: str
-    state: State
+    state: TicketState
     phase: str | None = None
     round: int | None = None
     task: int | None = None
@@ -40,69 +49,90 @@ class StatusRow(BaseModel):
 
 
 def status(workspace: Path | str = ".") -> list[StatusRow]:
-    repo, config, layout = open_layout(workspace)
+    repo, config, layout = discover(workspace)
     stale_after = parse_duration(config.marker.stale_after)
     prefix = config.snapshot.ref_prefix.rstrip("/") + "/"
     out = repo.git.out(["for-each-ref", "--format=%(objectname) %(refname)", prefix])
     snapshots = {}
     for line in out.splitlines():
         oid, _, ref = line.partition(" ")
-        snapshots[ref[len(prefix) :]] = oid
+        name = ref[len(prefix) :]
+        if tickets.problem(name) is None:
+            snapshots[name] = oid
     now = marker.now()
     rows = []
+    tickets_dir = str(layout.tickets_dir)
     for ticket in sorted(set(layout.list_tickets()) | set(snapshots)):
-        row = _row(layout, ticket, stale_after, now)
+        row = _row(os.path.join(tickets_dir, ticket), ticket, stale_after, now)
+        snapshot = snapshots.get(ticket)
         if row is None:
-            if ticket not in snapshots:
+            if snapshot is None:
                 continue
             row = StatusRow(ticket=ticket, state="none")
-        row.snapshot = snapshots.get(ticket)
+        if snapshot is not None:
+            row.snapshot = snapshot
         rows.append(row)
     return rows
 
 
-def _row(layout: Layout, ticket: str, stale_after: float, now: datetime) -> StatusRow | None:
+def _row(ticket_dir: str, ticket: str, stale_after: float, now: datetime) -> StatusRow | None:
     try:
-        current = marker.read(layout.marker_path(ticket))
-    except BadInput as exc:
-        raise BadInput(f"{exc} (ticket {ticket})") from None
-    run_id = current.run if current is not None and current.run else layout.latest_run(ticket)
+        names = os.listdir(ticket_dir)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    runs = [name for name in names if RUN_ID.fullmatch(name)]
+    current = marker.read(Path(ticket_dir, MARKER)) if MARKER in names else None
+    run_id = current.run if current is not None and current.run else None
+    if run_id is None and runs:
+        run_id = max(runs, key=run_sort_key)
     if current is None and run_id is None:
         return None
-    row = StatusRow(ticket=ticket, state="none", run=run_id)
-    line, mtime = _summary_head(layout, ticket, run_id)
+    line, mtime = _summary_head(os.path.join(ticket_dir, run_id)) if run_id else (None, None)
+    task = total = None
     if line is not None:
-        count = _COUNT.search(line)
         position = _POSITION.search(line)
+        count = _COUNT.search(line)
         if position:
-            row.task, row.total = int(position.group(1)), int(position.group(2))
+            task, total = int(position.group(1)), int(position.group(2))
         elif count:
-            row.total = int(count.group(2))
+            total = int(count.group(2))
     if current is not None:
-        row.state, _, _ = judge(current, stale_after, now)
-        row.phase, row.round = current.phase, current.round
-        row.task = current.task if current.task is not None else row.task
-        row.age_seconds = max(0, int((now - current.last_updated).total_seconds()))
-        row.owner = current.owner.describe() if current.owner else None
-        return row
+        state, _, _ = marker.judge(current, stale_after, now)
+        return StatusRow(
+            ticket=ticket,
+            state=state,
+            phase=current.phase,
+            round=current.round,
+            task=current.task if current.task is not None else task,
+            total=total,
+            age_seconds=max(0, int((now - current.last_updated).total_seconds())),
+            owner=current.owner.describe() if current.owner else None,
+            run=run_id,
+        )
     done = line is not None and line.startswith("Completed")
-    row.state = "done" if done else "interrupted"
-    row.phase = "done" if done else None
-    if mtime is not None:
-        row.age_seconds = max(0, int(now.timestamp() - mtime))
-    return row
+    return StatusRow(
+        ticket=ticket,
+        state="done" if done else "interrupted",
+        phase="done" if done else None,
+        task=task,
+        total=total,
+        age_seconds=None if mtime is None else max(0, int(now.timestamp() - mtime)),
+        run=run_id,
+    )
 
 
-def _summary_head(
-    layout: Layout, ticket: str, run_id: str | None
-) -> tuple[str | None, float | None]:
-    if run_id is None:
-        return None, None
-    found = latest_artifact(layout.run_dir(ticket, run_id), SUMMARY_ROLE, SUMMARY_ARTIFACT)
-    if found is None:
-        return None, None
+def _summary_head(run_dir: str) -> tuple[str | None, float | None]:
+    """The status line of the run's latest change summary and when it was written."""
     try:
-        fd = os.open(found.path, os.O_RDONLY | os.O_NOFOLLOW)
+        names = os.listdir(run_dir)
+    except (FileNotFoundError, NotADirectoryError):
+        return None, None
+    summaries = [n for n in names if n.endswith(_SUMMARY_SUFFIX) and ARTIFACT.fullmatch(n)]
+    if not summaries:
+        return None, None
+    latest = max(summaries, key=lambda n: int(n.split("_", 1)[0]))
+    try:
+        fd = os.open(os.path.join(run_dir, latest), os.O_RDONLY | os.O_NOFOLLOW)
     except OSError:
         return None, None
     try:

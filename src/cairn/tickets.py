@@ -19,6 +19,13 @@ _UNSAFE_RUN = re.compile(r"[^A-Za-z0-9._-]+")
 
 def problem(ticket: str) -> str | None:
     """Why ``ticket`` is not a valid id, or None when it is."""
+    if (
+        len(ticket) <= MAX_LENGTH
+        and _VALID.fullmatch(ticket)
+        and ".." not in ticket
+        and not ticket.endswith((".", ".lock"))
+    ):
+        return None
     if not ticket:
         return "it is empty"
     if len(ticket) > MAX_LENGTH:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from cairn.commands.options import Json, Workspace
@@ -21,22 +22,26 @@ def status(json: Json = False, workspace: Workspace = Path(".")) -> None:
     if not rows:
         console.print("no tickets: no markers, runs or snapshots")
         return
-    from rich.table import Table
-
-    table = Table(box=None, pad_edge=False)
-    for column in ("ticket", "state", "phase", "round", "task", "age", "owner"):
-        table.add_column(column)
+    header = ("ticket", "state", "phase", "round", "task", "age", "owner")
+    table = [header]
     for row in rows:
         task = "-"
         if row.task is not None:
             task = f"{row.task}/{row.total if row.total is not None else '?'}"
-        table.add_row(
-            row.ticket,
-            row.state.replace("_", " "),
-            row.phase or "-",
-            str(row.round) if row.round is not None else "-",
-            task,
-            age_text(row.age_seconds),
-            row.owner or "-",
+        table.append(
+            (
+                row.ticket,
+                row.state.replace("_", " "),
+                row.phase or "-",
+                str(row.round) if row.round is not None else "-",
+                task,
+                age_text(row.age_seconds),
+                row.owner or "-",
+            )
         )
-    console.print(table)
+    widths = [max(len(line[i]) for line in table) for i in range(len(header))]
+    text = "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+        for line in table
+    )
+    sys.stdout.write(text + "\n")

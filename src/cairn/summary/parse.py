@@ -8,9 +8,9 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, NoReturn
 
-import yaml
 from pydantic import TypeAdapter, ValidationError
 
+from cairn import yaml_io
 from cairn.summary.model import (
     FINDING_FIELD,
     FINDING_ID,
@@ -150,8 +150,8 @@ class _Parser:
         self.line_of = line_of
 
         try:
-            data = yaml.safe_load("\n".join(block))
-        except yaml.YAMLError as exc:
+            data = yaml_io.safe_load("\n".join(block))
+        except yaml_io.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             line = mark.line + 2 if mark is not None else 1
             self.fail(line, f"the front matter is not valid YAML ({getattr(exc, 'problem', exc)})")

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import re
 
-import yaml
-
+from cairn import yaml_io
 from cairn.summary.model import SECTIONS, Finding, Gate, Summary, Task
 
 _BACKTICKS = re.compile(r"`+")
@@ -84,7 +83,7 @@ def _front_matter(s: Summary) -> list[str]:
         "round": s.round,
         "updated": s.updated.isoformat(timespec="seconds"),
     }
-    dumped = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=1 << 30)
+    dumped = yaml_io.safe_dump(data, sort_keys=False, allow_unicode=True, width=1 << 30)
     return ["---", *dumped.rstrip("\n").split("\n"), "---"]
 
 
