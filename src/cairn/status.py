@@ -98,7 +98,7 @@ def _row(ticket_dir: str, ticket: str, stale_after: float, now: datetime) -> Sta
             total = int(count.group(2))
     if current is not None:
         state, _, _ = marker.judge(current, stale_after, now)
-        return StatusRow(
+        return StatusRow.model_construct(
             ticket=ticket,
             state=state,
             phase=current.phase,
@@ -108,16 +108,20 @@ def _row(ticket_dir: str, ticket: str, stale_after: float, now: datetime) -> Sta
             age_seconds=max(0, int((now - current.last_updated).total_seconds())),
             owner=current.owner.describe() if current.owner else None,
             run=run_id,
+            snapshot=None,
         )
     done = line is not None and line.startswith("Completed")
-    return StatusRow(
+    return StatusRow.model_construct(
         ticket=ticket,
         state="done" if done else "interrupted",
         phase="done" if done else None,
         task=task,
         total=total,
         age_seconds=None if mtime is None else max(0, int(now.timestamp() - mtime)),
+        round=None,
+        owner=None,
         run=run_id,
+        snapshot=None,
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import yaml
@@ -23,6 +24,7 @@ def safe_dump(data: Any, **options: Any) -> str:
 _resolver = yaml.resolver.Resolver()
 
 
+@functools.lru_cache(maxsize=4096)
 def plain_scalar_tag(value: str) -> str:
     """The type YAML gives an unquoted scalar: ``str``, ``int``, ``null``, ``bool``, …"""
     tag = _resolver.resolve(yaml.nodes.ScalarNode, value, (True, False))
