@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from cairn.errors import BadInput
+from cairn.owner import pid_alive
 
 TEMP_PREFIX = ".tmp."
 DEFAULT_READ_LIMIT = 4 * 1024 * 1024
@@ -166,15 +167,5 @@ def remove_stale_temps(directory: Path) -> None:
         if entry.name.startswith(TEMP_PREFIX):
             parts = entry.name.rsplit(".", 2)
             with contextlib.suppress(ValueError, OSError):
-                if not _pid_alive(int(parts[-2])):
+                if not pid_alive(int(parts[-2])):
                     os.unlink(entry.path)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -75,23 +75,15 @@ def task_done(
     )
 
 
-def task_skip(ref: RunRef, number: int, notes: str | None) -> Summary:
+def task_set_aside(ref: RunRef, number: int, status: str, notes: str | None) -> Summary:
+    """Mark a task ``skipped`` or ``deferred``."""
+    operation = {"skipped": summary.skip_task, "deferred": summary.defer_task}[status]
     return change_summary(
         ref,
-        lambda s: summary.skip_task(s, number, marker.now(), notes),
+        lambda s: operation(s, number, marker.now(), notes),
         "task",
         task=number,
-        status="skipped",
-    )
-
-
-def task_defer(ref: RunRef, number: int, notes: str | None) -> Summary:
-    return change_summary(
-        ref,
-        lambda s: summary.defer_task(s, number, marker.now(), notes),
-        "task",
-        task=number,
-        status="deferred",
+        status=status,
     )
 
 

@@ -106,11 +106,7 @@ def task_skip(
     workspace: Workspace = Path("."),
 ) -> None:
     """Mark task N skipped; --notes says why."""
-    from cairn import progress
-
-    ref = _locate(workspace, ticket)
-    n = _number(number)
-    _report(ref, progress.task_skip(ref, n, _needed(notes, "skip")), f"task {n} skipped", json)
+    _set_aside(workspace, ticket, number, notes, "skipped", json)
 
 
 @task_app.command("defer")
@@ -123,17 +119,20 @@ def task_defer(
     workspace: Workspace = Path("."),
 ) -> None:
     """Mark task N deferred; --notes says what is left."""
+    _set_aside(workspace, ticket, number, notes, "deferred", json)
+
+
+def _set_aside(
+    workspace: Path, ticket: str | None, number: str, notes: str | None, status: str, json: bool
+) -> None:
     from cairn import progress
 
     ref = _locate(workspace, ticket)
     n = _number(number)
-    _report(ref, progress.task_defer(ref, n, _needed(notes, "defer")), f"task {n} deferred", json)
-
-
-def _needed(notes: str | None, verb: str) -> str:
+    verb = {"skipped": "skip", "deferred": "defer"}[status]
     if not notes or not notes.strip():
         raise BadInput(f"task {verb} needs --notes saying why; nothing was written")
-    return notes
+    _report(ref, progress.task_set_aside(ref, n, status, notes), f"task {n} {status}", json)
 
 
 @guarded

@@ -16,6 +16,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from cairn.owner import pid_alive
+
 STALE_AFTER_SECONDS = 24 * 3600
 
 
@@ -43,18 +45,8 @@ def remove_abandoned(base: Path) -> None:
         parts = entry.name.split(".")
         try:
             age = now - entry.stat().st_mtime
-            dead = len(parts) == 4 and parts[1] == host and not _alive(int(parts[2]))
+            dead = len(parts) == 4 and parts[1] == host and not pid_alive(int(parts[2]))
         except (OSError, ValueError):
             continue
         if dead or age > STALE_AFTER_SECONDS:
             shutil.rmtree(entry, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
