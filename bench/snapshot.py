@@ -40,7 +40,6 @@ import importlib
 import itertools
 import json
 import os
-import platform
 import random
 import shutil
 import statistics
@@ -54,8 +53,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-WORK = HERE / ".work"
+from common import (
+    WORK,
+    Stat,
+    add_cairn_argument,
+    dump_json,
+    git,
+    git_env,
+    log,
+    new_repo,
+    print_header,
+    ratio,
+    run_cmd,
+    start,
+    table,
+    timed,
+)
+from common import ms as _ms
+
 LAYOUT_VERSION = 1  # bump when the generated layout changes, to invalidate cached repositories
 
 FILES_PER_DIR = 20
@@ -69,15 +84,6 @@ MIN_NEW, MAX_NEW = 1024, 4 * 1024
 # Past this, a file modified in the same second as the index write is no longer "racily clean".
 RACY_PAUSE = 1.1
 
-# A fixed identity for every git command the benchmark runs itself (the build commit, fast-import
-# carries its own fixed date; ``git stash create``). cairn sets its own identity.
-IDENTITY = {
-    "GIT_AUTHOR_NAME": "cairn bench",
-    "GIT_AUTHOR_EMAIL": "bench@example.invalid",
-    "GIT_COMMITTER_NAME": "cairn bench",
-    "GIT_COMMITTER_EMAIL": "bench@example.invalid",
-}
-
 METHODS = ("status", "cli new", "cli no-op", "api new", "api no-op", "naive", "stash")
 STEADY = ("clean", "modified", "untracked")
 FRESH = ("modified-new", "untracked-new")
@@ -88,32 +94,6 @@ LABELS = {
     "modified-new": "10 modified, new content each call",
     "untracked-new": "1000 untracked, new content each call",
 }
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
-def git_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(IDENTITY, LC_ALL="C", **extra)
-    return env
-
-
-def git(
-    repo: Path, *args: str, env: dict[str, str] | None = None, data: bytes | None = None
-) -> bytes:
-    proc = subprocess.run(
-        ["git", *args],
-        cwd=repo,
-        env=env or git_env(),
-        input=data,
-        capture_output=True,
-        check=False,
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"git {' '.join(args)} failed: {proc.stderr.decode(errors='replace')}")
-    return proc.stdout
 
 
 # --- synthetic content ----------------------------------------------------------------------------
@@ -205,14 +185,7 @@ def build(n: int, rebuild: bool) -> BenchRepo:
             repo = BenchRepo(path, n, info["bytes"], info["dirs"])
             reset_clean(repo)
             return repo
-    if path.exists():
-        shutil.rmtree(path)
-    path.mkdir(parents=True)
-    log(f"building {path} ({n:,} files)…")
-    started = time.monotonic()
-    git(path, "init", "-q", "-b", "main")
-    for key, value in (("gc.auto", "0"), ("maintenance.auto", "false")):
-        git(path, "config", key, value)  # no background gc while timing
+    started = new_repo(path, f"{n:,} files")
     importer = subprocess.Popen(
         ["git", "fast-import", "--quiet", "--done"],
         cwd=path,
@@ -345,23 +318,8 @@ class Runner:
         return f"bench-{kind}-{self.seq}"
 
     def cli(self, ticket: str) -> None:
-        proc = subprocess.run(
-            [
-                str(self.cairn),
-                "wip",
-                "save",
-                "-C",
-                str(self.repo),
-                "--ticket",
-                ticket,
-                "--reason",
-                "bench",
-            ],
-            capture_output=True,
-            check=False,
-        )
-        if proc.returncode != 0:
-            raise RuntimeError(f"cairn wip save failed: {proc.stderr.decode(errors='replace')}")
+        args = ["wip", "save", "-C", str(self.repo), "--ticket", ticket, "--reason", "bench"]
+        run_cmd([str(self.cairn), *args])
 
     def api(self, ticket: str, config: Any = None) -> bool:
         from cairn import wip
@@ -399,26 +357,13 @@ class Runner:
         index.unlink()
 
 
-def timed(fn: Callable[[], object]) -> float:
-    started = time.perf_counter()
-    fn()
-    return time.perf_counter() - started
-
-
 @dataclass
-class Result:
+class Result(Stat):
+    """The timed runs (``samples``) of one method in one state of one repository."""
+
     size: int
     state: str
     method: str
-    times: list[float]
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.times)
-
-    @property
-    def min(self) -> float:
-        return min(self.times)
 
 
 def methods_for(state: State) -> list[str]:
@@ -442,7 +387,9 @@ def measure_state(repo: BenchRepo, state: State, runs: int, cairn: Path) -> list
             times[method].append(timed(fn))
     check_created(repo.path, state, runner)
     state.teardown()
-    return [Result(repo.files, state.name, m, t) for m, t in times.items()]
+    return [
+        Result(samples=t, size=repo.files, state=state.name, method=m) for m, t in times.items()
+    ]
 
 
 def check_created(path: Path, state: State, runner: Runner) -> None:
@@ -559,30 +506,7 @@ def breakdown_state(repo: BenchRepo, state: State, runs: int) -> dict[str, float
 
 
 def ms(seconds: float) -> str:
-    value = seconds * 1000
-    return f"{value:,.0f}" if value >= 100 else f"{value:.1f}"
-
-
-def ratio(a: float | None, b: float | None) -> str:
-    return f"{a / b:.2f}×" if a is not None and b else "—"
-
-
-def table(rows: list[list[str]], text_columns: int = 1) -> str:
-    """A Markdown table; the first ``text_columns`` columns are left-aligned, the rest right."""
-    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
-
-    def line(row: list[str]) -> str:
-        cells = [
-            cell.ljust(w) if c < text_columns else cell.rjust(w)
-            for c, (cell, w) in enumerate(zip(row, widths, strict=True))
-        ]
-        return "| " + " | ".join(cells) + " |"
-
-    rule = "|".join(
-        "-" * (w + 1) + ("-" if c < text_columns else ":") for c, w in enumerate(widths)
-    )
-    rule = "|" + rule + "|"
-    return "\n".join([line(rows[0]), rule, *(line(r) for r in rows[1:])])
+    return _ms(seconds, below_1=1)
 
 
 def lookup(results: list[Result]) -> dict[tuple[int, str, str], Result]:
@@ -687,38 +611,8 @@ def breakdown_table(data: dict[str, dict[str, float]]) -> str:
 
 def startup(cairn: Path, runs: int) -> float:
     """Median wall time of ``cairn --version``: interpreter start-up plus Typer (no API)."""
-    samples = [
-        timed(lambda: subprocess.run([str(cairn), "--version"], capture_output=True, check=True))
-        for _ in range(runs)
-    ]
+    samples = [timed(lambda: run_cmd([str(cairn), "--version"])) for _ in range(runs)]
     return statistics.median(samples)
-
-
-def cairn_source() -> str:
-    """The version of cairn measured: package version, and commit when run from a checkout."""
-    import cairn
-
-    where = Path(cairn.__file__).resolve().parent
-    try:
-        head = git(where, "rev-parse", "--short", "HEAD").decode().strip()
-        dirty = git(where, "status", "--porcelain", "--untracked-files=no", "--", ".")
-    except (RuntimeError, OSError):
-        return f"cairn {cairn.__version__}"
-    return f"cairn {cairn.__version__} at {head}" + (" + uncommitted changes" if dirty else "")
-
-
-def machine() -> dict[str, Any]:
-    load = os.getloadavg()
-    return {
-        "cairn": cairn_source(),
-        "git": subprocess.run(
-            ["git", "--version"], capture_output=True, text=True, check=True
-        ).stdout.strip(),
-        "cpus": os.cpu_count(),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "load": [round(x, 2) for x in load],
-    }
 
 
 # --- main -----------------------------------------------------------------------------------------
@@ -744,12 +638,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         action="store_true",
         help="also time each step of an in-process save (git process by process)",
     )
-    parser.add_argument(
-        "--cairn",
-        type=Path,
-        default=Path(sys.executable).parent / "cairn",
-        help="the cairn executable (default: next to this interpreter)",
-    )
+    add_cairn_argument(parser)
     args = parser.parse_args(argv)
     args.size_list = [int(s.replace("_", "")) for s in args.sizes.split(",") if s]
     args.state_list = [s.strip() for s in args.states.split(",") if s.strip()]
@@ -763,18 +652,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    try:
-        import cairn.wip  # noqa: F401
-    except ImportError:
-        log("cannot import cairn: run this with the project's interpreter (.venv/bin/python)")
+    ready = start("snapshot.py", argv, args.cairn, "cairn.wip")
+    if ready is None:
         return 2
-    if not args.cairn.exists():
-        log(f"{args.cairn} not found; pass --cairn")
-        return 2
-    WORK.mkdir(parents=True, exist_ok=True)
-    info = machine()
-    command = "python bench/snapshot.py " + " ".join(sys.argv[1:] if argv is None else argv)
-    log(f"{info['git']} · {info['cpus']} CPUs · Python {info['python']} · load {info['load']}")
+    info, command = ready
     info["cli_startup_s"] = startup(args.cairn, max(args.runs, 5))
     results: list[Result] = []
     repos: dict[int, dict[str, Any]] = {}
@@ -801,7 +682,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     info["load_end"] = [round(x, 2) for x in os.getloadavg()]
     found = targets(results)
     if args.json:
-        json.dump(
+        dump_json(
             {
                 "command": command,
                 "machine": info,
@@ -813,7 +694,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "method": r.method,
                         "median_s": r.median,
                         "min_s": r.min,
-                        "times_s": r.times,
+                        "times_s": r.samples,
                     }
                     for r in results
                 ],
@@ -828,16 +709,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     for t in found
                 ],
                 "breakdown_s": {str(k): v for k, v in breakdowns.items()},
-            },
-            sys.stdout,
-            indent=2,
+            }
         )
-        print()
         return 0
-    print(f"# {command}")
-    print(f"# {info['git']} · {info['cpus']} CPUs · Python {info['python']} · {info['platform']}")
-    print(f"# {info['cairn']}")
-    print(f"# load average at start {info['load']}, at end {info['load_end']}")
+    print_header(command, info)
     print(f"# median (min) of {args.runs} runs; ratios from medians")
     print(
         f"# `cairn --version` (interpreter start-up + Typer; the API loads lazily): "

@@ -41,11 +41,9 @@ import cProfile
 import io
 import json
 import os
-import platform
 import pstats
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 import time
@@ -56,8 +54,23 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-WORK = HERE / ".work"
+from common import (
+    WORK,
+    Stat,
+    add_cairn_argument,
+    dump_json,
+    git,
+    log,
+    ms,
+    new_repo,
+    print_header,
+    ratio,
+    run_cmd,
+    start,
+    table,
+    timed,
+)
+
 LAYOUT_VERSION = 1  # bump when the generated state changes, to invalidate cached repositories
 
 STATUS_TARGET_S = 1.0
@@ -70,13 +83,6 @@ TEMPLATE_TICKET = "TEMPLATE-0"
 TEMPLATE_RUN = "20000101-000000Z"
 BASE_TIME = datetime(2025, 6, 2, 9, 0, 0, tzinfo=UTC)
 
-IDENTITY = {
-    "GIT_AUTHOR_NAME": "cairn bench",
-    "GIT_AUTHOR_EMAIL": "bench@example.invalid",
-    "GIT_COMMITTER_NAME": "cairn bench",
-    "GIT_COMMITTER_EMAIL": "bench@example.invalid",
-}
-
 TITLES = (
     "Add the settings loader and its schema",
     "Validate ticket ids at the command line",
@@ -87,56 +93,6 @@ TITLES = (
     "Report progress from the agent's shell",
     "Document the state layout",
 )
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
-def git_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(IDENTITY, LC_ALL="C")
-    return env
-
-
-def git(repo: Path, *args: str, data: bytes | None = None) -> bytes:
-    proc = subprocess.run(
-        ["git", *args], cwd=repo, env=git_env(), input=data, capture_output=True, check=False
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"git {' '.join(args)} failed: {proc.stderr.decode(errors='replace')}")
-    return proc.stdout
-
-
-def timed(fn: Callable[[], object]) -> float:
-    started = time.perf_counter()
-    fn()
-    return time.perf_counter() - started
-
-
-@dataclass
-class Stat:
-    samples: list[float]
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.samples)
-
-    @property
-    def p99(self) -> float:
-        if len(self.samples) < 2:
-            return self.samples[0]
-        return statistics.quantiles(self.samples, n=100, method="inclusive")[98]
-
-    @property
-    def min(self) -> float:
-        return min(self.samples)
-
-    def as_json(self) -> dict[str, float]:
-        return {"median_s": self.median, "p99_s": self.p99, "min_s": self.min, "n": len(self)}
-
-    def __len__(self) -> int:
-        return len(self.samples)
 
 
 # --- realistic state, built with cairn's own code ----------------------------------------------
@@ -532,14 +488,7 @@ def build_repo(tickets: int, catchup_runs: int, rebuild: bool) -> StateRepo:
     if not rebuild and info_path.exists() and json.loads(info_path.read_text()) == wanted:
         refresh_live(repo)
         return repo
-    if path.exists():
-        shutil.rmtree(path)
-    path.mkdir(parents=True)
-    log(f"building {path} ({tickets:,} tickets)…")
-    started = time.monotonic()
-    git(path, "init", "-q", "-b", "main")
-    for key, value in (("gc.auto", "0"), ("maintenance.auto", "false")):
-        git(path, "config", key, value)
+    started = new_repo(path, f"{tickets:,} tickets")
     readme = path / "README.md"
     readme.write_text("# bench\n")
     git(path, "add", "README.md")
@@ -622,13 +571,6 @@ def add_snapshot_refs(repo: StateRepo) -> None:
     count = len(git(repo.path, "for-each-ref", "refs/cairn/wip/").splitlines())
     if count != SNAPSHOT_REFS:
         raise RuntimeError(f"expected {SNAPSHOT_REFS} snapshot refs, found {count}")
-
-
-def run_cmd(args: Sequence[str], cwd: Path | None = None) -> bytes:
-    proc = subprocess.run(list(args), cwd=cwd, capture_output=True, check=False)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(args)} failed: {proc.stderr.decode(errors='replace')}")
-    return proc.stdout
 
 
 def round_robin(methods: dict[str, Callable[[], object]], runs: int) -> dict[str, Stat]:
@@ -760,33 +702,6 @@ def profile_status(repo: StateRepo, top: int) -> dict[str, Any]:
 # --- reporting --------------------------------------------------------------------------------
 
 
-def ms(seconds: float) -> str:
-    value = seconds * 1000
-    if value >= 100:
-        return f"{value:,.0f}"
-    return f"{value:.1f}" if value >= 1 else f"{value:.3f}"
-
-
-def ratio(a: float, b: float) -> str:
-    return f"{a / b:.2f}×" if b else "—"
-
-
-def table(rows: list[list[str]], text_columns: int = 1) -> str:
-    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
-
-    def line(row: list[str]) -> str:
-        cells = [
-            cell.ljust(w) if c < text_columns else cell.rjust(w)
-            for c, (cell, w) in enumerate(zip(row, widths, strict=True))
-        ]
-        return "| " + " | ".join(cells) + " |"
-
-    rule = "|".join(
-        "-" * (w + 1) + ("-" if c < text_columns else ":") for c, w in enumerate(widths)
-    )
-    return "\n".join([line(rows[0]), "|" + rule + "|", *(line(r) for r in rows[1:])])
-
-
 def writes_tables(data: dict[str, Any]) -> str:
     fsync = data["fsync_4k"]
     rows = [
@@ -850,38 +765,6 @@ def profile_table(entries: list[dict[str, Any]]) -> str:
     return table(rows)
 
 
-def cairn_source() -> str:
-    import cairn
-
-    where = Path(cairn.__file__).resolve().parent
-    try:
-        head = git(where, "rev-parse", "--short", "HEAD").decode().strip()
-        dirty = git(where, "status", "--porcelain", "--untracked-files=all", "--", ".")
-    except (RuntimeError, OSError):
-        return f"cairn {cairn.__version__}"
-    return f"cairn {cairn.__version__} at {head}" + (" + uncommitted changes" if dirty else "")
-
-
-def machine() -> dict[str, Any]:
-    fs = subprocess.run(
-        ["df", "--output=source,fstype", str(WORK)],
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout.split()
-    return {
-        "cairn": cairn_source(),
-        "git": subprocess.run(
-            ["git", "--version"], capture_output=True, text=True, check=True
-        ).stdout.strip(),
-        "cpus": os.cpu_count(),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "filesystem": " ".join(fs[-2:]) if len(fs) >= 2 else "unknown",
-        "load": [round(x, 2) for x in os.getloadavg()],
-    }
-
-
 def as_json(value: Any) -> Any:
     if isinstance(value, Stat):
         return value.as_json()
@@ -909,12 +792,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--profile", action="store_true", help="always profile the status API")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the cached repository")
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
-    parser.add_argument(
-        "--cairn",
-        type=Path,
-        default=Path(sys.executable).parent / "cairn",
-        help="the cairn executable (default: next to this interpreter)",
-    )
+    add_cairn_argument(parser)
     args = parser.parse_args(argv)
     args.tickets = args.tickets or (1_000 if args.quick else TARGET_TICKETS)
     args.iterations = args.iterations or (30 if args.quick else 200)
@@ -926,18 +804,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    try:
-        import cairn.status  # noqa: F401
-    except ImportError:
-        log("cannot import cairn: run this with the project's interpreter (.venv/bin/python)")
+    ready = start("state.py", argv, args.cairn, "cairn.status", with_filesystem=True)
+    if ready is None:
         return 2
-    if not args.cairn.exists():
-        log(f"{args.cairn} not found; pass --cairn")
-        return 2
-    WORK.mkdir(parents=True, exist_ok=True)
-    info = machine()
-    command = "python bench/state.py " + " ".join(sys.argv[1:] if argv is None else argv)
-    log(f"{info['git']} · {info['cpus']} CPUs · Python {info['python']} · load {info['load']}")
+    info, command = ready
     started = time.monotonic()
 
     writes = measure_writes(args.iterations)
@@ -955,7 +825,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     info["elapsed_s"] = round(time.monotonic() - started, 1)
 
     if args.json:
-        json.dump(
+        dump_json(
             as_json(
                 {
                     "command": command,
@@ -971,17 +841,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "catchup": catchup_result,
                     "profile": profile,
                 }
-            ),
-            sys.stdout,
-            indent=2,
+            )
         )
-        print()
         return 0
 
-    print(f"# {command}")
-    print(f"# {info['git']} · {info['cpus']} CPUs · Python {info['python']} · {info['platform']}")
-    print(f"# filesystem {info['filesystem']} · {info['cairn']}")
-    print(f"# load average at start {info['load']}, at end {info['load_end']}")
+    print_header(command, info)
     print(f"# {info['elapsed_s']} s in all (building the repository included when not cached)")
     print(f"\n## Durable writes ({writes['iterations']} calls each, round-robin)\n")
     print(writes_tables(writes))

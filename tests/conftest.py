@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+import signal
 import stat
 import subprocess
 import sys
+import time
+import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -250,3 +254,45 @@ def state_files(root: Path) -> list[tuple[str, int, int]]:
         (str(p.relative_to(root)), p.lstat().st_size, p.lstat().st_mtime_ns)
         for p in root.rglob("*")
     )
+
+
+def dead_pid() -> int:
+    """The pid of a process that has exited and been reaped."""
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+def fork_child(body: Callable[[], None]) -> int:
+    """Run ``body`` in a forked child that never returns into pytest; exit 0 on success."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child
+        code = 0
+        try:
+            body()
+        except BaseException:
+            traceback.print_exc()
+            code = 1
+        finally:
+            os._exit(code)
+    return pid
+
+
+def reap(pid: int, timeout: float = 30.0) -> int:
+    """Wait for a forked child and return its exit code (minus the signal that killed it);
+    SIGKILL it and fail when it takes longer than ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            raise AssertionError(f"child {pid} did not finish")
+        time.sleep(0.005)
+
+
+def wait_ok(pid: int, timeout: float = 60.0) -> None:
+    """Reap a forked child and check that it exited 0."""
+    assert reap(pid, timeout) == 0, f"child {pid} failed"

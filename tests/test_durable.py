@@ -5,9 +5,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
-import traceback
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,46 +12,11 @@ import pytest
 from cairn import durable, journal
 from cairn.errors import BadInput
 from cairn.layout import JOURNAL
+from conftest import dead_pid, fork_child, wait_ok
 
 
 def temps(directory: Path) -> list[str]:
     return sorted(p.name for p in directory.iterdir() if p.name.startswith(durable.TEMP_PREFIX))
-
-
-def dead_pid() -> int:
-    """The pid of a process that has exited and been reaped."""
-    proc = subprocess.Popen(["true"])
-    proc.wait()
-    return proc.pid
-
-
-def fork_child(body: Callable[[], None]) -> int:
-    """Run ``body`` in a forked child that never returns into pytest; exit 0 on success."""
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - child
-        code = 0
-        try:
-            body()
-        except BaseException:
-            traceback.print_exc()
-            code = 1
-        finally:
-            os._exit(code)
-    return pid
-
-
-def wait_ok(pid: int, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            assert os.waitstatus_to_exitcode(status) == 0, f"child {pid} failed"
-            return
-        if time.monotonic() > deadline:
-            os.kill(pid, 9)
-            os.waitpid(pid, 0)
-            raise AssertionError(f"child {pid} timed out")
-        time.sleep(0.01)
 
 
 # --- atomic_write -------------------------------------------------------------------------

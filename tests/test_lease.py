@@ -8,8 +8,7 @@ import signal
 import subprocess
 import sys
 import time
-import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from cairn import lease, marker, owner
 from cairn.errors import BadInput
 from cairn.layout import Layout
 from cairn.owner import Owner
+from conftest import dead_pid, fork_child, reap
 
 DAY = 86400.0
 FORK = multiprocessing.get_context("fork")
@@ -45,12 +45,6 @@ def sleeper() -> Iterator[subprocess.Popen[bytes]]:
         proc.wait()
 
 
-def dead_pid() -> int:
-    proc = subprocess.Popen(["true"])
-    proc.wait()
-    return proc.pid
-
-
 def live_owner(pid: int) -> Owner:
     """The owner record a cairn process with ``pid`` on this host would write."""
     started = owner.process_start_time(pid)
@@ -70,34 +64,6 @@ def put_marker(layout: Layout, ticket: str, who: Owner | None, age: float = 0.0)
     layout.ticket_dir(ticket).mkdir(parents=True, exist_ok=True)
     marker.write(layout.marker_path(ticket), m)
     return m
-
-
-def fork_child(body: Callable[[], None]) -> int:
-    """Run ``body`` in a forked child that never returns into pytest."""
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - child
-        code = 0
-        try:
-            body()
-        except BaseException:
-            traceback.print_exc()
-            code = 1
-        finally:
-            os._exit(code)
-    return pid
-
-
-def reap(pid: int, timeout: float = 30.0) -> int:
-    deadline = time.monotonic() + timeout
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return os.waitstatus_to_exitcode(status)
-        if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            raise AssertionError(f"child {pid} did not finish")
-        time.sleep(0.005)
 
 
 def read_line(fd: int) -> str:
