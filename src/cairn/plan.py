@@ -84,10 +84,13 @@ class Plan(BaseModel):
 
 
 def load(path: Path) -> Plan:
-    """Read and parse the plan file at ``path`` (symlinks and files over 4 MiB are refused)."""
-    if path.is_dir() and not path.is_symlink():
+    """Read and parse the plan file at ``path`` (files over 4 MiB are refused).
+
+    A plan is the user's own input, so unlike cairn's state files it may be a symlink.
+    """
+    if path.is_dir():
         raise BadInput(f"plan {path} is a directory; pass the plan file itself")
-    data = read_state_file(path, "plan", PLAN_READ_LIMIT)
+    data = read_state_file(path.resolve() if path.is_symlink() else path, "plan", PLAN_READ_LIMIT)
     if data is None:
         raise BadInput(f"plan {path} not found; check the path")
     source = str(path)
