@@ -264,7 +264,9 @@ def context_paragraph(report: CatchupReport) -> str:
         done = ", ".join(report.done) or "none"
         remaining = ", ".join(report.remaining) or "none"
         parts.append(f"{noun} done: {done}; remaining: {remaining}.")
-    if report.owner_detail and report.state != "none":
+    if report.state == "interrupted" and report.summary_status:
+        parts.append(f"The change summary says: {report.summary_status}.")
+    if report.owner_detail and report.owner_state not in (None, "unknown"):
         parts.append(f"Owner: {report.owner_detail}.")
     if report.inferred:
         parts.append("(Inferred from the run's files; there was no marker.)")
