@@ -1,0 +1,174 @@
+"""The ``command`` agent kind: any program, one invocation per turn.
+
+``agent.command`` is a string (split with ``shlex.split``) or a list of arguments. When an
+argument contains ``{prompt}`` it is replaced by the turn's prompt; otherwise the prompt is written
+to the program's stdin, which is then closed. The program runs in the workspace, in its own
+process group, with ``os.environ`` + the request's env (the orchestrator's ``CAIRN_RUN_DIR``,
+``CAIRN_TICKET``, ``CAIRN_TASK``) + ``CAIRN_TURN`` (the turn number, 1-based).
+
+Exit 0 ends the turn (``turn_completed``) and the next prompt is asked for; a non-zero exit ends
+the dispatch as ``error`` (with ``exit_code``), a signal as ``crashed``. Every non-empty stdout line
+is relayed as a ``message`` event; the last one of the last turn is the final message.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+from cairn.agents import process
+from cairn.agents.base import Adapter, DispatchRequest, Event, Reason, Result, Session, register
+from cairn.errors import BadInput
+
+PLACEHOLDER = "{prompt}"
+STDIN_JOIN = 1.0
+
+
+def command_argv(command: str | list[str] | None) -> list[str]:
+    if command is None:
+        raise BadInput("agent kind command needs agent.command")
+    if isinstance(command, str):
+        try:
+            argv = shlex.split(command)
+        except ValueError as exc:
+            raise BadInput(f"agent.command {command!r} cannot be split: {exc}") from None
+    elif isinstance(command, list | tuple) and all(isinstance(a, str) for a in command):
+        argv = list(command)
+    else:
+        raise BadInput("agent.command must be a string or a list of strings")
+    if not argv:
+        raise BadInput("agent.command is empty")
+    return argv
+
+
+@register
+class CommandAdapter(Adapter):
+    kind = "command"
+
+    def start(self, request: DispatchRequest) -> Session:
+        argv = command_argv(request.command)
+        if not Path(request.workspace).is_dir():
+            raise BadInput(f"workspace {request.workspace} is not a directory")
+        program = argv[0]
+        if "/" not in program and PLACEHOLDER not in program:
+            path = {**os.environ, **request.env}.get("PATH", os.defpath)
+            if shutil.which(program, path=path) is None:
+                raise BadInput(f"agent command {program!r} is not found on PATH")
+        return CommandSession(request, argv)
+
+
+class CommandSession(Session):
+    def __init__(self, request: DispatchRequest, argv: list[str]) -> None:
+        self.request = request
+        self.argv = argv
+        self.result: Result | None = None
+        self._interrupt: Reason | None = None
+        self._grace = 0.0
+        self._child: process.Child | None = None
+        self._turns = 0
+        self._final: str | None = None
+
+    def interrupt(self, reason: Reason, grace: float) -> None:
+        if self.result is not None:
+            return
+        if self._interrupt is None:
+            self._interrupt = reason
+        self._grace = grace
+        child = self._child
+        if child is not None:
+            child.terminate(grace)
+
+    def events(self) -> Iterator[Event]:
+        if self.result is not None:
+            return
+        try:
+            yield from self._run()
+        finally:
+            if self._child is not None:
+                self._child.close()
+
+    def _run(self) -> Iterator[Event]:
+        uses_arg = any(PLACEHOLDER in arg for arg in self.argv)
+        n = 1
+        while True:
+            if self._interrupt is not None:
+                self._set(self._interrupt)
+                return
+            prompt = self.request.next_prompt(n)
+            if prompt is None:
+                self._set("completed")
+                return
+            if n > self.request.max_turns:
+                self._set("max_turns")
+                return
+            if self._interrupt is not None:
+                self._set(self._interrupt)
+                return
+            argv = (
+                [arg.replace(PLACEHOLDER, prompt) for arg in self.argv] if uses_arg else self.argv
+            )
+            if self._child is not None:
+                self._child.close()
+                self._child = None
+            try:
+                child = process.Child(
+                    argv,
+                    cwd=Path(self.request.workspace),
+                    env={**self.request.env, "CAIRN_TURN": str(n)},
+                    stdin=subprocess.DEVNULL if uses_arg else subprocess.PIPE,
+                )
+            except OSError as exc:
+                self._set("error", detail=f"cannot run {argv[0]!r}: {exc.strerror or exc}")
+                return
+            self._child = child
+            self._turns = n
+            if self._interrupt is not None:  # interrupted while it was being started
+                child.terminate(self._grace)
+            yield Event("turn_started", n)
+            writer = None
+            if not uses_arg:
+                writer = threading.Thread(target=_feed, args=(child, prompt), daemon=True)
+                writer.start()
+            last: str | None = None
+            for line in child.lines():
+                if line.strip():
+                    last = line.rstrip("\r")
+                    yield Event("message", n, {"text": last})
+            returncode = child.wait()
+            assert returncode is not None
+            if writer is not None:
+                writer.join(STDIN_JOIN)
+            self._final = last
+            reason = process.classify(returncode, self._interrupt)
+            if reason is not None:
+                detail = None
+                if self._interrupt is None:
+                    tail = child.stderr_tail()
+                    detail = f"{argv[0]} {process.describe_exit(returncode)}" + (
+                        f": {tail.splitlines()[-1]}" if tail else ""
+                    )
+                self._set(reason, exit_code=returncode if returncode > 0 else None, detail=detail)
+                return
+            yield Event("turn_completed", n, {"exit_code": 0})
+            n += 1
+
+    def _set(self, reason: Reason, exit_code: int | None = None, detail: str | None = None) -> None:
+        self.result = Result(
+            reason=reason,
+            num_turns=self._turns,
+            final_message=self._final,
+            exit_code=exit_code,
+            detail=detail,
+        )
+
+
+def _feed(child: process.Child, prompt: str) -> None:
+    """Write the prompt to stdin and close it (in a thread: a program that never reads its
+    stdin must not block the reading of its stdout)."""
+    child.send(prompt.encode("utf-8"))
+    child.close_stdin()

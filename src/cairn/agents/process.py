@@ -1,0 +1,216 @@
+"""Subprocess plumbing shared by the adapters that run a local program.
+
+Every agent runs in its own process group (``start_new_session``), so that stopping it also stops
+whatever it started. ``terminate`` sends SIGTERM to the group at once and SIGKILL after a grace
+period from a timer thread, so it returns immediately and is safe to call from a signal handler.
+``Child.lines`` reads the agent's stdout without blocking past the agent's own exit: a grandchild
+that kept the pipe open cannot hang the reader.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import subprocess
+import tempfile
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import IO
+
+from cairn.agents.base import Reason
+
+POLL_INTERVAL = 0.05
+STDERR_TAIL = 2000
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+
+
+def terminate(proc: subprocess.Popen[bytes], grace: float) -> threading.Timer:
+    """SIGTERM to the process group now, SIGKILL to the group after ``grace`` seconds.
+
+    Returns at once: the SIGKILL comes from a daemon timer thread. The group is killed even when
+    its leader is already gone, so nothing the agent started outlives it.
+    """
+    _signal_group(proc.pid, signal.SIGTERM)
+    timer = threading.Timer(max(0.0, grace), _signal_group, (proc.pid, signal.SIGKILL))
+    timer.daemon = True
+    timer.start()
+    return timer
+
+
+def classify(returncode: int, interrupt: Reason | None = None) -> Reason | None:
+    """How a child's exit ends a dispatch: None when it exited 0 and nobody interrupted it,
+    else the interrupt's reason, ``crashed`` (killed by a signal) or ``error`` (non-zero exit)."""
+    if interrupt is not None:
+        return interrupt
+    if returncode == 0:
+        return None
+    return "crashed" if returncode < 0 else "error"
+
+
+def describe_exit(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"killed by {name}"
+    return f"exit status {returncode}"
+
+
+class Child:
+    """One agent process in its own group: stdout as a pipe, stderr to an anonymous temp file
+    (so a chatty agent never blocks on a pipe nobody reads), env = ``os.environ`` + ``env``."""
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        env: Mapping[str, str] | None = None,
+        stdin: int | IO[bytes] | None = subprocess.PIPE,
+    ) -> None:
+        self._errfile = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
+        try:
+            self.proc: subprocess.Popen[bytes] = subprocess.Popen(
+                list(argv),
+                cwd=cwd,
+                env={**os.environ, **(env or {})},
+                stdin=stdin,
+                stdout=subprocess.PIPE,
+                stderr=self._errfile,
+                start_new_session=True,
+            )
+        except BaseException:
+            self._errfile.close()
+            raise
+        assert self.proc.stdout is not None
+        self._fd = self.proc.stdout.fileno()
+        os.set_blocking(self._fd, False)
+        self._buffer = bytearray()
+        self._eof = False
+        self._timers: list[threading.Timer] = []
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self.proc.poll()
+
+    def send(self, data: bytes) -> bool:
+        """Write to the child's stdin; False when it is gone (broken pipe)."""
+        stdin = self.proc.stdin
+        if stdin is None or stdin.closed:
+            return False
+        try:
+            stdin.write(data)
+            stdin.flush()
+        except (BrokenPipeError, ValueError, OSError):
+            return False
+        return True
+
+    def close_stdin(self) -> None:
+        stdin = self.proc.stdin
+        if stdin is not None and not stdin.closed:
+            with contextlib.suppress(OSError):
+                stdin.close()
+
+    def terminate(self, grace: float) -> None:
+        self._timers.append(terminate(self.proc, grace))
+
+    def lines(self) -> Iterator[str]:
+        """Lines of stdout (without the newline) until EOF, or until the child has exited and
+        what it wrote is drained. Resumable: stop iterating, write to stdin, iterate again."""
+        while True:
+            end = self._buffer.find(b"\n")
+            while end >= 0:
+                line = bytes(self._buffer[:end])
+                del self._buffer[: end + 1]
+                yield line.decode("utf-8", "replace")
+                end = self._buffer.find(b"\n")
+            if self._eof:
+                if self._buffer:
+                    line = bytes(self._buffer)
+                    self._buffer.clear()
+                    yield line.decode("utf-8", "replace")
+                return
+            if self._readable(POLL_INTERVAL):
+                self._read_available()
+            elif self.proc.poll() is not None:
+                # Exited: whatever it wrote is in the pipe already; a grandchild holding the
+                # write end must not keep us waiting for an EOF that never comes.
+                self._read_available()
+                self._eof = True
+
+    def _readable(self, timeout: float) -> bool:
+        poller = select.poll()
+        poller.register(self._fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+        try:
+            return bool(poller.poll(timeout * 1000))
+        except InterruptedError:  # pragma: no cover - PEP 475 retries, kept for safety
+            return False
+
+    def _read_available(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self._fd, 1 << 16)
+            except BlockingIOError:
+                return
+            except OSError:
+                self._eof = True
+                return
+            if not chunk:
+                self._eof = True
+                return
+            self._buffer += chunk
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        """The exit status, or None when the child is still running after ``timeout``."""
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def stop(self, grace: float) -> int:
+        """Stop the child for good (SIGTERM, SIGKILL after ``grace``) and reap it."""
+        if self.proc.poll() is None:
+            self.terminate(grace)
+        return self.proc.wait()
+
+    def kill(self) -> None:
+        """SIGKILL the whole group and reap the leader (used when a session is abandoned)."""
+        _signal_group(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            self.proc.kill()
+        self.proc.wait()
+
+    def stderr_tail(self, limit: int = STDERR_TAIL) -> str:
+        """The end of what the child wrote on stderr (for a failed dispatch's detail)."""
+        with contextlib.suppress(OSError, ValueError):
+            size = self._errfile.seek(0, os.SEEK_END)
+            self._errfile.seek(max(0, size - limit * 4))
+            return self._errfile.read().decode("utf-8", "replace")[-limit:].strip()
+        return ""
+
+    def close(self) -> None:
+        """Kill whatever is left of the group (the leader too, if still running), cancel the
+        pending SIGKILL timers and release the pipes."""
+        if self.proc.poll() is None:
+            self.kill()
+        else:
+            _signal_group(self.proc.pid, signal.SIGKILL)
+        for timer in self._timers:
+            timer.cancel()
+        self.close_stdin()
+        if self.proc.stdout is not None:
+            with contextlib.suppress(OSError):
+                self.proc.stdout.close()
+        self._errfile.close()
