@@ -72,6 +72,7 @@ class SnapshotConfig(_Section):
 class AgentConfig(_Section):
     kind: str | None = None
     command: str | list[str] | None = None
+    script: str | None = None
     max_turns: int = Field(default=150, ge=1)
     budget_pressure_turns: int = Field(default=2, ge=0)
     preserve_uncommitted_work: bool = True
@@ -111,6 +112,7 @@ class Config(_Section):
     snapshot: SnapshotConfig = SnapshotConfig()
     state_dir: str | None = None
     _source: Path | None = PrivateAttr(default=None)
+    _roles_set: frozenset[str] = PrivateAttr(default=frozenset())
 
     @field_validator("roles", mode="before")
     @classmethod
@@ -151,6 +153,8 @@ def load(toplevel: Path) -> Config:
             why = "unknown key"
         raise BadInput(f"{path}: {key}: {why}; fix or remove it") from None
     config._source = path
+    roles = data.get("roles")
+    config._roles_set = frozenset(roles) if isinstance(roles, dict) else frozenset()
     return config
 
 
@@ -162,3 +166,33 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise BadInput(f"{path}: not valid TOML ({exc}); fix the file") from None
     except OSError as exc:
         raise BadInput(f"{path}: cannot be read ({exc.strerror})") from None
+
+
+def effective(config: Config) -> list[tuple[str, Any, str]]:
+    """Every key with its value and where the value came from (the file, or ``default``)."""
+    source = str(config.source) if config.source else "default"
+    rows: list[tuple[str, Any, str]] = []
+
+    def walk(model: BaseModel, prefix: str, explicit: bool) -> None:
+        for name in type(model).model_fields:
+            value = getattr(model, name)
+            key = f"{prefix}{name}"
+            here = explicit and name in model.model_fields_set
+            if isinstance(value, BaseModel):
+                walk(value, f"{key}.", here)
+            elif (
+                isinstance(value, dict)
+                and value
+                and all(isinstance(v, BaseModel) for v in value.values())
+            ):
+                for sub, item in sorted(value.items()):
+                    walk(item, f"{key}.{sub}.", here and sub in (_set_roles(config)))
+            else:
+                rows.append((key, value, source if here else "default"))
+
+    walk(config, "", config.source is not None)
+    return rows
+
+
+def _set_roles(config: Config) -> set[str]:
+    return set(config._roles_set)

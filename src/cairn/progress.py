@@ -10,9 +10,9 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from cairn import marker, summary, tickets
+from cairn import durable, journal, marker, review, summary, tickets
 from cairn.errors import BadInput
-from cairn.layout import Layout, discover
+from cairn.layout import Layout, discover, latest_artifact
 from cairn.runstate import RunRef, change_summary
 from cairn.summary import Summary
 
@@ -112,3 +112,20 @@ def defer_item(ref: RunRef, item: str) -> Summary:
     return change_summary(
         ref, lambda s: summary.add_deferred(s, item, marker.now()), "deferred", item=item
     )
+
+
+def add_finding(
+    ref: RunRef, finding_id: str, title: str, location: str | None, details: str | None
+) -> review.Review:
+    """Add a reviewer's finding to the run's current review."""
+    with durable.locked(ref.lock_path):
+        found = latest_artifact(ref.run_dir, "reviewer", "review")
+        if found is None:
+            raise BadInput(
+                f"run {ref.run_id} of ticket {ref.ticket} has no review in progress; "
+                "findings are added during a review phase"
+            )
+        after = review.add(review.load(found.path), finding_id, title, location, details)
+        review.save(found.path, after)
+        journal.record(ref.run_dir, "finding", finding=finding_id, status="added", title=title)
+    return after

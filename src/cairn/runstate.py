@@ -6,7 +6,7 @@ atomically, and appends one journal event, so a kill at any instant leaves a tru
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,10 +61,13 @@ def begin(
     skill: str = "impl",
     phase: str = "implement",
     round: int | None = None,
+    first_artifacts: Sequence[tuple[str, str, str, str]] = (),
 ) -> tuple[RunRef, Lease]:
     """Take the lease, create the run directory, and write journal, summary and marker.
 
     ``scaffold(run_id)`` builds the first change summary; it exists before any agent turn.
+    ``first_artifacts`` (role, name, extension, content) are written before it, sharing one NN
+    when role and name repeat (a plan's ``.md`` and ``.json``).
     """
     lease = acquire(layout, ticket, stale_after=stale_after, takeover=takeover)
     try:
@@ -83,6 +86,11 @@ def begin(
                 previous_owner=previous.owner.model_dump(mode="json") if previous.owner else None,
             )
         with durable.locked(ref.lock_path):
+            numbers: dict[tuple[str, str], int] = {}
+            for role, name, ext, content in first_artifacts:
+                path = artifact_path(run_dir, role, name, ext, numbers.get((role, name)))
+                numbers[(role, name)] = int(path.name.split("_", 1)[0])
+                durable.atomic_write(path, content)
             summary.save(artifact_path(run_dir, SUMMARY_ROLE, SUMMARY_ARTIFACT), scaffold(run_id))
             marker.write(
                 ref.marker_path,
@@ -141,6 +149,16 @@ def update_marker(ref: RunRef, event: str | None = None, **changes: Any) -> None
             journal.record(ref.run_dir, event, **_plain(changes))
 
 
+def finalise_summary(ref: RunRef) -> Summary:
+    """Mark the current change summary Completed (a phase's work is all done)."""
+    with durable.locked(ref.lock_path):
+        path, current = ref.load_summary()
+        if current.status.state != "completed":
+            current = summary.finalise(current, marker.now())
+            summary.save(path, current)
+    return current
+
+
 def finish(ref: RunRef, lease: Lease) -> Summary:
     """A clean end: finalise the summary, journal it, remove the marker, release the lease."""
     with durable.locked(ref.lock_path):
@@ -179,6 +197,37 @@ def interrupt(
     if lease is not None:
         lease.release()
     return current
+
+
+def record_cutoff(ref: RunRef, reason: str, snapshot: marker.SnapshotRef | None) -> Summary:
+    """A dispatch was cut off but the run goes on: the summary and journal say so, the
+    marker keeps its owner and points at the snapshot."""
+    with durable.locked(ref.lock_path):
+        path, current = ref.load_summary()
+        current = summary.mark_interrupted(
+            current,
+            reason,
+            marker.now(),
+            ref=snapshot.ref if snapshot else None,
+            commit=snapshot.commit[:12] if snapshot else None,
+        )
+        summary.save(path, current)
+        changes: dict[str, Any] = {"dispatch": None}
+        if snapshot is not None:
+            changes["snapshot"] = snapshot
+        _touch_marker(ref, **changes)
+        journal.record(
+            ref.run_dir, "cutoff", reason=reason, snapshot=snapshot.commit if snapshot else None
+        )
+    return current
+
+
+def new_summary(ref: RunRef, scaffold: Summary) -> Path:
+    """Start a new change summary artifact (a review round's response) in the run."""
+    with durable.locked(ref.lock_path):
+        path = artifact_path(ref.run_dir, SUMMARY_ROLE, SUMMARY_ARTIFACT)
+        summary.save(path, scaffold)
+    return path
 
 
 def _touch_marker(ref: RunRef, **changes: Any) -> None:

@@ -137,18 +137,39 @@ def _set_aside(
 
 @guarded
 def finding(
-    finding_id: Annotated[str, typer.Argument(help="Finding id, e.g. F1 or W2.", metavar="ID")],
+    words: Annotated[
+        list[str],
+        typer.Argument(
+            help="ID to report how a finding was addressed; or: add ID TITLE (reviewers).",
+            metavar="[add] ID [TITLE]",
+        ),
+    ],
     status: Annotated[
         str, typer.Option("--status", help="FIXED, NOT_FIXED or ALREADY_RESOLVED.")
     ] = "",
     action: Annotated[str | None, typer.Option("--action", help="What was done.")] = None,
+    location: Annotated[str | None, typer.Option("--location", help="path:line (add)")] = None,
+    details: Annotated[str | None, typer.Option("--details", help="What is wrong (add)")] = None,
     ticket: RunTicket = None,
     json: Json = False,
     workspace: Workspace = Path("."),
 ) -> None:
-    """Record how a review finding was addressed."""
+    """Record how a review finding was addressed, or (reviewers) add one: finding add F1 "…"."""
     from cairn import progress
 
+    if words and words[0] == "add":
+        if len(words) != 3:
+            raise BadInput('finding add takes an id and a title: cairn finding add F1 "title"')
+        ref = _locate(workspace, ticket)
+        found = progress.add_finding(ref, words[1], words[2], location, details)
+        if json:
+            emit_json(found)
+        else:
+            console.print(f"{words[1]} recorded in round {found.round}")
+        return
+    if len(words) != 1:
+        raise BadInput("finding takes one id: cairn finding F1 --status FIXED --action '…'")
+    finding_id = words[0]
     allowed = ("FIXED", "NOT_FIXED", "ALREADY_RESOLVED")
     if status not in allowed:
         raise BadInput(f"--status must be one of {', '.join(allowed)} (got {status!r})")

@@ -1,0 +1,1 @@
+"""Agent adapters: one module per kind, all with the interface in ``base``."""

@@ -1,0 +1,100 @@
+"""The adapter interface every agent kind implements, and the registry of kinds.
+
+An adapter turns one dispatch into a stream of events and a final result. It never writes
+cairn's state files: the orchestrator records what the events say.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from cairn.errors import BadInput
+
+Reason = Literal["completed", "max_turns", "timeout", "interrupted", "crashed", "error"]
+EventKind = Literal[
+    "turn_started", "turn_completed", "tool_use", "file_changed", "plan_updated", "message"
+]
+
+
+@dataclass(frozen=True)
+class Event:
+    kind: EventKind
+    turn: int = 0
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Result:
+    reason: Reason
+    num_turns: int
+    final_message: str | None = None
+    session_id: str | None = None
+    exit_code: int | None = None
+    usage: dict[str, Any] = field(default_factory=dict)
+    detail: str | None = None
+
+
+@dataclass
+class DispatchRequest:
+    """One agent invocation for a role, possibly several turns.
+
+    ``next_prompt(n)`` gives the prompt of turn ``n`` (1-based): turn 1 is the dispatch prompt,
+    later turns are continuation prompts (with the wrap-up directive when the budget runs low).
+    It returns None when the orchestrator considers the dispatch's work done.
+    """
+
+    role: str
+    workspace: Path
+    run_dir: Path
+    max_turns: int
+    next_prompt: Callable[[int], str | None]
+    env: dict[str, str] = field(default_factory=dict)
+    command: str | list[str] | None = None
+    script: Path | None = None
+    session_id: str | None = None
+
+
+class Session(ABC):
+    """A running dispatch. ``events()`` yields until the agent stops, then ``result`` is set."""
+
+    result: Result | None = None
+
+    @abstractmethod
+    def events(self) -> Iterator[Event]: ...
+
+    @abstractmethod
+    def interrupt(self, reason: Reason, grace: float) -> None:
+        """Stop the agent: SIGTERM to its process group, SIGKILL after ``grace`` seconds.
+
+        Returns at once (it may be called from a signal handler or a timer); ``events()`` ends
+        when the agent is gone and ``result.reason`` is ``reason``.
+        """
+
+
+class Adapter(ABC):
+    kind: ClassVar[str]
+
+    @abstractmethod
+    def start(self, request: DispatchRequest) -> Session: ...
+
+
+REGISTRY: dict[str, type[Adapter]] = {}
+
+
+def register(cls: type[Adapter]) -> type[Adapter]:
+    REGISTRY[cls.kind] = cls
+    return cls
+
+
+def get(kind: str) -> Adapter:
+    from cairn.agents import command, scripted  # noqa: F401 - registers the kinds
+
+    try:
+        return REGISTRY[kind]()
+    except KeyError:
+        known = ", ".join(sorted(REGISTRY))
+        raise BadInput(f"unknown agent kind {kind!r}; use one of {known}") from None

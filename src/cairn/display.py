@@ -1,0 +1,101 @@
+"""What ``cairn run`` shows while it works: a live view on a terminal, plain lines otherwise,
+or one JSON event a line with ``--json``."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any, Literal
+
+Mode = Literal["live", "plain", "json", "quiet"]
+
+_LINES = {
+    "run_started": "run {run} of ticket {ticket}: {tasks} tasks, agent {agent}",
+    "run_resumed": "resuming run {run} of ticket {ticket} at {phase}",
+    "phase": "phase {phase}{round_text}",
+    "dispatch_started": "dispatch {dispatch}: {role}, up to {max_turns} turns",
+    "turn": "  turn {turn}/{max_turns}{pressure_text}",
+    "task": "  task {task} {status}",
+    "finding": "  finding {finding} {status}",
+    "snapshot": "  snapshot {short} ({reason})",
+    "cutoff": "cutoff: {reason} in {role} dispatch; work saved at {snapshot_text}",
+    "dispatch_finished": "dispatch {dispatch} ended: {reason} after {turns} turns",
+    "warning": "warning: {message}",
+    "run_finished": "run {run} {status} in {elapsed}",
+}
+
+
+def pick_mode(json_output: bool) -> Mode:
+    if json_output:
+        return "json"
+    return "live" if sys.stdout.isatty() else "plain"
+
+
+class Display:
+    def __init__(self, mode: Mode) -> None:
+        self.mode = mode
+        self.state: dict[str, Any] = {}
+        self.started = time.monotonic()
+        self._live: Any = None
+
+    def open(self) -> None:
+        if self.mode == "live":
+            from rich.live import Live
+
+            self._live = Live(self._render(), refresh_per_second=4, transient=True)
+            self._live.start()
+
+    def close(self) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+    def event(self, kind: str, **fields: Any) -> None:
+        if self.mode == "json":
+            payload = {"event": kind, **fields}
+            sys.stdout.write(json.dumps(payload, ensure_ascii=False, default=str) + "\n")
+            sys.stdout.flush()
+            return
+        if self.mode == "quiet":
+            return
+        template = _LINES.get(kind)
+        if template is None:
+            return
+        values = {
+            **fields,
+            "round_text": f", round {fields['round']}" if fields.get("round") else "",
+            "pressure_text": " (wrap-up directive sent)" if fields.get("pressure") else "",
+            "snapshot_text": fields.get("snapshot") or "nothing to save",
+            "short": str(fields.get("commit", ""))[:12],
+        }
+        try:
+            line = template.format(**values)
+        except (KeyError, IndexError):
+            line = f"{kind} {fields}"
+        if self._live is not None:
+            self._live.console.print(line, markup=False, highlight=False)
+        else:
+            sys.stdout.write(line + "\n")
+            sys.stdout.flush()
+
+    def update(self, **state: Any) -> None:
+        self.state.update(state)
+        if self._live is not None:
+            self._live.update(self._render())
+
+    def _render(self) -> Any:
+        from rich.table import Table
+
+        s = self.state
+        table = Table.grid(padding=(0, 2))
+        table.add_row(
+            "phase", f"{s.get('phase', '-')}" + (f", round {s['round']}" if s.get("round") else "")
+        )
+        task = s.get("task")
+        table.add_row("task", f"{task} of {s.get('total', '?')}" if task is not None else "-")
+        turn = s.get("turn")
+        table.add_row("turn", f"{turn}/{s.get('max_turns', '?')}" if turn else "-")
+        table.add_row("elapsed", f"{time.monotonic() - self.started:.0f}s")
+        table.add_row("snapshot", s.get("snapshot") or "-")
+        return table

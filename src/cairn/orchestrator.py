@@ -1,0 +1,778 @@
+"""The run loop: implement, then review and fix for up to ``loop.max_rounds`` rounds.
+
+Every dispatch runs under a turn budget; when it ends without finishing its work (turn cap,
+timeout, a signal to cairn, an agent crash or error) the agent is stopped first, the work tree is
+snapshotted, and the change summary, marker and journal say where and why. Up to
+``agent.max_continuations`` new dispatches continue from the summary; a completed task is never
+dispatched again. Exit codes: 0 done, 1 needs manual review, 3 interrupted (resumable).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from cairn import journal, layout, marker, prompts, review, runstate, summary
+from cairn.agents.base import Adapter, DispatchRequest, Result, Session
+from cairn.budget import Budget
+from cairn.config import Config
+from cairn.display import Display
+from cairn.errors import BadInput
+from cairn.git import Repo
+from cairn.lease import Lease
+from cairn.plan import Plan
+from cairn.runstate import RunRef
+from cairn.summary import Summary
+from cairn.summary.render import status_line
+
+EXIT_DONE, EXIT_REVIEW, EXIT_INTERRUPTED = 0, 1, 3
+Status = Literal["completed", "interrupted", "needs_manual_review"]
+
+
+class RunOutcome(BaseModel):
+    ticket: str
+    run: str
+    status: Status
+    reason: str | None = None
+    exit_code: int
+    run_dir: str
+    summary_path: str | None = None
+    snapshot: str | None = None
+    dispatches: int = 0
+    turns: int = 0
+    rounds: int = 0
+    elapsed_seconds: float = 0.0
+    next_command: str | None = None
+
+
+@dataclass
+class Stats:
+    dispatches: int = 0
+    turns: int = 0
+    rounds: int = 0
+    snapshots: list[str] = field(default_factory=list)
+    phases: list[str] = field(default_factory=list)
+    started: float = field(default_factory=time.monotonic)
+
+
+class Stop(Exception):
+    """The run stops here, its state saved (a signal, or continuations used up)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Orchestrator:
+    def __init__(
+        self,
+        repo: Repo,
+        config: Config,
+        ref: RunRef,
+        lease: Lease,
+        plan: Plan,
+        adapter: Adapter,
+        display: Display,
+        max_turns: int | None = None,
+    ) -> None:
+        self.repo, self.config, self.ref, self.lease = repo, config, ref, lease
+        self.plan, self.adapter, self.display = plan, adapter, display
+        self.max_turns_override = max_turns
+        self.stats = Stats()
+        self.session: Session | None = None
+        self.signalled: str | None = None
+        self.last_snapshot: marker.SnapshotRef | None = None
+        self.last_message: str | None = None
+        self.grace = config.agent.cutoff_timeout_ms / 1000
+        self._done_seen: set[int] = set()
+
+    # --- the loop -------------------------------------------------------------------------
+
+    def execute(self, phase: str = "implement", round: int = 1) -> RunOutcome:
+        phases = self.config.loop.phases
+        try:
+            with self._signals():
+                if phase == "implement" and "implement" in phases:
+                    self._implement()
+                if "review" in phases:
+                    status = self._review_loop(round, resume_fix=phase == "fix")
+                    if status == "needs_manual_review":
+                        return self._end("needs_manual_review", "blocking findings remain")
+                return self._end("completed", None)
+        except Stop as stop:
+            return self._interrupted(stop.reason)
+
+    def _implement(self) -> None:
+        self._phase("implement", None)
+        self._done_seen = {t.number for t in self._summary().tasks if t.status == "completed"}
+        handoff_reason: str | None = None
+        continuations = 0
+        while True:
+            current = self._summary()
+            if current.resolved() == current.total():
+                runstate.finalise_summary(self.ref)
+                return
+            result = self._dispatch("coder", self._coder_prompt(handoff_reason), self._task_done)
+            current = self._summary()
+            if current.resolved() == current.total():
+                runstate.finalise_summary(self.ref)
+                return
+            reason = self._cutoff_reason(result)
+            self._cutoff("coder", reason)
+            if continuations >= self.config.agent.max_continuations:
+                raise Stop(reason)
+            continuations += 1
+            handoff_reason = reason
+
+    def _review_loop(self, start_round: int, resume_fix: bool) -> Status:
+        for round_number in range(start_round, self.config.loop.max_rounds + 1):
+            self.stats.rounds = round_number
+            resuming = resume_fix and round_number == start_round
+            found = self._latest_review() if resuming else self._review(round_number)
+            if not found.blocking():
+                return "completed"
+            if round_number == self.config.loop.max_rounds or "fix" not in self.config.loop.phases:
+                return "needs_manual_review"
+            current = self._summary()
+            if resuming and current.mode == "review" and current.round == round_number:
+                self._phase("fix", round_number)
+                self._fix_dispatches(round_number, found)
+            else:
+                self._fix(round_number, found)
+        return "completed"
+
+    def _review(self, round_number: int) -> review.Review:
+        self._phase("review", round_number)
+        path = runstate.write_artifact(
+            self.ref,
+            "reviewer",
+            "review",
+            review.render(review.Review(ticket=self.ref.ticket, round=round_number)),
+        )
+        prompt = prompts.render(
+            "review",
+            self.repo.toplevel,
+            ticket=self.ref.ticket,
+            run=self.ref.run_id,
+            round=round_number,
+            workspace=self.repo.toplevel,
+            tasks=self._task_list(),
+            summary_path=self.ref.summary_path(),
+            max_turns=self._max_turns("reviewer"),
+        )
+        result = self._dispatch("reviewer", lambda turn: prompt if turn == 1 else None, None)
+        if result.reason != "completed":
+            reason = self._cutoff_reason(result)
+            self._cutoff("reviewer", reason)
+            raise Stop(reason)
+        found = review.load(path)
+        self.display.event(
+            "review",
+            round=round_number,
+            findings=len(found.findings),
+            blocking=len(found.blocking()),
+        )
+        return found
+
+    def _fix(self, round_number: int, found: review.Review) -> None:
+        self._phase("fix", round_number)
+        scaffold = summary.scaffold_findings(
+            self.ref.ticket,
+            self.ref.run_id,
+            round_number,
+            [(f.id, f.title) for f in found.findings if f.id[0] in "FW"],
+            marker.now(),
+        )
+        runstate.new_summary(self.ref, scaffold)
+        self._fix_dispatches(round_number, found)
+
+    def _fix_dispatches(self, round_number: int, found: review.Review) -> None:
+        continuations = 0
+        while True:
+            current = self._summary()
+            if current.resolved() == current.total():
+                runstate.finalise_summary(self.ref)
+                return
+            findings = "\n".join(
+                f"- {f.id}: {f.title}" + (f" ({f.location})" if f.location else "")
+                for f in found.findings
+                if f.id[0] in "FW"
+            )
+            text = prompts.render(
+                "fix",
+                self.repo.toplevel,
+                ticket=self.ref.ticket,
+                run=self.ref.run_id,
+                round=round_number,
+                workspace=self.repo.toplevel,
+                review_path=self._latest_review_path(),
+                findings=findings,
+                summary_path=self.ref.summary_path(),
+                max_turns=self._max_turns("coder"),
+            )
+            result = self._dispatch("coder", self._turn_prompts(text), None)
+            current = self._summary()
+            if current.resolved() == current.total():
+                runstate.finalise_summary(self.ref)
+                return
+            reason = self._cutoff_reason(result)
+            self._cutoff("coder", reason)
+            if continuations >= self.config.agent.max_continuations:
+                raise Stop(reason)
+            continuations += 1
+
+    # --- dispatching ----------------------------------------------------------------------
+
+    def _max_turns(self, role: str) -> int:
+        if self.max_turns_override is not None:
+            return self.max_turns_override
+        configured = self.config.roles.get(role)
+        if role != "coder" and configured is not None and configured.max_turns is not None:
+            return configured.max_turns
+        return self.config.agent.max_turns
+
+    def _dispatch(self, role: str, prompt_for: Any, on_turn: Any) -> Result:
+        if self.signalled:
+            raise Stop(self.signalled)
+        max_turns = self._max_turns(role)
+        pressure = min(self.config.agent.budget_pressure_turns, max_turns - 1)
+        budget = Budget(max_turns, pressure, self.config.agent.max_seconds)
+        self.stats.dispatches += 1
+        number = self.stats.dispatches
+        current = self._summary()
+        task = current.status.item if isinstance(current.status.item, int) else None
+        env = {
+            "CAIRN_RUN_DIR": str(self.ref.run_dir),
+            "CAIRN_TICKET": self.ref.ticket,
+            "CAIRN_TASK": "" if task is None else str(task),
+            "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
+        }
+        sent: dict[int, bool] = {}
+
+        def next_prompt(turn: int) -> str | None:
+            text = prompt_for(turn)
+            if text is None:
+                return None
+            under = budget.under_pressure(turn)
+            sent[turn] = under
+            if under:
+                left = budget.seconds_left()
+                text += "\n" + prompts.render(
+                    "pressure",
+                    self.repo.toplevel,
+                    remaining_turns=budget.turns_left(turn),
+                    time_note="" if left is None else f" and about {max(0, int(left))}s",
+                )
+            return text
+
+        request = DispatchRequest(
+            role=role,
+            workspace=self.repo.toplevel,
+            run_dir=self.ref.run_dir,
+            max_turns=max_turns,
+            next_prompt=next_prompt,
+            env=env,
+            command=self.config.agent.command,
+            script=self._script(),
+        )
+        marker_dispatch = marker.Dispatch(role=role, turn=0, max_turns=max_turns)
+        runstate.update_marker(self.ref, "dispatch_started", dispatch=marker_dispatch)
+        self.display.event("dispatch_started", dispatch=number, role=role, max_turns=max_turns)
+        self.display.update(turn=0, max_turns=max_turns)
+        session = self.adapter.start(request)
+        self.session = session
+        timer = None
+        if self.config.agent.max_seconds is not None:
+            timer = threading.Timer(
+                self.config.agent.max_seconds, session.interrupt, ("timeout", self.grace)
+            )
+            timer.daemon = True
+            timer.start()
+        try:
+            for event in session.events():
+                if event.kind == "turn_completed":
+                    self.stats.turns += 1
+                    runstate.update_marker(
+                        self.ref,
+                        dispatch=marker_dispatch.model_copy(update={"turn": event.turn}),
+                    )
+                    journal.record(
+                        self.ref.run_dir,
+                        "turn",
+                        role=role,
+                        turn=event.turn,
+                        pressure=sent.get(event.turn, False),
+                    )
+                    self.display.event(
+                        "turn",
+                        turn=event.turn,
+                        max_turns=max_turns,
+                        pressure=sent.get(event.turn, False),
+                    )
+                    self.display.update(turn=event.turn)
+                    if on_turn is not None:
+                        on_turn()
+                elif event.kind == "message":
+                    self.last_message = str(event.data.get("text", ""))[:2000] or self.last_message
+        finally:
+            if timer is not None:
+                timer.cancel()
+            self.session = None
+        result = session.result or Result(reason="error", num_turns=0, detail="no result")
+        if result.final_message:
+            self.last_message = result.final_message
+        runstate.update_marker(self.ref, dispatch=None)
+        journal.record(
+            self.ref.run_dir,
+            "dispatch_finished",
+            role=role,
+            reason=result.reason,
+            turns=result.num_turns,
+            exit_code=result.exit_code,
+        )
+        self.display.event(
+            "dispatch_finished", dispatch=number, reason=result.reason, turns=result.num_turns
+        )
+        if on_turn is not None:
+            on_turn()
+        return result
+
+    def _script(self) -> Path | None:
+        script = self.config.agent.script
+        if script is None:
+            return None
+        path = Path(script).expanduser()
+        return path if path.is_absolute() else self.repo.toplevel / path
+
+    def _turn_prompts(self, first: str) -> Any:
+        def prompt_for(turn: int) -> str | None:
+            current = self._summary()
+            if turn == 1:
+                return first
+            if current.resolved() == current.total():
+                return None
+            remaining = "\n".join(
+                f"- Task {t.number}: {t.title}" for t in current.tasks if not t.resolved
+            ) or "\n".join(f"- {f.id}: {f.title}" for f in current.findings if not f.resolved)
+            return prompts.render(
+                "continuation",
+                self.repo.toplevel,
+                ticket=self.ref.ticket,
+                turn=turn,
+                max_turns=self._max_turns("coder"),
+                status_line=status_line(current),
+                remaining=remaining,
+            )
+
+        return prompt_for
+
+    def _coder_prompt(self, handoff_reason: str | None) -> Any:
+        current = self._summary()
+        values: dict[str, Any] = {
+            "ticket": self.ref.ticket,
+            "run": self.ref.run_id,
+            "workspace": self.repo.toplevel,
+            "summary_path": self.ref.summary_path(),
+            "max_turns": self._max_turns("coder"),
+        }
+        if handoff_reason is None:
+            text = prompts.render(
+                "dispatch",
+                self.repo.toplevel,
+                plan_title=self.plan.title or "",
+                tasks=self._task_list(),
+                **values,
+            )
+        else:
+            in_progress = [t for t in current.tasks if t.status == "in progress"]
+            snap = self.last_snapshot
+            text = prompts.render(
+                "handoff",
+                self.repo.toplevel,
+                reason=handoff_reason,
+                completed=_bullets(
+                    f"Task {t.number}: {t.title} ({t.status})" for t in current.tasks if t.resolved
+                ),
+                in_progress=_bullets(f"Task {t.number}: {t.title}" for t in in_progress),
+                remaining=_bullets(
+                    f"Task {t.number}: {t.title}" for t in current.tasks if t.status == "pending"
+                ),
+                files=", ".join(sorted({f for t in current.tasks for f in t.files or []}))
+                or "none reported",
+                snapshot=f"{snap.ref} ({snap.commit[:12]})" if snap else "no snapshot",
+                last_message=self.last_message or "(none)",
+                **values,
+            )
+        return self._turn_prompts(text)
+
+    def _task_list(self) -> str:
+        current = self._summary()
+        if current.mode != "implementation":
+            current = summary.load(self._first_summary_path()) or current
+        lines = []
+        for task in self.plan.tasks:
+            entry = current.task(task.number)
+            status = entry.status if entry else "pending"
+            lines.append(f"- Task {task.number}: {task.title} [{status}]")
+            if task.details:
+                lines += [f"    {line}" for line in task.details.splitlines()]
+            for criterion in task.acceptance:
+                if criterion not in task.details:
+                    lines.append(f"    - acceptance: {criterion}")
+        return "\n".join(lines)
+
+    def _first_summary_path(self) -> Path:
+        found = [
+            a.path
+            for a in layout.artifacts(self.ref.run_dir)
+            if a.role == layout.SUMMARY_ROLE and a.name == layout.SUMMARY_ARTIFACT
+        ]
+        return found[0]
+
+    # --- state ----------------------------------------------------------------------------
+
+    def _summary(self) -> Summary:
+        return self.ref.load_summary()[1]
+
+    def _phase(self, phase: str, round_number: int | None) -> None:
+        self.stats.phases.append(phase if round_number is None else f"{phase} {round_number}")
+        runstate.update_marker(self.ref, "phase", phase=phase, round=round_number)
+        self.display.event("phase", phase=phase, round=round_number)
+        current = self._summary()
+        self.display.update(phase=phase, round=round_number, total=current.total())
+
+    def _task_done(self) -> None:
+        """After each turn: snapshot when a task was completed since the last snapshot."""
+        current = self._summary()
+        done = {t.number for t in current.tasks if t.status == "completed"}
+        new, self._done_seen = done - self._done_seen, done
+        item = current.status.item
+        self.display.update(task=item if isinstance(item, int) else None, total=current.total())
+        for number in sorted(new):
+            self._snapshot(f"task {number} done")
+
+    def _snapshot(self, reason: str) -> marker.SnapshotRef | None:
+        if not self.config.agent.preserve_uncommitted_work:
+            return None
+        from cairn import wip
+
+        try:
+            saved = wip.save(
+                self.repo.toplevel,
+                ticket=self.ref.ticket,
+                reason=reason,
+                timeout=self.grace,
+                run_id=self.ref.run_id,
+                config=self.config,
+            )
+        except Exception as exc:  # a failed snapshot must not end the run; say so
+            self.display.event("warning", message=f"snapshot failed: {exc}")
+            journal.record(self.ref.run_dir, "snapshot", reason=reason, error=str(exc))
+            return None
+        if saved.commit is None:
+            return self.last_snapshot
+        snap = marker.SnapshotRef(ref=saved.ref, commit=saved.commit, at=marker.now())
+        if saved.created:
+            self.stats.snapshots.append(saved.commit)
+            runstate.update_marker(self.ref, "snapshot", snapshot=snap)
+            self.display.event("snapshot", commit=saved.commit, reason=reason)
+            self.display.update(snapshot=saved.commit[:12])
+        self.last_snapshot = snap
+        return snap
+
+    def _cutoff_reason(self, result: Result) -> str:
+        if self.signalled:
+            return self.signalled
+        return {"completed": "incomplete", "crashed": "crash", "interrupted": "signal"}.get(
+            result.reason, result.reason
+        )
+
+    def _cutoff(self, role: str, reason: str) -> None:
+        snap = self._snapshot(f"cutoff: {reason}")
+        runstate.record_cutoff(self.ref, _slug(reason), snap)
+        self.display.event(
+            "cutoff", reason=reason, role=role, snapshot=snap.commit[:12] if snap else None
+        )
+
+    def _latest_review_path(self) -> Path:
+        found = layout.latest_artifact(self.ref.run_dir, "reviewer", "review")
+        if found is None:
+            raise BadInput(f"run {self.ref.run_id} has no review to fix")
+        return found.path
+
+    def _latest_review(self) -> review.Review:
+        return review.load(self._latest_review_path())
+
+    def _check_tree(self, snapshot: str | None) -> None:
+        """Resume never touches the work tree; it says when the tree is not what was saved."""
+        before = self.last_snapshot
+        snap = self._snapshot("resume")
+        if snapshot and snap is not None and snap.commit != snapshot:
+            self.display.event(
+                "warning",
+                message=(
+                    f"the work tree differs from the last snapshot {snapshot[:12]}; it is left "
+                    f"as it is (now saved as {snap.commit[:12]}); to bring back the interrupted "
+                    f"agent's files: cairn wip restore {snapshot[:12]} --dry-run"
+                ),
+            )
+        self.last_snapshot = snap or before
+
+    # --- ends -----------------------------------------------------------------------------
+
+    def _end(self, status: Status, reason: str | None) -> RunOutcome:
+        self._snapshot("run finished")
+        code = EXIT_DONE if status == "completed" else EXIT_REVIEW
+        if status == "completed":
+            runstate.update_marker(self.ref, "phase", phase="done", round=None)
+        self._write_run_summary(status, reason)
+        if status == "completed":
+            runstate.finish(self.ref, self.lease)
+        else:
+            journal.record(self.ref.run_dir, "run_finished", status=status)
+            with suppress(BadInput):
+                marker.remove(self.ref.marker_path)
+            self.lease.release()
+        return self._outcome(status, reason, code)
+
+    def _interrupted(self, reason: str) -> RunOutcome:
+        self._write_run_summary("interrupted", reason)
+        runstate.interrupt(self.ref, self.lease, _slug(reason), self.last_snapshot)
+        return self._outcome("interrupted", reason, EXIT_INTERRUPTED)
+
+    def _outcome(self, status: Status, reason: str | None, code: int) -> RunOutcome:
+        elapsed = time.monotonic() - self.stats.started
+        self.display.event(
+            "run_finished", run=self.ref.run_id, status=status, elapsed=f"{elapsed:.1f}s"
+        )
+        return RunOutcome(
+            ticket=self.ref.ticket,
+            run=self.ref.run_id,
+            status=status,
+            reason=reason,
+            exit_code=code,
+            run_dir=str(self.ref.run_dir),
+            summary_path=str(self.ref.summary_path()),
+            snapshot=self.last_snapshot.commit if self.last_snapshot else None,
+            dispatches=self.stats.dispatches,
+            turns=self.stats.turns,
+            rounds=self.stats.rounds,
+            elapsed_seconds=round(elapsed, 3),
+            next_command=f"cairn resume {self.ref.ticket}" if status == "interrupted" else None,
+        )
+
+    def _write_run_summary(self, status: Status, reason: str | None) -> None:
+        elapsed = time.monotonic() - self.stats.started
+        lines = [
+            f"# Run summary — ticket {self.ref.ticket}, run {self.ref.run_id}",
+            "",
+            f"- **Outcome:** {status}" + (f" ({reason})" if reason else ""),
+            f"- **Phases:** {', '.join(self.stats.phases) or '(none)'}",
+            f"- **Review rounds:** {self.stats.rounds}",
+            f"- **Dispatches:** {self.stats.dispatches}",
+            f"- **Turns:** {self.stats.turns}",
+            f"- **Duration:** {elapsed:.1f}s",
+            f"- **Snapshots:** {', '.join(s[:12] for s in self.stats.snapshots) or '(none)'}",
+            f"- **Change summary:** {self.ref.summary_path()}",
+            "",
+        ]
+        runstate.write_artifact(self.ref, "orchestrator", "run-summary", "\n".join(lines))
+
+    # --- signals --------------------------------------------------------------------------
+
+    @contextmanager
+    def _signals(self) -> Any:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+
+        def handler(signum: int, frame: FrameType | None) -> None:
+            name = "signal"
+            if self.signalled is None:
+                self.signalled = name
+                if self.session is not None:
+                    self.session.interrupt("interrupted", self.grace)
+            elif self.session is not None:
+                self.session.interrupt("interrupted", 0)
+
+        previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for signum, old in previous.items():
+                signal.signal(signum, old)
+
+
+def _bullets(items: Any) -> str:
+    lines = [f"- {item}" for item in items]
+    return "\n".join(lines) or "- (none)"
+
+
+def _slug(reason: str) -> str:
+    return "".join(c if c.isalnum() or c in "_-" else "_" for c in reason.lower()) or "error"
+
+
+# --- entry points -----------------------------------------------------------------------------
+
+
+def _adapter_for(config: Config, kind: str | None) -> tuple[str, Adapter]:
+    from cairn.agents import base
+
+    chosen = kind or config.agent.kind
+    if not chosen:
+        raise BadInput(
+            "no agent kind: set agent.kind in cairn.toml (scripted, command, …) or pass --agent"
+        )
+    return chosen, base.get(chosen)
+
+
+def run(
+    workspace: Path | str,
+    plan_path: Path,
+    *,
+    ticket: str | None = None,
+    agent: str | None = None,
+    max_turns: int | None = None,
+    takeover: bool = False,
+    display: Display | None = None,
+) -> RunOutcome:
+    """``cairn run PLAN``: a new run of the plan's ticket, to completion or a saved stop."""
+    from cairn import plan as plans
+    from cairn import tickets
+    from cairn.durations import parse_duration
+
+    repo, config, state = layout.discover(workspace)
+    loaded = plans.load(Path(plan_path))
+    ticket = tickets.validate(ticket) if ticket else plans.ticket_for(loaded, Path(plan_path))
+    if max_turns is not None and max_turns <= config.agent.budget_pressure_turns:
+        raise BadInput(
+            f"--max-turns {max_turns} must be larger than agent.budget_pressure_turns "
+            f"({config.agent.budget_pressure_turns})"
+        )
+    kind, adapter = _adapter_for(config, agent)
+    display = display or Display("quiet")
+    pairs = [(t.number, t.title) for t in loaded.tasks]
+
+    def scaffold(run_id: str) -> Summary:
+        first = summary.scaffold_tasks(ticket, run_id, pairs, marker.now())
+        for task in loaded.tasks:
+            if getattr(task, "done", False):
+                first = summary.complete_task(
+                    first, task.number, marker.now(), notes="done in the plan"
+                )
+        return first
+
+    ref, lease = runstate.begin(
+        state,
+        ticket,
+        scaffold,
+        stale_after=parse_duration(config.marker.stale_after),
+        takeover=takeover,
+        first_artifacts=[
+            ("orchestrator", "plan", "md", _plan_markdown(loaded)),
+            ("orchestrator", "plan", "json", loaded.model_dump_json(indent=2)),
+        ],
+    )
+    journal.record(ref.run_dir, "phase", phase="setup", agent=kind, plan=str(plan_path))
+    display.event("run_started", run=ref.run_id, ticket=ticket, tasks=len(pairs), agent=kind)
+    orchestrator = Orchestrator(repo, config, ref, lease, loaded, adapter, display, max_turns)
+    return orchestrator.execute()
+
+
+def resume(
+    workspace: Path | str,
+    ticket: str | None = None,
+    *,
+    agent: str | None = None,
+    max_turns: int | None = None,
+    takeover: bool = False,
+    display: Display | None = None,
+) -> RunOutcome:
+    """``cairn resume``: continue an interrupted run in its own run directory."""
+    from cairn import catchup, tickets
+    from cairn.durations import parse_duration
+    from cairn.lease import acquire
+    from cairn.plan import Plan
+
+    repo, config, state = layout.discover(workspace)
+    ticket = tickets.validate(ticket) if ticket else catchup.default_ticket(repo)
+    stale_after = parse_duration(config.marker.stale_after)
+    report = catchup.build(repo, config, state, ticket, stale_after)
+    if report.state == "in_progress":
+        raise BadInput(
+            f"ticket {ticket} is being run right now ({report.owner_detail}); wait for it, "
+            "or stop it first"
+        )
+    if report.state == "none" or report.run is None:
+        raise BadInput(f"ticket {ticket} has no run to resume; start one with cairn run PLAN")
+    if report.state == "done":
+        raise BadInput(f"the last run of ticket {ticket} finished; there is nothing to resume")
+    kind, adapter = _adapter_for(config, agent)
+    display = display or Display("quiet")
+    lease = acquire(state, ticket, stale_after=stale_after, takeover=takeover)
+    try:
+        ref = RunRef(state, ticket, report.run)
+        plan_file = layout.latest_artifact(ref.run_dir, "orchestrator", "plan")
+        json_plan = plan_file.path.with_suffix(".json") if plan_file else None
+        if json_plan is None or not json_plan.is_file():
+            raise BadInput(f"run {report.run} has no plan artifact; start a new run with cairn run")
+        loaded = Plan.model_validate_json(json_plan.read_text(encoding="utf-8"))
+        previous = lease.previous
+        now = marker.now()
+        phase = (previous.phase if previous else None) or report.phase or "implement"
+        if phase not in ("implement", "review", "fix"):
+            phase = "implement"
+        round_number = (previous.round if previous else None) or report.round or 1
+        marker.write(
+            ref.marker_path,
+            marker.Marker(
+                skill=previous.skill if previous else "impl",
+                phase=phase,
+                round=previous.round if previous else None,
+                started_at=previous.started_at if previous else now,
+                last_updated=now,
+                ticket=ticket,
+                run=ref.run_id,
+                owner=lease.me,
+                snapshot=previous.snapshot if previous else None,
+            ),
+        )
+        if lease.takeover is not None:
+            journal.record(
+                ref.run_dir,
+                "takeover",
+                reason=lease.takeover,
+                previous_run=previous.run if previous else None,
+                previous_owner=previous.owner.model_dump(mode="json")
+                if previous and previous.owner
+                else None,
+            )
+        journal.record(ref.run_dir, "run_started", ticket=ticket, run=ref.run_id, resumed=True)
+    except BaseException:
+        lease.release()
+        raise
+    display.event("run_resumed", run=ref.run_id, ticket=ticket, phase=phase, agent=kind)
+    orchestrator = Orchestrator(repo, config, ref, lease, loaded, adapter, display, max_turns)
+    orchestrator._check_tree(report.snapshot.commit if report.snapshot else None)
+    return orchestrator.execute(phase, round_number)
+
+
+def _plan_markdown(loaded: Plan) -> str:
+    lines = [f"# Plan{': ' + loaded.title if loaded.title else ''}", ""]
+    for task in loaded.tasks:
+        lines += [f"### Task {task.number}: {task.title}", ""]
+        if task.details:
+            lines += [task.details, ""]
+        if task.acceptance:
+            lines += ["Acceptance criteria:", *[f"- {a}" for a in task.acceptance], ""]
+    return "\n".join(lines)
