@@ -98,3 +98,19 @@ def test_journal_and_catchup_examples() -> None:
         assert f"`{event}`" in table, event
     assert list(json.loads(catchup_example)) == list(CatchupReport.model_fields)
     CatchupReport.model_validate_json(catchup_example)
+
+
+def test_run_outcome_example_and_prompt_table() -> None:
+    from cairn import prompts
+    from cairn.orchestrator import RunOutcome
+
+    (outcome,) = blocks("run.md", "json")
+    assert list(json.loads(outcome)) == list(RunOutcome.model_fields)
+    RunOutcome.model_validate_json(outcome)
+    text = (ROOT / "docs" / "run.md").read_text()
+    for name in prompts.NAMES:
+        assert f"| `{name}` |" in text, name
+        template = (ROOT / "src" / "cairn" / "prompts" / f"{name}.md").read_text()
+        row = next(line for line in text.splitlines() if line.startswith(f"| `{name}` |"))
+        documented = set(re.findall(r"`(\w+)`", row.split("|")[3]))
+        assert documented == set(re.findall(r"\$(\w+)", template)), name
