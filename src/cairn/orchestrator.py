@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from cairn import journal, layout, marker, prompts, review, runstate, summary
+from cairn import evaluation, journal, layout, marker, prompts, review, runstate, summary
 from cairn.agents.base import Adapter, DispatchRequest, Result, Session
 from cairn.budget import Budget
 from cairn.config import Config
@@ -104,7 +104,7 @@ class Orchestrator:
             with self._signals():
                 if phase == "implement" and "implement" in phases:
                     self._implement()
-                if "review" in phases:
+                if "review" in phases or "evaluate" in phases:
                     status = self._review_loop(round, resume_fix=phase == "fix")
                     if status == "needs_manual_review":
                         return self._end("needs_manual_review", "blocking findings remain")
@@ -135,13 +135,18 @@ class Orchestrator:
             handoff_reason = reason
 
     def _review_loop(self, start_round: int, resume_fix: bool) -> Status:
+        phases = self.config.loop.phases
         for round_number in range(start_round, self.config.loop.max_rounds + 1):
             self.stats.rounds = round_number
             resuming = resume_fix and round_number == start_round
-            found = self._latest_review() if resuming else self._review(round_number)
+            if resuming:
+                found = self._latest_review()
+            else:
+                failed = self._evaluate(round_number) if "evaluate" in phases else []
+                found = self._review(round_number, failed, dispatch="review" in phases)
             if not found.blocking():
                 return "completed"
-            if round_number == self.config.loop.max_rounds or "fix" not in self.config.loop.phases:
+            if round_number == self.config.loop.max_rounds or "fix" not in phases:
                 return "needs_manual_review"
             current = self._summary()
             if resuming and current.mode == "review" and current.round == round_number:
@@ -151,14 +156,69 @@ class Orchestrator:
                 self._fix(round_number, found)
         return "completed"
 
-    def _review(self, round_number: int) -> review.Review:
-        self._phase("review", round_number)
+    def _evaluate(self, round_number: int) -> list[review.ReviewFinding]:
+        """Acceptance criteria the evaluator did not pass, as blocking findings (AC1, AC2…)."""
+        checked = evaluation.scaffold(self.plan, self.ref.ticket, round_number)
+        if not checked.criteria:
+            return []
+        self._phase("evaluate", round_number)
+        path = runstate.write_artifact(
+            self.ref, "evaluator", f"eval-round-{round_number}", evaluation.render(checked)
+        )
+        prompt = prompts.render(
+            "evaluate",
+            self.repo.toplevel,
+            ticket=self.ref.ticket,
+            run=self.ref.run_id,
+            round=round_number,
+            workspace=self.repo.toplevel,
+            criteria="\n".join(f"- {c.id}: {c.text} (task {c.task})" for c in checked.criteria),
+            max_turns=self._max_turns("evaluator"),
+        )
+        result = self._dispatch("evaluator", lambda turn: prompt if turn == 1 else None, None)
+        if result.reason != "completed":
+            reason = self._cutoff_reason(result)
+            self._cutoff("evaluator", reason)
+            raise Stop(reason)
+        concluded = evaluation.conclude(evaluation.load(path))
+        evaluation.save(path, concluded)
+        journal.record(
+            self.ref.run_dir,
+            "phase",
+            phase="evaluate",
+            round=round_number,
+            status=concluded.status,
+            failed=[c.id for c in concluded.failed()],
+        )
+        self.display.event(
+            "evaluation",
+            round=round_number,
+            status=concluded.status,
+            failed=len(concluded.failed()),
+        )
+        return [
+            review.ReviewFinding(
+                id=c.id.replace("-", ""),
+                title=f"acceptance criterion not met: {c.text}",
+                details=c.reason,
+            )
+            for c in concluded.failed()
+        ]
+
+    def _review(
+        self, round_number: int, seeded: list[review.ReviewFinding], dispatch: bool
+    ) -> review.Review:
         path = runstate.write_artifact(
             self.ref,
             "reviewer",
             "review",
-            review.render(review.Review(ticket=self.ref.ticket, round=round_number)),
+            review.render(
+                review.Review(ticket=self.ref.ticket, round=round_number, findings=seeded)
+            ),
         )
+        if not dispatch:
+            return review.load(path)
+        self._phase("review", round_number)
         prompt = prompts.render(
             "review",
             self.repo.toplevel,
@@ -190,7 +250,7 @@ class Orchestrator:
             self.ref.ticket,
             self.ref.run_id,
             round_number,
-            [(f.id, f.title) for f in found.findings if f.id[0] in "FW"],
+            [(f.id, f.title) for f in found.findings if f.to_fix],
             marker.now(),
         )
         runstate.new_summary(self.ref, scaffold)
@@ -206,7 +266,7 @@ class Orchestrator:
             findings = "\n".join(
                 f"- {f.id}: {f.title}" + (f" ({f.location})" if f.location else "")
                 for f in found.findings
-                if f.id[0] in "FW"
+                if f.to_fix
             )
             text = prompts.render(
                 "fix",
@@ -730,7 +790,7 @@ def resume(
         previous = lease.previous
         now = marker.now()
         phase = (previous.phase if previous else None) or report.phase or "implement"
-        if phase not in ("implement", "review", "fix"):
+        if phase not in ("implement", "evaluate", "review", "fix"):
             phase = "implement"
         round_number = (previous.round if previous else None) or report.round or 1
         marker.write(

@@ -65,6 +65,8 @@ def guarded(fn: Callable[P, R]) -> Callable[P, R]:
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return fn(*args, **kwargs)
+        except typer.Exit:
+            raise
         except CairnError as exc:
             raise fail(str(exc), exc.exit_code) from None
         except KeyboardInterrupt:

@@ -10,9 +10,9 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from cairn import durable, journal, marker, review, summary, tickets
+from cairn import durable, evaluation, journal, marker, review, summary, tickets
 from cairn.errors import BadInput
-from cairn.layout import Layout, discover, latest_artifact
+from cairn.layout import Layout, artifacts, discover, latest_artifact
 from cairn.runstate import RunRef, change_summary
 from cairn.summary import Summary
 
@@ -128,4 +128,24 @@ def add_finding(
         after = review.add(review.load(found.path), finding_id, title, location, details)
         review.save(found.path, after)
         journal.record(ref.run_dir, "finding", finding=finding_id, status="added", title=title)
+    return after
+
+
+def record_ac(ref: RunRef, ident: str, result: str, reason: str | None) -> evaluation.Evaluation:
+    """Record the evaluator's verdict on one acceptance criterion of the current evaluation."""
+    with durable.locked(ref.lock_path):
+        found = [
+            a
+            for a in artifacts(ref.run_dir)
+            if a.role == "evaluator" and a.name.startswith("eval-round-")
+        ]
+        if not found:
+            raise BadInput(
+                f"run {ref.run_id} of ticket {ref.ticket} has no evaluation in progress; "
+                "acceptance criteria are checked during an evaluate phase"
+            )
+        path = found[-1].path
+        after = evaluation.record(evaluation.load(path), ident, result, reason)
+        evaluation.save(path, after)
+        journal.record(ref.run_dir, "gate", gate=ident, result=result, reason=reason)
     return after

@@ -9,8 +9,8 @@
 ```
 
 Ids follow the usual scheme: ``F`` blocking (must be fixed), ``W`` warning, ``S``/``R``/``T``
-suggestions; only ``F`` findings block. cairn scaffolds the file; the reviewer adds findings with
-``cairn finding add``.
+suggestions; ``AC`` findings are acceptance criteria the evaluator failed. ``F`` and ``AC``
+block. cairn scaffolds the file; the reviewer adds findings with ``cairn finding add``.
 """
 
 from __future__ import annotations
@@ -36,7 +36,12 @@ class ReviewFinding(BaseModel):
 
     @property
     def blocking(self) -> bool:
-        return self.id.startswith("F")
+        """F findings and failed acceptance criteria (AC) block; W, S, R, T do not."""
+        return self.id.startswith(("F", "AC"))
+
+    @property
+    def to_fix(self) -> bool:
+        return self.blocking or self.id.startswith("W")
 
 
 class Review(BaseModel):

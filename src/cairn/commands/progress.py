@@ -208,3 +208,25 @@ def defer(
 
     ref = _locate(workspace, ticket)
     _report(ref, progress.defer_item(ref, item), "deferred item added", json)
+
+
+@guarded
+def ac(
+    criterion: Annotated[str, typer.Argument(help="Acceptance criterion id, e.g. AC-2.")],
+    result: Annotated[str, typer.Option("--result", help="pass or fail.")] = "",
+    reason: Annotated[str | None, typer.Option("--reason", help="Why it fails.")] = None,
+    ticket: RunTicket = None,
+    json: Json = False,
+    workspace: Workspace = Path("."),
+) -> None:
+    """(Evaluators) record whether an acceptance criterion is met."""
+    from cairn import progress
+
+    if result not in ("pass", "fail"):
+        raise BadInput(f"--result must be pass or fail (got {result!r})")
+    ref = _locate(workspace, ticket)
+    after = progress.record_ac(ref, criterion, result, reason)
+    if json:
+        emit_json(after)
+    else:
+        console.print(f"{criterion}: {result}")

@@ -9,7 +9,7 @@ from importlib import resources
 from pathlib import Path
 from string import Template
 
-NAMES = ("dispatch", "continuation", "pressure", "handoff", "review", "fix")
+NAMES = ("dispatch", "continuation", "pressure", "handoff", "evaluate", "review", "fix")
 
 
 def render(name: str, toplevel: Path | None = None, **values: object) -> str:
