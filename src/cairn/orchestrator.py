@@ -351,6 +351,8 @@ class Orchestrator:
         self.display.update(turn=0, max_turns=max_turns)
         session = self.adapter.start(request)
         self.session = session
+        if self.signalled:
+            session.interrupt("interrupted", self.grace)
         timer = None
         if self.config.agent.max_seconds is not None:
             timer = threading.Timer(
@@ -696,6 +698,31 @@ def _adapter_for(config: Config, kind: str | None) -> tuple[str, Adapter]:
     return chosen, base.get(chosen)
 
 
+def _preflight(adapter: Adapter, repo: Repo, config: Config) -> None:
+    """Every role the phases need can start; checked before any state is written."""
+    roles = ["coder"]
+    roles += ["evaluator"] if "evaluate" in config.loop.phases else []
+    roles += ["reviewer"] if "review" in config.loop.phases else []
+    script = config.agent.script
+    script_path = None
+    if script is not None:
+        script_path = Path(script).expanduser()
+        if not script_path.is_absolute():
+            script_path = repo.toplevel / script_path
+    for role in roles:
+        adapter.preflight(
+            DispatchRequest(
+                role=role,
+                workspace=repo.toplevel,
+                run_dir=repo.toplevel,
+                max_turns=1,
+                next_prompt=lambda turn: None,
+                command=config.agent.command,
+                script=script_path,
+            )
+        )
+
+
 def run(
     workspace: Path | str,
     plan_path: Path,
@@ -720,6 +747,7 @@ def run(
             f"({config.agent.budget_pressure_turns})"
         )
     kind, adapter = _adapter_for(config, agent)
+    _preflight(adapter, repo, config)
     display = display or Display("quiet")
     pairs = [(t.number, t.title) for t in loaded.tasks]
 
@@ -778,6 +806,7 @@ def resume(
     if report.state == "done":
         raise BadInput(f"the last run of ticket {ticket} finished; there is nothing to resume")
     kind, adapter = _adapter_for(config, agent)
+    _preflight(adapter, repo, config)
     display = display or Display("quiet")
     lease = acquire(state, ticket, stale_after=stale_after, takeover=takeover)
     try:

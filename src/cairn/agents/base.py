@@ -79,6 +79,13 @@ class Adapter(ABC):
     kind: ClassVar[str]
 
     @abstractmethod
+    def preflight(self, request: DispatchRequest) -> None:
+        """Check that ``request`` can start (program found, script valid); BadInput if not.
+
+        The orchestrator calls it for every role before it writes any state.
+        """
+
+    @abstractmethod
     def start(self, request: DispatchRequest) -> Session: ...
 
 

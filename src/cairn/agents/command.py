@@ -50,7 +50,7 @@ def command_argv(command: str | list[str] | None) -> list[str]:
 class CommandAdapter(Adapter):
     kind = "command"
 
-    def start(self, request: DispatchRequest) -> Session:
+    def preflight(self, request: DispatchRequest) -> None:
         argv = command_argv(request.command)
         if not Path(request.workspace).is_dir():
             raise BadInput(f"workspace {request.workspace} is not a directory")
@@ -59,7 +59,10 @@ class CommandAdapter(Adapter):
             path = {**os.environ, **request.env}.get("PATH", os.defpath)
             if shutil.which(program, path=path) is None:
                 raise BadInput(f"agent command {program!r} is not found on PATH")
-        return CommandSession(request, argv)
+
+    def start(self, request: DispatchRequest) -> Session:
+        self.preflight(request)
+        return CommandSession(request, command_argv(request.command))
 
 
 class CommandSession(Session):

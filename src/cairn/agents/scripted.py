@@ -178,13 +178,17 @@ def cursor_name(role: str) -> str:
 class ScriptedAdapter(Adapter):
     kind = "scripted"
 
-    def start(self, request: DispatchRequest) -> Session:
+    def preflight(self, request: DispatchRequest) -> None:
         if request.script is None:
             raise BadInput("agent kind scripted needs agent.script")
         script_path = Path(request.script).absolute()
         role_turns(load_script(script_path), request.role, script_path)
         if not Path(request.workspace).is_dir():
             raise BadInput(f"workspace {request.workspace} is not a directory")
+
+    def start(self, request: DispatchRequest) -> Session:
+        self.preflight(request)
+        script_path = Path(str(request.script)).absolute()
         state_dir = Path(request.run_dir) / STATE_DIR
         argv = [
             sys.executable,
