@@ -427,14 +427,6 @@ def test_turn_cap_saves_untracked_file_and_resume_finishes(
     assert events[-1] == {**events[-1], "event": "run_finished", "status": "completed"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG orchestrator.resume/_implement: a resumed run's first coder dispatch gets the "
-        "plain dispatch prompt ('do them in order; skip none') listing completed tasks again, "
-        "not the handoff prompt ('Do not redo completed tasks', Completed: ...)"
-    ),
-)
 def test_resume_first_prompt_is_the_handoff(project: Callable[..., Project]) -> None:
     p = project({"coder": [[done(1)], [done(2)]]}, max_turns=1, budget_pressure_turns=0)
     assert code(p.run()) == 3

@@ -189,7 +189,12 @@ def _read_summary(report: CatchupReport, ref: RunRef) -> Summary | None:
 
 def _infer(report: CatchupReport, loaded: Summary | None, events: list[dict[str, Any]]) -> None:
     report.inferred = True
-    finished = any(e.get("event") == "run_finished" for e in events)
+    ends = [e for e in events if e.get("event") == "run_finished"]
+    finished = bool(ends)
+    if ends and ends[-1].get("status") == "needs_manual_review":
+        report.warnings.append(
+            "the run ended needing manual review: blocking findings remain in its last review"
+        )
     if (loaded is not None and loaded.status.state == "completed") or finished:
         report.state = "done"
         report.phase = "done"

@@ -95,6 +95,7 @@ class Orchestrator:
         self.last_message: str | None = None
         self.grace = config.agent.cutoff_timeout_ms / 1000
         self._done_seen: set[int] = set()
+        self.resumed_from: str | None = None
 
     # --- the loop -------------------------------------------------------------------------
 
@@ -114,8 +115,8 @@ class Orchestrator:
 
     def _implement(self) -> None:
         self._phase("implement", None)
+        handoff_reason: str | None = self.resumed_from
         self._done_seen = {t.number for t in self._summary().tasks if t.status == "completed"}
-        handoff_reason: str | None = None
         continuations = 0
         while True:
             current = self._summary()
@@ -297,7 +298,7 @@ class Orchestrator:
         if self.max_turns_override is not None:
             return self.max_turns_override
         configured = self.config.roles.get(role)
-        if role != "coder" and configured is not None and configured.max_turns is not None:
+        if configured is not None and configured.max_turns is not None:
             return configured.max_turns
         return self.config.agent.max_turns
 
@@ -401,6 +402,7 @@ class Orchestrator:
             reason=result.reason,
             turns=result.num_turns,
             exit_code=result.exit_code,
+            detail=result.detail,
         )
         self.display.event(
             "dispatch_finished", dispatch=number, reason=result.reason, turns=result.num_turns
@@ -698,10 +700,11 @@ def _adapter_for(config: Config, kind: str | None) -> tuple[str, Adapter]:
     return chosen, base.get(chosen)
 
 
-def _preflight(adapter: Adapter, repo: Repo, config: Config) -> None:
+def _preflight(adapter: Adapter, repo: Repo, config: Config, plan: Plan) -> None:
     """Every role the phases need can start; checked before any state is written."""
+    criteria = any(task.acceptance for task in plan.tasks)
     roles = ["coder"]
-    roles += ["evaluator"] if "evaluate" in config.loop.phases else []
+    roles += ["evaluator"] if "evaluate" in config.loop.phases and criteria else []
     roles += ["reviewer"] if "review" in config.loop.phases else []
     script = config.agent.script
     script_path = None
@@ -747,7 +750,7 @@ def run(
             f"({config.agent.budget_pressure_turns})"
         )
     kind, adapter = _adapter_for(config, agent)
-    _preflight(adapter, repo, config)
+    _preflight(adapter, repo, config, loaded)
     display = display or Display("quiet")
     pairs = [(t.number, t.title) for t in loaded.tasks]
 
@@ -766,12 +769,12 @@ def run(
         scaffold,
         stale_after=parse_duration(config.marker.stale_after),
         takeover=takeover,
+        started={"agent": kind, "plan": str(plan_path)},
         first_artifacts=[
             ("orchestrator", "plan", "md", _plan_markdown(loaded)),
             ("orchestrator", "plan", "json", loaded.model_dump_json(indent=2)),
         ],
     )
-    journal.record(ref.run_dir, "phase", phase="setup", agent=kind, plan=str(plan_path))
     display.event("run_started", run=ref.run_id, ticket=ticket, tasks=len(pairs), agent=kind)
     orchestrator = Orchestrator(repo, config, ref, lease, loaded, adapter, display, max_turns)
     return orchestrator.execute()
@@ -806,7 +809,6 @@ def resume(
     if report.state == "done":
         raise BadInput(f"the last run of ticket {ticket} finished; there is nothing to resume")
     kind, adapter = _adapter_for(config, agent)
-    _preflight(adapter, repo, config)
     display = display or Display("quiet")
     lease = acquire(state, ticket, stale_after=stale_after, takeover=takeover)
     try:
@@ -816,6 +818,7 @@ def resume(
         if json_plan is None or not json_plan.is_file():
             raise BadInput(f"run {report.run} has no plan artifact; start a new run with cairn run")
         loaded = Plan.model_validate_json(json_plan.read_text(encoding="utf-8"))
+        _preflight(adapter, repo, config, loaded)
         previous = lease.previous
         now = marker.now()
         phase = (previous.phase if previous else None) or report.phase or "implement"
@@ -846,12 +849,20 @@ def resume(
                 if previous and previous.owner
                 else None,
             )
-        journal.record(ref.run_dir, "run_started", ticket=ticket, run=ref.run_id, resumed=True)
+        journal.record(
+            ref.run_dir, "run_started", ticket=ticket, run=ref.run_id, resumed=True, agent=kind
+        )
     except BaseException:
         lease.release()
         raise
     display.event("run_resumed", run=ref.run_id, ticket=ticket, phase=phase, agent=kind)
     orchestrator = Orchestrator(repo, config, ref, lease, loaded, adapter, display, max_turns)
+    status = ref.load_summary()[1].status
+    orchestrator.resumed_from = (
+        f"{status.reason} (the run was resumed with cairn resume)"
+        if status.state == "interrupted" and status.reason
+        else "the previous cairn process stopped (the run was resumed with cairn resume)"
+    )
     orchestrator._check_tree(report.snapshot.commit if report.snapshot else None)
     return orchestrator.execute(phase, round_number)
 

@@ -62,6 +62,7 @@ def begin(
     phase: str = "implement",
     round: int | None = None,
     first_artifacts: Sequence[tuple[str, str, str, str]] = (),
+    started: dict[str, Any] | None = None,
 ) -> tuple[RunRef, Lease]:
     """Take the lease, create the run directory, and write journal, summary and marker.
 
@@ -75,7 +76,15 @@ def begin(
         run_id, run_dir = layout.create_run(ticket, now)
         ref = RunRef(layout, ticket, run_id)
         owner = lease.me.model_dump(mode="json")
-        journal.record(run_dir, "run_started", ticket=ticket, run=run_id, skill=skill, owner=owner)
+        journal.record(
+            run_dir,
+            "run_started",
+            ticket=ticket,
+            run=run_id,
+            skill=skill,
+            owner=owner,
+            **(started or {}),
+        )
         if lease.takeover is not None and lease.previous is not None:
             previous = lease.previous
             journal.record(
@@ -105,7 +114,6 @@ def begin(
                     owner=lease.me,
                 ),
             )
-        journal.record(run_dir, "phase", phase=phase, round=round)
     except BaseException:
         lease.release()
         raise
