@@ -999,3 +999,58 @@ def test_demo_shows_interruption_catchup_and_completion(tmp_path: Path) -> None:
     assert "completed" in out
     assert out.index("interrupted") < out.index("You were in the middle of")
     assert out.rindex("completed") > out.index("cairn resume")
+
+
+# --- resume never touches the work tree; the live view on a terminal ----------------------------
+
+
+def test_resume_says_when_the_tree_differs_from_the_snapshot(
+    project: Callable[..., Project],
+) -> None:
+    p = project(
+        {
+            "coder": [
+                [start(1), {"write": {"path": "notes/new.txt", "content": "half\n"}}],
+                [done(1), done(2)],
+            ]
+        },
+        max_turns=1,
+        budget_pressure_turns=0,
+    )
+    assert code(p.run()) == 3
+    saved = p.wip()
+    (p.repo / "notes" / "new.txt").unlink()
+    resumed = p.resume()
+    assert code(resumed) == 0, resumed.stderr
+    assert f"differs from the last snapshot {saved[:12]}" in resumed.stdout
+    assert f"cairn wip restore {saved[:12]} --dry-run" in resumed.stdout
+    assert not (p.repo / "notes" / "new.txt").exists()
+
+
+def test_live_view_on_a_terminal(project: Callable[..., Project]) -> None:
+    import pty
+
+    p = project({"coder": [[done(1)], [{"sleep": 0.6}, done(2)]]})
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cairn", "run", str(p.plan)],
+        cwd=p.repo,
+        stdin=follower,
+        stdout=follower,
+        stderr=subprocess.PIPE,
+    )
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 4096)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(leader)
+    assert proc.wait(timeout=60) == 0, proc.stderr.read() if proc.stderr else ""
+    screen = b"".join(chunks).decode("utf-8", "replace")
+    assert "turn" in screen and "elapsed" in screen
+    assert "completed: ticket T-1" in screen
