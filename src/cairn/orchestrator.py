@@ -14,6 +14,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -115,25 +116,41 @@ class Orchestrator:
 
     def _implement(self) -> None:
         self._phase("implement", None)
-        handoff_reason: str | None = self.resumed_from
         self._done_seen = {t.number for t in self._summary().tasks if t.status == "completed"}
+        self._until_resolved(self._coder_prompt, self._task_done, self.resumed_from)
+
+    def _until_resolved(
+        self, first_prompt: Callable[[str | None], Any], on_turn: Any, handoff: str | None
+    ) -> None:
+        """Dispatch the coder until every item of the current summary is resolved.
+
+        Each dispatch that ends short is a cutoff; up to ``max_continuations`` more dispatches
+        start from ``first_prompt(reason)``, then the run stops (resumable).
+        """
         continuations = 0
         while True:
             current = self._summary()
             if current.resolved() == current.total():
                 runstate.finalise_summary(self.ref)
                 return
-            result = self._dispatch("coder", self._coder_prompt(handoff_reason), self._task_done)
+            result = self._dispatch("coder", first_prompt(handoff), on_turn)
             current = self._summary()
             if current.resolved() == current.total():
                 runstate.finalise_summary(self.ref)
                 return
-            reason = self._cutoff_reason(result)
-            self._cutoff("coder", reason)
+            handoff = self._cutoff_reason(result)
+            self._cutoff("coder", handoff)
             if continuations >= self.config.agent.max_continuations:
-                raise Stop(reason)
+                raise Stop(handoff)
             continuations += 1
-            handoff_reason = reason
+
+    def _single_turn(self, role: str, prompt: str) -> None:
+        """A reviewer or evaluator dispatch: one prompt; anything short of completion stops."""
+        result = self._dispatch(role, lambda turn: prompt if turn == 1 else None, None)
+        if result.reason != "completed":
+            reason = self._cutoff_reason(result)
+            self._cutoff(role, reason)
+            raise Stop(reason)
 
     def _review_loop(self, start_round: int, resume_fix: bool) -> Status:
         phases = self.config.loop.phases
@@ -176,11 +193,7 @@ class Orchestrator:
             criteria="\n".join(f"- {c.id}: {c.text} (task {c.task})" for c in checked.criteria),
             max_turns=self._max_turns("evaluator"),
         )
-        result = self._dispatch("evaluator", lambda turn: prompt if turn == 1 else None, None)
-        if result.reason != "completed":
-            reason = self._cutoff_reason(result)
-            self._cutoff("evaluator", reason)
-            raise Stop(reason)
+        self._single_turn("evaluator", prompt)
         concluded = evaluation.conclude(evaluation.load(path))
         evaluation.save(path, concluded)
         journal.record(
@@ -231,11 +244,7 @@ class Orchestrator:
             summary_path=self.ref.summary_path(),
             max_turns=self._max_turns("reviewer"),
         )
-        result = self._dispatch("reviewer", lambda turn: prompt if turn == 1 else None, None)
-        if result.reason != "completed":
-            reason = self._cutoff_reason(result)
-            self._cutoff("reviewer", reason)
-            raise Stop(reason)
+        self._single_turn("reviewer", prompt)
         found = review.load(path)
         self.display.event(
             "review",
@@ -258,17 +267,13 @@ class Orchestrator:
         self._fix_dispatches(round_number, found)
 
     def _fix_dispatches(self, round_number: int, found: review.Review) -> None:
-        continuations = 0
-        while True:
-            current = self._summary()
-            if current.resolved() == current.total():
-                runstate.finalise_summary(self.ref)
-                return
-            findings = "\n".join(
-                f"- {f.id}: {f.title}" + (f" ({f.location})" if f.location else "")
-                for f in found.findings
-                if f.to_fix
-            )
+        findings = "\n".join(
+            f"- {f.id}: {f.title}" + (f" ({f.location})" if f.location else "")
+            for f in found.findings
+            if f.to_fix
+        )
+
+        def first_prompt(handoff: str | None) -> Any:
             text = prompts.render(
                 "fix",
                 self.repo.toplevel,
@@ -281,16 +286,9 @@ class Orchestrator:
                 summary_path=self.ref.summary_path(),
                 max_turns=self._max_turns("coder"),
             )
-            result = self._dispatch("coder", self._turn_prompts(text), None)
-            current = self._summary()
-            if current.resolved() == current.total():
-                runstate.finalise_summary(self.ref)
-                return
-            reason = self._cutoff_reason(result)
-            self._cutoff("coder", reason)
-            if continuations >= self.config.agent.max_continuations:
-                raise Stop(reason)
-            continuations += 1
+            return self._turn_prompts(text)
+
+        self._until_resolved(first_prompt, None, None)
 
     # --- dispatching ----------------------------------------------------------------------
 
@@ -689,9 +687,14 @@ def _slug(reason: str) -> str:
 # --- entry points -----------------------------------------------------------------------------
 
 
-def _adapter_for(config: Config, kind: str | None) -> tuple[str, Adapter]:
+def _adapter_for(config: Config, kind: str | None, max_turns: int | None) -> tuple[str, Adapter]:
     from cairn.agents import base
 
+    if max_turns is not None and max_turns <= config.agent.budget_pressure_turns:
+        raise BadInput(
+            f"--max-turns {max_turns} must be larger than agent.budget_pressure_turns "
+            f"({config.agent.budget_pressure_turns})"
+        )
     chosen = kind or config.agent.kind
     if not chosen:
         raise BadInput(
@@ -744,12 +747,7 @@ def run(
     repo, config, state = layout.discover(workspace)
     loaded = plans.load(Path(plan_path))
     ticket = tickets.validate(ticket) if ticket else plans.ticket_for(loaded, Path(plan_path))
-    if max_turns is not None and max_turns <= config.agent.budget_pressure_turns:
-        raise BadInput(
-            f"--max-turns {max_turns} must be larger than agent.budget_pressure_turns "
-            f"({config.agent.budget_pressure_turns})"
-        )
-    kind, adapter = _adapter_for(config, agent)
+    kind, adapter = _adapter_for(config, agent, max_turns)
     _preflight(adapter, repo, config, loaded)
     display = display or Display("quiet")
     pairs = [(t.number, t.title) for t in loaded.tasks]
@@ -808,7 +806,7 @@ def resume(
         raise BadInput(f"ticket {ticket} has no run to resume; start one with cairn run PLAN")
     if report.state == "done":
         raise BadInput(f"the last run of ticket {ticket} finished; there is nothing to resume")
-    kind, adapter = _adapter_for(config, agent)
+    kind, adapter = _adapter_for(config, agent, max_turns)
     display = display or Display("quiet")
     lease = acquire(state, ticket, stale_after=stale_after, takeover=takeover)
     try:

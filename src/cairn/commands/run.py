@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -11,6 +12,7 @@ from cairn.commands.options import Json, Workspace
 from cairn.output import console, guarded
 
 if TYPE_CHECKING:
+    from cairn.display import Display
     from cairn.orchestrator import RunOutcome
 
 Agent = Annotated[
@@ -38,23 +40,9 @@ def run(
 ) -> None:
     """Run a plan: implement, review, fix; any stop is saved and resumable (exit 3)."""
     from cairn import orchestrator
-    from cairn.display import Display, pick_mode
 
-    display = Display(pick_mode(json))
-    display.open()
-    try:
-        outcome = orchestrator.run(
-            workspace,
-            plan,
-            ticket=ticket,
-            agent=agent,
-            max_turns=max_turns,
-            takeover=takeover,
-            display=display,
-        )
-    finally:
-        display.close()
-    _finish(outcome, json)
+    options = {"agent": agent, "max_turns": max_turns, "takeover": takeover}
+    _drive(json, lambda d: orchestrator.run(workspace, plan, ticket=ticket, display=d, **options))
 
 
 @guarded
@@ -70,14 +58,18 @@ def resume(
 ) -> None:
     """Continue an interrupted run in its run directory; never touches the work tree."""
     from cairn import orchestrator
+
+    options = {"agent": agent, "max_turns": max_turns, "takeover": takeover}
+    _drive(json, lambda d: orchestrator.resume(workspace, ticket, display=d, **options))
+
+
+def _drive(json: bool, start: Callable[[Display], RunOutcome]) -> None:
     from cairn.display import Display, pick_mode
 
     display = Display(pick_mode(json))
     display.open()
     try:
-        outcome = orchestrator.resume(
-            workspace, ticket, agent=agent, max_turns=max_turns, takeover=takeover, display=display
-        )
+        outcome = start(display)
     finally:
         display.close()
     _finish(outcome, json)
