@@ -58,6 +58,26 @@ class DispatchRequest:
     session_id: str | None = None
 
 
+def next_turn(
+    request: DispatchRequest, turn: int, interrupted: Callable[[], Reason | None]
+) -> tuple[str | None, Reason | None]:
+    """The prompt of ``turn``, or why the dispatch ends before it.
+
+    Asking for the prompt comes first, so work finished exactly on the last allowed turn ends
+    as ``completed``, not ``max_turns``; an interrupt wins over both.
+    """
+    if (reason := interrupted()) is not None:
+        return None, reason
+    prompt = request.next_prompt(turn)
+    if (reason := interrupted()) is not None:
+        return None, reason
+    if prompt is None:
+        return None, "completed"
+    if turn > request.max_turns:
+        return None, "max_turns"
+    return prompt, None
+
+
 class Session(ABC):
     """A running dispatch. ``events()`` yields until the agent stops, then ``result`` is set."""
 

@@ -22,7 +22,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from cairn.agents import process
-from cairn.agents.base import Adapter, DispatchRequest, Event, Reason, Result, Session, register
+from cairn.agents.base import (
+    Adapter,
+    DispatchRequest,
+    Event,
+    Reason,
+    Result,
+    Session,
+    next_turn,
+    register,
+)
 from cairn.errors import BadInput
 
 PLACEHOLDER = "{prompt}"
@@ -99,18 +108,9 @@ class CommandSession(Session):
         uses_arg = any(PLACEHOLDER in arg for arg in self.argv)
         n = 1
         while True:
-            if self._interrupt is not None:
-                self._set(self._interrupt)
-                return
-            prompt = self.request.next_prompt(n)
+            prompt, end = next_turn(self.request, n, lambda: self._interrupt)
             if prompt is None:
-                self._set("completed")
-                return
-            if n > self.request.max_turns:
-                self._set("max_turns")
-                return
-            if self._interrupt is not None:
-                self._set(self._interrupt)
+                self._set(end or "completed")
                 return
             argv = (
                 [arg.replace(PLACEHOLDER, prompt) for arg in self.argv] if uses_arg else self.argv

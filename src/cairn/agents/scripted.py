@@ -31,6 +31,7 @@ from cairn.agents.base import (
     Reason,
     Result,
     Session,
+    next_turn,
     register,
 )
 from cairn.errors import BadInput
@@ -238,18 +239,12 @@ class ScriptedSession(Session):
     def _run(self) -> Iterator[Event]:
         n = 1
         while True:
-            if self._interrupt is not None:
-                self._finish_stopped()
-                return
-            prompt = self.request.next_prompt(n)
+            prompt, end = next_turn(self.request, n, lambda: self._interrupt)
             if prompt is None:
-                self._finish_gracefully("completed")
-                return
-            if n > self.request.max_turns:
-                self._finish_gracefully("max_turns")
-                return
-            if self._interrupt is not None:
-                self._finish_stopped()
+                if self._interrupt is not None:
+                    self._finish_stopped()
+                else:
+                    self._finish_gracefully(end or "completed")
                 return
             self._turns = n
             sent = self.child.send((json.dumps({"turn": n, "prompt": prompt}) + "\n").encode())
