@@ -187,21 +187,7 @@ def interrupt(
     snapshot: marker.SnapshotRef | None = None,
 ) -> Summary:
     """A cut-off end: the summary says where and why, the marker stays without an owner."""
-    with durable.locked(ref.lock_path):
-        path, current = ref.load_summary()
-        current = summary.mark_interrupted(
-            current,
-            reason,
-            marker.now(),
-            ref=snapshot.ref if snapshot else None,
-            commit=snapshot.commit[:12] if snapshot else None,
-        )
-        summary.save(path, current)
-        changes: dict[str, Any] = {"owner": None, "dispatch": None}
-        if snapshot is not None:
-            changes["snapshot"] = snapshot
-        _touch_marker(ref, **changes)
-        journal.record(ref.run_dir, "run_interrupted", reason=reason)
+    current = _stopped(ref, reason, snapshot, {"owner": None}, "run_interrupted")
     if lease is not None:
         lease.release()
     return current
@@ -210,6 +196,16 @@ def interrupt(
 def record_cutoff(ref: RunRef, reason: str, snapshot: marker.SnapshotRef | None) -> Summary:
     """A dispatch was cut off but the run goes on: the summary and journal say so, the
     marker keeps its owner and points at the snapshot."""
+    return _stopped(ref, reason, snapshot, {}, "cutoff")
+
+
+def _stopped(
+    ref: RunRef,
+    reason: str,
+    snapshot: marker.SnapshotRef | None,
+    marker_changes: dict[str, Any],
+    event: str,
+) -> Summary:
     with durable.locked(ref.lock_path):
         path, current = ref.load_summary()
         current = summary.mark_interrupted(
@@ -220,12 +216,12 @@ def record_cutoff(ref: RunRef, reason: str, snapshot: marker.SnapshotRef | None)
             commit=snapshot.commit[:12] if snapshot else None,
         )
         summary.save(path, current)
-        changes: dict[str, Any] = {"dispatch": None}
+        changes: dict[str, Any] = {"dispatch": None, **marker_changes}
         if snapshot is not None:
             changes["snapshot"] = snapshot
         _touch_marker(ref, **changes)
         journal.record(
-            ref.run_dir, "cutoff", reason=reason, snapshot=snapshot.commit if snapshot else None
+            ref.run_dir, event, reason=reason, snapshot=snapshot.commit if snapshot else None
         )
     return current
 
