@@ -1054,3 +1054,21 @@ def test_live_view_on_a_terminal(project: Callable[..., Project]) -> None:
     screen = b"".join(chunks).decode("utf-8", "replace")
     assert "turn" in screen and "elapsed" in screen
     assert "completed: ticket T-1" in screen
+
+
+def test_an_agent_that_breaks_the_summary_gets_a_one_line_error(
+    project: Callable[..., Project],
+) -> None:
+    p = project(
+        {
+            "coder": [
+                [{"run": 'echo "# garbage" > "$CAIRN_RUN_DIR/02_coder_change-summary.md"'}],
+                [done(1), done(2)],
+            ]
+        }
+    )
+    result = p.run()
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert_one_line_error(result)
+    assert "02_coder_change-summary.md:1" in result.stderr
+    assert (p.ticket_dir / ".in-progress.yaml").exists()

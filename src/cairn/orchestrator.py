@@ -113,6 +113,10 @@ class Orchestrator:
                 return self._end("completed", None)
         except Stop as stop:
             return self._interrupted(stop.reason)
+        except Exception:
+            with suppress(Exception):
+                self._interrupted("error")
+            raise
 
     def _implement(self) -> None:
         self._phase("implement", None)
@@ -774,6 +778,14 @@ def run(
         ],
     )
     display.event("run_started", run=ref.run_id, ticket=ticket, tasks=len(pairs), agent=kind)
+    if lease.previous is not None and lease.previous.run:
+        display.event(
+            "warning",
+            message=(
+                f"ticket {ticket} had an unfinished run {lease.previous.run}; this is a new run "
+                f"(cairn resume {ticket} continues the latest run)"
+            ),
+        )
     orchestrator = Orchestrator(repo, config, ref, lease, loaded, adapter, display, max_turns)
     return orchestrator.execute()
 
