@@ -1072,3 +1072,36 @@ def test_an_agent_that_breaks_the_summary_gets_a_one_line_error(
     assert_one_line_error(result)
     assert "02_coder_change-summary.md:1" in result.stderr
     assert (p.ticket_dir / ".in-progress.yaml").exists()
+
+
+@pytest.mark.slow
+def test_resume_stops_the_agent_a_killed_cairn_left_running(
+    project: Callable[..., Project],
+) -> None:
+    p = project(
+        {
+            "coder": [
+                [{"write": {"path": "b.txt", "content": "partial\n"}}, {"sleep": 60}],
+                [{"append": {"path": "b.txt", "content": "rest\n"}}, done(1, "b.txt")],
+            ]
+        },
+        tasks=("One",),
+        cutoff_timeout_ms=2000,
+    )
+    proc = p.popen()
+    wait_for(lambda: (p.repo / "b.txt").exists() and p.agent_pids(), 30, "the agent's turn")
+    time.sleep(0.3)
+    orphan = p.agent_pids()[0]
+    current = p.marker()
+    assert current is not None and current.dispatch is not None
+    assert current.dispatch.pid == orphan and current.dispatch.pid_started_at is not None
+    proc.kill()
+    proc.communicate(timeout=10)
+    assert p.agent_pids() == [orphan], "the agent outlives a SIGKILLed cairn"
+
+    result = p.resume()
+    assert code(result) == 0, result.stderr
+    assert f"stopped agent pid {orphan}" in result.stdout
+    assert p.agent_pids() == []
+    assert p.named("takeover")[0]["stopped_agent"] == orphan
+    assert (p.repo / "b.txt").read_text() == "partial\nrest\n"

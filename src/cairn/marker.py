@@ -41,6 +41,13 @@ class Dispatch(_Part):
     role: str
     turn: int = Field(default=0, ge=0)
     max_turns: int | None = Field(default=None, ge=1)
+    pid: int | None = Field(default=None, ge=1)
+    pid_started_at: datetime | None = None
+
+    @field_validator("pid_started_at", mode="after")
+    @classmethod
+    def _with_offset(cls, value: datetime | None) -> datetime | None:
+        return _aware(value)
 
 
 class SnapshotRef(_Part):

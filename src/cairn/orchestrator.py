@@ -356,6 +356,7 @@ class Orchestrator:
         self.session = session
         if self.signalled:
             session.interrupt("interrupted", self.grace)
+        marker_dispatch = self._agent_pid(session, marker_dispatch)
         timer = None
         if self.config.agent.max_seconds is not None:
             timer = threading.Timer(
@@ -365,6 +366,8 @@ class Orchestrator:
             timer.start()
         try:
             for event in session.events():
+                if event.kind == "turn_started" and session.pid != marker_dispatch.pid:
+                    marker_dispatch = self._agent_pid(session, marker_dispatch)
                 if event.kind == "turn_completed":
                     self.stats.turns += 1
                     runstate.update_marker(
@@ -412,6 +415,18 @@ class Orchestrator:
         if on_turn is not None:
             on_turn()
         return result
+
+    def _agent_pid(self, session: Session, current: marker.Dispatch) -> marker.Dispatch:
+        """Record the agent's pid in the marker, so a resume after cairn was killed can stop
+        an agent left running."""
+        pid = session.pid
+        if pid is None or pid == current.pid:
+            return current
+        from cairn.owner import process_start_time
+
+        updated = current.model_copy(update={"pid": pid, "pid_started_at": process_start_time(pid)})
+        runstate.update_marker(self.ref, dispatch=updated)
+        return updated
 
     def _script(self) -> Path | None:
         script = self.config.agent.script
@@ -849,10 +864,17 @@ def resume(
                 snapshot=previous.snapshot if previous else None,
             ),
         )
+        stopped = _stop_orphaned_agent(previous, config.agent.cutoff_timeout_ms / 1000)
+        if stopped is not None:
+            display.event(
+                "warning",
+                message=f"stopped agent pid {stopped}, left running by the dead cairn process",
+            )
         if lease.takeover is not None:
             journal.record(
                 ref.run_dir,
                 "takeover",
+                stopped_agent=stopped,
                 reason=lease.takeover,
                 previous_run=previous.run if previous else None,
                 previous_owner=previous.owner.model_dump(mode="json")
@@ -875,6 +897,36 @@ def resume(
     )
     orchestrator._check_tree(report.snapshot.commit if report.snapshot else None)
     return orchestrator.execute(phase, round_number)
+
+
+def _stop_orphaned_agent(previous: marker.Marker | None, grace: float) -> int | None:
+    """An agent whose cairn died keeps running; stop its process group before resuming.
+
+    Only on this host, and only when the pid still belongs to that agent (same start time).
+    """
+    from cairn import owner
+
+    if previous is None or previous.owner is None or previous.dispatch is None:
+        return None
+    pid = previous.dispatch.pid
+    if pid is None:
+        return None
+    agent = owner.Owner(
+        host=previous.owner.host,
+        pid=pid,
+        pid_started_at=previous.dispatch.pid_started_at,
+        boot_id=previous.owner.boot_id,
+    )
+    if owner.check(agent, previous.last_updated, float("inf"), marker.now())[0] != "alive":
+        return None
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and owner.pid_alive(pid):
+            time.sleep(0.05)
+        if owner.pid_alive(pid):
+            os.killpg(pid, signal.SIGKILL)
+    return pid
 
 
 def _plan_markdown(loaded: Plan) -> str:

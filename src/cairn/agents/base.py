@@ -83,6 +83,11 @@ class Session(ABC):
 
     result: Result | None = None
 
+    @property
+    def pid(self) -> int | None:
+        """The agent's process (its process group leader) now running, if any."""
+        return None
+
     @abstractmethod
     def events(self) -> Iterator[Event]: ...
 

@@ -85,6 +85,11 @@ class CommandSession(Session):
         self._turns = 0
         self._final: str | None = None
 
+    @property
+    def pid(self) -> int | None:
+        child = self._child
+        return child.pid if child is not None else None
+
     def interrupt(self, reason: Reason, grace: float) -> None:
         if self.result is not None:
             return
