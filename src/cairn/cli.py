@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from cairn import __version__
-from cairn.commands import catchup, config, demo, progress, run, status, wip
+from cairn.commands import catchup, config, demo, hook, progress, run, status, wip
 from cairn.output import err_console
 
 app = typer.Typer(
@@ -27,6 +27,7 @@ app.command("defer")(progress.defer)
 app.command("run")(run.run)
 app.command("resume")(run.resume)
 app.add_typer(config.app, name="config")
+app.add_typer(hook.app, name="hook")
 app.command("catchup")(catchup.catchup)
 app.command("status")(status.status)
 app.command("demo")(demo.demo)

@@ -347,6 +347,7 @@ class Orchestrator:
             env=env,
             command=self.config.agent.command,
             script=self._script(),
+            pressure_turns=pressure,
         )
         marker_dispatch = marker.Dispatch(role=role, turn=0, max_turns=max_turns)
         runstate.update_marker(self.ref, "dispatch_started", dispatch=marker_dispatch)

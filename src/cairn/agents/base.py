@@ -56,6 +56,7 @@ class DispatchRequest:
     command: str | list[str] | None = None
     script: Path | None = None
     session_id: str | None = None
+    pressure_turns: int = 0
 
 
 def next_turn(
@@ -123,7 +124,7 @@ def register(cls: type[Adapter]) -> type[Adapter]:
 
 
 def get(kind: str) -> Adapter:
-    from cairn.agents import command, scripted  # noqa: F401 - registers the kinds
+    from cairn.agents import claude_code, command, scripted  # noqa: F401 - registers the kinds
 
     try:
         return REGISTRY[kind]()

@@ -1,0 +1,281 @@
+"""Claude Code: ``claude -p PROMPT --output-format stream-json --verbose --max-turns N``.
+
+Claude runs its own agent loop; one invocation may take many turns. A turn is one assistant
+message (a model call). The final ``result`` line says how it ended; ``error_max_turns`` is the
+turn cap (the CLI reports ``num_turns`` = cap + 1 then, and exits 1). When Claude finishes with
+work left and turns to spare, the dispatch continues the same session with
+``--resume <session_id>`` and the continuation prompt. Inside Claude's loop, cairn's
+``PostToolUse`` hook (passed with ``--settings``, never written into the user's files) adds the
+wrap-up directive once the turns left reach ``budget_pressure_turns``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cairn.agents import process
+from cairn.agents.base import (
+    Adapter,
+    DispatchRequest,
+    Event,
+    Reason,
+    Result,
+    Session,
+    next_turn,
+    register,
+)
+from cairn.errors import BadInput
+
+PROGRAM = "claude"
+FILE_TOOLS = {"Write", "Edit", "MultiEdit", "NotebookEdit"}
+
+
+def program_argv(command: str | list[str] | None) -> list[str]:
+    if command is None:
+        return [PROGRAM]
+    argv = shlex.split(command) if isinstance(command, str) else list(command)
+    if not argv or not all(isinstance(a, str) for a in argv):
+        raise BadInput("agent.command for kind claude-code must be a program and its arguments")
+    return argv
+
+
+def hook_settings() -> str:
+    """``--settings`` JSON that registers cairn's in-loop budget hook."""
+    command = shlex.join([sys.executable, "-m", "cairn", "hook", "claude", "post-tool-use"])
+    hook = {"matcher": "*", "hooks": [{"type": "command", "command": command}]}
+    return json.dumps({"hooks": {"PostToolUse": [hook]}})
+
+
+@dataclass
+class StreamState:
+    """What one invocation's stream has said so far."""
+
+    base: int = 0
+    turns: int = 0
+    session_id: str | None = None
+    result: dict[str, Any] | None = None
+    last_text: str | None = None
+    malformed: int = 0
+    _message: str | None = field(default=None, repr=False)
+
+    def feed(self, line: str) -> list[Event]:
+        if not line.strip():
+            return []
+        try:
+            data = json.loads(line)
+        except ValueError:
+            self.malformed += 1
+            return []
+        if not isinstance(data, dict):
+            self.malformed += 1
+            return []
+        kind = data.get("type")
+        if kind == "system" and data.get("subtype") == "init":
+            self.session_id = data.get("session_id") or self.session_id
+        elif kind == "assistant" and not data.get("parent_tool_use_id"):
+            return self._assistant(data)
+        elif kind == "result":
+            self.result = data
+            self.session_id = data.get("session_id") or self.session_id
+            return self._close_turn()
+        return []
+
+    def _assistant(self, data: dict[str, Any]) -> list[Event]:
+        message = data.get("message") or {}
+        ident = message.get("id") or data.get("uuid")
+        events = []
+        if ident != self._message:
+            events += self._close_turn()
+            self._message = ident
+            self.turns += 1
+            events.append(Event("turn_started", self.base + self.turns))
+        turn = self.base + self.turns
+        for block in message.get("content") or []:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "text" and block.get("text"):
+                self.last_text = str(block["text"])
+                events.append(Event("message", turn, {"text": self.last_text}))
+            elif block.get("type") == "tool_use":
+                name = str(block.get("name", ""))
+                tool_input = block.get("input") or {}
+                events.append(Event("tool_use", turn, {"name": name, "input": tool_input}))
+                path = tool_input.get("file_path") if isinstance(tool_input, dict) else None
+                if name in FILE_TOOLS and path:
+                    events.append(Event("file_changed", turn, {"path": path}))
+        return events
+
+    def _close_turn(self) -> list[Event]:
+        if self._message is None:
+            return []
+        self._message = None
+        return [Event("turn_completed", self.base + self.turns)]
+
+
+class ClaudeCodeAdapter(Adapter):
+    kind = "claude-code"
+
+    def preflight(self, request: DispatchRequest) -> None:
+        argv = program_argv(request.command)
+        if not Path(request.workspace).is_dir():
+            raise BadInput(f"workspace {request.workspace} is not a directory")
+        path = {**os.environ, **request.env}.get("PATH", os.defpath)
+        if "/" not in argv[0] and shutil.which(argv[0], path=path) is None:
+            raise BadInput(
+                f"{argv[0]!r} is not on PATH; install Claude Code "
+                "(npm install -g @anthropic-ai/claude-code) or set agent.command"
+            )
+
+    def start(self, request: DispatchRequest) -> Session:
+        self.preflight(request)
+        return ClaudeSession(request, program_argv(request.command))
+
+
+class ClaudeSession(Session):
+    def __init__(self, request: DispatchRequest, argv: list[str]) -> None:
+        self.request = request
+        self.argv = argv
+        self.result: Result | None = None
+        self._interrupt: Reason | None = None
+        self._grace = 0.0
+        self._child: process.Child | None = None
+        self._used = 0
+        self._session_id = request.session_id
+        self._final: str | None = None
+        self._usage: dict[str, Any] = {}
+
+    @property
+    def pid(self) -> int | None:
+        child = self._child
+        return child.pid if child is not None else None
+
+    def interrupt(self, reason: Reason, grace: float) -> None:
+        if self.result is not None:
+            return
+        if self._interrupt is None:
+            self._interrupt = reason
+        self._grace = grace
+        child = self._child
+        if child is not None:
+            child.terminate(grace)
+
+    def events(self) -> Iterator[Event]:
+        if self.result is not None:
+            return
+        try:
+            yield from self._run()
+        finally:
+            if self._child is not None:
+                self._child.close()
+
+    def _invocation(self, prompt: str) -> list[str]:
+        argv = [*self.argv, "-p", prompt, "--output-format", "stream-json", "--verbose"]
+        argv += ["--max-turns", str(self.request.max_turns - self._used)]
+        argv += ["--settings", hook_settings()]
+        if self._session_id:
+            argv += ["--resume", self._session_id]
+        return argv
+
+    def _run(self) -> Iterator[Event]:
+        while True:
+            prompt, end = next_turn(self.request, self._used + 1, lambda: self._interrupt)
+            if prompt is None:
+                self._set(end or "completed")
+                return
+            env = {
+                **self.request.env,
+                "CAIRN_MAX_TURNS": str(self.request.max_turns),
+                "CAIRN_PRESSURE_TURNS": str(self.request.pressure_turns),
+                "CAIRN_TURNS_BEFORE": str(self._used),
+            }
+            if self._child is not None:
+                self._child.close()
+            try:
+                child = process.Child(
+                    self._invocation(prompt),
+                    cwd=Path(self.request.workspace),
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                )
+            except OSError as exc:
+                self._set("error", detail=f"cannot run {self.argv[0]!r}: {exc.strerror or exc}")
+                return
+            self._child = child
+            if self._interrupt is not None:
+                child.terminate(self._grace)
+            state = StreamState(base=self._used)
+            for line in child.lines():
+                yield from state.feed(line)
+            returncode = child.wait()
+            assert returncode is not None
+            self._used += state.turns
+            self._session_id = state.session_id or self._session_id
+            self._final = state.last_text or self._final
+            if not self._continue(state, returncode, child):
+                return
+
+    def _continue(self, state: StreamState, returncode: int, child: process.Child) -> bool:
+        """Whether to run another invocation of the same session; sets the result if not."""
+        if self._interrupt is not None:
+            self._set(self._interrupt)
+            return False
+        result = state.result
+        if result is None:
+            reason = process.classify(returncode, None) or "error"
+            tail = child.stderr_tail()
+            detail = f"claude {process.describe_exit(returncode)} with no result line"
+            if state.malformed:
+                detail += f" ({state.malformed} malformed stream lines)"
+            self._set(reason, returncode if returncode > 0 else None, detail, tail)
+            return False
+        self._usage = {
+            "total_cost_usd": result.get("total_cost_usd"),
+            "usage": result.get("usage"),
+            "num_turns_reported": result.get("num_turns"),
+        }
+        subtype = result.get("subtype")
+        if subtype == "error_max_turns" or result.get("terminal_reason") == "max_turns":
+            self._set("max_turns", returncode if returncode > 0 else None)
+            return False
+        if subtype != "success" or result.get("is_error"):
+            errors = result.get("errors") or [result.get("result") or subtype]
+            detail = f"claude ended with {subtype}: {'; '.join(str(e) for e in errors)[:300]}"
+            self._set("error", returncode if returncode > 0 else None, detail)
+            return False
+        if isinstance(result.get("result"), str):
+            self._final = result["result"]
+        if state.turns == 0:
+            self._set("error", None, "claude finished without a single model turn")
+            return False
+        return True
+
+    def _set(
+        self,
+        reason: Reason,
+        exit_code: int | None = None,
+        detail: str | None = None,
+        stderr: str | None = None,
+    ) -> None:
+        if stderr:
+            detail = f"{detail}: {stderr.splitlines()[-1]}" if detail else stderr.splitlines()[-1]
+        self.result = Result(
+            reason=reason,
+            num_turns=self._used,
+            final_message=self._final,
+            session_id=self._session_id,
+            exit_code=exit_code,
+            usage=self._usage,
+            detail=detail,
+        )
+
+
+register(ClaudeCodeAdapter)

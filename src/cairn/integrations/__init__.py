@@ -1,0 +1,1 @@
+"""Integrations that agents call back into: Claude Code hooks."""
