@@ -124,7 +124,7 @@ def register(cls: type[Adapter]) -> type[Adapter]:
 
 
 def get(kind: str) -> Adapter:
-    from cairn.agents import claude_code, command, scripted  # noqa: F401 - registers the kinds
+    from cairn.agents import claude_code, codex, command, scripted  # noqa: F401 - registers
 
     try:
         return REGISTRY[kind]()

@@ -1,0 +1,258 @@
+"""Codex: ``codex exec --json PROMPT``, continued with ``codex exec resume <thread_id> PROMPT``.
+
+Codex has no turn cap, so cairn counts and enforces it. A turn here is one step of the agent:
+a completed command, file change, tool call or message item. When the count reaches
+``max_turns`` while Codex is still working, cairn stops it (SIGTERM to its process group) and
+the dispatch ends as ``max_turns``. ``todo_list`` items become ``plan_updated`` events.
+
+``agent.command`` is the command up to and including ``exec`` and its options (default
+``codex exec``), for example ``["codex", "exec", "--full-auto", "-m", "gpt-5-codex"]``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cairn.agents import process
+from cairn.agents.base import (
+    Adapter,
+    DispatchRequest,
+    Event,
+    Reason,
+    Result,
+    Session,
+    next_turn,
+    register,
+)
+from cairn.errors import BadInput
+
+DEFAULT = ["codex", "exec"]
+STEP_ITEMS = {"command_execution", "file_change", "mcp_tool_call", "web_search", "agent_message"}
+
+
+def program_argv(command: str | list[str] | None) -> list[str]:
+    if command is None:
+        return list(DEFAULT)
+    argv = shlex.split(command) if isinstance(command, str) else list(command)
+    if not argv or not all(isinstance(a, str) for a in argv):
+        raise BadInput("agent.command for kind codex must be a program and its arguments")
+    if "exec" not in argv:
+        argv.insert(1, "exec")
+    return argv
+
+
+@dataclass
+class ExecState:
+    """What one ``codex exec --json`` stream has said so far."""
+
+    base: int = 0
+    steps: int = 0
+    thread_id: str | None = None
+    completed: bool = False
+    failure: str | None = None
+    last_text: str | None = None
+    usage: dict[str, Any] | None = None
+    malformed: int = 0
+
+    def feed(self, line: str) -> list[Event]:
+        if not line.strip():
+            return []
+        try:
+            data = json.loads(line)
+        except ValueError:
+            self.malformed += 1
+            return []
+        if not isinstance(data, dict):
+            self.malformed += 1
+            return []
+        kind = data.get("type")
+        if kind == "thread.started":
+            self.thread_id = data.get("thread_id") or self.thread_id
+        elif kind == "turn.completed":
+            self.completed = True
+            self.usage = data.get("usage")
+        elif kind == "turn.failed":
+            error = data.get("error") or {}
+            self.failure = str(error.get("message") or "turn failed")
+        elif kind == "error":
+            self.failure = str(data.get("message") or "error")
+        elif kind in ("item.completed", "item.updated", "item.started"):
+            return self._item(kind, data.get("item") or {})
+        return []
+
+    def _item(self, kind: str, item: dict[str, Any]) -> list[Event]:
+        item_type = item.get("type")
+        turn = self.base + self.steps
+        if item_type == "todo_list":
+            items = [
+                {"text": str(i.get("text", "")), "completed": bool(i.get("completed"))}
+                for i in item.get("items") or []
+                if isinstance(i, dict)
+            ]
+            return [Event("plan_updated", turn, {"items": items})]
+        if kind != "item.completed" or item_type not in STEP_ITEMS:
+            return []
+        self.steps += 1
+        turn = self.base + self.steps
+        events = [Event("turn_started", turn)]
+        if item_type == "agent_message":
+            self.last_text = str(item.get("text") or "")
+            events.append(Event("message", turn, {"text": self.last_text}))
+        else:
+            events.append(Event("tool_use", turn, {"name": item_type, "input": item}))
+            for change in item.get("changes") or []:
+                if isinstance(change, dict) and change.get("path"):
+                    events.append(Event("file_changed", turn, {"path": change["path"]}))
+        events.append(Event("turn_completed", turn))
+        return events
+
+
+class CodexAdapter(Adapter):
+    kind = "codex"
+
+    def preflight(self, request: DispatchRequest) -> None:
+        argv = program_argv(request.command)
+        if not Path(request.workspace).is_dir():
+            raise BadInput(f"workspace {request.workspace} is not a directory")
+        path = {**os.environ, **request.env}.get("PATH", os.defpath)
+        if "/" not in argv[0] and shutil.which(argv[0], path=path) is None:
+            raise BadInput(
+                f"{argv[0]!r} is not on PATH; install Codex (npm install -g @openai/codex) "
+                "or set agent.command"
+            )
+
+    def start(self, request: DispatchRequest) -> Session:
+        self.preflight(request)
+        return CodexSession(request, program_argv(request.command))
+
+
+class CodexSession(Session):
+    def __init__(self, request: DispatchRequest, argv: list[str]) -> None:
+        self.request = request
+        self.argv = argv
+        self.result: Result | None = None
+        self._interrupt: Reason | None = None
+        self._capped = False
+        self._grace = 0.0
+        self._child: process.Child | None = None
+        self._used = 0
+        self._thread_id = request.session_id
+        self._final: str | None = None
+        self._usage: dict[str, Any] = {}
+
+    @property
+    def pid(self) -> int | None:
+        child = self._child
+        return child.pid if child is not None else None
+
+    def interrupt(self, reason: Reason, grace: float) -> None:
+        if self.result is not None:
+            return
+        if self._interrupt is None:
+            self._interrupt = reason
+        self._grace = grace
+        child = self._child
+        if child is not None:
+            child.terminate(grace)
+
+    def events(self) -> Iterator[Event]:
+        if self.result is not None:
+            return
+        try:
+            yield from self._run()
+        finally:
+            if self._child is not None:
+                self._child.close()
+
+    def _invocation(self, prompt: str) -> list[str]:
+        exec_at = self.argv.index("exec")
+        head, options = self.argv[: exec_at + 1], self.argv[exec_at + 1 :]
+        resume = ["resume", self._thread_id] if self._thread_id else []
+        return [*head, *options, "--json", "--skip-git-repo-check", *resume, prompt]
+
+    def _run(self) -> Iterator[Event]:
+        while True:
+            prompt, end = next_turn(self.request, self._used + 1, lambda: self._interrupt)
+            if prompt is None:
+                self._set(end or "completed")
+                return
+            if self._child is not None:
+                self._child.close()
+            try:
+                child = process.Child(
+                    self._invocation(prompt),
+                    cwd=Path(self.request.workspace),
+                    env=self.request.env,
+                    stdin=subprocess.DEVNULL,
+                )
+            except OSError as exc:
+                self._set("error", detail=f"cannot run {self.argv[0]!r}: {exc.strerror or exc}")
+                return
+            self._child = child
+            if self._interrupt is not None:
+                child.terminate(self._grace)
+            state = ExecState(base=self._used)
+            for line in child.lines():
+                for event in state.feed(line):
+                    yield event
+                    if event.kind == "turn_completed" and event.turn >= self.request.max_turns:
+                        self._cap(child)
+            returncode = child.wait()
+            assert returncode is not None
+            self._used += state.steps
+            self._thread_id = state.thread_id or self._thread_id
+            self._final = state.last_text or self._final
+            if state.usage:
+                self._usage = {"usage": state.usage}
+            if not self._continue(state, returncode, child):
+                return
+
+    def _cap(self, child: process.Child) -> None:
+        """The turn cap: Codex has none, so cairn stops it here."""
+        if not self._capped and self._interrupt is None:
+            self._capped = True
+            child.terminate(self._grace or 5.0)
+
+    def _continue(self, state: ExecState, returncode: int, child: process.Child) -> bool:
+        if self._interrupt is not None:
+            self._set(self._interrupt)
+            return False
+        if self._capped:
+            self._set("max_turns")
+            return False
+        if state.failure is not None or not state.completed:
+            reason = process.classify(returncode, None) or "error"
+            detail = state.failure or f"codex {process.describe_exit(returncode)} mid-turn"
+            if state.malformed:
+                detail += f" ({state.malformed} malformed stream lines)"
+            tail = child.stderr_tail()
+            if tail and state.failure is None:
+                detail += f": {tail.splitlines()[-1]}"
+            self._set(reason, returncode if returncode > 0 else None, detail)
+            return False
+        if state.steps == 0:
+            self._set("error", None, "codex finished a turn without a single step")
+            return False
+        return True
+
+    def _set(self, reason: Reason, exit_code: int | None = None, detail: str | None = None) -> None:
+        self.result = Result(
+            reason=reason,
+            num_turns=self._used,
+            final_message=self._final,
+            session_id=self._thread_id,
+            exit_code=exit_code,
+            usage=self._usage,
+            detail=detail,
+        )
+
+
+register(CodexAdapter)
