@@ -1105,3 +1105,23 @@ def test_resume_stops_the_agent_a_killed_cairn_left_running(
     assert p.agent_pids() == []
     assert p.named("takeover")[0]["stopped_agent"] == orphan
     assert (p.repo / "b.txt").read_text() == "partial\nrest\n"
+
+
+def test_an_agents_own_todo_list_completes_matching_tasks(project: Callable[..., Project]) -> None:
+    p = project(
+        {
+            "coder": [
+                [
+                    {"plan": [{"text": "Task 1: One", "completed": True}, "Refactor everything"]},
+                    {"plan": [{"text": "two", "completed": True}, {"text": "x", "completed": 1}]},
+                ]
+            ]
+        }
+    )
+    result = p.run()
+    assert code(result) == 0, result.stdout + result.stderr
+    tasks = p.summary().tasks
+    assert [t.status for t in tasks] == ["completed", "completed"]
+    assert all("to-do list" in (t.notes or "") for t in tasks)
+    sources = [e.get("source") for e in p.named("task")]
+    assert sources == ["todo_list", "todo_list"]

@@ -393,6 +393,8 @@ class Orchestrator:
                         on_turn()
                 elif event.kind == "message":
                     self.last_message = str(event.data.get("text", ""))[:2000] or self.last_message
+                elif event.kind == "plan_updated":
+                    self._plan_updated(event.data.get("items") or [])
         finally:
             if timer is not None:
                 timer.cancel()
@@ -416,6 +418,29 @@ class Orchestrator:
         if on_turn is not None:
             on_turn()
         return result
+
+    def _plan_updated(self, items: list[dict[str, Any]]) -> None:
+        """An agent's own to-do list (Codex todo_list): a checked item that names a plan task
+        completes that task, when the task is still open in the summary."""
+        current = self._summary()
+        if current.mode != "implementation":
+            return
+        for item in items:
+            if not item.get("completed"):
+                continue
+            task = match_task(str(item.get("text", "")), current.tasks)
+            if task is None or task.resolved:
+                continue
+            runstate.change_summary(
+                self.ref,
+                lambda s, n=task.number: summary.complete_task(
+                    s, n, marker.now(), notes="checked off in the agent's own to-do list"
+                ),
+                "task",
+                task=task.number,
+                status="completed",
+                source="todo_list",
+            )
 
     def _agent_pid(self, session: Session, current: marker.Dispatch) -> marker.Dispatch:
         """Record the agent's pid in the marker, so a resume after cairn was killed can stop
@@ -693,6 +718,22 @@ class Orchestrator:
         finally:
             for signum, old in previous.items():
                 signal.signal(signum, old)
+
+
+def _normal(text: str) -> str:
+    return " ".join("".join(c.lower() if c.isalnum() else " " for c in text).split())
+
+
+def match_task(text: str, tasks: list[Any]) -> Any:
+    """The plan task a to-do item names: "Task 3…", or the task's exact title; None if unsure."""
+    words = _normal(text)
+    for task in tasks:
+        title = _normal(task.title)
+        if words == title or words.startswith(f"task {task.number} "):
+            return task
+        if words == f"task {task.number}" or (title and words.endswith(f" {title}")):
+            return task
+    return None
 
 
 def _bullets(items: Any) -> str:

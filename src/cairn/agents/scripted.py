@@ -94,8 +94,16 @@ def _check_action(name: str, arg: Any) -> str | None:
         ok = isinstance(arg, list) and all(isinstance(a, str) for a in arg)
         return None if ok else "cairn takes a list of string arguments"
     if name == "plan":
-        ok = isinstance(arg, list) and all(isinstance(a, str) for a in arg)
-        return None if ok else "plan takes a list of strings"
+        ok = isinstance(arg, list) and all(
+            isinstance(a, str)
+            or (
+                isinstance(a, dict)
+                and isinstance(a.get("text"), str)
+                and set(a) <= {"text", "completed"}
+            )
+            for a in arg
+        )
+        return None if ok else "plan takes a list of strings or {text, completed} items"
     if name == "sleep":
         ok = isinstance(arg, int | float) and not isinstance(arg, bool) and arg >= 0
         return None if ok else "sleep takes a number of seconds ≥ 0"

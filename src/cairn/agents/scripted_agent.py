@@ -153,7 +153,8 @@ class Agent:
         elif name == "say":
             emit({"type": "message", "turn": n, "text": arg})
         elif name == "plan":
-            emit({"type": "plan_updated", "turn": n, "items": arg})
+            items = [a if isinstance(a, dict) else {"text": a, "completed": False} for a in arg]
+            emit({"type": "plan_updated", "turn": n, "items": items})
         elif name == "sleep":
             tool()
             time.sleep(arg)
