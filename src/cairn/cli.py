@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from cairn import __version__
-from cairn.commands import catchup, config, demo, hook, progress, run, status, wip
+from cairn.commands import catchup, config, demo, hook, mcp, progress, run, status, wip
 from cairn.output import err_console
 
 app = typer.Typer(
@@ -31,6 +31,7 @@ app.add_typer(hook.app, name="hook")
 app.command("catchup")(catchup.catchup)
 app.command("status")(status.status)
 app.command("demo")(demo.demo)
+app.command("mcp")(mcp.mcp)
 
 
 def _version(value: bool) -> None:
