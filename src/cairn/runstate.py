@@ -248,6 +248,8 @@ def _remove_own_marker(ref: RunRef) -> None:
 
 def _plain(changes: dict[str, Any]) -> dict[str, Any]:
     return {
-        key: value.model_dump(mode="json") if hasattr(value, "model_dump") else value
+        key: value.model_dump(mode="json", exclude_none=True)
+        if hasattr(value, "model_dump")
+        else value
         for key, value in changes.items()
     }
