@@ -97,6 +97,7 @@ class Orchestrator:
         self.grace = config.agent.cutoff_timeout_ms / 1000
         self._done_seen: set[int] = set()
         self.resumed_from: str | None = None
+        self.resume_session: str | None = None
 
     # --- the loop -------------------------------------------------------------------------
 
@@ -132,12 +133,14 @@ class Orchestrator:
         start from ``first_prompt(reason)``, then the run stops (resumable).
         """
         continuations = 0
+        session = self.resume_session if handoff is not None else None
         while True:
             current = self._summary()
             if current.resolved() == current.total():
                 runstate.finalise_summary(self.ref)
                 return
-            result = self._dispatch("coder", first_prompt(handoff), on_turn)
+            result = self._dispatch("coder", first_prompt(handoff), on_turn, session)
+            session = result.session_id or session
             current = self._summary()
             if current.resolved() == current.total():
                 runstate.finalise_summary(self.ref)
@@ -304,7 +307,9 @@ class Orchestrator:
             return configured.max_turns
         return self.config.agent.max_turns
 
-    def _dispatch(self, role: str, prompt_for: Any, on_turn: Any) -> Result:
+    def _dispatch(
+        self, role: str, prompt_for: Any, on_turn: Any, session_id: str | None = None
+    ) -> Result:
         if self.signalled:
             raise Stop(self.signalled)
         max_turns = self._max_turns(role)
@@ -348,6 +353,7 @@ class Orchestrator:
             command=self.config.agent.command,
             script=self._script(),
             pressure_turns=pressure,
+            session_id=session_id,
         )
         marker_dispatch = marker.Dispatch(role=role, turn=0, max_turns=max_turns)
         runstate.update_marker(self.ref, "dispatch_started", dispatch=marker_dispatch)
@@ -411,6 +417,7 @@ class Orchestrator:
             turns=result.num_turns,
             exit_code=result.exit_code,
             detail=result.detail,
+            session_id=result.session_id,
         )
         self.display.event(
             "dispatch_finished", dispatch=number, reason=result.reason, turns=result.num_turns
@@ -937,8 +944,18 @@ def resume(
         if status.state == "interrupted" and status.reason
         else "the previous cairn process stopped (the run was resumed with cairn resume)"
     )
+    orchestrator.resume_session = _last_session(ref, "coder")
     orchestrator._check_tree(report.snapshot.commit if report.snapshot else None)
     return orchestrator.execute(phase, round_number)
+
+
+def _last_session(ref: RunRef, role: str) -> str | None:
+    """The agent session the run's last dispatch of ``role`` used (agents that have one)."""
+    events, _ = journal.read(ref.run_dir)
+    for event in reversed(events):
+        if event.get("event") == "dispatch_finished" and event.get("role") == role:
+            return event.get("session_id")
+    return None
 
 
 def _stop_orphaned_agent(previous: marker.Marker | None, grace: float) -> int | None:
