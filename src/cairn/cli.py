@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from cairn import __version__
-from cairn.commands import catchup, config, demo, hook, mcp, progress, run, status, wip
+from cairn.commands import catchup, config, demo, hook, hooks, mcp, progress, run, status, wip
 from cairn.output import err_console
 
 app = typer.Typer(
@@ -28,6 +28,7 @@ app.command("run")(run.run)
 app.command("resume")(run.resume)
 app.add_typer(config.app, name="config")
 app.add_typer(hook.app, name="hook")
+app.add_typer(hooks.app, name="hooks")
 app.command("catchup")(catchup.catchup)
 app.command("status")(status.status)
 app.command("demo")(demo.demo)

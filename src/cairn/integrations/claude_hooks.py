@@ -4,12 +4,21 @@
 cap in ``CAIRN_MAX_TURNS``; the hook counts the session's model turns from the transcript and,
 once the turns left reach ``agent.budget_pressure_turns``, answers with the wrap-up directive as
 ``additionalContext``, which Claude reads before its next turn.
+
+``session-start``, ``snapshot`` and ``heartbeat`` are for people who drive Claude Code by hand
+(``cairn hooks install claude`` puts them in a settings file). Under ``cairn run``
+(``CAIRN_RUN_DIR`` set) they step aside: the orchestrator owns the marker and the snapshots, and
+its coder must not be told that "a run is in the middle of" its own ticket.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
-from collections.abc import Mapping
+import os
+import time
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -76,3 +85,134 @@ def _toplevel(workspace: Path) -> Path | None:
         if (candidate / ".git").exists():
             return candidate
     return None
+
+
+# --- hooks for Claude Code driven by hand ---------------------------------------------------
+
+RUN_ENV = "CAIRN_RUN_DIR"
+ATTENTION = ("in_progress", "interrupted", "stale")
+LOCK_WAIT = 2.0
+
+
+def workspace_of(payload: Mapping[str, Any], env: Mapping[str, str]) -> Path | None:
+    """The directory a hook is about: the payload's ``cwd``, else Claude's project dir, else
+    the hook's own working directory. None under ``cairn run``, where these hooks step aside."""
+    if env.get(RUN_ENV):
+        return None
+    where = payload.get("cwd") or env.get("CLAUDE_PROJECT_DIR") or os.getcwd()
+    return Path(str(where))
+
+
+def session_start(payload: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any] | None:
+    """The catch-up paragraph as ``additionalContext`` when the branch's ticket has a run in
+    flight, interrupted or stale; None (say nothing) otherwise."""
+    workspace = workspace_of(payload, env)
+    if workspace is None:
+        return None
+    from cairn.catchup import catchup, context_paragraph
+
+    report = catchup(workspace)
+    if report.state not in ATTENTION:
+        return None
+    paragraph = context_paragraph(report).rstrip()
+    if not paragraph.endswith((".", "?", "!")):
+        paragraph += "."
+    text = f"{paragraph} {_ask(report.state, report.ticket)}"
+    return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
+
+
+def _ask(state: str, ticket: str) -> str:
+    if state == "in_progress":
+        return (
+            "Another process owns this run right now. Tell the user, and ask before changing "
+            "files that run is working on."
+        )
+    text = (
+        "Resume? Before starting anything new, tell the user where the work stopped and ask "
+        "whether to pick it up: continue the remaining work in this session, or let cairn "
+        f"drive it with `cairn resume {ticket}`."
+    )
+    if state == "stale":
+        text += f" If that run was abandoned, `cairn catchup {ticket} --clear-stale` clears it."
+    return text
+
+
+def snapshot(payload: Mapping[str, Any], env: Mapping[str, str], reason: str | None) -> None:
+    """Save uncommitted work under ``refs/cairn/wip/<branch ticket>``; nothing when the tree
+    is clean or unchanged since the last snapshot."""
+    workspace = workspace_of(payload, env)
+    if workspace is None:
+        return
+    from cairn import wip
+
+    wip.save(workspace, reason=f"claude {reason or _event_reason(payload)}")
+
+
+def _event_reason(payload: Mapping[str, Any]) -> str:
+    """``PreCompact`` → ``pre-compact``; ``hook`` when the payload does not say."""
+    event = str(payload.get("hook_event_name") or "hook")
+    return "".join(f"-{c.lower()}" if c.isupper() else c for c in event).lstrip("-")
+
+
+def heartbeat(payload: Mapping[str, Any], env: Mapping[str, str]) -> bool:
+    """Rewrite the branch ticket's marker with ``last_updated`` now; False when there is none.
+
+    It runs after every tool use, so it is cheap: one ``git rev-parse`` (in ``discover``), the
+    branch read from ``HEAD`` without git, and nothing written when there is no marker.
+    """
+    workspace = workspace_of(payload, env)
+    if workspace is None:
+        return False
+    from cairn import marker, tickets
+    from cairn.layout import discover
+
+    repo, _config, layout = discover(workspace)
+    ticket = tickets.from_branch(_branch(repo))
+    path = layout.marker_path(ticket)
+    if not path.is_file():
+        return False
+    with _lock(layout.lock_path(ticket)) as held:
+        if not held:
+            return False
+        current = marker.read(path)
+        if current is None:
+            return False
+        touched = current.touched()
+        if touched.last_updated != current.last_updated:
+            marker.write(path, touched)
+    return True
+
+
+def _branch(repo: Any) -> str | None:
+    """The checked-out branch, read from ``HEAD``; git is asked only when that file does not
+    say (reftable keeps a placeholder there)."""
+    try:
+        head = (repo.git_dir / "HEAD").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        head = ""
+    if head.startswith("ref: refs/heads/") and head != "ref: refs/heads/.invalid":
+        return head.removeprefix("ref: refs/heads/")
+    if head and not head.startswith("ref:"):
+        return None
+    return repo.current_branch()
+
+
+@contextlib.contextmanager
+def _lock(path: Path) -> Iterator[bool]:
+    """The ticket's short ``.lock`` (the one every marker transition takes), waiting at most
+    ``LOCK_WAIT`` seconds: a hook never hangs the agent. Yields whether it is held."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    try:
+        deadline = time.monotonic() + LOCK_WAIT
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    yield False
+                    return
+                time.sleep(0.02)
+        yield True
+    finally:
+        os.close(fd)
