@@ -269,3 +269,31 @@ def test_hook_command_never_breaks_the_agent(tmp_path: Path) -> None:
     garbage = subprocess.run(cmd, input=b"\x00 not json", env=env, capture_output=True, check=False)
     assert (garbage.returncode, garbage.stdout, garbage.stderr) == (0, b"", b"")
     assert "cairn" in hook_settings()
+
+
+def test_hook_counts_only_this_dispatchs_turns_of_a_resumed_session(tmp_path: Path) -> None:
+    env = {"CAIRN_MAX_TURNS": "3", "CAIRN_PRESSURE_TURNS": "1", "CAIRN_RUN_DIR": str(tmp_path)}
+    path = tmp_path / "t.jsonl"
+
+    def reply(turns: int, dispatch: str) -> dict | None:
+        payload = {"cwd": str(tmp_path), "transcript_path": str(transcript(path, turns))}
+        return post_tool_use(payload, {**env, "CAIRN_DISPATCH_ID": dispatch})
+
+    assert reply(1, "coder-a") is None
+    assert reply(2, "coder-a") is not None  # 1 turn left of 3
+    # the next dispatch resumes the same session: its first turn is the session's 4th
+    assert reply(4, "coder-b") is None
+    assert reply(5, "coder-b") is not None
+    context = reply(5, "coder-b")["hookSpecificOutput"]["additionalContext"]  # type: ignore[index]
+    assert context.startswith("BUDGET: 1 turn(s) left")
+    assert sorted(p.name for p in (tmp_path / "claude-hook").iterdir()) == [
+        "coder-a.json",
+        "coder-b.json",
+    ]
+
+
+def test_a_turn_ends_when_its_tool_results_come_back() -> None:
+    state = StreamState()
+    lines = [INIT, assistant("m1", write("a")), {"type": "user", "message": {"content": []}}]
+    events = [e for line in lines for e in state.feed(json.dumps(line))]
+    assert [e.kind for e in events][-1] == "turn_completed"

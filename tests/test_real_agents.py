@@ -476,16 +476,6 @@ def test_claude_code_cutoff_snapshot_handoff_resume_and_in_loop_budget(
     assert not any(BUDGET in all_texts(r) for r in requests[:2])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG src/cairn/integrations/claude_hooks.py post_tool_use: it counts every model turn "
-        "in the session's transcript, but a continuation (or cairn resume) dispatch resumes the "
-        "session (claude --resume), so the earlier dispatches' turns count against this "
-        "dispatch's CAIRN_MAX_TURNS: 'BUDGET: 0 turn(s) left' from the new dispatch's first "
-        "tool call on (CAIRN_TURNS_BEFORE is passed by the adapter but never used)"
-    ),
-)
 def test_claude_budget_hook_counts_only_this_dispatchs_turns(
     real: Callable[..., Real], claude_bin: Path
 ) -> None:
@@ -610,16 +600,6 @@ def test_codex_cairn_caps_it_after_a_new_file_and_resume_continues_the_thread(
     assert len(rollouts) == 1 and thread in rollouts[0].name, rollouts
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG src/cairn/agents/codex.py (CodexSession._invocation) and docs/agents.md: the "
-        "documented `-s workspace-write` keeps <repo>/.git read-only in Codex's sandbox, so "
-        "the agent's `cairn task done` fails (EROFS on .git/cairn/tickets/T-1/.lock, reported "
-        "as 'internal error: OSError') and so does `git commit`; the adapter does not add the "
-        "state dir to sandbox_workspace_write.writable_roots"
-    ),
-)
 def test_codex_workspace_write_alone_lets_cairn_report(
     real: Callable[..., Real], codex_bin: Path
 ) -> None:

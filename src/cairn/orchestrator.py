@@ -354,6 +354,7 @@ class Orchestrator:
             script=self._script(),
             pressure_turns=pressure,
             session_id=session_id,
+            writable=sorted({self.repo.common_dir, self.ref.layout.root}),
         )
         marker_dispatch = marker.Dispatch(role=role, turn=0, max_turns=max_turns)
         runstate.update_marker(self.ref, "dispatch_started", dispatch=marker_dispatch)

@@ -71,6 +71,12 @@ def guarded(fn: Callable[P, R]) -> Callable[P, R]:
             raise fail(str(exc), exc.exit_code) from None
         except KeyboardInterrupt:
             raise fail("interrupted", 130) from None
+        except OSError as exc:
+            if os.environ.get("CAIRN_DEBUG"):
+                raise
+            where = f": {exc.filename}" if exc.filename else ""
+            problem = f"{exc.strerror or exc}{where}; check the permissions and free space"
+            raise fail(problem, 1) from None
         except Exception as exc:
             if os.environ.get("CAIRN_DEBUG"):
                 raise

@@ -57,6 +57,7 @@ class DispatchRequest:
     script: Path | None = None
     session_id: str | None = None
     pressure_turns: int = 0
+    writable: list[Path] = field(default_factory=list)
 
 
 def next_turn(

@@ -17,6 +17,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,6 +84,8 @@ class StreamState:
             self.session_id = data.get("session_id") or self.session_id
         elif kind == "assistant" and not data.get("parent_tool_use_id"):
             return self._assistant(data)
+        elif kind == "user" and not data.get("parent_tool_use_id"):
+            return self._close_turn()
         elif kind == "result":
             self.result = data
             self.session_id = data.get("session_id") or self.session_id
@@ -152,6 +155,7 @@ class ClaudeSession(Session):
         self._session_id = request.session_id
         self._final: str | None = None
         self._usage: dict[str, Any] = {}
+        self._dispatch_id = f"{request.role}-{uuid.uuid4().hex[:12]}"
 
     @property
     def pid(self) -> int | None:
@@ -195,6 +199,7 @@ class ClaudeSession(Session):
                 **self.request.env,
                 "CAIRN_MAX_TURNS": str(self.request.max_turns),
                 "CAIRN_PRESSURE_TURNS": str(self.request.pressure_turns),
+                "CAIRN_DISPATCH_ID": self._dispatch_id,
                 "CAIRN_TURNS_BEFORE": str(self._used),
             }
             if self._child is not None:
@@ -248,7 +253,8 @@ class ClaudeSession(Session):
             return False
         if subtype != "success" or result.get("is_error"):
             errors = result.get("errors") or [result.get("result") or subtype]
-            detail = f"claude ended with {subtype}: {'; '.join(str(e) for e in errors)[:300]}"
+            what = "reported an error" if subtype == "success" else f"ended with {subtype}"
+            detail = f"claude {what}: {'; '.join(str(e) for e in errors)[:300]}"
             self._set("error", returncode if returncode > 0 else None, detail)
             return False
         if isinstance(result.get("result"), str):

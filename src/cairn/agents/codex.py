@@ -175,6 +175,11 @@ class CodexSession(Session):
     def _invocation(self, prompt: str) -> list[str]:
         exec_at = self.argv.index("exec")
         head, options = self.argv[: exec_at + 1], self.argv[exec_at + 1 :]
+        if self.request.writable and not any("writable_roots" in a for a in options):
+            # git's directory and cairn's state are outside the workspace sandbox's reach;
+            # without them the agent can neither commit nor report progress
+            roots = json.dumps([str(p) for p in self.request.writable])
+            options = [*options, "-c", f"sandbox_workspace_write.writable_roots={roots}"]
         resume = ["resume", self._thread_id] if self._thread_id else []
         return [*head, *options, "--json", "--skip-git-repo-check", *resume, prompt]
 

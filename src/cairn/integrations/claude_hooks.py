@@ -69,6 +69,7 @@ def post_tool_use(payload: Mapping[str, Any], env: Mapping[str, str]) -> dict[st
     turns = count_turns(Path(str(transcript)))
     if turns is None:
         return None
+    turns -= _dispatch_baseline(env, turns)
     left = max_turns - turns
     if left > pressure:
         return None
@@ -78,6 +79,29 @@ def post_tool_use(payload: Mapping[str, Any], env: Mapping[str, str]) -> dict[st
         "pressure", _toplevel(workspace), remaining_turns=max(left, 0), time_note=""
     )
     return {"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": text}}
+
+
+def _dispatch_baseline(env: Mapping[str, str], turns: int) -> int:
+    """The session's model turns from before this dispatch (a resumed session keeps them).
+
+    The hook first fires after a tool call of the dispatch's first turn, so the turns before
+    that moment, less that one, were someone else's; the number is kept per dispatch
+    (``CAIRN_DISPATCH_ID``) in the run directory.
+    """
+    run_dir, dispatch = env.get("CAIRN_RUN_DIR"), env.get("CAIRN_DISPATCH_ID")
+    if not run_dir or not dispatch or not dispatch.replace("-", "").isalnum():
+        return 0
+    from cairn import durable
+
+    path = Path(run_dir) / "claude-hook" / f"{dispatch}.json"
+    data = durable.read_state_file(path, "hook baseline", 4096)
+    if data is not None:
+        baseline = json.loads(data).get("baseline", 0)
+        return int(baseline) if isinstance(baseline, int) else 0
+    baseline = max(turns - 1, 0)
+    durable.ensure_dir(path.parent)
+    durable.atomic_write(path, json.dumps({"baseline": baseline}), fsync=False)
+    return baseline
 
 
 def _toplevel(workspace: Path) -> Path | None:
