@@ -23,6 +23,9 @@ CAPTURED = FIXTURES / "max-turns.stream.jsonl"
 
 FAKE = r"""
 import json, os, sys, time
+if sys.argv[1:] == ["--version"]:
+    print(os.environ.get("FAKE_VERSION", "2.1.328 (Claude Code)"))
+    sys.exit(0)
 log = os.environ["FAKE_CLAUDE_LOG"]
 with open(log, "a") as handle:
     handle.write(json.dumps(sys.argv[1:]) + "\n")
@@ -297,3 +300,23 @@ def test_a_turn_ends_when_its_tool_results_come_back() -> None:
     lines = [INIT, assistant("m1", write("a")), {"type": "user", "message": {"content": []}}]
     events = [e for line in lines for e in state.feed(json.dumps(line))]
     assert [e.kind for e in events][-1] == "turn_completed"
+
+
+@pytest.mark.parametrize(
+    ("reported", "needle"),
+    [("1.0.44 (Claude Code)", "older than 2.1.0"), ("hello", "not a Claude Code version")],
+)
+def test_wrong_version_is_bad_input(
+    tmp_path: Path, fake_claude, reported: str, needle: str
+) -> None:  # type: ignore[no-untyped-def]
+    env = {**fake_claude([{"lines": []}]), "FAKE_VERSION": reported}
+    request = DispatchRequest(
+        role="coder",
+        workspace=tmp_path,
+        run_dir=tmp_path,
+        max_turns=5,
+        next_prompt=lambda turn: "go",
+        env=env,
+    )
+    with pytest.raises(BadInput, match=needle):
+        get("claude-code").preflight(request)

@@ -18,6 +18,9 @@ CAPTURED = Path(__file__).parent / "fixtures" / "codex-0.169.0" / "turn-failed.e
 
 FAKE = r"""
 import json, os, sys, time
+if sys.argv[1:] == ["--version"]:
+    print(os.environ.get("FAKE_VERSION", "codex-cli 0.169.0"))
+    sys.exit(0)
 log = os.environ["FAKE_CODEX_LOG"]
 with open(log, "a") as handle:
     handle.write(json.dumps(sys.argv[1:]) + "\n")

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cairn.agents import process
+from cairn.agents import process, versions
 from cairn.agents.base import (
     Adapter,
     DispatchRequest,
@@ -37,6 +37,7 @@ from cairn.agents.base import (
 from cairn.errors import BadInput
 
 PROGRAM = "claude"
+MINIMUM_VERSION = (2, 1, 0)
 FILE_TOOLS = {"Write", "Edit", "MultiEdit", "NotebookEdit"}
 
 
@@ -137,6 +138,7 @@ class ClaudeCodeAdapter(Adapter):
                 f"{argv[0]!r} is not on PATH; install Claude Code "
                 "(npm install -g @anthropic-ai/claude-code) or set agent.command"
             )
+        versions.require(argv[0], request.env, "Claude Code", MINIMUM_VERSION)
 
     def start(self, request: DispatchRequest) -> Session:
         self.preflight(request)

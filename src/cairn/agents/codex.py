@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cairn.agents import process
+from cairn.agents import process, versions
 from cairn.agents.base import (
     Adapter,
     DispatchRequest,
@@ -35,6 +35,7 @@ from cairn.agents.base import (
 from cairn.errors import BadInput
 
 DEFAULT = ["codex", "exec"]
+MINIMUM_VERSION = (0, 100, 0)
 STEP_ITEMS = {"command_execution", "file_change", "mcp_tool_call", "web_search", "agent_message"}
 
 
@@ -128,6 +129,7 @@ class CodexAdapter(Adapter):
                 f"{argv[0]!r} is not on PATH; install Codex (npm install -g @openai/codex) "
                 "or set agent.command"
             )
+        versions.require(argv[0], request.env, "Codex", MINIMUM_VERSION)
 
     def start(self, request: DispatchRequest) -> Session:
         self.preflight(request)
