@@ -120,9 +120,9 @@ def test_captured_failure_stream() -> None:
     state = ExecState()
     for line in CAPTURED.read_text().splitlines():
         state.feed(line)
-    assert state.thread_id == "01a2299c-8def-7973-82c8-23416684b994"
+    assert state.session_id == "01a2299c-8def-7973-82c8-23416684b994"
     assert state.failure is not None and "high demand" in state.failure
-    assert not state.completed and state.steps == 0
+    assert not state.completed and state.turns == 0
 
 
 def test_steps_are_turns_and_todo_list_is_a_plan(tmp_path: Path, fake_codex) -> None:  # type: ignore[no-untyped-def]

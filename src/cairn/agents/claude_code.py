@@ -15,25 +15,15 @@ import json
 import os
 import shlex
 import shutil
-import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from cairn.agents import process, versions
-from cairn.agents.base import (
-    Adapter,
-    DispatchRequest,
-    Event,
-    Reason,
-    Result,
-    Session,
-    next_turn,
-    register,
-)
+from cairn.agents.base import Adapter, DispatchRequest, Event, Session, register
+from cairn.agents.streaming import StreamingSession
 from cairn.errors import BadInput
 
 PROGRAM = "claude"
@@ -145,43 +135,10 @@ class ClaudeCodeAdapter(Adapter):
         return ClaudeSession(request, program_argv(request.command))
 
 
-class ClaudeSession(Session):
+class ClaudeSession(StreamingSession):
     def __init__(self, request: DispatchRequest, argv: list[str]) -> None:
-        self.request = request
-        self.argv = argv
-        self.result: Result | None = None
-        self._interrupt: Reason | None = None
-        self._grace = 0.0
-        self._child: process.Child | None = None
-        self._used = 0
-        self._session_id = request.session_id
-        self._final: str | None = None
-        self._usage: dict[str, Any] = {}
+        super().__init__(request, argv)
         self._dispatch_id = f"{request.role}-{uuid.uuid4().hex[:12]}"
-
-    @property
-    def pid(self) -> int | None:
-        child = self._child
-        return child.pid if child is not None else None
-
-    def interrupt(self, reason: Reason, grace: float) -> None:
-        if self.result is not None:
-            return
-        if self._interrupt is None:
-            self._interrupt = reason
-        self._grace = grace
-        child = self._child
-        if child is not None:
-            child.terminate(grace)
-
-    def events(self) -> Iterator[Event]:
-        if self.result is not None:
-            return
-        try:
-            yield from self._run()
-        finally:
-            if self._child is not None:
-                self._child.close()
 
     def _invocation(self, prompt: str) -> list[str]:
         argv = [*self.argv, "-p", prompt, "--output-format", "stream-json", "--verbose"]
@@ -191,44 +148,16 @@ class ClaudeSession(Session):
             argv += ["--resume", self._session_id]
         return argv
 
-    def _run(self) -> Iterator[Event]:
-        while True:
-            prompt, end = next_turn(self.request, self._used + 1, lambda: self._interrupt)
-            if prompt is None:
-                self._set(end or "completed")
-                return
-            env = {
-                **self.request.env,
-                "CAIRN_MAX_TURNS": str(self.request.max_turns),
-                "CAIRN_PRESSURE_TURNS": str(self.request.pressure_turns),
-                "CAIRN_DISPATCH_ID": self._dispatch_id,
-                "CAIRN_TURNS_BEFORE": str(self._used),
-            }
-            if self._child is not None:
-                self._child.close()
-            try:
-                child = process.Child(
-                    self._invocation(prompt),
-                    cwd=Path(self.request.workspace),
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                )
-            except OSError as exc:
-                self._set("error", detail=f"cannot run {self.argv[0]!r}: {exc.strerror or exc}")
-                return
-            self._child = child
-            if self._interrupt is not None:
-                child.terminate(self._grace)
-            state = StreamState(base=self._used)
-            for line in child.lines():
-                yield from state.feed(line)
-            returncode = child.wait()
-            assert returncode is not None
-            self._used += state.turns
-            self._session_id = state.session_id or self._session_id
-            self._final = state.last_text or self._final
-            if not self._continue(state, returncode, child):
-                return
+    def _env(self) -> dict[str, str]:
+        return {
+            **self.request.env,
+            "CAIRN_MAX_TURNS": str(self.request.max_turns),
+            "CAIRN_PRESSURE_TURNS": str(self.request.pressure_turns),
+            "CAIRN_DISPATCH_ID": self._dispatch_id,
+        }
+
+    def _stream(self) -> StreamState:
+        return StreamState(base=self._used)
 
     def _continue(self, state: StreamState, returncode: int, child: process.Child) -> bool:
         """Whether to run another invocation of the same session; sets the result if not."""
@@ -265,25 +194,6 @@ class ClaudeSession(Session):
             self._set("error", None, "claude finished without a single model turn")
             return False
         return True
-
-    def _set(
-        self,
-        reason: Reason,
-        exit_code: int | None = None,
-        detail: str | None = None,
-        stderr: str | None = None,
-    ) -> None:
-        if stderr:
-            detail = f"{detail}: {stderr.splitlines()[-1]}" if detail else stderr.splitlines()[-1]
-        self.result = Result(
-            reason=reason,
-            num_turns=self._used,
-            final_message=self._final,
-            session_id=self._session_id,
-            exit_code=exit_code,
-            usage=self._usage,
-            detail=detail,
-        )
 
 
 register(ClaudeCodeAdapter)

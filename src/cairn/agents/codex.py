@@ -15,23 +15,13 @@ import json
 import os
 import shlex
 import shutil
-import subprocess
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cairn.agents import process, versions
-from cairn.agents.base import (
-    Adapter,
-    DispatchRequest,
-    Event,
-    Reason,
-    Result,
-    Session,
-    next_turn,
-    register,
-)
+from cairn.agents.base import Adapter, DispatchRequest, Event, Session, register
+from cairn.agents.streaming import StreamingSession
 from cairn.errors import BadInput
 
 DEFAULT = ["codex", "exec"]
@@ -55,8 +45,8 @@ class ExecState:
     """What one ``codex exec --json`` stream has said so far."""
 
     base: int = 0
-    steps: int = 0
-    thread_id: str | None = None
+    turns: int = 0
+    session_id: str | None = None
     completed: bool = False
     failure: str | None = None
     last_text: str | None = None
@@ -76,7 +66,7 @@ class ExecState:
             return []
         kind = data.get("type")
         if kind == "thread.started":
-            self.thread_id = data.get("thread_id") or self.thread_id
+            self.session_id = data.get("thread_id") or self.session_id
         elif kind == "turn.completed":
             self.completed = True
             self.usage = data.get("usage")
@@ -91,7 +81,7 @@ class ExecState:
 
     def _item(self, kind: str, item: dict[str, Any]) -> list[Event]:
         item_type = item.get("type")
-        turn = self.base + self.steps
+        turn = self.base + self.turns
         if item_type == "todo_list":
             items = [
                 {"text": str(i.get("text", "")), "completed": bool(i.get("completed"))}
@@ -101,8 +91,8 @@ class ExecState:
             return [Event("plan_updated", turn, {"items": items})]
         if kind != "item.completed" or item_type not in STEP_ITEMS:
             return []
-        self.steps += 1
-        turn = self.base + self.steps
+        self.turns += 1
+        turn = self.base + self.turns
         events = [Event("turn_started", turn)]
         if item_type == "agent_message":
             self.last_text = str(item.get("text") or "")
@@ -136,43 +126,10 @@ class CodexAdapter(Adapter):
         return CodexSession(request, program_argv(request.command))
 
 
-class CodexSession(Session):
+class CodexSession(StreamingSession):
     def __init__(self, request: DispatchRequest, argv: list[str]) -> None:
-        self.request = request
-        self.argv = argv
-        self.result: Result | None = None
-        self._interrupt: Reason | None = None
+        super().__init__(request, argv)
         self._capped = False
-        self._grace = 0.0
-        self._child: process.Child | None = None
-        self._used = 0
-        self._thread_id = request.session_id
-        self._final: str | None = None
-        self._usage: dict[str, Any] = {}
-
-    @property
-    def pid(self) -> int | None:
-        child = self._child
-        return child.pid if child is not None else None
-
-    def interrupt(self, reason: Reason, grace: float) -> None:
-        if self.result is not None:
-            return
-        if self._interrupt is None:
-            self._interrupt = reason
-        self._grace = grace
-        child = self._child
-        if child is not None:
-            child.terminate(grace)
-
-    def events(self) -> Iterator[Event]:
-        if self.result is not None:
-            return
-        try:
-            yield from self._run()
-        finally:
-            if self._child is not None:
-                self._child.close()
 
     def _invocation(self, prompt: str) -> list[str]:
         exec_at = self.argv.index("exec")
@@ -182,45 +139,15 @@ class CodexSession(Session):
             # without them the agent can neither commit nor report progress
             roots = json.dumps([str(p) for p in self.request.writable])
             options = [*options, "-c", f"sandbox_workspace_write.writable_roots={roots}"]
-        resume = ["resume", self._thread_id] if self._thread_id else []
+        resume = ["resume", self._session_id] if self._session_id else []
         return [*head, *options, "--json", "--skip-git-repo-check", *resume, prompt]
 
-    def _run(self) -> Iterator[Event]:
-        while True:
-            prompt, end = next_turn(self.request, self._used + 1, lambda: self._interrupt)
-            if prompt is None:
-                self._set(end or "completed")
-                return
-            if self._child is not None:
-                self._child.close()
-            try:
-                child = process.Child(
-                    self._invocation(prompt),
-                    cwd=Path(self.request.workspace),
-                    env=self.request.env,
-                    stdin=subprocess.DEVNULL,
-                )
-            except OSError as exc:
-                self._set("error", detail=f"cannot run {self.argv[0]!r}: {exc.strerror or exc}")
-                return
-            self._child = child
-            if self._interrupt is not None:
-                child.terminate(self._grace)
-            state = ExecState(base=self._used)
-            for line in child.lines():
-                for event in state.feed(line):
-                    yield event
-                    if event.kind == "turn_completed" and event.turn >= self.request.max_turns:
-                        self._cap(child)
-            returncode = child.wait()
-            assert returncode is not None
-            self._used += state.steps
-            self._thread_id = state.thread_id or self._thread_id
-            self._final = state.last_text or self._final
-            if state.usage:
-                self._usage = {"usage": state.usage}
-            if not self._continue(state, returncode, child):
-                return
+    def _stream(self) -> ExecState:
+        return ExecState(base=self._used)
+
+    def _seen(self, event: Event, child: process.Child) -> None:
+        if event.kind == "turn_completed" and event.turn >= self.request.max_turns:
+            self._cap(child)
 
     def _cap(self, child: process.Child) -> None:
         """The turn cap: Codex has none, so cairn stops it here."""
@@ -229,6 +156,8 @@ class CodexSession(Session):
             child.terminate(self._grace or 5.0)
 
     def _continue(self, state: ExecState, returncode: int, child: process.Child) -> bool:
+        if state.usage:
+            self._usage = {"usage": state.usage}
         if self._interrupt is not None:
             self._set(self._interrupt)
             return False
@@ -245,21 +174,10 @@ class CodexSession(Session):
                 detail += f": {tail.splitlines()[-1]}"
             self._set(reason, returncode if returncode > 0 else None, detail)
             return False
-        if state.steps == 0:
+        if state.turns == 0:
             self._set("error", None, "codex finished a turn without a single step")
             return False
         return True
-
-    def _set(self, reason: Reason, exit_code: int | None = None, detail: str | None = None) -> None:
-        self.result = Result(
-            reason=reason,
-            num_turns=self._used,
-            final_message=self._final,
-            session_id=self._thread_id,
-            exit_code=exit_code,
-            usage=self._usage,
-            detail=detail,
-        )
 
 
 register(CodexAdapter)
