@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import signal
 import stat
@@ -296,3 +297,50 @@ def reap(pid: int, timeout: float = 30.0) -> int:
 def wait_ok(pid: int, timeout: float = 60.0) -> None:
     """Reap a forked child and check that it exited 0."""
     assert reap(pid, timeout) == 0, f"child {pid} failed"
+
+
+FAKE_CLI = r"""
+import json, os, sys, time
+if sys.argv[1:] == ["--version"]:
+    print(os.environ.get("FAKE_VERSION", VERSION))
+    sys.exit(0)
+log = os.environ["FAKE_CLI_LOG"]
+with open(log, "a") as handle:
+    handle.write(json.dumps(sys.argv[1:]) + "\n")
+calls = sum(1 for _ in open(log))
+script = json.load(open(os.environ["FAKE_CLI_SCRIPT"]))
+step = script[min(calls, len(script)) - 1]
+for line in step.get("lines", []):
+    print(line if isinstance(line, str) else json.dumps(line), flush=True)
+    time.sleep(step.get("pause", 0))
+if step.get("hang"):
+    time.sleep(60)
+if step.get("kill"):
+    os.kill(os.getpid(), 9)
+sys.exit(step.get("exit", 0))
+"""
+
+
+class FakeCli:
+    """A stand-in agent CLI (a real subprocess): each invocation logs its arguments and plays
+    the next step of a script: stream lines (with a pause), then hang, kill itself or exit."""
+
+    def __init__(self, directory: Path, name: str, version: str) -> None:
+        self.directory = directory
+        self.log = directory / f"{name}-calls.jsonl"
+        program = directory / name
+        program.write_text(f"#!{sys.executable}\nVERSION = {version!r}\n{FAKE_CLI}")
+        program.chmod(0o755)
+
+    def __call__(self, script: list[dict[str, object]]) -> dict[str, str]:
+        """Load ``script``; returns the environment that puts this program first on PATH."""
+        path = self.directory / "fake-cli-script.json"
+        path.write_text(json.dumps(script))
+        return {
+            "FAKE_CLI_LOG": str(self.log),
+            "FAKE_CLI_SCRIPT": str(path),
+            "PATH": f"{self.directory}{os.pathsep}{os.environ['PATH']}",
+        }
+
+    def calls(self) -> list[list[str]]:
+        return [json.loads(line) for line in self.log.read_text().splitlines()]

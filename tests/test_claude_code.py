@@ -17,30 +17,10 @@ from cairn.agents.base import DispatchRequest, get
 from cairn.agents.claude_code import StreamState, hook_settings
 from cairn.errors import BadInput
 from cairn.integrations.claude_hooks import count_turns, post_tool_use
+from conftest import FakeCli
 
 FIXTURES = Path(__file__).parent / "fixtures" / "claude-code-2.1.328"
 CAPTURED = FIXTURES / "max-turns.stream.jsonl"
-
-FAKE = r"""
-import json, os, sys, time
-if sys.argv[1:] == ["--version"]:
-    print(os.environ.get("FAKE_VERSION", "2.1.328 (Claude Code)"))
-    sys.exit(0)
-log = os.environ["FAKE_CLAUDE_LOG"]
-with open(log, "a") as handle:
-    handle.write(json.dumps(sys.argv[1:]) + "\n")
-calls = sum(1 for _ in open(log))
-script = json.load(open(os.environ["FAKE_CLAUDE_SCRIPT"]))
-step = script[min(calls, len(script)) - 1]
-for line in step.get("lines", []):
-    print(line if isinstance(line, str) else json.dumps(line), flush=True)
-    time.sleep(step.get("pause", 0))
-if step.get("hang"):
-    time.sleep(60)
-if step.get("kill"):
-    os.kill(os.getpid(), 9)
-sys.exit(step.get("exit", 0))
-"""
 
 
 def assistant(ident: str, *blocks: dict) -> dict:
@@ -70,22 +50,8 @@ def result(subtype: str = "success", **extra: object) -> dict:
 
 
 @pytest.fixture
-def fake_claude(tmp_path: Path):  # type: ignore[no-untyped-def]
-    program = tmp_path / "claude"
-    program.write_text(f"#!{sys.executable}\n{FAKE}")
-    program.chmod(0o755)
-    log = tmp_path / "calls.jsonl"
-
-    def make(script: list[dict]) -> dict[str, str]:
-        (tmp_path / "script.json").write_text(json.dumps(script))
-        return {
-            "FAKE_CLAUDE_LOG": str(log),
-            "FAKE_CLAUDE_SCRIPT": str(tmp_path / "script.json"),
-            "PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}",
-        }
-
-    make.log = log  # type: ignore[attr-defined]
-    return make
+def fake_claude(tmp_path: Path) -> FakeCli:
+    return FakeCli(tmp_path, "claude", "2.1.328 (Claude Code)")
 
 
 def dispatch(tmp_path: Path, env: dict[str, str], prompts: list[str | None], max_turns: int = 5):  # type: ignore[no-untyped-def]
@@ -108,10 +74,6 @@ def dispatch(tmp_path: Path, env: dict[str, str], prompts: list[str | None], max
     return session, list(session.events()), asked
 
 
-def calls(log: Path) -> list[list[str]]:
-    return [json.loads(line) for line in log.read_text().splitlines()]
-
-
 def test_captured_stream_is_three_turns_cut_at_the_cap() -> None:
     state = StreamState()
     events = [e for line in CAPTURED.read_text().splitlines() for e in state.feed(line)]
@@ -130,7 +92,7 @@ def test_turn_cap_is_max_turns(tmp_path: Path, fake_claude) -> None:  # type: ig
     assert session.result.reason == "max_turns"
     assert session.result.num_turns == 3
     assert session.result.session_id == "6a71b482-fb2e-43d1-bc85-5e0c27dc37e3"
-    (argv,) = calls(fake_claude.log)
+    (argv,) = fake_claude.calls()
     assert argv[:2] == ["-p", "do the plan"]
     assert argv[argv.index("--max-turns") + 1] == "3"
     assert "--verbose" in argv and argv[argv.index("--output-format") + 1] == "stream-json"
@@ -150,7 +112,7 @@ def test_finished_with_work_left_resumes_the_session(tmp_path: Path, fake_claude
     assert session.result.reason == "completed"
     assert session.result.num_turns == 2
     assert session.result.final_message == "all done"
-    first, second = calls(fake_claude.log)
+    first, second = fake_claude.calls()
     assert "--resume" not in first
     assert second[:2] == ["-p", "continue please"]
     assert second[second.index("--resume") + 1] == "sess-1"

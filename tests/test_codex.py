@@ -3,9 +3,6 @@ subprocess replaying ``exec --json`` lines): cairn's own turn cap, resume, failu
 
 from __future__ import annotations
 
-import json
-import os
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,27 +10,9 @@ import pytest
 from cairn.agents.base import DispatchRequest, get
 from cairn.agents.codex import ExecState, program_argv
 from cairn.errors import BadInput
+from conftest import FakeCli
 
 CAPTURED = Path(__file__).parent / "fixtures" / "codex-0.169.0" / "turn-failed.exec.jsonl"
-
-FAKE = r"""
-import json, os, sys, time
-if sys.argv[1:] == ["--version"]:
-    print(os.environ.get("FAKE_VERSION", "codex-cli 0.169.0"))
-    sys.exit(0)
-log = os.environ["FAKE_CODEX_LOG"]
-with open(log, "a") as handle:
-    handle.write(json.dumps(sys.argv[1:]) + "\n")
-calls = sum(1 for _ in open(log))
-script = json.load(open(os.environ["FAKE_CODEX_SCRIPT"]))
-step = script[min(calls, len(script)) - 1]
-for line in step.get("lines", []):
-    print(line if isinstance(line, str) else json.dumps(line), flush=True)
-    time.sleep(step.get("pause", 0))
-if step.get("hang"):
-    time.sleep(60)
-sys.exit(step.get("exit", 0))
-"""
 
 THREAD = {"type": "thread.started", "thread_id": "thr-1"}
 TURN = {"type": "turn.started"}
@@ -75,22 +54,8 @@ TODO = {
 
 
 @pytest.fixture
-def fake_codex(tmp_path: Path):  # type: ignore[no-untyped-def]
-    program = tmp_path / "codex"
-    program.write_text(f"#!{sys.executable}\n{FAKE}")
-    program.chmod(0o755)
-    log = tmp_path / "calls.jsonl"
-
-    def make(script: list[dict]) -> dict[str, str]:
-        (tmp_path / "script.json").write_text(json.dumps(script))
-        return {
-            "FAKE_CODEX_LOG": str(log),
-            "FAKE_CODEX_SCRIPT": str(tmp_path / "script.json"),
-            "PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}",
-        }
-
-    make.log = log  # type: ignore[attr-defined]
-    return make
+def fake_codex(tmp_path: Path) -> FakeCli:
+    return FakeCli(tmp_path, "codex", "codex-cli 0.169.0")
 
 
 def dispatch(tmp_path: Path, env: dict[str, str], prompts: list[str | None], max_turns: int = 10):  # type: ignore[no-untyped-def]
@@ -110,10 +75,6 @@ def dispatch(tmp_path: Path, env: dict[str, str], prompts: list[str | None], max
     )
     session = get("codex").start(request)
     return session, list(session.events()), asked
-
-
-def calls(log: Path) -> list[list[str]]:
-    return [json.loads(line) for line in log.read_text().splitlines()]
 
 
 def test_captured_failure_stream() -> None:
@@ -138,7 +99,7 @@ def test_steps_are_turns_and_todo_list_is_a_plan(tmp_path: Path, fake_codex) -> 
     (plan,) = [e for e in events if e.kind == "plan_updated"]
     assert plan.data["items"][0] == {"text": "Task 1", "completed": True}
     assert [e.data["path"] for e in events if e.kind == "file_changed"] == ["a.py"]
-    (argv,) = calls(fake_codex.log)
+    (argv,) = fake_codex.calls()
     assert argv == ["exec", "--json", "--skip-git-repo-check", "do it"]
 
 
@@ -160,7 +121,7 @@ def test_work_left_resumes_the_thread(tmp_path: Path, fake_codex) -> None:  # ty
     session, _, asked = dispatch(tmp_path, env, ["first", "continue", None])
     assert session.result.reason == "completed"
     assert session.result.num_turns == 3
-    first, second = calls(fake_codex.log)
+    first, second = fake_codex.calls()
     assert "resume" not in first
     assert second[-3:] == ["resume", "thr-1", "continue"]
     assert asked == [1, 2, 4]
