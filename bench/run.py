@@ -14,7 +14,7 @@ Two parts, each against a baseline measured in the same run:
    ``max_turns = turns + 1``, ``preserve_uncommitted_work = false`` (no snapshots) and
    ``loop.phases = ["implement"]``. Timed (``--runs`` runs of each, round-robin):
 
-   * ``cairn.orchestrator.run`` in-process (API): discovery, config, plan, run state, then per
+   * ``cairn.launch.run`` in-process (API): discovery, config, plan, run state, then per
      turn the prompt (summary read, template, pressure check), the marker rewrite, the journal
      append and the summary read after the turn (the task-completion check); then the end;
    * the same with ``os.fsync`` a no-op in this process (the agent's own fsyncs stay): what
@@ -89,7 +89,7 @@ FINAL = ["task", "done", "1", "--outcome", "bench"]
 SNAPSHOT_FILES = 100_000
 SNAPSHOT_TICKET = "BENCH-3"
 SNAPSHOT_RUN = "20250602-090000Z"
-ORCH = "cairn.orchestrator.run (API)"
+ORCH = "cairn.launch.run (API)"
 NOFSYNC = "the same, os.fsync a no-op"
 BASE = "adapter only (baseline)"
 KINDS = (BASE, ORCH, NOFSYNC)
@@ -223,13 +223,13 @@ def fsyncs_recorded(durable: bool) -> Iterator[None]:
 
 
 def orchestrated(project: Project, ticket: str, durable: bool = True) -> Timing:
-    """One ``cairn.orchestrator.run``; checks that it did what was scripted."""
-    from cairn import orchestrator
+    """One ``cairn.launch.run``; checks that it did what was scripted."""
+    from cairn import launch
 
     STAMPS.clear()
     with fsyncs_recorded(durable):
         started = time.perf_counter()
-        outcome = orchestrator.run(project.path, project.plan, ticket=ticket, agent=TIMED_KIND)
+        outcome = launch.run(project.path, project.plan, ticket=ticket, agent=TIMED_KIND)
         elapsed = time.perf_counter() - started
     if outcome.status != "completed" or outcome.turns != project.turns or outcome.dispatches != 1:
         raise RuntimeError(

@@ -124,7 +124,7 @@ def prepare(directory: Path) -> tuple[Path, Path]:
 
 def tour(directory: Path, say: Callable[[str], None], run_display: object) -> int:
     """Play the demo; returns the exit code of the final resume (0 when all went well)."""
-    from cairn import catchup, orchestrator, summary
+    from cairn import catchup, launch, summary
     from cairn.display import Display
     from cairn.summary.render import status_line
 
@@ -134,7 +134,7 @@ def tour(directory: Path, say: Callable[[str], None], run_display: object) -> in
     say("   has a 3-turn cap and is scripted to be cut off in task 2, right after it")
     say("   creates a new, untracked file (src/divide.py).\n")
     say(f"$ cairn run {plan.name}")
-    first = orchestrator.run(repo, plan, display=run_display)
+    first = launch.run(repo, plan, display=run_display)
     say(f"→ {first.status} ({first.reason}), exit code {first.exit_code}\n")
 
     say("2. Nothing is lost. The snapshot holds the untracked file:")
@@ -159,7 +159,7 @@ def tour(directory: Path, say: Callable[[str], None], run_display: object) -> in
     say("")
 
     say(f"3. $ cairn resume {first.ticket}")
-    second = orchestrator.resume(repo, first.ticket, display=run_display)
+    second = launch.resume(repo, first.ticket, display=run_display)
     say(f"→ {second.status}, exit code {second.exit_code}\n")
 
     final = summary.load(Path(second.summary_path or ""))

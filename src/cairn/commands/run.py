@@ -39,10 +39,10 @@ def run(
     workspace: Workspace = Path("."),
 ) -> None:
     """Run a plan: implement, review, fix; any stop is saved and resumable (exit 3)."""
-    from cairn import orchestrator
+    from cairn import launch
 
     options = {"agent": agent, "max_turns": max_turns, "takeover": takeover}
-    _drive(json, lambda d: orchestrator.run(workspace, plan, ticket=ticket, display=d, **options))
+    _drive(json, lambda d: launch.run(workspace, plan, ticket=ticket, display=d, **options))
 
 
 @guarded
@@ -57,10 +57,10 @@ def resume(
     workspace: Workspace = Path("."),
 ) -> None:
     """Continue an interrupted run in its run directory; never touches the work tree."""
-    from cairn import orchestrator
+    from cairn import launch
 
     options = {"agent": agent, "max_turns": max_turns, "takeover": takeover}
-    _drive(json, lambda d: orchestrator.resume(workspace, ticket, display=d, **options))
+    _drive(json, lambda d: launch.resume(workspace, ticket, display=d, **options))
 
 
 def _drive(json: bool, start: Callable[[Display], RunOutcome]) -> None:
