@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from cairn import durable
 from cairn.modelserver import anthropic, openai
 from cairn.modelserver.scenario import Entry, Scenario, Script, load_scenario, parse_scenario
 
@@ -305,6 +306,6 @@ class ModelServer:
             }
             self.requests.append(line)
             if self.record_path is not None:
-                with self.record_path.open("a", encoding="utf-8") as out:
-                    out.write(json.dumps(line, ensure_ascii=False) + "\n")
+                record = json.dumps(line, ensure_ascii=False)
+                durable.append_line(self.record_path, record, fsync=False)
         return entry
