@@ -18,21 +18,22 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+# Runs first, then snapshots, then what agents call while they work, then set-up.
+app.command("run")(run.run)
+app.command("resume")(run.resume)
+app.command("catchup")(catchup.catchup)
+app.command("status")(status.status)
+app.command("demo")(demo.demo)
 app.add_typer(wip.app, name="wip")
 app.add_typer(progress.task_app, name="task")
 app.command("finding")(progress.finding)
 app.command("gate")(progress.gate)
 app.command("ac")(progress.ac)
 app.command("defer")(progress.defer)
-app.command("run")(run.run)
-app.command("resume")(run.resume)
-app.add_typer(config.app, name="config")
-app.add_typer(hook.app, name="hook")
-app.add_typer(hooks.app, name="hooks")
-app.command("catchup")(catchup.catchup)
-app.command("status")(status.status)
-app.command("demo")(demo.demo)
 app.command("mcp")(mcp.mcp)
+app.add_typer(config.app, name="config")
+app.add_typer(hooks.app, name="hooks")
+app.add_typer(hook.app, name="hook", hidden=True)
 
 
 def _version(value: bool) -> None:

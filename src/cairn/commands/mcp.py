@@ -10,8 +10,7 @@ from cairn.output import guarded
 
 @guarded
 def mcp(workspace: Workspace = Path(".")) -> None:
-    """Serve task_start, task_done, finding_update, gate_result, progress, catchup and wip_save
-    as MCP tools on stdin/stdout (for an agent's MCP config)."""
+    """Serve cairn's progress tools (task_done, catchup, wip_save, …) over MCP on stdio."""
     from cairn.mcp_server import serve
 
     serve(workspace)
