@@ -344,3 +344,34 @@ class FakeCli:
 
     def calls(self) -> list[list[str]]:
         return [json.loads(line) for line in self.log.read_text().splitlines()]
+
+
+def play_dispatch(
+    kind: str,
+    workspace: Path,
+    env: dict[str, str],
+    prompts: list[str | None],
+    max_turns: int,
+    pressure_turns: int = 0,
+):  # type: ignore[no-untyped-def]
+    """Start a real dispatch of ``kind`` whose n-th prompt request gets ``prompts[n]`` (the last
+    one repeats); returns the session, every event, and the turn numbers asked for."""
+    from cairn.agents.base import DispatchRequest, get
+
+    asked: list[int] = []
+
+    def next_prompt(turn: int) -> str | None:
+        asked.append(turn)
+        return prompts[min(len(asked), len(prompts)) - 1]
+
+    request = DispatchRequest(
+        role="coder",
+        workspace=workspace,
+        run_dir=workspace,
+        max_turns=max_turns,
+        next_prompt=next_prompt,
+        env=env,
+        pressure_turns=pressure_turns,
+    )
+    session = get(kind).start(request)
+    return session, list(session.events()), asked

@@ -17,7 +17,7 @@ from cairn.agents.base import DispatchRequest, get
 from cairn.agents.claude_code import StreamState, hook_settings
 from cairn.errors import BadInput
 from cairn.integrations.claude_hooks import count_turns, post_tool_use
-from conftest import FakeCli
+from conftest import FakeCli, play_dispatch
 
 FIXTURES = Path(__file__).parent / "fixtures" / "claude-code-2.1.328"
 CAPTURED = FIXTURES / "max-turns.stream.jsonl"
@@ -55,23 +55,7 @@ def fake_claude(tmp_path: Path) -> FakeCli:
 
 
 def dispatch(tmp_path: Path, env: dict[str, str], prompts: list[str | None], max_turns: int = 5):  # type: ignore[no-untyped-def]
-    asked: list[int] = []
-
-    def next_prompt(turn: int) -> str | None:
-        asked.append(turn)
-        return prompts[min(len(asked), len(prompts)) - 1]
-
-    request = DispatchRequest(
-        role="coder",
-        workspace=tmp_path,
-        run_dir=tmp_path,
-        max_turns=max_turns,
-        next_prompt=next_prompt,
-        env=env,
-        pressure_turns=2,
-    )
-    session = get("claude-code").start(request)
-    return session, list(session.events()), asked
+    return play_dispatch("claude-code", tmp_path, env, prompts, max_turns, pressure_turns=2)
 
 
 def test_captured_stream_is_three_turns_cut_at_the_cap() -> None:

@@ -10,7 +10,7 @@ import pytest
 from cairn.agents.base import DispatchRequest, get
 from cairn.agents.codex import ExecState, program_argv
 from cairn.errors import BadInput
-from conftest import FakeCli
+from conftest import FakeCli, play_dispatch
 
 CAPTURED = Path(__file__).parent / "fixtures" / "codex-0.169.0" / "turn-failed.exec.jsonl"
 
@@ -59,22 +59,7 @@ def fake_codex(tmp_path: Path) -> FakeCli:
 
 
 def dispatch(tmp_path: Path, env: dict[str, str], prompts: list[str | None], max_turns: int = 10):  # type: ignore[no-untyped-def]
-    asked: list[int] = []
-
-    def next_prompt(turn: int) -> str | None:
-        asked.append(turn)
-        return prompts[min(len(asked), len(prompts)) - 1]
-
-    request = DispatchRequest(
-        role="coder",
-        workspace=tmp_path,
-        run_dir=tmp_path,
-        max_turns=max_turns,
-        next_prompt=next_prompt,
-        env=env,
-    )
-    session = get("codex").start(request)
-    return session, list(session.events()), asked
+    return play_dispatch("codex", tmp_path, env, prompts, max_turns)
 
 
 def test_captured_failure_stream() -> None:

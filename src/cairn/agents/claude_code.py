@@ -12,18 +12,15 @@ wrap-up directive once the turns left reach ``budget_pressure_turns``.
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import shutil
 import sys
 import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from cairn.agents import process, versions
-from cairn.agents.base import Adapter, DispatchRequest, Event, Session, register
-from cairn.agents.streaming import StreamingSession
+from cairn.agents import process
+from cairn.agents.base import DispatchRequest, Event, Session, register
+from cairn.agents.streaming import StreamingAdapter, StreamingSession
 from cairn.errors import BadInput
 
 PROGRAM = "claude"
@@ -115,24 +112,17 @@ class StreamState:
         return [Event("turn_completed", self.base + self.turns)]
 
 
-class ClaudeCodeAdapter(Adapter):
+class ClaudeCodeAdapter(StreamingAdapter):
     kind = "claude-code"
+    product = "Claude Code"
+    install = "npm install -g @anthropic-ai/claude-code"
+    minimum_version = MINIMUM_VERSION
 
-    def preflight(self, request: DispatchRequest) -> None:
-        argv = program_argv(request.command)
-        if not Path(request.workspace).is_dir():
-            raise BadInput(f"workspace {request.workspace} is not a directory")
-        path = {**os.environ, **request.env}.get("PATH", os.defpath)
-        if "/" not in argv[0] and shutil.which(argv[0], path=path) is None:
-            raise BadInput(
-                f"{argv[0]!r} is not on PATH; install Claude Code "
-                "(npm install -g @anthropic-ai/claude-code) or set agent.command"
-            )
-        versions.require(argv[0], request.env, "Claude Code", MINIMUM_VERSION)
+    def program(self, command: str | list[str] | None) -> list[str]:
+        return program_argv(command)
 
-    def start(self, request: DispatchRequest) -> Session:
-        self.preflight(request)
-        return ClaudeSession(request, program_argv(request.command))
+    def session(self, request: DispatchRequest, argv: list[str]) -> Session:
+        return ClaudeSession(request, argv)
 
 
 class ClaudeSession(StreamingSession):

@@ -12,16 +12,13 @@ the dispatch ends as ``max_turns``. ``todo_list`` items become ``plan_updated`` 
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import shutil
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from cairn.agents import process, versions
-from cairn.agents.base import Adapter, DispatchRequest, Event, Session, register
-from cairn.agents.streaming import StreamingSession
+from cairn.agents import process
+from cairn.agents.base import DispatchRequest, Event, Session, register
+from cairn.agents.streaming import StreamingAdapter, StreamingSession
 from cairn.errors import BadInput
 
 DEFAULT = ["codex", "exec"]
@@ -106,24 +103,17 @@ class ExecState:
         return events
 
 
-class CodexAdapter(Adapter):
+class CodexAdapter(StreamingAdapter):
     kind = "codex"
+    product = "Codex"
+    install = "npm install -g @openai/codex"
+    minimum_version = MINIMUM_VERSION
 
-    def preflight(self, request: DispatchRequest) -> None:
-        argv = program_argv(request.command)
-        if not Path(request.workspace).is_dir():
-            raise BadInput(f"workspace {request.workspace} is not a directory")
-        path = {**os.environ, **request.env}.get("PATH", os.defpath)
-        if "/" not in argv[0] and shutil.which(argv[0], path=path) is None:
-            raise BadInput(
-                f"{argv[0]!r} is not on PATH; install Codex (npm install -g @openai/codex) "
-                "or set agent.command"
-            )
-        versions.require(argv[0], request.env, "Codex", MINIMUM_VERSION)
+    def program(self, command: str | list[str] | None) -> list[str]:
+        return program_argv(command)
 
-    def start(self, request: DispatchRequest) -> Session:
-        self.preflight(request)
-        return CodexSession(request, program_argv(request.command))
+    def session(self, request: DispatchRequest, argv: list[str]) -> Session:
+        return CodexSession(request, argv)
 
 
 class CodexSession(StreamingSession):

@@ -74,40 +74,11 @@ class CommandAdapter(Adapter):
         return CommandSession(request, command_argv(request.command))
 
 
-class CommandSession(Session):
+class CommandSession(process.ChildSession):
     def __init__(self, request: DispatchRequest, argv: list[str]) -> None:
-        self.request = request
-        self.argv = argv
-        self.result: Result | None = None
-        self._interrupt: Reason | None = None
-        self._grace = 0.0
-        self._child: process.Child | None = None
+        super().__init__(request, argv)
         self._turns = 0
         self._final: str | None = None
-
-    @property
-    def pid(self) -> int | None:
-        child = self._child
-        return child.pid if child is not None else None
-
-    def interrupt(self, reason: Reason, grace: float) -> None:
-        if self.result is not None:
-            return
-        if self._interrupt is None:
-            self._interrupt = reason
-        self._grace = grace
-        child = self._child
-        if child is not None:
-            child.terminate(grace)
-
-    def events(self) -> Iterator[Event]:
-        if self.result is not None:
-            return
-        try:
-            yield from self._run()
-        finally:
-            if self._child is not None:
-                self._child.close()
 
     def _run(self) -> Iterator[Event]:
         uses_arg = any(PLACEHOLDER in arg for arg in self.argv)

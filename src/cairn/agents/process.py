@@ -16,11 +16,12 @@ import signal
 import subprocess
 import tempfile
 import threading
+from abc import abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
-from cairn.agents.base import Reason
+from cairn.agents.base import DispatchRequest, Event, Reason, Result, Session
 
 POLL_INTERVAL = 0.05
 STDERR_TAIL = 2000
@@ -214,3 +215,43 @@ class Child:
             with contextlib.suppress(OSError):
                 self.proc.stdout.close()
         self._errfile.close()
+
+
+class ChildSession(Session):
+    """A session whose agent runs as one child process at a time (``self._child``): its pid,
+    a non-blocking interrupt, and cleanup of the child however ``events()`` ends."""
+
+    def __init__(self, request: DispatchRequest, argv: list[str]) -> None:
+        self.request = request
+        self.argv = argv
+        self.result: Result | None = None
+        self._interrupt: Reason | None = None
+        self._grace = 0.0
+        self._child: Child | None = None
+
+    @property
+    def pid(self) -> int | None:
+        child = self._child
+        return child.pid if child is not None else None
+
+    def interrupt(self, reason: Reason, grace: float) -> None:
+        if self.result is not None:
+            return
+        if self._interrupt is None:
+            self._interrupt = reason
+        self._grace = grace
+        child = self._child
+        if child is not None:
+            child.terminate(grace)
+
+    def events(self) -> Iterator[Event]:
+        if self.result is not None:
+            return
+        try:
+            yield from self._run()
+        finally:
+            if self._child is not None:
+                self._child.close()
+
+    @abstractmethod
+    def _run(self) -> Iterator[Event]: ...

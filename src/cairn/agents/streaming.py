@@ -7,14 +7,25 @@ spare, the next invocation continues the same agent session with the next prompt
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 from abc import abstractmethod
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
-from cairn.agents import process
-from cairn.agents.base import DispatchRequest, Event, Reason, Result, Session, next_turn
+from cairn.agents import process, versions
+from cairn.agents.base import (
+    Adapter,
+    DispatchRequest,
+    Event,
+    Reason,
+    Result,
+    Session,
+    next_turn,
+)
+from cairn.errors import BadInput
 
 
 class Stream(Protocol):
@@ -27,42 +38,44 @@ class Stream(Protocol):
     def feed(self, line: str) -> list[Event]: ...
 
 
-class StreamingSession(Session):
+class StreamingAdapter(Adapter):
+    """An agent CLI on PATH at a version cairn reads; its sessions stream JSON lines."""
+
+    product: ClassVar[str]
+    install: ClassVar[str]
+    minimum_version: ClassVar[tuple[int, int, int]]
+
+    @abstractmethod
+    def program(self, command: str | list[str] | None) -> list[str]:
+        """The program and the user's options, from ``agent.command``."""
+
+    @abstractmethod
+    def session(self, request: DispatchRequest, argv: list[str]) -> Session: ...
+
+    def preflight(self, request: DispatchRequest) -> None:
+        argv = self.program(request.command)
+        if not Path(request.workspace).is_dir():
+            raise BadInput(f"workspace {request.workspace} is not a directory")
+        path = {**os.environ, **request.env}.get("PATH", os.defpath)
+        if "/" not in argv[0] and shutil.which(argv[0], path=path) is None:
+            raise BadInput(
+                f"{argv[0]!r} is not on PATH; install {self.product} ({self.install}) "
+                "or set agent.command"
+            )
+        versions.require(argv[0], request.env, self.product, self.minimum_version)
+
+    def start(self, request: DispatchRequest) -> Session:
+        self.preflight(request)
+        return self.session(request, self.program(request.command))
+
+
+class StreamingSession(process.ChildSession):
     def __init__(self, request: DispatchRequest, argv: list[str]) -> None:
-        self.request = request
-        self.argv = argv
-        self.result: Result | None = None
-        self._interrupt: Reason | None = None
-        self._grace = 0.0
-        self._child: process.Child | None = None
+        super().__init__(request, argv)
         self._used = 0
         self._session_id = request.session_id
         self._final: str | None = None
         self._usage: dict[str, Any] = {}
-
-    @property
-    def pid(self) -> int | None:
-        child = self._child
-        return child.pid if child is not None else None
-
-    def interrupt(self, reason: Reason, grace: float) -> None:
-        if self.result is not None:
-            return
-        if self._interrupt is None:
-            self._interrupt = reason
-        self._grace = grace
-        child = self._child
-        if child is not None:
-            child.terminate(grace)
-
-    def events(self) -> Iterator[Event]:
-        if self.result is not None:
-            return
-        try:
-            yield from self._run()
-        finally:
-            if self._child is not None:
-                self._child.close()
 
     @abstractmethod
     def _invocation(self, prompt: str) -> list[str]: ...
