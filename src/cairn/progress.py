@@ -76,7 +76,10 @@ def task_done(
 
 
 def task_set_aside(ref: RunRef, number: int, status: str, notes: str | None) -> Summary:
-    """Mark a task ``skipped`` or ``deferred``."""
+    """Mark a task ``skipped`` or ``deferred``; the notes saying why are required."""
+    if not notes or not notes.strip():
+        verb = {"skipped": "skip", "deferred": "defer"}[status]
+        raise BadInput(f"task {verb} needs --notes saying why; nothing was written")
     operation = {"skipped": summary.skip_task, "deferred": summary.defer_task}[status]
     return change_summary(
         ref,
