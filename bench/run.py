@@ -14,7 +14,7 @@ Two parts, each against a baseline measured in the same run:
    ``max_turns = turns + 1``, ``preserve_uncommitted_work = false`` (no snapshots) and
    ``loop.phases = ["implement"]``. Timed (``--runs`` runs of each, round-robin):
 
-   * ``cairn.launch.run`` in-process (API): discovery, config, plan, run state, then per
+   * ``cairn.run.launch.run`` in-process (API): discovery, config, plan, run state, then per
      turn the prompt (summary read, template, pressure check), the marker rewrite, the journal
      append and the summary read after the turn (the task-completion check); then the end;
    * the same with ``os.fsync`` a no-op in this process (the agent's own fsyncs stay): what
@@ -22,7 +22,7 @@ Two parts, each against a baseline measured in the same run:
    * the baseline: the same script played through the same adapter with no orchestrator,
      ``cairn.agents.base.get(...).start(DispatchRequest(...))`` with a constant ``next_prompt``,
      iterating its events. Its run directory is made beforehand (untimed) by
-     ``cairn.runstate.begin``, so the final ``cairn task done 1`` does the same work in both.
+     ``cairn.state.runstate.begin``, so the final ``cairn task done 1`` does the same work in both.
 
    All three use the scripted adapter registered under another kind that timestamps every
    event as it leaves the session (one list append). That gives, in every run, the wall time
@@ -89,7 +89,7 @@ FINAL = ["task", "done", "1", "--outcome", "bench"]
 SNAPSHOT_FILES = 100_000
 SNAPSHOT_TICKET = "BENCH-3"
 SNAPSHOT_RUN = "20250602-090000Z"
-ORCH = "cairn.launch.run (API)"
+ORCH = "cairn.run.launch.run (API)"
 NOFSYNC = "the same, os.fsync a no-op"
 BASE = "adapter only (baseline)"
 KINDS = (BASE, ORCH, NOFSYNC)
@@ -151,12 +151,10 @@ FSYNCS: list[float] = []  # when cairn's process called os.fsync in the last orc
 def register_timed_adapter() -> None:
     """The scripted adapter, with a timestamp of every event as it leaves the session (one list
     append per event). Both the orchestrated runs and the baseline use it."""
-    from cairn.agents.base import DispatchRequest, Session, get, register
-    from cairn.agents.scripted import ScriptedAdapter
+    from cairn.agents import ADAPTERS
+    from cairn.agents.base import DispatchRequest, Session
+    from cairn.agents.scripted.adapter import ScriptedAdapter
 
-    get("scripted")  # imports the built-in kinds first
-
-    @register
     class TimedScriptedAdapter(ScriptedAdapter):
         kind = TIMED_KIND
 
@@ -171,6 +169,8 @@ def register_timed_adapter() -> None:
 
             session.events = events  # type: ignore[method-assign]
             return session
+
+    ADAPTERS[TIMED_KIND] = TimedScriptedAdapter
 
 
 @dataclass
@@ -223,8 +223,8 @@ def fsyncs_recorded(durable: bool) -> Iterator[None]:
 
 
 def orchestrated(project: Project, ticket: str, durable: bool = True) -> Timing:
-    """One ``cairn.launch.run``; checks that it did what was scripted."""
-    from cairn import launch
+    """One ``cairn.run.launch.run``; checks that it did what was scripted."""
+    from cairn.run import launch
 
     STAMPS.clear()
     with fsyncs_recorded(durable):
@@ -243,10 +243,12 @@ def direct(project: Project, ticket: str) -> Timing:
     """The same script through the adapter alone, with a constant prompt.
 
     The run directory (and with it the summary the final ``cairn task done`` reports to) is made
-    first, untimed, by ``cairn.runstate.begin``; the run is finished afterwards, untimed."""
-    from cairn import layout, marker, runstate, summary
-    from cairn.agents.base import DispatchRequest, get
-    from cairn.durations import parse_duration
+    first, untimed, by ``cairn.state.runstate.begin``; the run is finished afterwards, untimed."""
+    from cairn import summary
+    from cairn.agents import get
+    from cairn.agents.base import DispatchRequest
+    from cairn.state import layout, marker, runstate
+    from cairn.util.durations import parse_duration
 
     repo, config, state = layout.discover(project.path)
     ref, lease = runstate.begin(
@@ -600,7 +602,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     # No cairn executable is run: the scripted agent calls ``python -m cairn``.
-    ready = start("run.py", argv, Path(sys.executable), "cairn.orchestrator", with_filesystem=True)
+    ready = start(
+        "run.py", argv, Path(sys.executable), "cairn.run.orchestrator", with_filesystem=True
+    )
     if ready is None:
         return 2
     info, command = ready

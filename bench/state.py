@@ -23,7 +23,7 @@ Three parts, each against baselines measured in the same run:
    cairn's own renderers and written with the ticket and run ids substituted. 100 snapshot
    refs: one real ``cairn.wip.save``, and 99 more refs at the same commit (94 on tickets with
    state, 5 on tickets with none). Timed: the CLI (``cairn status --json``), the API
-   (``cairn.status.status``), ``git status`` and ``python -c pass`` (median of ``--runs``).
+   (``cairn.state.status.status``), ``git status`` and ``python -c pass`` (median of ``--runs``).
    ``--profile`` (or a CLI over the target) adds a cProfile of the API call.
 3. **``cairn catchup``** on a ticket (of the same repository) with ``--catchup-runs`` runs, the
    last one interrupted: CLI ``--json`` and API, against ``git status``.
@@ -140,7 +140,7 @@ def summary_finished(ticket: str, run: str, tasks: int, now: datetime) -> Any:
 
 
 def realistic_marker(ticket: str, run: str, owner: Any, now: datetime, task: int = 5) -> Any:
-    from cairn import marker
+    from cairn.state import marker
 
     return marker.Marker(
         skill="impl",
@@ -160,8 +160,8 @@ def realistic_marker(ticket: str, run: str, owner: Any, now: datetime, task: int
 
 
 def journal_bytes(scratch: Path, ticket: str, run: str, tasks: int, finished: bool) -> bytes:
-    """A run's journal written by ``cairn.journal.record`` (about 25 + 2 × tasks events)."""
-    from cairn import journal, owner
+    """A run's journal written by ``cairn.state.journal.record`` (about 25 + 2 × tasks events)."""
+    from cairn.state import journal, owner
 
     run_dir = scratch / f"journal-{tasks}-{finished}"
     shutil.rmtree(run_dir, ignore_errors=True)
@@ -235,8 +235,9 @@ class WriteOp:
 
 def write_ops(root: Path, plans: Sequence[int]) -> tuple[list[WriteOp], Callable[[], None]]:
     """The measured operations and a function that releases their leases."""
-    from cairn import marker, owner, runstate, summary
-    from cairn.layout import Layout
+    from cairn import summary
+    from cairn.state import marker, owner, runstate
+    from cairn.state.layout import Layout
 
     shutil.rmtree(root, ignore_errors=True)
     (root / "plain").mkdir(parents=True)
@@ -439,8 +440,9 @@ class Templates:
     """One rendered file per kind, with placeholders for the ticket and the run id."""
 
     def __init__(self, scratch: Path) -> None:
-        from cairn import marker, owner, summary
-        from cairn.owner import Owner
+        from cairn import summary
+        from cairn.state import marker, owner
+        from cairn.state.owner import Owner
 
         now = marker.now()
         t, r = TEMPLATE_TICKET, TEMPLATE_RUN
@@ -528,8 +530,8 @@ def build_repo(tickets: int, catchup_runs: int, rebuild: bool) -> StateRepo:
 
 def refresh_live(repo: StateRepo) -> None:
     """Markers of live owners: this process on this host, or another host updated just now."""
-    from cairn import marker, owner
-    from cairn.owner import Owner
+    from cairn.state import marker, owner
+    from cairn.state.owner import Owner
 
     now = marker.now()
     me = owner.me()
@@ -620,7 +622,7 @@ def raw_walk(state_root: Path) -> int:
 
 
 def measure_status(repo: StateRepo, cairn: Path, runs: int) -> dict[str, Any]:
-    from cairn.status import status
+    from cairn.state.status import status
 
     path = str(repo.path)
     states = check_status(repo, status(repo.path))
@@ -639,7 +641,7 @@ def measure_status(repo: StateRepo, cairn: Path, runs: int) -> dict[str, Any]:
                 [str(cairn), "status", "--json", "-C", path]
             ),
             "cairn status, table (CLI)": lambda: run_cmd([str(cairn), "status", "-C", path]),
-            "cairn.status.status (API)": lambda: status(repo.path),
+            "cairn.state.status.status (API)": lambda: status(repo.path),
             FLOOR: lambda: raw_walk(repo.state_root),
         },
         runs,
@@ -648,7 +650,7 @@ def measure_status(repo: StateRepo, cairn: Path, runs: int) -> dict[str, Any]:
 
 
 def measure_catchup(repo: StateRepo, cairn: Path, runs: int) -> dict[str, Any]:
-    from cairn.catchup import catchup
+    from cairn.state.catchup import catchup
 
     ticket, path = repo.catchup_ticket, str(repo.path)
     report = catchup(repo.path, ticket)
@@ -666,7 +668,7 @@ def measure_catchup(repo: StateRepo, cairn: Path, runs: int) -> dict[str, Any]:
             f"cairn catchup {ticket} --json (CLI)": lambda: run_cmd(
                 [str(cairn), "catchup", ticket, "--json", "-C", path]
             ),
-            "cairn.catchup.catchup (API)": lambda: catchup(repo.path, ticket),
+            "cairn.state.catchup.catchup (API)": lambda: catchup(repo.path, ticket),
         },
         runs,
     )
@@ -674,7 +676,7 @@ def measure_catchup(repo: StateRepo, cairn: Path, runs: int) -> dict[str, Any]:
 
 
 def profile_status(repo: StateRepo, top: int) -> dict[str, Any]:
-    from cairn.status import status
+    from cairn.state.status import status
 
     profiler = cProfile.Profile()
     started = time.perf_counter()
@@ -804,7 +806,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    ready = start("state.py", argv, args.cairn, "cairn.status", with_filesystem=True)
+    ready = start("state.py", argv, args.cairn, "cairn.state.status", with_filesystem=True)
     if ready is None:
         return 2
     info, command = ready
@@ -815,7 +817,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     status_result = measure_status(repo, args.cairn, args.runs)
     catchup_result = measure_catchup(repo, args.cairn, args.runs)
     cli = status_result["times"]["cairn status --json (CLI)"].median
-    api = status_result["times"]["cairn.status.status (API)"].median
+    api = status_result["times"]["cairn.state.status.status (API)"].median
     met = cli <= STATUS_TARGET_S if args.tickets >= TARGET_TICKETS else None
     profile = None
     if args.profile or cli > STATUS_TARGET_S or api > STATUS_TARGET_S:
@@ -869,7 +871,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(times_table(catchup_result["times"], ("git status", "python -c pass")))
     if profile is not None:
         print(
-            f"\n## cProfile of cairn.status.status "
+            f"\n## cProfile of cairn.state.status.status "
             f"({profile['total_s']:.3f} s under the profiler)\n"
         )
         print("By own time:\n")

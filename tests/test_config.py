@@ -9,7 +9,7 @@ import pytest
 
 from cairn import config, wip
 from cairn.errors import BadInput
-from conftest import (
+from helpers import (
     assert_one_line_error,
     cairn,
     git,

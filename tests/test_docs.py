@@ -6,10 +6,11 @@ import json
 import re
 from pathlib import Path
 
-from cairn import journal, marker, summary
-from cairn.catchup import CatchupReport
+from cairn import summary
 from cairn.config import Config, load
-from cairn.status import StatusRow
+from cairn.state import journal, marker
+from cairn.state.catchup import CatchupReport
+from cairn.state.status import StatusRow
 from cairn.wip.meta import SnapshotMeta
 from cairn.wip.models import RestoreResult, SaveResult, SnapshotInfo
 
@@ -101,8 +102,8 @@ def test_journal_and_catchup_examples() -> None:
 
 
 def test_run_outcome_example_and_prompt_table() -> None:
-    from cairn import prompts
-    from cairn.orchestrator import RunOutcome
+    from cairn.run import prompts
+    from cairn.run.orchestrator import RunOutcome
 
     (outcome,) = blocks("run.md", "json")
     assert list(json.loads(outcome)) == list(RunOutcome.model_fields)
@@ -110,7 +111,7 @@ def test_run_outcome_example_and_prompt_table() -> None:
     text = (ROOT / "docs" / "run.md").read_text()
     for name in prompts.NAMES:
         assert f"| `{name}` |" in text, name
-        template = (ROOT / "src" / "cairn" / "prompts" / f"{name}.md").read_text()
+        template = (ROOT / "src" / "cairn" / "run" / "prompts" / f"{name}.md").read_text()
         row = next(line for line in text.splitlines() if line.startswith(f"| `{name}` |"))
         documented = set(re.findall(r"`(\w+)`", row.split("|")[3]))
         assert documented == set(re.findall(r"\$(\w+)", template)), name

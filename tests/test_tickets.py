@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from cairn import tickets, wip
 from cairn.errors import BadInput
-from conftest import (
+from helpers import (
     assert_one_line_error,
     cairn,
     git,

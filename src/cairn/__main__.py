@@ -1,3 +1,3 @@
-from cairn.cli import main
+from cairn.cli.app import main
 
 main()

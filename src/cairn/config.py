@@ -22,8 +22,8 @@ from pydantic import (
     model_validator,
 )
 
-from cairn.durations import parse_duration
 from cairn.errors import BadInput
+from cairn.util.durations import parse_duration
 
 MiB = 1024 * 1024
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b)?", re.IGNORECASE)

@@ -12,8 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from cairn.errors import BadInput
-
 Reason = Literal["completed", "max_turns", "timeout", "interrupted", "crashed", "error"]
 EventKind = Literal[
     "turn_started", "turn_completed", "tool_use", "file_changed", "plan_updated", "message"
@@ -114,21 +112,3 @@ class Adapter(ABC):
 
     @abstractmethod
     def start(self, request: DispatchRequest) -> Session: ...
-
-
-REGISTRY: dict[str, type[Adapter]] = {}
-
-
-def register(cls: type[Adapter]) -> type[Adapter]:
-    REGISTRY[cls.kind] = cls
-    return cls
-
-
-def get(kind: str) -> Adapter:
-    from cairn.agents import claude_code, codex, command, scripted  # noqa: F401 - registers
-
-    try:
-        return REGISTRY[kind]()
-    except KeyError:
-        known = ", ".join(sorted(REGISTRY))
-        raise BadInput(f"unknown agent kind {kind!r}; use one of {known}") from None

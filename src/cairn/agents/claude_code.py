@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cairn.agents import process
-from cairn.agents.base import DispatchRequest, Event, Session, register
+from cairn.agents.base import DispatchRequest, Event, Session
 from cairn.agents.streaming import StreamingAdapter, StreamingSession
 from cairn.errors import BadInput
 
@@ -184,6 +184,3 @@ class ClaudeSession(StreamingSession):
             self._set("error", None, "claude finished without a single model turn")
             return False
         return True
-
-
-register(ClaudeCodeAdapter)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cairn.agents import process
-from cairn.agents.base import DispatchRequest, Event, Session, register
+from cairn.agents.base import DispatchRequest, Event, Session
 from cairn.agents.streaming import StreamingAdapter, StreamingSession
 from cairn.errors import BadInput
 
@@ -168,6 +168,3 @@ class CodexSession(StreamingSession):
             self._set("error", None, "codex finished a turn without a single step")
             return False
         return True
-
-
-register(CodexAdapter)

@@ -30,7 +30,6 @@ from cairn.agents.base import (
     Result,
     Session,
     next_turn,
-    register,
 )
 from cairn.errors import BadInput
 
@@ -55,7 +54,6 @@ def command_argv(command: str | list[str] | None) -> list[str]:
     return argv
 
 
-@register
 class CommandAdapter(Adapter):
     kind = "command"
 

@@ -73,7 +73,7 @@ def post_tool_use(payload: Mapping[str, Any], env: Mapping[str, str]) -> dict[st
     left = max_turns - turns
     if left > pressure:
         return None
-    from cairn import prompts
+    from cairn.run import prompts
 
     text = prompts.render(
         "pressure", _toplevel(workspace), remaining_turns=max(left, 0), time_note=""
@@ -91,7 +91,7 @@ def _dispatch_baseline(env: Mapping[str, str], turns: int) -> int:
     run_dir, dispatch = env.get("CAIRN_RUN_DIR"), env.get("CAIRN_DISPATCH_ID")
     if not run_dir or not dispatch or not dispatch.replace("-", "").isalnum():
         return 0
-    from cairn import durable
+    from cairn.util import durable
 
     path = Path(run_dir) / "claude-hook" / f"{dispatch}.json"
     data = durable.read_state_file(path, "hook baseline", 4096)
@@ -133,7 +133,7 @@ def session_start(payload: Mapping[str, Any], env: Mapping[str, str]) -> dict[st
     workspace = workspace_of(payload, env)
     if workspace is None:
         return None
-    from cairn.catchup import catchup, context_paragraph
+    from cairn.state.catchup import catchup, context_paragraph
 
     report = catchup(workspace)
     if report.state not in ATTENTION:
@@ -187,8 +187,9 @@ def heartbeat(payload: Mapping[str, Any], env: Mapping[str, str]) -> bool:
     workspace = workspace_of(payload, env)
     if workspace is None:
         return False
-    from cairn import marker, tickets
-    from cairn.layout import discover
+    from cairn import tickets
+    from cairn.state import marker
+    from cairn.state.layout import discover
 
     repo, _config, layout = discover(workspace)
     ticket = tickets.from_branch(_branch(repo))

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from cairn import durable
 from cairn.errors import BadInput
+from cairn.util import durable
 
 Scope = Literal["project", "local", "user"]
 Action = Literal["added", "updated", "unchanged", "removed"]

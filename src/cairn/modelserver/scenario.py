@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cairn import yaml_io
+from cairn.util import yaml_io
 
 APIS = ("anthropic", "openai")
 ANSWER_KEYS = ("text", "tool", "tools", "error")

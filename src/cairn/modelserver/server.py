@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from cairn import durable
 from cairn.modelserver import anthropic, openai
 from cairn.modelserver.scenario import Entry, Scenario, Script, load_scenario, parse_scenario
+from cairn.util import durable
 
 MODEL_IDS = ("scripted-model",)
 

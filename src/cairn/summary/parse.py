@@ -10,7 +10,6 @@ from typing import Any, NoReturn
 
 from pydantic import TypeAdapter, ValidationError
 
-from cairn import yaml_io
 from cairn.summary.model import (
     FINDING_FIELD,
     FINDING_ID,
@@ -28,6 +27,7 @@ from cairn.summary.model import (
     Ticket,
 )
 from cairn.summary.render import title as render_title
+from cairn.util import yaml_io
 
 Line = tuple[int, str]
 

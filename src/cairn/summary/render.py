@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from cairn import yaml_io
 from cairn.summary.model import SECTIONS, Finding, Gate, Summary, Task
+from cairn.util import yaml_io
 
 _BACKTICKS = re.compile(r"`+")
 

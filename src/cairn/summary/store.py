@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cairn.durable import atomic_write, decode_text, read_state_file
 from cairn.summary.model import Summary
 from cairn.summary.parse import parse
 from cairn.summary.render import render
+from cairn.util.durable import atomic_write, decode_text, read_state_file
 
 WHAT = "change summary"
 READ_LIMIT = 4 * 1024 * 1024

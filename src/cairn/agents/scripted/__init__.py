@@ -1,0 +1,1 @@
+"""The scripted agent: a deterministic agent for demos, tests and fault injection."""

@@ -1,0 +1,120 @@
+"""``cairn hooks install|uninstall claude``: cairn's safety net for Claude Code driven by hand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from cairn.cli.commands.options import Workspace
+from cairn.cli.output import console, guarded
+from cairn.errors import BadInput
+
+if TYPE_CHECKING:
+    from cairn.integrations.claude_settings import Scope, SettingsResult
+
+AGENTS = ("claude",)
+
+app = typer.Typer(
+    help="Install cairn's hooks into an agent's own settings (Claude Code).",
+    no_args_is_help=True,
+)
+
+Agent = Annotated[str, typer.Argument(help="The agent whose settings to edit: claude.")]
+Project = Annotated[
+    bool,
+    typer.Option(
+        "--project", help="<repo>/.claude/settings.json, shared with the repo (the default)."
+    ),
+]
+Local = Annotated[
+    bool,
+    typer.Option("--local", help="<repo>/.claude/settings.local.json, this checkout only."),
+]
+User = Annotated[
+    bool, typer.Option("--user", help="~/.claude/settings.json, every project of this user.")
+]
+
+
+@app.command()
+@guarded
+def install(
+    agent: Agent,
+    project: Project = False,
+    local: Local = False,
+    user: User = False,
+    workspace: Workspace = Path("."),
+) -> None:
+    """Add cairn's hooks to Claude Code's settings; every other key and hook is kept."""
+    from cairn.integrations import claude_settings
+
+    _check(agent)
+    scope = _scope(project, local, user)
+    result = claude_settings.install(claude_settings.settings_path(scope, workspace))
+    _report(result, scope, installing=True)
+
+
+@app.command()
+@guarded
+def uninstall(
+    agent: Agent,
+    project: Project = False,
+    local: Local = False,
+    user: User = False,
+    workspace: Workspace = Path("."),
+) -> None:
+    """Remove cairn's hooks (and only them) from Claude Code's settings."""
+    from cairn.integrations import claude_settings
+
+    _check(agent)
+    scope = _scope(project, local, user)
+    result = claude_settings.uninstall(claude_settings.settings_path(scope, workspace))
+    _report(result, scope, installing=False)
+
+
+def _check(agent: str) -> None:
+    if agent not in AGENTS:
+        raise BadInput(f"unknown agent {agent!r}; cairn hooks supports: {', '.join(AGENTS)}")
+
+
+def _scope(project: bool, local: bool, user: bool) -> Scope:
+    chosen = [name for name, on in (("project", project), ("local", local), ("user", user)) if on]
+    if len(chosen) > 1:
+        flags = " and ".join(f"--{name}" for name in chosen)
+        raise BadInput(f"{flags} cannot be combined; pick one settings file")
+    return chosen[0] if chosen else "project"  # type: ignore[return-value]
+
+
+def _report(result: SettingsResult, scope: Scope, *, installing: bool) -> None:
+    from cairn.integrations.claude_settings import MARK, wanted
+
+    where = f"{result.path} ({scope})"
+    if installing and not result.changed:
+        console.print(f"cairn's Claude Code hooks are already installed in {where}; no change")
+        return
+    if not installing and not result.changes:
+        console.print(f"no cairn hooks in {where}; no change")
+        return
+    verb = "installed in" if installing else "removed from"
+    console.print(f"cairn's Claude Code hooks {verb} {where}")
+    sign = {"added": "+", "updated": "~", "unchanged": "=", "removed": "-"}
+    rows = [(c, c.command.split(f" {MARK} ", 1)[-1]) for c in result.changes]
+    width = max(len(c.event) for c, _ in rows)
+    what_width = max(len(what) for _, what in rows)
+    for change, what in rows:
+        note = f" ({change.action})" if change.action in ("updated", "unchanged") else ""
+        line = f"  {sign[change.action]} {change.event:<{width}}  {what:<{what_width}}"
+        console.print(f"{line}  {change.purpose}{note}".rstrip())
+    if installing:
+        python = next(iter(wanted().values())).split(" -m cairn ", 1)[0]
+        console.print(
+            f"  the hooks run {python} -m cairn: this interpreter, by absolute path, so they "
+            "work whatever PATH Claude has; run this again if that environment moves"
+        )
+        if scope == "project":
+            console.print(
+                "  that path is this machine's: before committing .claude/settings.json, "
+                "prefer --local or --user if teammates use other paths"
+            )
+        console.print(f"  remove them with: cairn hooks uninstall claude --{scope}")

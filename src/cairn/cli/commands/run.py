@@ -1,0 +1,91 @@
+"""``cairn run PLAN`` and ``cairn resume [TICKET]``: orchestrated, interruption-proof runs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from cairn.cli.commands.options import Json, Workspace
+from cairn.cli.output import console, guarded
+
+if TYPE_CHECKING:
+    from cairn.cli.display import Display
+    from cairn.run.orchestrator import RunOutcome
+
+Agent = Annotated[
+    str | None, typer.Option("--agent", help="Agent kind (default: agent.kind in cairn.toml).")
+]
+MaxTurns = Annotated[
+    int | None, typer.Option("--max-turns", min=1, help="Turn cap of every dispatch.")
+]
+Takeover = Annotated[
+    bool, typer.Option("--takeover", help="Take over a stale lease held by another host.")
+]
+
+
+@guarded
+def run(
+    plan: Annotated[Path, typer.Argument(help="Plan file: markdown, checklist, YAML or JSON.")],
+    ticket: Annotated[
+        str | None, typer.Option("--ticket", "-t", help="Ticket id (default: from the plan).")
+    ] = None,
+    agent: Agent = None,
+    max_turns: MaxTurns = None,
+    takeover: Takeover = False,
+    json: Json = False,
+    workspace: Workspace = Path("."),
+) -> None:
+    """Run a plan: implement, review, fix; any stop is saved and resumable (exit 3)."""
+    from cairn.run import launch
+
+    options = {"agent": agent, "max_turns": max_turns, "takeover": takeover}
+    _drive(json, lambda d: launch.run(workspace, plan, ticket=ticket, display=d, **options))
+
+
+@guarded
+def resume(
+    ticket: Annotated[
+        str | None, typer.Argument(help="Ticket id (default: the branch name).")
+    ] = None,
+    agent: Agent = None,
+    max_turns: MaxTurns = None,
+    takeover: Takeover = False,
+    json: Json = False,
+    workspace: Workspace = Path("."),
+) -> None:
+    """Continue an interrupted run in its run directory; never touches the work tree."""
+    from cairn.run import launch
+
+    options = {"agent": agent, "max_turns": max_turns, "takeover": takeover}
+    _drive(json, lambda d: launch.resume(workspace, ticket, display=d, **options))
+
+
+def _drive(json: bool, start: Callable[[Display], RunOutcome]) -> None:
+    from cairn.cli.display import Display, pick_mode
+
+    display = Display(pick_mode(json))
+    display.open()
+    try:
+        outcome = start(display)
+    finally:
+        display.close()
+    _finish(outcome, json)
+
+
+def _finish(outcome: RunOutcome, json: bool) -> None:
+    if json:
+        typer.echo(outcome.model_dump_json())
+    else:
+        console.print(
+            f"{outcome.status.replace('_', ' ')}: ticket {outcome.ticket}, run {outcome.run}"
+        )
+        console.print(f"  change summary: {outcome.summary_path}")
+        if outcome.snapshot:
+            console.print(f"  last snapshot: {outcome.snapshot[:12]}")
+        if outcome.next_command:
+            console.print(f"  next: {outcome.next_command}")
+    if outcome.exit_code:
+        raise typer.Exit(outcome.exit_code)

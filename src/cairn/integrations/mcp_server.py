@@ -1,0 +1,393 @@
+"""``cairn mcp``: the progress commands as MCP tools, served on stdio (official ``mcp`` SDK).
+
+An agent whose client speaks MCP reports progress through tools instead of shelling out to
+``cairn task done 3 …``. Every tool calls the same functions as the CLI: the run is found as
+``cairn task`` finds it (``CAIRN_RUN_DIR`` in the server's environment, else the ``ticket``
+argument's live run, else the branch's), in the workspace the server was started in.
+
+A cairn error becomes an error result (``isError``) carrying its one-line message; the server keeps
+serving. Each tool answers with one short line of text and, where a result has a shape, structured
+content that its advertised output schema describes.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal, ParamSpec, TypeVar
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.types import CallToolResult, TextContent
+from pydantic import BaseModel, Field, ValidationError
+
+from cairn import __version__
+from cairn.errors import BadInput, CairnError
+from cairn.run.progress import RUN_DIR_ENV
+from cairn.state.catchup import CatchupReport
+from cairn.state.runstate import RunRef
+from cairn.summary import Summary
+from cairn.wip.models import SaveResult
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+INSTRUCTIONS = (
+    "cairn records this coding run so that an interruption loses nothing. Call task_start "
+    "before you work on a plan task and task_done when it is finished (with the files you "
+    "changed); report review findings with finding_update and checks with gate_result. "
+    "progress and catchup say where the run stands; wip_save snapshots uncommitted work."
+)
+
+
+class Reported(BaseModel):
+    """The change summary after a progress report."""
+
+    ticket: str
+    run: str
+    summary_path: str | None
+    status: str = Field(description="The summary's status line.")
+    resolved: int = Field(description="Tasks or findings resolved so far.")
+    total: int
+
+
+class Item(BaseModel):
+    id: str = Field(description="Task number or finding id.")
+    title: str
+    status: str
+
+
+class Progress(BaseModel):
+    """Where the run stands: its summary, its tasks or findings, and its marker."""
+
+    ticket: str
+    run: str
+    summary_path: str | None
+    mode: str = Field(description="implementation (tasks) or review (findings).")
+    status: str = Field(description="The summary's status line.")
+    resolved: int
+    total: int
+    done: list[Item]
+    remaining: list[Item]
+    phase: str | None = Field(description="The marker's phase; null when there is no marker.")
+    round: int | None
+    task: int | None = Field(description="The task the marker says is current.")
+
+
+class FindingAdded(BaseModel):
+    ticket: str
+    run: str
+    finding: str
+    round: int
+    findings: int = Field(description="Findings in the review now.")
+
+
+TaskNumber = Annotated[int, Field(description="Task number as the plan gives it ('### Task N').")]
+RunTicket = Annotated[
+    str | None,
+    Field(
+        description="Ticket whose live run gets the report "
+        "(default: the server's CAIRN_RUN_DIR, else the branch's)."
+    ),
+]
+Notes = Annotated[str | None, Field(description="Why, or what is left.")]
+Files = Annotated[
+    list[str] | None, Field(description="Files the task changed (commas also separate).")
+]
+FindingStatus = Literal["FIXED", "NOT_FIXED", "ALREADY_RESOLVED"]
+
+
+class _Server(MCPServer):
+    """MCPServer whose argument errors are one line, like every other cairn error."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if not isinstance(cause, ValidationError) or isinstance(exc, UnexpectedToolError):
+                raise
+            problems = "; ".join(_problem(error) for error in cause.errors())
+            raise ToolError(f"Error executing tool {name}: {problems}") from cause
+
+
+def _problem(error: Any) -> str:
+    """One argument error on one line: ``task: Input should be … (got 'one')``."""
+    where = ".".join(str(part) for part in error["loc"]) or "arguments"
+    text = f"{where}: {error['msg']}"
+    if error["type"] != "missing" and "input" in error:
+        got = repr(error["input"])
+        text += f" (got {got if len(got) <= 60 else got[:57] + '...'})"
+    return " ".join(text.split())
+
+
+def _tool(fn: Callable[P, R]) -> Callable[P, R]:
+    """Turn cairn errors into a tool error with their one-line message; never a crash."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except ToolError:
+            raise
+        except CairnError as exc:
+            raise ToolError(str(exc)) from None
+        except Exception as exc:
+            if os.environ.get("CAIRN_DEBUG"):
+                raise
+            what = " ".join(str(exc).split())
+            raise ToolError(
+                f"internal error: {type(exc).__name__}: {what} (CAIRN_DEBUG=1 logs the traceback)"
+            ) from None
+
+    return wrapper
+
+
+def _reply(text: str, data: BaseModel) -> CallToolResult:
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content=data.model_dump(mode="json"),
+    )
+
+
+def _number(task: int) -> int:
+    if task < 0:
+        raise BadInput(f"task number {task} is negative; pass N as in '### Task N'")
+    return task
+
+
+def _reported(ref: RunRef, after: Summary, what: str) -> CallToolResult:
+    from cairn.summary.render import status_line
+
+    path = ref.summary_path()
+    data = Reported(
+        ticket=ref.ticket,
+        run=ref.run_id,
+        summary_path=str(path) if path else None,
+        status=status_line(after),
+        resolved=after.resolved(),
+        total=after.total(),
+    )
+    return _reply(f"{what} · {data.status}", data)
+
+
+def _items(loaded: Summary) -> tuple[list[Item], list[Item]]:
+    """Tasks (or findings) resolved, and those still to do."""
+    entries: list[tuple[Item, bool]] = [
+        (Item(id=str(t.number), title=t.title, status=t.status), t.resolved) for t in loaded.tasks
+    ] + [(Item(id=f.id, title=f.title, status=f.status), f.resolved) for f in loaded.findings]
+    return [i for i, ok in entries if ok], [i for i, ok in entries if not ok]
+
+
+def build(workspace: Path | str = ".", environ: Mapping[str, str] | None = None) -> MCPServer:
+    """The server with cairn's tools; ``environ`` (default ``os.environ``) holds CAIRN_RUN_DIR."""
+    workspace = Path(workspace)
+    env: Mapping[str, str] = os.environ if environ is None else environ
+    server = _Server(
+        "cairn",
+        title="cairn",
+        instructions=INSTRUCTIONS,
+        version=__version__,
+        log_level="WARNING",
+    )
+
+    def locate(ticket: str | None) -> RunRef:
+        from cairn.run.progress import locate
+
+        return locate(workspace, ticket, env)
+
+    def run_of(ticket: str | None) -> tuple[str | None, str | None]:
+        """Ticket and run id as given, else CAIRN_RUN_DIR's; (None, None) means the branch's."""
+        if ticket is not None or not env.get(RUN_DIR_ENV):
+            return ticket, None
+        from cairn.state.layout import Layout
+
+        _, found, run_id = Layout.from_run_dir(Path(env[RUN_DIR_ENV]))
+        return found, run_id
+
+    @server.tool()
+    @_tool
+    def task_start(
+        task: TaskNumber, ticket: RunTicket = None
+    ) -> Annotated[CallToolResult, Reported]:
+        """Mark a plan task in progress; call it before working on the task."""
+        from cairn.run import progress
+
+        ref = locate(ticket)
+        n = _number(task)
+        return _reported(ref, progress.task_start(ref, n), f"task {n} in progress")
+
+    @server.tool()
+    @_tool
+    def task_done(
+        task: TaskNumber,
+        files: Files = None,
+        outcome: Annotated[str | None, Field(description="What now works.")] = None,
+        notes: Notes = None,
+        ticket: RunTicket = None,
+    ) -> Annotated[CallToolResult, Reported]:
+        """Mark a plan task completed, with the files it changed and its outcome."""
+        from cairn.run import progress
+
+        ref = locate(ticket)
+        n = _number(task)
+        paths = [part.strip() for value in files or [] for part in value.split(",") if part.strip()]
+        after = progress.task_done(ref, n, files=paths, outcome=outcome, notes=notes)
+        return _reported(ref, after, f"task {n} completed")
+
+    @server.tool()
+    @_tool
+    def task_set_aside(
+        task: TaskNumber,
+        status: Annotated[Literal["skipped", "deferred"], Field(description="The new status.")],
+        notes: Annotated[str, Field(description="Why it is skipped, or what is left.")],
+        ticket: RunTicket = None,
+    ) -> Annotated[CallToolResult, Reported]:
+        """Mark a plan task skipped or deferred; notes say why (cairn task skip|defer)."""
+        from cairn.run import progress
+
+        ref = locate(ticket)
+        n = _number(task)
+        after = progress.task_set_aside(ref, n, status, notes)
+        return _reported(ref, after, f"task {n} {status}")
+
+    @server.tool()
+    @_tool
+    def finding_update(
+        finding: Annotated[str, Field(description="Finding id from the review, e.g. F1.")],
+        status: Annotated[FindingStatus, Field(description="How it was addressed.")],
+        action: Annotated[str | None, Field(description="What was done.")] = None,
+        ticket: RunTicket = None,
+    ) -> Annotated[CallToolResult, Reported]:
+        """Record how a review finding was addressed (cairn finding ID --status …)."""
+        from cairn.run import progress
+
+        ref = locate(ticket)
+        after = progress.finding(ref, finding, status, action)
+        return _reported(ref, after, f"{finding} {status}")
+
+    @server.tool()
+    @_tool
+    def finding_add(
+        finding: Annotated[str, Field(description="New finding id, e.g. F1 or W2.")],
+        title: Annotated[str, Field(description="One line: what is wrong.")],
+        location: Annotated[str | None, Field(description="path:line")] = None,
+        details: Annotated[str | None, Field(description="What is wrong, in more words.")] = None,
+        ticket: RunTicket = None,
+    ) -> Annotated[CallToolResult, FindingAdded]:
+        """(Reviewers) add a finding to the run's current review (cairn finding add)."""
+        from cairn.run import progress
+
+        ref = locate(ticket)
+        after = progress.add_finding(ref, finding, title, location, details)
+        data = FindingAdded(
+            ticket=ref.ticket,
+            run=ref.run_id,
+            finding=finding,
+            round=after.round,
+            findings=len(after.findings),
+        )
+        return _reply(f"{finding} recorded in round {after.round}", data)
+
+    @server.tool()
+    @_tool
+    def gate_result(
+        name: Annotated[str, Field(description="Gate name, e.g. Tests or Lint.")],
+        result: Annotated[Literal["pass", "fail"], Field(description="pass or fail.")],
+        command: Annotated[str | None, Field(description="The command run.")] = None,
+        ticket: RunTicket = None,
+    ) -> Annotated[CallToolResult, Reported]:
+        """Record a quality gate's result (cairn gate NAME --result …)."""
+        from cairn.run import progress
+
+        ref = locate(ticket)
+        after = progress.gate(ref, name, result, command)
+        return _reported(ref, after, f"gate {name}: {result}")
+
+    @server.tool()
+    @_tool
+    def progress(ticket: RunTicket = None) -> Annotated[CallToolResult, Progress]:
+        """Where the run stands: the summary's status line, tasks done and remaining, and the
+        marker's phase, round and task."""
+        from cairn.state import marker
+        from cairn.summary.render import status_line
+
+        ref = locate(ticket)
+        path, loaded = ref.load_summary()
+        current = marker.read(ref.marker_path)
+        if current is not None and current.run != ref.run_id:
+            current = None
+        done, remaining = _items(loaded)
+        data = Progress(
+            ticket=ref.ticket,
+            run=ref.run_id,
+            summary_path=str(path),
+            mode=loaded.mode,
+            status=status_line(loaded),
+            resolved=loaded.resolved(),
+            total=loaded.total(),
+            done=done,
+            remaining=remaining,
+            phase=current.phase if current else None,
+            round=current.round if current else loaded.round,
+            task=current.task if current else None,
+        )
+        where = [f"phase {data.phase}"] if data.phase else []
+        if data.round is not None:
+            where.append(f"round {data.round}")
+        if data.task is not None:
+            where.append(f"task {data.task}")
+        text = f"{ref.ticket} {ref.run_id}: {data.status}"
+        if where:
+            text += f" ({', '.join(where)})"
+        ids = [", ".join(i.id for i in part) or "none" for part in (done, remaining)]
+        return _reply(f"{text}; done: {ids[0]}; remaining: {ids[1]}", data)
+
+    @server.tool()
+    @_tool
+    def catchup(
+        ticket: Annotated[
+            str | None,
+            Field(description="Ticket id (default: CAIRN_RUN_DIR's ticket, else the branch's)."),
+        ] = None,
+        format: Annotated[
+            Literal["json", "context"],
+            Field(description="context: a paragraph for your context; json: the full report."),
+        ] = "context",
+    ) -> Annotated[CallToolResult, CatchupReport]:
+        """Where the last run of a ticket got to, and what to do next (cairn catchup)."""
+        from cairn.state.catchup import catchup as build_report
+        from cairn.state.catchup import context_paragraph
+
+        report = build_report(workspace, run_of(ticket)[0])
+        if format == "json":
+            return _reply(report.model_dump_json(indent=2), report)
+        return _reply(context_paragraph(report), report)
+
+    @server.tool()
+    @_tool
+    def wip_save(
+        reason: Annotated[str, Field(description="Why the snapshot is taken.")] = "mcp",
+        ticket: Annotated[
+            str | None,
+            Field(description="Ticket id (default: CAIRN_RUN_DIR's ticket, else the branch's)."),
+        ] = None,
+    ) -> Annotated[CallToolResult, SaveResult]:
+        """Snapshot uncommitted work to refs/cairn/wip/<ticket>; touches nothing else."""
+        from cairn import wip
+
+        found, run_id = run_of(ticket)
+        result = wip.save(workspace, ticket=found, reason=reason, run_id=run_id)
+        return _reply(result.summary, result)
+
+    return server
+
+
+def serve(workspace: Path | str = ".") -> None:
+    """Serve the tools on stdin/stdout until the client closes the connection."""
+    workspace = Path(workspace)
+    if not workspace.is_dir():
+        raise BadInput(f"workspace {workspace} is not a directory")
+    build(workspace).run("stdio")

@@ -1,0 +1,1 @@
+"""Running a plan: plan formats, the orchestrator loop, budgets, prompts, review, evaluation."""

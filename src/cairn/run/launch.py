@@ -1,0 +1,271 @@
+"""Starting and resuming runs: ``cairn run PLAN`` and ``cairn resume``.
+
+Everything that can be checked is checked before any state is written (plan, ticket, agent
+kind and version, every role's script or program); then the lease is taken and the
+orchestrator's loop runs.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from contextlib import suppress
+from pathlib import Path
+
+from cairn import summary
+from cairn.agents.base import Adapter, DispatchRequest
+from cairn.cli.display import Display
+from cairn.config import Config
+from cairn.errors import BadInput
+from cairn.git import Repo
+from cairn.run.orchestrator import Orchestrator, RunOutcome
+from cairn.run.plan import Plan
+from cairn.state import journal, layout, marker, runstate
+from cairn.state.runstate import RunRef
+from cairn.summary import Summary
+
+
+def adapter_for(config: Config, kind: str | None, max_turns: int | None) -> tuple[str, Adapter]:
+    from cairn import agents
+
+    if max_turns is not None and max_turns <= config.agent.budget_pressure_turns:
+        raise BadInput(
+            f"--max-turns {max_turns} must be larger than agent.budget_pressure_turns "
+            f"({config.agent.budget_pressure_turns})"
+        )
+    chosen = kind or config.agent.kind
+    if not chosen:
+        raise BadInput(
+            "no agent kind: set agent.kind in cairn.toml (scripted, command, …) or pass --agent"
+        )
+    return chosen, agents.get(chosen)
+
+
+def preflight(adapter: Adapter, repo: Repo, config: Config, plan: Plan) -> None:
+    """Every role the phases need can start; checked before any state is written."""
+    criteria = any(task.acceptance for task in plan.tasks)
+    roles = ["coder"]
+    roles += ["evaluator"] if "evaluate" in config.loop.phases and criteria else []
+    roles += ["reviewer"] if "review" in config.loop.phases else []
+    script = config.agent.script
+    script_path = None
+    if script is not None:
+        script_path = Path(script).expanduser()
+        if not script_path.is_absolute():
+            script_path = repo.toplevel / script_path
+    for role in roles:
+        adapter.preflight(
+            DispatchRequest(
+                role=role,
+                workspace=repo.toplevel,
+                run_dir=repo.toplevel,
+                max_turns=1,
+                next_prompt=lambda turn: None,
+                command=config.agent.command,
+                script=script_path,
+            )
+        )
+
+
+def run(
+    workspace: Path | str,
+    plan_path: Path,
+    *,
+    ticket: str | None = None,
+    agent: str | None = None,
+    max_turns: int | None = None,
+    takeover: bool = False,
+    display: Display | None = None,
+) -> RunOutcome:
+    """``cairn run PLAN``: a new run of the plan's ticket, to completion or a saved stop."""
+    from cairn import tickets
+    from cairn.run import plan as plans
+    from cairn.util.durations import parse_duration
+
+    repo, config, state = layout.discover(workspace)
+    loaded = plans.load(Path(plan_path))
+    ticket = tickets.validate(ticket) if ticket else plans.ticket_for(loaded, Path(plan_path))
+    kind, adapter = adapter_for(config, agent, max_turns)
+    preflight(adapter, repo, config, loaded)
+    display = display or Display("quiet")
+    pairs = [(t.number, t.title) for t in loaded.tasks]
+
+    def scaffold(run_id: str) -> Summary:
+        first = summary.scaffold_tasks(ticket, run_id, pairs, marker.now())
+        for task in loaded.tasks:
+            if getattr(task, "done", False):
+                first = summary.complete_task(
+                    first, task.number, marker.now(), notes="done in the plan"
+                )
+        return first
+
+    ref, lease = runstate.begin(
+        state,
+        ticket,
+        scaffold,
+        stale_after=parse_duration(config.marker.stale_after),
+        takeover=takeover,
+        started={"agent": kind, "plan": str(plan_path)},
+        first_artifacts=[
+            ("orchestrator", "plan", "md", _plan_markdown(loaded)),
+            ("orchestrator", "plan", "json", loaded.model_dump_json(indent=2)),
+        ],
+    )
+    display.event("run_started", run=ref.run_id, ticket=ticket, tasks=len(pairs), agent=kind)
+    if lease.previous is not None and lease.previous.run:
+        display.event(
+            "warning",
+            message=(
+                f"ticket {ticket} had an unfinished run {lease.previous.run}; this is a new run "
+                f"(cairn resume {ticket} continues the latest run)"
+            ),
+        )
+    orchestrator = Orchestrator(repo, config, ref, lease, loaded, adapter, display, max_turns)
+    return orchestrator.execute()
+
+
+def resume(
+    workspace: Path | str,
+    ticket: str | None = None,
+    *,
+    agent: str | None = None,
+    max_turns: int | None = None,
+    takeover: bool = False,
+    display: Display | None = None,
+) -> RunOutcome:
+    """``cairn resume``: continue an interrupted run in its own run directory."""
+    from cairn import tickets
+    from cairn.run.plan import Plan
+    from cairn.state import catchup
+    from cairn.state.lease import acquire
+    from cairn.util.durations import parse_duration
+
+    repo, config, state = layout.discover(workspace)
+    ticket = tickets.validate(ticket) if ticket else catchup.default_ticket(repo)
+    stale_after = parse_duration(config.marker.stale_after)
+    report = catchup.build(repo, config, state, ticket, stale_after)
+    if report.state == "in_progress":
+        raise BadInput(
+            f"ticket {ticket} is being run right now ({report.owner_detail}); wait for it, "
+            "or stop it first"
+        )
+    if report.state == "none" or report.run is None:
+        raise BadInput(f"ticket {ticket} has no run to resume; start one with cairn run PLAN")
+    if report.state == "done":
+        raise BadInput(f"the last run of ticket {ticket} finished; there is nothing to resume")
+    kind, adapter = adapter_for(config, agent, max_turns)
+    display = display or Display("quiet")
+    lease = acquire(state, ticket, stale_after=stale_after, takeover=takeover)
+    try:
+        ref = RunRef(state, ticket, report.run)
+        plan_file = layout.latest_artifact(ref.run_dir, "orchestrator", "plan")
+        json_plan = plan_file.path.with_suffix(".json") if plan_file else None
+        if json_plan is None or not json_plan.is_file():
+            raise BadInput(f"run {report.run} has no plan artifact; start a new run with cairn run")
+        loaded = Plan.model_validate_json(json_plan.read_text(encoding="utf-8"))
+        preflight(adapter, repo, config, loaded)
+        previous = lease.previous
+        now = marker.now()
+        phase = (previous.phase if previous else None) or report.phase or "implement"
+        if phase not in ("implement", "evaluate", "review", "fix"):
+            phase = "implement"
+        round_number = (previous.round if previous else None) or report.round or 1
+        marker.write(
+            ref.marker_path,
+            marker.Marker(
+                skill=previous.skill if previous else "impl",
+                phase=phase,
+                round=previous.round if previous else None,
+                started_at=previous.started_at if previous else now,
+                last_updated=now,
+                ticket=ticket,
+                run=ref.run_id,
+                owner=lease.me,
+                snapshot=previous.snapshot if previous else None,
+            ),
+        )
+        stopped = _stop_orphaned_agent(previous, config.agent.cutoff_timeout_ms / 1000)
+        if stopped is not None:
+            display.event(
+                "warning",
+                message=f"stopped agent pid {stopped}, left running by the dead cairn process",
+            )
+        if lease.takeover is not None:
+            journal.record(
+                ref.run_dir,
+                "takeover",
+                stopped_agent=stopped,
+                reason=lease.takeover,
+                previous_run=previous.run if previous else None,
+                previous_owner=previous.owner.model_dump(mode="json")
+                if previous and previous.owner
+                else None,
+            )
+        journal.record(
+            ref.run_dir, "run_started", ticket=ticket, run=ref.run_id, resumed=True, agent=kind
+        )
+    except BaseException:
+        lease.release()
+        raise
+    display.event("run_resumed", run=ref.run_id, ticket=ticket, phase=phase, agent=kind)
+    orchestrator = Orchestrator(repo, config, ref, lease, loaded, adapter, display, max_turns)
+    status = ref.load_summary()[1].status
+    orchestrator.resumed_from = (
+        f"{status.reason} (the run was resumed with cairn resume)"
+        if status.state == "interrupted" and status.reason
+        else "the previous cairn process stopped (the run was resumed with cairn resume)"
+    )
+    orchestrator.resume_session = _last_session(ref, "coder")
+    orchestrator.check_tree(report.snapshot.commit if report.snapshot else None)
+    return orchestrator.execute(phase, round_number)
+
+
+def _last_session(ref: RunRef, role: str) -> str | None:
+    """The agent session the run's last dispatch of ``role`` used (agents that have one)."""
+    events, _ = journal.read(ref.run_dir)
+    for event in reversed(events):
+        if event.get("event") == "dispatch_finished" and event.get("role") == role:
+            return event.get("session_id")
+    return None
+
+
+def _stop_orphaned_agent(previous: marker.Marker | None, grace: float) -> int | None:
+    """An agent whose cairn died keeps running; stop its process group before resuming.
+
+    Only on this host, and only when the pid still belongs to that agent (same start time).
+    """
+    from cairn.state import owner
+
+    if previous is None or previous.owner is None or previous.dispatch is None:
+        return None
+    pid = previous.dispatch.pid
+    if pid is None:
+        return None
+    agent = owner.Owner(
+        host=previous.owner.host,
+        pid=pid,
+        pid_started_at=previous.dispatch.pid_started_at,
+        boot_id=previous.owner.boot_id,
+    )
+    if owner.check(agent, previous.last_updated, float("inf"), marker.now())[0] != "alive":
+        return None
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and owner.pid_alive(pid):
+            time.sleep(0.05)
+        if owner.pid_alive(pid):
+            os.killpg(pid, signal.SIGKILL)
+    return pid
+
+
+def _plan_markdown(loaded: Plan) -> str:
+    lines = [f"# Plan{': ' + loaded.title if loaded.title else ''}", ""]
+    for task in loaded.tasks:
+        lines += [f"### Task {task.number}: {task.title}", ""]
+        if task.details:
+            lines += [task.details, ""]
+        if task.acceptance:
+            lines += ["Acceptance criteria:", *[f"- {a}" for a in task.acceptance], ""]
+    return "\n".join(lines)

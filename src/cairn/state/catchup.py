@@ -1,0 +1,288 @@
+"""Where did the last run of a ticket get to? Marker first, then summary, snapshot, journal, files.
+
+States: ``in_progress`` (owner alive), ``interrupted`` (owner gone, run not finished), ``stale``
+(no sign of life for ``marker.stale_after``), ``done`` and ``none``. Without a marker the state is
+inferred from the latest run's files, and the report says so.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from cairn import summary, tickets
+from cairn.config import Config
+from cairn.errors import BadInput
+from cairn.git import Repo
+from cairn.state import journal, marker
+from cairn.state.layout import Layout, artifacts, discover
+from cairn.state.marker import TicketState
+from cairn.state.owner import Liveness, Owner
+from cairn.state.runstate import RunRef
+from cairn.summary import Summary
+from cairn.summary.render import status_line
+from cairn.util.durations import parse_duration
+
+FORMAT = 1
+
+
+class SnapshotBrief(BaseModel):
+    ref: str
+    commit: str
+    time: str
+    reason: str
+    run: str | None = None
+
+
+class TaskBrief(BaseModel):
+    id: str
+    title: str
+    status: str
+
+
+class CatchupReport(BaseModel):
+    format: int = FORMAT
+    ticket: str
+    state: TicketState
+    inferred: bool
+    skill: str | None = None
+    phase: str | None = None
+    round: int | None = None
+    task: int | None = None
+    task_title: str | None = None
+    finding: str | None = None
+    mode: str | None = None
+    total: int = 0
+    done: list[str] = []
+    remaining: list[str] = []
+    items: list[TaskBrief] = []
+    run: str | None = None
+    run_dir: str | None = None
+    summary_path: str | None = None
+    summary_status: str | None = None
+    marker_path: str | None = None
+    started_at: datetime | None = None
+    last_updated: datetime | None = None
+    age_seconds: int | None = None
+    owner: Owner | None = None
+    owner_state: Liveness | None = None
+    owner_detail: str | None = None
+    snapshot: SnapshotBrief | None = None
+    last_event: dict[str, Any] | None = None
+    artifacts: list[str] = []
+    warnings: list[str] = []
+    next_command: str | None = None
+    cleared: bool = False
+
+
+def default_ticket(repo: Repo) -> str:
+    return tickets.from_branch(repo.current_branch())
+
+
+def catchup(
+    workspace: Path | str = ".",
+    ticket: str | None = None,
+    *,
+    clear_stale: bool = False,
+) -> CatchupReport:
+    repo, config, layout = discover(workspace)
+    ticket = tickets.validate(ticket) if ticket is not None else default_ticket(repo)
+    stale_after = parse_duration(config.marker.stale_after)
+    report = build(repo, config, layout, ticket, stale_after)
+    if clear_stale:
+        if report.state != "stale":
+            raise BadInput(
+                f"ticket {ticket} has no stale marker (state: {report.state}); nothing removed"
+            )
+        marker.remove(layout.marker_path(ticket))
+        if report.run_dir and Path(report.run_dir).is_dir():
+            journal.record(
+                Path(report.run_dir), "marker_cleared", detail=report.owner_detail, by="catchup"
+            )
+        report = build(repo, config, layout, ticket, stale_after)
+        report.cleared = True
+    return report
+
+
+def build(
+    repo: Repo, config: Config, layout: Layout, ticket: str, stale_after: float
+) -> CatchupReport:
+    now = marker.now()
+    report = CatchupReport(ticket=ticket, state="none", inferred=False)
+    current = marker.read(layout.marker_path(ticket))
+    run_id = layout.latest_run(ticket)
+    if current is not None:
+        _from_marker(report, current, layout, ticket, stale_after, now)
+        if current.run is not None:
+            if layout.run_dir(ticket, current.run).is_dir():
+                run_id = current.run
+            else:
+                report.warnings.append(f"the marker names run {current.run}, which is missing")
+    loaded: Summary | None = None
+    if run_id is not None:
+        ref = RunRef(layout, ticket, run_id)
+        report.run, report.run_dir = run_id, str(ref.run_dir)
+        loaded = _read_summary(report, ref)
+        events, warnings = journal.read(ref.run_dir)
+        report.warnings += warnings
+        report.last_event = events[-1] if events else None
+        report.artifacts = [a.path.name for a in artifacts(ref.run_dir)]
+        if current is None:
+            _infer(report, loaded, events)
+    report.snapshot = _latest_snapshot(repo, config, ticket)
+    report.next_command = _next_command(report)
+    return report
+
+
+def _from_marker(
+    report: CatchupReport,
+    current: marker.Marker,
+    layout: Layout,
+    ticket: str,
+    stale_after: float,
+    now: datetime,
+) -> None:
+    report.marker_path = str(layout.marker_path(ticket))
+    report.skill, report.phase, report.round = current.skill, current.phase, current.round
+    report.task = current.task
+    report.started_at, report.last_updated = current.started_at, current.last_updated
+    report.age_seconds = max(0, int((now - current.last_updated).total_seconds()))
+    report.owner = current.owner
+    report.state, report.owner_state, report.owner_detail = marker.judge(current, stale_after, now)
+
+
+def _read_summary(report: CatchupReport, ref: RunRef) -> Summary | None:
+    path = ref.summary_path()
+    if path is None:
+        return None
+    report.summary_path = str(path)
+    loaded = summary.load(path)
+    if loaded is None:
+        return None
+    report.mode = loaded.mode
+    report.summary_status = status_line(loaded)
+    if loaded.mode == "implementation":
+        report.items = [
+            TaskBrief(id=str(t.number), title=t.title, status=t.status) for t in loaded.tasks
+        ]
+        resolved = {"completed", "skipped", "deferred"}
+    else:
+        report.items = [TaskBrief(id=f.id, title=f.title, status=f.status) for f in loaded.findings]
+        resolved = {"FIXED", "NOT_FIXED", "ALREADY_RESOLVED"}
+    report.total = len(report.items)
+    report.done = [i.id for i in report.items if i.status in resolved]
+    report.remaining = [i.id for i in report.items if i.status not in resolved]
+    item = loaded.status.item
+    if report.task is None and isinstance(item, int):
+        report.task = item
+    if isinstance(item, str):
+        report.finding = item
+    if report.task is not None and loaded.mode == "implementation":
+        match = [t.title for t in loaded.tasks if t.number == report.task]
+        report.task_title = match[0] if match else None
+    if report.round is None:
+        report.round = loaded.round
+    return loaded
+
+
+def _infer(report: CatchupReport, loaded: Summary | None, events: list[dict[str, Any]]) -> None:
+    report.inferred = True
+    ends = [e for e in events if e.get("event") == "run_finished"]
+    finished = bool(ends)
+    if ends and ends[-1].get("status") == "needs_manual_review":
+        report.warnings.append(
+            "the run ended needing manual review: blocking findings remain in its last review"
+        )
+    if (loaded is not None and loaded.status.state == "completed") or finished:
+        report.state = "done"
+        report.phase = "done"
+    else:
+        report.state = "interrupted"
+    started = next((e for e in events if e.get("event") == "run_started"), None)
+    if started is not None:
+        report.skill = started.get("skill")
+    phases = [e for e in events if e.get("event") == "phase"]
+    if phases and report.phase is None:
+        report.phase = phases[-1].get("phase")
+        report.round = phases[-1].get("round", report.round)
+
+
+def _latest_snapshot(repo: Repo, config: Config, ticket: str) -> SnapshotBrief | None:
+    from cairn.wip.history import chain
+    from cairn.wip.save import wip_ref
+
+    found = chain(repo.git, wip_ref(config, ticket), 1)
+    if not found:
+        return None
+    top = found[0]
+    return SnapshotBrief(
+        ref=top.ref or wip_ref(config, ticket),
+        commit=top.commit,
+        time=top.time,
+        reason=top.reason,
+        run=top.run,
+    )
+
+
+def _next_command(report: CatchupReport) -> str | None:
+    if report.state in ("interrupted", "stale"):
+        return f"cairn resume {report.ticket}"
+    if report.state == "none" and report.snapshot is not None:
+        return f"cairn wip restore {report.snapshot.ref}"
+    return None
+
+
+def context_paragraph(report: CatchupReport) -> str:
+    """A short paragraph to place into an agent's context."""
+    ticket = report.ticket
+    if report.state == "none":
+        text = f"There is no cairn run for ticket {ticket}."
+        if report.snapshot is not None:
+            text += (
+                f" Uncommitted work was saved at {report.snapshot.ref} "
+                f"({report.snapshot.commit[:7]}, {report.snapshot.time})."
+            )
+        return text
+    if report.state == "done":
+        return (
+            f"The last run of ticket {ticket} ({report.run}) finished: "
+            f"{report.summary_status or 'completed'}. There is nothing to resume."
+        )
+    where = [f"{report.skill or 'impl'} at {report.phase or 'an unknown phase'}"]
+    if report.round is not None:
+        where.append(f"round {report.round}")
+    if report.task is not None and report.mode == "implementation":
+        title = f' ("{report.task_title}")' if report.task_title else ""
+        where.append(f"task {report.task} of {report.total}{title}")
+    if report.finding is not None:
+        where.append(f"finding {report.finding} of {report.total}")
+    lead = {
+        "in_progress": "A run is in the middle of",
+        "interrupted": "You were in the middle of",
+        "stale": "A stale marker says a run was in the middle of",
+    }[report.state]
+    parts = [f"{lead} {', '.join(where)} on ticket {ticket}."]
+    if report.items:
+        noun = "Tasks" if report.mode == "implementation" else "Findings"
+        done = ", ".join(report.done) or "none"
+        remaining = ", ".join(report.remaining) or "none"
+        parts.append(f"{noun} done: {done}; remaining: {remaining}.")
+    if report.state == "interrupted" and report.summary_status:
+        parts.append(f"The change summary says: {report.summary_status}.")
+    if report.owner_detail and report.owner_state not in (None, "unknown"):
+        parts.append(f"Owner: {report.owner_detail}.")
+    if report.inferred:
+        parts.append("(Inferred from the run's files; there was no marker.)")
+    if report.snapshot is not None:
+        parts.append(
+            f"Uncommitted work was saved at {report.snapshot.ref} "
+            f"({report.snapshot.commit[:7]}, {report.snapshot.time})."
+        )
+    if report.next_command:
+        parts.append(f"Resume with: {report.next_command}")
+    elif report.state == "in_progress":
+        parts.append("Wait for it to finish; do not start a second run.")
+    return " ".join(parts)

@@ -1,0 +1,204 @@
+"""Where cairn keeps run state: the state root, ticket and run directories, artifact names.
+
+```
+<state root>/tickets/<ticket>/.in-progress.yaml   marker
+                              lease               lock held by the live owner
+                              .lock               short lock for read-modify-write
+                              <run-id>/run-log.jsonl
+                              <run-id>/{NN}_{role}_{artifact}.md
+```
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from cairn import tickets
+from cairn.config import Config
+from cairn.errors import BadInput
+from cairn.git import Repo
+from cairn.util import durable
+
+MARKER = ".in-progress.yaml"
+LEASE = "lease"
+LOCK = ".lock"
+JOURNAL = "run-log.jsonl"
+SUMMARY_ROLE = "coder"
+SUMMARY_ARTIFACT = "change-summary"
+
+RUN_ID = re.compile(r"(\d{8}-\d{6}Z)(?:-(\d+))?")
+_NAME_PART = re.compile(r"[a-z][a-z0-9-]*")
+ARTIFACT = re.compile(r"(\d{2,})_([a-z][a-z0-9-]*)_([a-z][a-z0-9-]*)\.(md|json|yaml|txt)")
+
+
+def run_sort_key(run_id: str) -> tuple[str, int]:
+    match = RUN_ID.fullmatch(run_id)
+    if not match:
+        return ("", 0)
+    return match.group(1), int(match.group(2) or 1)
+
+
+def is_run_id(name: str) -> bool:
+    return RUN_ID.fullmatch(name) is not None
+
+
+def new_run_id(now: datetime) -> str:
+    return now.astimezone(UTC).strftime("%Y%m%d-%H%M%SZ")
+
+
+def discover(workspace: Path | str) -> tuple[Repo, Config, Layout]:
+    """The repository at ``workspace``, its config, and where its run state lives."""
+    from cairn.config import load
+
+    repo = Repo.discover(workspace)
+    config = load(repo.toplevel)
+    return repo, config, Layout.for_repo(repo, config)
+
+
+@dataclass(frozen=True)
+class Artifact:
+    number: int
+    role: str
+    name: str
+    path: Path
+
+
+@dataclass(frozen=True)
+class Layout:
+    root: Path
+
+    @classmethod
+    def for_repo(cls, repo: Repo, config: Config) -> Layout:
+        if config.state_dir:
+            state_dir = Path(config.state_dir).expanduser()
+            root = state_dir if state_dir.is_absolute() else repo.toplevel / state_dir
+            return cls(root)
+        return cls(repo.state_root())
+
+    @classmethod
+    def from_run_dir(cls, run_dir: Path) -> tuple[Layout, str, str]:
+        """The layout, ticket and run id of a run directory (``CAIRN_RUN_DIR``)."""
+        run_dir = Path(run_dir).expanduser().absolute()
+        ticket_dir = run_dir.parent
+        if not (is_run_id(run_dir.name) and ticket_dir.parent.name == "tickets"):
+            raise BadInput(
+                f"{run_dir} is not a cairn run directory (<state>/tickets/<ticket>/<run-id>); "
+                "unset CAIRN_RUN_DIR or pass --ticket"
+            )
+        if not run_dir.is_dir() or run_dir.is_symlink():
+            raise BadInput(f"run directory {run_dir} does not exist; unset CAIRN_RUN_DIR")
+        tickets.validate(ticket_dir.name)
+        return cls(ticket_dir.parent.parent), ticket_dir.name, run_dir.name
+
+    @property
+    def tickets_dir(self) -> Path:
+        return self.root / "tickets"
+
+    def ticket_dir(self, ticket: str) -> Path:
+        path = self.tickets_dir / tickets.validate(ticket)
+        if path.is_symlink():
+            raise BadInput(
+                f"{path} is a symlink; cairn never follows links in its state, remove it"
+            )
+        return path
+
+    def marker_path(self, ticket: str) -> Path:
+        return self.ticket_dir(ticket) / MARKER
+
+    def lease_path(self, ticket: str) -> Path:
+        return self.ticket_dir(ticket) / LEASE
+
+    def lock_path(self, ticket: str) -> Path:
+        return self.ticket_dir(ticket) / LOCK
+
+    def run_dir(self, ticket: str, run_id: str) -> Path:
+        if not is_run_id(run_id):
+            raise BadInput(f"invalid run id {run_id!r}; run ids look like 20261130-101500Z")
+        return self.ticket_dir(ticket) / run_id
+
+    def list_tickets(self) -> list[str]:
+        try:
+            entries = os.scandir(self.tickets_dir)
+        except FileNotFoundError:
+            return []
+        with entries:
+            return sorted(
+                e.name
+                for e in entries
+                if tickets.problem(e.name) is None and e.is_dir(follow_symlinks=False)
+            )
+
+    def list_runs(self, ticket: str) -> list[str]:
+        """Run ids of ``ticket``, oldest first."""
+        try:
+            entries = os.scandir(self.ticket_dir(ticket))
+        except FileNotFoundError:
+            return []
+        with entries:
+            names = [e.name for e in entries if is_run_id(e.name) and e.is_dir()]
+        return sorted(names, key=run_sort_key)
+
+    def latest_run(self, ticket: str) -> str | None:
+        runs = self.list_runs(ticket)
+        return runs[-1] if runs else None
+
+    def create_run(self, ticket: str, now: datetime) -> tuple[str, Path]:
+        """A new, empty run directory; unique even when several runs start in the same second."""
+        ticket_dir = self.ticket_dir(ticket)
+        durable.ensure_dir(ticket_dir)
+        base = new_run_id(now)
+        latest = self.latest_run(ticket)
+        suffix = 1
+        if latest is not None and run_sort_key(latest)[0] == base:
+            suffix = run_sort_key(latest)[1] + 1
+        while True:
+            run_id = base if suffix == 1 else f"{base}-{suffix}"
+            path = ticket_dir / run_id
+            try:
+                path.mkdir()
+            except FileExistsError:
+                suffix += 1
+                continue
+            durable.fsync_dir(ticket_dir)
+            return run_id, path
+
+
+def artifacts(run_dir: Path) -> list[Artifact]:
+    """The artifacts of a run, in the order they were written."""
+    try:
+        entries = os.scandir(run_dir)
+    except FileNotFoundError:
+        return []
+    found = []
+    with entries:
+        for entry in entries:
+            match = ARTIFACT.fullmatch(entry.name)
+            if match:
+                found.append(
+                    Artifact(int(match.group(1)), match.group(2), match.group(3), Path(entry.path))
+                )
+    return sorted(found, key=lambda a: (a.number, a.path.name))
+
+
+def latest_artifact(run_dir: Path, role: str, name: str) -> Artifact | None:
+    matching = [a for a in artifacts(run_dir) if a.role == role and a.name == name]
+    return matching[-1] if matching else None
+
+
+def artifact_path(run_dir: Path, role: str, name: str, ext: str = "md", number: int | None = None):
+    """Reserve the next ``{NN}_{role}_{name}.{ext}`` in ``run_dir``.
+
+    The caller must hold the ticket's ``.lock`` so two writers never get the same NN; ``number``
+    reuses an NN for a companion file (a plan's ``.md`` and ``.json``).
+    """
+    for part in (role, name):
+        if not _NAME_PART.fullmatch(part):
+            raise BadInput(f"invalid artifact name part {part!r}; use lowercase words and '-'")
+    if number is None:
+        existing = artifacts(run_dir)
+        number = (existing[-1].number if existing else 0) + 1
+    return run_dir / f"{number:02d}_{role}_{name}.{ext}"

@@ -1,0 +1,135 @@
+"""At most one live run per ticket: an OS lock on ``tickets/<ticket>/lease`` plus the owner record.
+
+The lock is an ``flock`` held for the whole run; the kernel drops it when the owner dies, however
+it dies. The owner record (in the marker, and mirrored into the lease file for the instant before
+the marker exists) names the owner in errors and lets another host, or a later reader, judge
+liveness. The lease file is never replaced or deleted: a new inode would be a second lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from cairn.errors import BadInput
+from cairn.state import marker, owner
+from cairn.state.layout import Layout
+from cairn.state.owner import Owner
+from cairn.util import durable
+
+
+@dataclass
+class Lease:
+    """A held lease. ``previous`` is the marker found when it was taken, if any."""
+
+    ticket: str
+    path: Path
+    fd: int | None
+    previous: marker.Marker | None = None
+    takeover: str | None = None
+    me: Owner = field(default_factory=owner.me)
+
+    def release(self) -> None:
+        if self.fd is not None:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self.fd, 0)
+            os.close(self.fd)
+            self.fd = None
+
+    def __enter__(self) -> Lease:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def acquire(
+    layout: Layout,
+    ticket: str,
+    *,
+    stale_after: float,
+    takeover: bool = False,
+    now: datetime | None = None,
+) -> Lease:
+    """Take the ticket's lease or raise BadInput naming the live owner.
+
+    An owner on this host that is gone (or whose pid was reused) is replaced at once; an owner on
+    another host only after ``stale_after`` and only with ``takeover``.
+    """
+    ticket_dir = layout.ticket_dir(ticket)
+    durable.ensure_dir(ticket_dir)
+    path = ticket_dir / "lease"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _recorded_owner(layout, ticket, fd)
+            who = holder.describe() if holder else "another cairn process"
+            raise BadInput(
+                f"ticket {ticket} is already being run by {who}; wait for it to finish "
+                f"or stop it (cairn status shows it)"
+            ) from None
+        previous = marker.read(layout.marker_path(ticket))
+        reason = _judge(ticket, previous, stale_after, takeover, now or marker.now())
+        lease = Lease(ticket, path, fd, previous=previous, takeover=reason)
+        _mirror_owner(fd, lease.me)
+        return lease
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _judge(
+    ticket: str,
+    previous: marker.Marker | None,
+    stale_after: float,
+    takeover: bool,
+    now: datetime,
+) -> str | None:
+    """None to go ahead on a free ticket, a takeover reason, or BadInput."""
+    if previous is None or previous.owner is None:
+        return None
+    state, why = owner.check(previous.owner, previous.last_updated, stale_after, now)
+    if state == "dead":
+        return why
+    if state == "alive":
+        if previous.owner.pid == os.getpid() and previous.owner.host == owner.this_host():
+            return None
+        raise BadInput(f"ticket {ticket} is already being run: {why}; wait for it or stop it")
+    if state == "remote":
+        raise BadInput(
+            f"ticket {ticket} is owned by another host: {why}; it becomes stale after "
+            f"{owner.format_age(stale_after)} without updates, then pass --takeover"
+        )
+    if not takeover:
+        raise BadInput(f"ticket {ticket} has a stale owner: {why}; pass --takeover to take it over")
+    return why
+
+
+def _recorded_owner(layout: Layout, ticket: str, fd: int) -> Owner | None:
+    """The lock holder as recorded, if that record is of a live process other than us."""
+    candidates: list[Owner] = []
+    with contextlib.suppress(BadInput):
+        current = marker.read(layout.marker_path(ticket))
+        if current is not None and current.owner is not None:
+            candidates.append(current.owner)
+    with contextlib.suppress(OSError, ValueError):
+        candidates.append(Owner.model_validate(json.loads(os.pread(fd, 4096, 0))))
+    now = marker.now()
+    for candidate in candidates:
+        if candidate.pid == os.getpid() and candidate.host == owner.this_host():
+            continue
+        if owner.check(candidate, now, 0, now)[0] in ("alive", "remote"):
+            return candidate
+    return None
+
+
+def _mirror_owner(fd: int, me: Owner) -> None:
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, me.model_dump_json().encode(), 0)

@@ -1,0 +1,153 @@
+"""``cairn status``: one row per ticket that has a marker, a snapshot or a run.
+
+Built for thousands of tickets: each ticket directory is listed once, its marker is read only
+when the listing shows one, and a finished ticket costs one more listing (its latest run) and
+one small read (the head of its change summary, for the status line). Snapshot refs come from
+one ``for-each-ref``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from datetime import datetime
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from cairn import tickets
+from cairn.state import marker, owner
+from cairn.state.layout import (
+    ARTIFACT,
+    MARKER,
+    RUN_ID,
+    SUMMARY_ARTIFACT,
+    SUMMARY_ROLE,
+    discover,
+    run_sort_key,
+)
+from cairn.state.marker import TicketState
+from cairn.util.durations import parse_duration
+
+HEAD_BYTES = 8192
+_STATUS = re.compile(r"^## Status[ \t]*\r?\n(?:[ \t]*\r?\n)*([^\r\n]+)", re.MULTILINE)
+_POSITION = re.compile(r"(?:task|finding) (\d+) of (\d+)")
+_COUNT = re.compile(r"(\d+) of (\d+) (?:tasks|findings)")
+_SUMMARY_SUFFIX = f"_{SUMMARY_ROLE}_{SUMMARY_ARTIFACT}.md"
+
+
+class StatusRow(BaseModel):
+    ticket: str
+    state: TicketState
+    phase: str | None = None
+    round: int | None = None
+    task: int | None = None
+    total: int | None = None
+    age_seconds: int | None = None
+    owner: str | None = None
+    run: str | None = None
+    snapshot: str | None = None
+
+
+def status(workspace: Path | str = ".") -> list[StatusRow]:
+    repo, config, layout = discover(workspace)
+    stale_after = parse_duration(config.marker.stale_after)
+    prefix = config.snapshot.ref_prefix.rstrip("/") + "/"
+    out = repo.git.out(["for-each-ref", "--format=%(objectname) %(refname)", prefix])
+    snapshots = {}
+    for line in out.splitlines():
+        oid, _, ref = line.partition(" ")
+        name = ref[len(prefix) :]
+        if tickets.problem(name) is None:
+            snapshots[name] = oid
+    now = marker.now()
+    rows = []
+    tickets_dir = str(layout.tickets_dir)
+    for ticket in sorted(set(layout.list_tickets()) | set(snapshots)):
+        row = _row(os.path.join(tickets_dir, ticket), ticket, stale_after, now)
+        snapshot = snapshots.get(ticket)
+        if row is None:
+            if snapshot is None:
+                continue
+            row = StatusRow(ticket=ticket, state="none")
+        if snapshot is not None:
+            row.snapshot = snapshot
+        rows.append(row)
+    return rows
+
+
+def _row(ticket_dir: str, ticket: str, stale_after: float, now: datetime) -> StatusRow | None:
+    try:
+        names = os.listdir(ticket_dir)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    runs = [name for name in names if RUN_ID.fullmatch(name)]
+    current = marker.read(Path(ticket_dir, MARKER)) if MARKER in names else None
+    run_id = current.run if current is not None and current.run else None
+    if run_id is None and runs:
+        run_id = max(runs, key=run_sort_key)
+    if current is None and run_id is None:
+        return None
+    line, mtime = _summary_head(os.path.join(ticket_dir, run_id)) if run_id else (None, None)
+    task = total = None
+    if line is not None:
+        position = _POSITION.search(line)
+        count = _COUNT.search(line)
+        if position:
+            task, total = int(position.group(1)), int(position.group(2))
+        elif count:
+            total = int(count.group(2))
+    if current is not None:
+        state, _, _ = marker.judge(current, stale_after, now)
+        return StatusRow.model_construct(
+            ticket=ticket,
+            state=state,
+            phase=current.phase,
+            round=current.round,
+            task=current.task if current.task is not None else task,
+            total=total,
+            age_seconds=max(0, int((now - current.last_updated).total_seconds())),
+            owner=current.owner.describe() if current.owner else None,
+            run=run_id,
+            snapshot=None,
+        )
+    done = line is not None and line.startswith("Completed")
+    return StatusRow.model_construct(
+        ticket=ticket,
+        state="done" if done else "interrupted",
+        phase="done" if done else None,
+        task=task,
+        total=total,
+        age_seconds=None if mtime is None else max(0, int(now.timestamp() - mtime)),
+        round=None,
+        owner=None,
+        run=run_id,
+        snapshot=None,
+    )
+
+
+def _summary_head(run_dir: str) -> tuple[str | None, float | None]:
+    """The status line of the run's latest change summary and when it was written."""
+    try:
+        names = os.listdir(run_dir)
+    except (FileNotFoundError, NotADirectoryError):
+        return None, None
+    summaries = [n for n in names if n.endswith(_SUMMARY_SUFFIX) and ARTIFACT.fullmatch(n)]
+    if not summaries:
+        return None, None
+    latest = max(summaries, key=lambda n: int(n.split("_", 1)[0]))
+    try:
+        fd = os.open(os.path.join(run_dir, latest), os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None, None
+    try:
+        head = os.read(fd, HEAD_BYTES).decode("utf-8", "replace")
+        mtime = os.fstat(fd).st_mtime
+    finally:
+        os.close(fd)
+    match = _STATUS.search(head)
+    return (match.group(1).strip() if match else None), mtime
+
+
+def age_text(seconds: int | None) -> str:
+    return "-" if seconds is None else owner.format_age(seconds)

@@ -1,0 +1,1 @@
+"""Utilities with no knowledge of runs: atomic state writes, YAML, durations, processes."""

@@ -1,0 +1,60 @@
+"""The command itself: version, help, the demo, and errors that never show a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cairn import __version__
+from helpers import assert_one_line_error, cairn, git, write
+
+
+def test_version_and_help() -> None:
+    result = cairn("--version")
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"cairn {__version__}"
+    helped = cairn("--help")
+    assert helped.returncode == 0
+    assert "wip" in helped.stdout and "demo" in helped.stdout
+    for sub in ("save", "list", "show", "diff", "restore", "prune", "push"):
+        assert sub in cairn("wip", "--help").stdout
+    for command in ("run", "resume", "catchup", "status", "task", "finding", "gate", "config"):
+        assert command in helped.stdout
+
+
+def test_demo_runs_end_to_end(tmp_path: Path) -> None:
+    from cairn import summary
+    from cairn.state import journal
+    from cairn.state.layout import artifacts
+
+    result = cairn("demo", "--dir", str(tmp_path / "demo"))
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "→ interrupted (max_turns), exit code 3" in out
+    assert "src/divide.py" in out.split("2. Nothing is lost")[1].split("\n")[1]
+    assert "You were in the middle of impl at implement, task 2 of 4" in " ".join(out.split())
+    assert "→ completed, exit code 0" in out
+    project = tmp_path / "demo" / "project"
+    runs = list((project / ".git" / "cairn" / "tickets" / "DEMO-1").glob("2*"))
+    assert len(runs) == 1
+    names = [a.path.name for a in artifacts(runs[0])]
+    assert set(names[:2]) == {"01_orchestrator_plan.md", "01_orchestrator_plan.json"}
+    assert names[2] == "02_coder_change-summary.md"
+    first = summary.load(runs[0] / "02_coder_change-summary.md")
+    assert first is not None and first.status.state == "completed"
+    assert [t.status for t in first.tasks] == ["completed"] * 4
+    events = [e["event"] for e in journal.read(runs[0])[0]]
+    assert events.count("cutoff") == 1 and events[-1] == "run_finished"
+    assert not (project / ".git" / "cairn" / "tickets" / "DEMO-1" / ".in-progress.yaml").exists()
+    assert git(project, "status", "--porcelain").strip() == ""
+
+
+def test_demo_refuses_a_non_empty_directory(tmp_path: Path) -> None:
+    write(tmp_path / "busy", "file.txt", "mine")
+    assert_one_line_error(cairn("demo", "--dir", str(tmp_path / "busy")))
+    assert [p.name for p in (tmp_path / "busy").iterdir()] == ["file.txt"]
+
+
+def test_unknown_option_is_exit_2(repo: Path) -> None:
+    result = cairn("wip", "save", "--no-such-option", cwd=repo)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr

@@ -1,0 +1,370 @@
+"""Shared test helpers: real git repositories in temp dirs, the real CLI as a subprocess,
+forked children and stand-in agent CLIs. Every test module imports them from here."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+IDENTITY = {
+    "GIT_AUTHOR_NAME": "Test",
+    "GIT_AUTHOR_EMAIL": "test@example.com",
+    "GIT_COMMITTER_NAME": "Test",
+    "GIT_COMMITTER_EMAIL": "test@example.com",
+}
+
+
+def isolate_git_env(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
+    """An empty HOME (no global git config) and no inherited GIT_* variables."""
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    for key in list(os.environ):
+        if key.startswith("GIT_") and key != "GIT_CONFIG_NOSYSTEM":
+            monkeypatch.delenv(key)
+
+
+def git(repo: Path, *args: str, env: dict[str, str] | None = None, check: bool = True) -> str:
+    """Run the test's own git (with an identity); returns stdout."""
+    full_env = {**os.environ, **IDENTITY, **(env or {})}
+    result = subprocess.run(
+        ["git", *args], cwd=repo, env=full_env, capture_output=True, check=False
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)} failed: {result.stderr.decode()}")
+    return result.stdout.decode("utf-8", "surrogateescape")
+
+
+def write(root: Path, rel: str, content: str | bytes = "x\n", mode: int | None = None) -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    if mode is not None:
+        path.chmod(mode)
+    return path
+
+
+def make_repo(path: Path, files: dict[str, str] | None = None, branch: str = "main") -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q", "-b", branch)
+    files = {"README.md": "hello\n", "src/app.py": "print('app')\n"} if files is None else files
+    for rel, text in files.items():
+        write(path, rel, text)
+    if files:
+        git(path, "add", "-A")
+        git(path, "commit", "-q", "-m", "initial")
+    return path
+
+
+@dataclass
+class CliResult:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def cairn(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> CliResult:
+    """Run the real ``cairn`` CLI in a subprocess."""
+    result = subprocess.run(
+        [sys.executable, "-m", "cairn", *args],
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        check=False,
+    )
+    return CliResult(result.returncode, result.stdout.decode(), result.stderr.decode())
+
+
+def assert_one_line_error(result: CliResult, code: int = 2) -> None:
+    assert result.returncode == code, (result.stdout, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("cairn: error: ")
+    assert "Traceback" not in result.stderr
+
+
+def tree_state(root: Path, skip: set[str] | None = None) -> dict[str, tuple[str, object]]:
+    """Every file under ``root`` except ``.git``: kind, exec bit, content or link target."""
+    skip = skip or set()
+    state: dict[str, tuple[str, object]] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d != ".git"]
+        for name in filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
+            full = os.path.join(dirpath, name)
+            rel = os.path.relpath(full, root)
+            if rel in skip or any(rel.startswith(s.rstrip("/") + "/") for s in skip):
+                continue
+            st = os.lstat(full)
+            if stat.S_ISLNK(st.st_mode):
+                state[rel] = ("link", os.readlink(full))
+            elif stat.S_ISREG(st.st_mode):
+                with open(full, "rb") as handle:
+                    content = handle.read()
+                state[rel] = ("file", (bool(st.st_mode & 0o100), content))
+    return state
+
+
+def fingerprint(repo: Path) -> dict[str, str]:
+    """Hashes of everything a snapshot must leave alone: index bytes, HEAD, branches, config,
+    hooks, and every work-tree file."""
+    gitdir = Path(git(repo, "rev-parse", "--absolute-git-dir").strip())
+    common = Path(git(repo, "rev-parse", "--path-format=absolute", "--git-common-dir").strip())
+    prints: dict[str, str] = {}
+    for label, path in {
+        "index": gitdir / "index",
+        "HEAD": gitdir / "HEAD",
+        "config": common / "config",
+        "packed-refs": common / "packed-refs",
+    }.items():
+        prints[label] = hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else "-"
+    prints["branches"] = git(repo, "for-each-ref", "refs/heads")
+    prints["hooks"] = repr(sorted(p.name for p in (common / "hooks").glob("*")))
+    digest = hashlib.sha256(repr(sorted(tree_state(repo).items())).encode())
+    prints["worktree"] = digest.hexdigest()
+    return prints
+
+
+def untouched_state(repo: Path) -> tuple[object, ...]:
+    """Everything a read-only or refused command must leave exactly as it was: the
+    fingerprint, every ref, and the size and mtime of every file under .git."""
+    gitdir = repo / ".git"
+    files = sorted(
+        (str(p.relative_to(gitdir)), p.stat().st_size, p.stat().st_mtime_ns)
+        for p in gitdir.rglob("*")
+        if p.is_file()
+    )
+    return fingerprint(repo), git(repo, "for-each-ref"), files
+
+
+def make_conflict(repo: Path, theirs_only: dict[str, str] | None = None) -> None:
+    """Leave ``repo`` (on main) mid-merge with src/app.py conflicted between "ours" and
+    "theirs"; ``theirs_only`` files merge cleanly and end up staged."""
+    git(repo, "checkout", "-q", "-b", "other")
+    write(repo, "src/app.py", "theirs\n")
+    for rel, text in (theirs_only or {}).items():
+        write(repo, rel, text)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "theirs")
+    git(repo, "checkout", "-q", "main")
+    write(repo, "src/app.py", "ours\n")
+    git(repo, "commit", "-q", "-am", "ours")
+    git(repo, "merge", "-q", "other", check=False)
+
+
+def slow_clean_filter(repo: Path, seconds: int) -> None:
+    """Make hashing ``*.slow`` files take ``seconds`` (a real clean filter), and add one."""
+    git(repo, "config", "filter.slow.clean", f"sleep {seconds}; cat")
+    write(repo, ".gitattributes", "*.slow filter=slow\n")
+    write(repo, "data.slow", "x")
+
+
+def snapshot_files(repo: Path, commit: str) -> dict[str, bytes]:
+    """path → blob bytes of every file in a snapshot commit."""
+    out = subprocess.run(
+        ["git", "ls-tree", "-r", "-z", commit], cwd=repo, capture_output=True, check=True
+    ).stdout
+    files: dict[str, bytes] = {}
+    for record in out.split(b"\0"):
+        if not record:
+            continue
+        meta, path = record.split(b"\t", 1)
+        _, kind, oid = meta.split()
+        if kind == b"blob":
+            blob = subprocess.run(
+                ["git", "cat-file", "blob", oid.decode()], cwd=repo, capture_output=True, check=True
+            ).stdout
+            files[os.fsdecode(path)] = blob
+    return files
+
+
+def begin_run(
+    repo: Path | str, ticket: str, titles: list[str], review: bool = False, **kwargs: object
+):  # type: ignore[no-untyped-def]
+    """Begin a run of ``ticket`` in this process (its lease is held until released)."""
+    from cairn import summary
+    from cairn.config import load
+    from cairn.git import Repo
+    from cairn.state import marker
+    from cairn.state.layout import Layout
+    from cairn.state.runstate import begin
+
+    found = Repo.discover(repo)
+    layout = Layout.for_repo(found, load(found.toplevel))
+
+    def scaffold(run_id: str):  # type: ignore[no-untyped-def]
+        if review:
+            pairs = [(f"F{i + 1}", title) for i, title in enumerate(titles)]
+            return summary.scaffold_findings(ticket, run_id, 1, pairs, marker.now())
+        return summary.scaffold_tasks(ticket, run_id, list(enumerate(titles)), marker.now())
+
+    return begin(layout, ticket, scaffold, stale_after=86400, **kwargs)  # type: ignore[arg-type]
+
+
+def hold_run(repo: Path, ticket: str, titles: list[str]) -> tuple[subprocess.Popen[bytes], str]:
+    """A real child process that begins a run and sleeps holding it; returns it and the run id."""
+    script = (
+        "import sys, time\n"
+        "sys.path.insert(0, sys.argv[1])\n"
+        "from helpers import begin_run\n"
+        "ref, lease = begin_run(sys.argv[2], sys.argv[3], sys.argv[4:])\n"
+        "print(ref.run_id, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    tests_dir = str(Path(__file__).parent)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script, tests_dir, str(repo), ticket, *titles],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline().decode().strip()
+    if not line:
+        proc.kill()
+        raise AssertionError(proc.stderr.read().decode() if proc.stderr else "no run id")
+    return proc, line
+
+
+def state_files(root: Path) -> list[tuple[str, int, int]]:
+    """Every file under a state root with its size and mtime: proof that nothing was written."""
+    if not root.exists():
+        return []
+    return sorted(
+        (str(p.relative_to(root)), p.lstat().st_size, p.lstat().st_mtime_ns)
+        for p in root.rglob("*")
+    )
+
+
+def dead_pid() -> int:
+    """The pid of a process that has exited and been reaped."""
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+def fork_child(body: Callable[[], None]) -> int:
+    """Run ``body`` in a forked child that never returns into pytest; exit 0 on success."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child
+        code = 0
+        try:
+            body()
+        except BaseException:
+            traceback.print_exc()
+            code = 1
+        finally:
+            os._exit(code)
+    return pid
+
+
+def reap(pid: int, timeout: float = 30.0) -> int:
+    """Wait for a forked child and return its exit code (minus the signal that killed it);
+    SIGKILL it and fail when it takes longer than ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            raise AssertionError(f"child {pid} did not finish")
+        time.sleep(0.005)
+
+
+def wait_ok(pid: int, timeout: float = 60.0) -> None:
+    """Reap a forked child and check that it exited 0."""
+    assert reap(pid, timeout) == 0, f"child {pid} failed"
+
+
+FAKE_CLI = r"""
+import json, os, sys, time
+if sys.argv[1:] == ["--version"]:
+    print(os.environ.get("FAKE_VERSION", VERSION))
+    sys.exit(0)
+log = os.environ["FAKE_CLI_LOG"]
+with open(log, "a") as handle:
+    handle.write(json.dumps(sys.argv[1:]) + "\n")
+calls = sum(1 for _ in open(log))
+script = json.load(open(os.environ["FAKE_CLI_SCRIPT"]))
+step = script[min(calls, len(script)) - 1]
+for line in step.get("lines", []):
+    print(line if isinstance(line, str) else json.dumps(line), flush=True)
+    time.sleep(step.get("pause", 0))
+if step.get("hang"):
+    time.sleep(60)
+if step.get("kill"):
+    os.kill(os.getpid(), 9)
+sys.exit(step.get("exit", 0))
+"""
+
+
+class FakeCli:
+    """A stand-in agent CLI (a real subprocess): each invocation logs its arguments and plays
+    the next step of a script: stream lines (with a pause), then hang, kill itself or exit."""
+
+    def __init__(self, directory: Path, name: str, version: str) -> None:
+        self.directory = directory
+        self.log = directory / f"{name}-calls.jsonl"
+        program = directory / name
+        program.write_text(f"#!{sys.executable}\nVERSION = {version!r}\n{FAKE_CLI}")
+        program.chmod(0o755)
+
+    def __call__(self, script: list[dict[str, object]]) -> dict[str, str]:
+        """Load ``script``; returns the environment that puts this program first on PATH."""
+        path = self.directory / "fake-cli-script.json"
+        path.write_text(json.dumps(script))
+        return {
+            "FAKE_CLI_LOG": str(self.log),
+            "FAKE_CLI_SCRIPT": str(path),
+            "PATH": f"{self.directory}{os.pathsep}{os.environ['PATH']}",
+        }
+
+    def calls(self) -> list[list[str]]:
+        return [json.loads(line) for line in self.log.read_text().splitlines()]
+
+
+def play_dispatch(
+    kind: str,
+    workspace: Path,
+    env: dict[str, str],
+    prompts: list[str | None],
+    max_turns: int,
+    pressure_turns: int = 0,
+):  # type: ignore[no-untyped-def]
+    """Start a real dispatch of ``kind`` whose n-th prompt request gets ``prompts[n]`` (the last
+    one repeats); returns the session, every event, and the turn numbers asked for."""
+    from cairn.agents import get
+    from cairn.agents.base import DispatchRequest
+
+    asked: list[int] = []
+
+    def next_prompt(turn: int) -> str | None:
+        asked.append(turn)
+        return prompts[min(len(asked), len(prompts)) - 1]
+
+    request = DispatchRequest(
+        role="coder",
+        workspace=workspace,
+        run_dir=workspace,
+        max_turns=max_turns,
+        next_prompt=next_prompt,
+        env=env,
+        pressure_turns=pressure_turns,
+    )
+    session = get(kind).start(request)
+    return session, list(session.events()), asked

@@ -1,0 +1,296 @@
+"""``cairn hooks install|uninstall claude`` and the hooks it installs, run as Claude runs them:
+real subprocesses fed the payload shapes Claude Code 2.1.328 sends."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cairn.errors import BadInput
+from cairn.integrations import claude_hooks, claude_settings
+from cairn.state import marker, runstate
+from cairn.state.layout import discover
+from helpers import assert_one_line_error, begin_run, cairn, git, make_repo, write
+
+FIXTURE = Path(__file__).parent.parent / "fixtures" / "claude-code-2.1.328" / "hook-payloads.jsonl"
+EVENTS = {"SessionStart", "PreCompact", "Stop", "SessionEnd", "PostToolUse"}
+
+
+def captured() -> dict[str, dict[str, Any]]:
+    """The captured payloads, one per event (the last one seen)."""
+    found: dict[str, dict[str, Any]] = {}
+    for line in FIXTURE.read_text().splitlines():
+        if line.strip():
+            payload = json.loads(line)
+            found[payload["hook_event_name"]] = payload
+    return found
+
+
+def payload(event: str, cwd: Path, **extra: Any) -> bytes:
+    """A real payload of ``event`` with ``cwd`` pointed at a test directory."""
+    shapes = captured()
+    base = dict(shapes.get(event) or shapes["SessionEnd"], hook_event_name=event)
+    return json.dumps({**base, "cwd": str(cwd), **extra}).encode()
+
+
+def settings_of(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text())
+
+
+def cairn_commands(settings: dict[str, Any]) -> dict[str, list[str]]:
+    """Event → cairn's commands in it."""
+    found: dict[str, list[str]] = {}
+    for event, groups in settings.get("hooks", {}).items():
+        for group in groups:
+            for hook in group.get("hooks", []):
+                if "cairn hook claude" in hook.get("command", ""):
+                    found.setdefault(event, []).append(hook["command"])
+    return found
+
+
+def run_hook(args: str, stdin: bytes, cwd: Path) -> subprocess.CompletedProcess[bytes]:
+    """Run a settings entry's command the way Claude does: through the shell, payload on
+    stdin, in the project directory, without any cairn run's environment."""
+    command = claude_settings.hook_command(*shlex.split(args))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CAIRN_")}
+    return subprocess.run(
+        command, shell=True, input=stdin, cwd=cwd, env=env, capture_output=True, timeout=60
+    )
+
+
+USER_SETTINGS = {
+    "model": "opus",
+    "permissions": {"allow": ["Bash(npm test)"], "deny": []},
+    "env": {"FOO": "bär"},
+    "hooks": {
+        "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
+        "PostToolUse": [
+            {"matcher": "Edit|Write", "hooks": [{"type": "command", "command": "prettier -w"}]}
+        ],
+        "Notification": [{"matcher": "", "hooks": [{"type": "command", "command": "say hi"}]}],
+    },
+}
+
+
+# --- install / uninstall ---------------------------------------------------------------------
+
+
+def test_install_into_an_empty_project(repo: Path) -> None:
+    (repo / "src").mkdir(exist_ok=True)
+    result = cairn("hooks", "install", "claude", "-C", str(repo / "src"))
+    assert result.returncode == 0, result.stderr
+    path = repo / ".claude" / "settings.json"
+    assert str(path) in result.stdout
+    assert sys.executable in result.stdout  # it says which interpreter the hooks run
+    text = path.read_text()
+    assert text.endswith("}\n") and text.startswith('{\n  "hooks"')
+    settings = json.loads(text)
+    assert set(settings) == {"hooks"}
+    commands = cairn_commands(settings)
+    assert set(commands) == EVENTS
+    expected = {
+        "SessionStart": "session-start",
+        "PreCompact": "snapshot --reason pre-compact",
+        "Stop": "snapshot --reason stop",
+        "SessionEnd": "snapshot --reason session-end",
+        "PostToolUse": "heartbeat",
+    }
+    prefix = f"{shlex.quote(sys.executable)} -m cairn hook claude"
+    assert commands == {event: [f"{prefix} {args}"] for event, args in expected.items()}
+    for event, groups in settings["hooks"].items():
+        entry = {"type": "command", "command": commands[event][0]}
+        assert groups == [{"matcher": "*", "hooks": [entry]}]
+
+
+def test_merge_keeps_the_users_settings_is_idempotent_and_uninstalls_cleanly(
+    repo: Path,
+) -> None:
+    path = repo / ".claude" / "settings.json"
+    write(repo, ".claude/settings.json", json.dumps(USER_SETTINGS, indent=4))
+    first = cairn("hooks", "install", "claude", "--project", cwd=repo)
+    assert first.returncode == 0, first.stderr
+    installed = settings_of(path)
+    # every other key kept exactly, in order; the user's hooks kept and first in their events
+    assert list(installed) == list(USER_SETTINGS)
+    for key in ("model", "permissions", "env"):
+        assert installed[key] == USER_SETTINGS[key]
+    hooks = installed["hooks"]
+    assert hooks["Notification"] == USER_SETTINGS["hooks"]["Notification"]
+    assert hooks["Stop"][0] == USER_SETTINGS["hooks"]["Stop"][0]
+    assert hooks["PostToolUse"][0] == USER_SETTINGS["hooks"]["PostToolUse"][0]
+    assert set(cairn_commands(installed)) == EVENTS
+    assert all(len(commands) == 1 for commands in cairn_commands(installed).values())
+    assert '"FOO": "bär"' in path.read_text()  # non-ASCII stays readable
+
+    before = path.read_bytes()
+    again = cairn("hooks", "install", "claude", cwd=repo)
+    assert again.returncode == 0, again.stderr
+    assert "already installed" in again.stdout
+    assert path.read_bytes() == before
+
+    removed = cairn("hooks", "uninstall", "claude", cwd=repo)
+    assert removed.returncode == 0, removed.stderr
+    assert str(path) in removed.stdout
+    assert settings_of(path) == USER_SETTINGS
+    assert path.read_text().endswith("}\n")
+    nothing = cairn("hooks", "uninstall", "claude", cwd=repo)
+    assert nothing.returncode == 0 and "no cairn hooks" in nothing.stdout
+    assert settings_of(path) == USER_SETTINGS
+
+
+def test_uninstall_leaves_an_empty_object_and_a_missing_file_missing(repo: Path) -> None:
+    path = repo / ".claude" / "settings.json"
+    assert cairn("hooks", "uninstall", "claude", cwd=repo).returncode == 0
+    assert not path.exists()
+    assert cairn("hooks", "install", "claude", cwd=repo).returncode == 0
+    assert cairn("hooks", "uninstall", "claude", cwd=repo).returncode == 0
+    assert path.read_text() == "{}\n"
+
+
+def test_reinstall_replaces_an_old_interpreter_path(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    old = "/old/venv/bin/python -m cairn hook claude session-start"
+    mine = {"type": "command", "command": "echo mine"}
+    path.write_text(
+        json.dumps(
+            {"hooks": {"SessionStart": [{"hooks": [mine, {"type": "command", "command": old}]}]}}
+        )
+    )
+    result = claude_settings.install(path)
+    assert {c.event: c.action for c in result.changes}["SessionStart"] == "updated"
+    groups = settings_of(path)["hooks"]["SessionStart"]
+    assert groups[0] == {"hooks": [mine]}  # the user's hook stays in its group
+    assert cairn_commands(settings_of(path))["SessionStart"] == [
+        claude_settings.hook_command("session-start")
+    ]
+
+
+def test_user_scope_edits_home(repo: Path) -> None:
+    home = Path(os.environ["HOME"])
+    path = home / ".claude" / "settings.json"
+    result = cairn("hooks", "install", "claude", "--user", cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert str(path) in result.stdout
+    assert set(cairn_commands(settings_of(path))) == EVENTS
+    assert not (repo / ".claude").exists()
+    assert cairn("hooks", "uninstall", "claude", "--user", cwd=repo).returncode == 0
+    assert settings_of(path) == {}
+
+
+def test_invalid_json_is_bad_input_and_nothing_is_written(repo: Path) -> None:
+    path = write(repo, ".claude/settings.json", '{"hooks": {,}\n')
+    before = path.read_bytes(), path.stat().st_mtime_ns
+    for verb in ("install", "uninstall"):
+        result = cairn("hooks", verb, "claude", cwd=repo)
+        assert_one_line_error(result)
+        assert str(path) in result.stderr and "not valid JSON" in result.stderr
+        assert (path.read_bytes(), path.stat().st_mtime_ns) == before
+    not_an_object = write(repo, ".claude/settings.json", '{"hooks": []}')
+    with pytest.raises(BadInput, match='"hooks" is not a JSON object'):
+        claude_settings.install(not_an_object)
+    with pytest.raises(BadInput, match="not a JSON object"):
+        claude_settings.install(write(repo, ".claude/settings.json", "[]"))
+    assert_one_line_error(cairn("hooks", "install", "claude", "--user", "--project", cwd=repo))
+    assert_one_line_error(cairn("hooks", "install", "codex", cwd=repo))
+
+
+def test_outside_a_repository_project_scope_is_bad_input(tmp_path: Path) -> None:
+    assert_one_line_error(cairn("hooks", "install", "claude", cwd=tmp_path))
+    assert not (tmp_path / ".claude").exists()
+
+
+# --- the hooks themselves --------------------------------------------------------------------
+
+
+def interrupted_run(repo: Path) -> None:
+    """An unfinished run of ticket main whose owner is gone (cut off, marker kept)."""
+    ref, lease = begin_run(repo, "main", ["A", "B"])
+    runstate.interrupt(ref, lease, "signal")
+
+
+def test_session_start_tells_claude_about_an_interrupted_run(repo: Path) -> None:
+    interrupted_run(repo)
+    done = run_hook("session-start", payload("SessionStart", repo, source="startup"), repo / "src")
+    assert (done.returncode, done.stderr) == (0, b"")
+    reply = json.loads(done.stdout)
+    assert reply["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    context = reply["hookSpecificOutput"]["additionalContext"]
+    assert "You were in the middle of" in context
+    assert "ticket main" in context and "Resume?" in context
+    assert "cairn resume main" in context
+
+
+def test_session_start_says_nothing_for_a_fresh_repo(repo: Path) -> None:
+    done = run_hook("session-start", payload("SessionStart", repo, source="resume"), repo)
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+
+
+def test_snapshot_saves_a_dirty_tree_and_prints_nothing(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", branch="feature/PROJ-7")
+    write(repo, "src/app.py", "changed\n")
+    write(repo, "new.txt", "untracked\n")
+    ref = "refs/cairn/wip/feature-PROJ-7"
+    head = git(repo, "rev-parse", "HEAD")
+    done = run_hook("snapshot --reason stop", payload("Stop", repo), repo)
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    commit = git(repo, "rev-parse", "--verify", ref).strip()
+    assert "claude stop" in git(repo, "log", "-1", "--format=%B", commit)
+    assert "new.txt" in git(repo, "ls-tree", "-r", "--name-only", commit)
+    assert git(repo, "rev-parse", "HEAD") == head
+    again = run_hook("snapshot --reason session-end", payload("SessionEnd", repo), repo)
+    assert (again.returncode, again.stdout, again.stderr) == (0, b"", b"")
+    assert git(repo, "rev-parse", ref).strip() == commit  # unchanged tree: no new snapshot
+
+
+def test_heartbeat_moves_last_updated(repo: Path) -> None:
+    interrupted_run(repo)
+    _, _, layout = discover(repo)
+    path = layout.marker_path("main")
+    old = marker.read(path)
+    assert old is not None
+    earlier = old.last_updated - timedelta(hours=1)
+    marker.write(path, old.model_copy(update={"last_updated": earlier}))
+    done = run_hook("heartbeat", payload("PostToolUse", repo), repo)
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    now = marker.read(path)
+    assert now is not None and now.last_updated > earlier
+    assert now.model_copy(update={"last_updated": old.last_updated}) == old  # nothing else
+
+
+def test_heartbeat_without_a_marker_writes_nothing(repo: Path) -> None:
+    _, _, layout = discover(repo)
+    done = run_hook("heartbeat", payload("PostToolUse", repo), repo)
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    assert not layout.tickets_dir.exists()
+
+
+@pytest.mark.parametrize("args", ["session-start", "snapshot --reason pre-compact", "heartbeat"])
+def test_hooks_never_break_the_agent(tmp_path: Path, args: str) -> None:
+    outside = tmp_path / "not-a-repo"
+    outside.mkdir()
+    write(outside, "file.txt")
+    for stdin in (
+        b"\x00\xff garbage",
+        payload("SessionStart", outside),
+        payload("SessionStart", tmp_path / "missing"),
+    ):
+        done = run_hook(args, stdin, outside)
+        assert (done.returncode, done.stdout, done.stderr) == (0, b"", b""), stdin
+
+
+def test_hooks_step_aside_under_cairn_run(repo: Path) -> None:
+    interrupted_run(repo)
+    under_run = {"CAIRN_RUN_DIR": str(repo / ".git" / "cairn")}
+    shape = {"cwd": str(repo), "hook_event_name": "SessionStart", "source": "startup"}
+    assert claude_hooks.session_start(shape, under_run) is None
+    assert claude_hooks.heartbeat(shape, under_run) is False
+    assert claude_hooks.session_start(shape, {}) is not None
+    assert claude_hooks.heartbeat(shape, {}) is True
