@@ -247,14 +247,15 @@ def direct(project: Project, ticket: str) -> Timing:
     from cairn import summary
     from cairn.agents import get
     from cairn.agents.base import DispatchRequest
-    from cairn.state import layout, marker, runstate
+    from cairn.state import layout, runstate
+    from cairn.util import clock
     from cairn.util.durations import parse_duration
 
     repo, config, state = layout.discover(project.path)
     ref, lease = runstate.begin(
         state,
         ticket,
-        lambda run_id: summary.scaffold_tasks(ticket, run_id, [(1, "bench")], marker.now()),
+        lambda run_id: summary.scaffold_tasks(ticket, run_id, [(1, "bench")], clock.now()),
         stale_after=parse_duration(config.marker.stale_after),
     )
     env = {

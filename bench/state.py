@@ -238,11 +238,12 @@ def write_ops(root: Path, plans: Sequence[int]) -> tuple[list[WriteOp], Callable
     from cairn import summary
     from cairn.state import marker, owner, runstate
     from cairn.state.layout import Layout
+    from cairn.util import clock
 
     shutil.rmtree(root, ignore_errors=True)
     (root / "plain").mkdir(parents=True)
     (root / "standalone").mkdir()
-    now = marker.now()
+    now = clock.now()
     ops: list[WriteOp] = []
 
     marker_path = root / "standalone" / ".in-progress.yaml"
@@ -276,7 +277,7 @@ def write_ops(root: Path, plans: Sequence[int]) -> tuple[list[WriteOp], Callable
         ticket = f"PROJ-{tasks}"
 
         def scaffold(run_id: str, ticket: str = ticket, tasks: int = tasks) -> Any:
-            return summary_midway(ticket, run_id, tasks, marker.now())
+            return summary_midway(ticket, run_id, tasks, clock.now())
 
         ref, lease = runstate.begin(layout, ticket, scaffold, stale_after=86400)
         leases.append(lease)
@@ -288,7 +289,7 @@ def write_ops(root: Path, plans: Sequence[int]) -> tuple[list[WriteOp], Callable
             runstate.change_summary(
                 ref,
                 lambda s, n=n: summary.complete_task(
-                    s, n, marker.now(), files=files_of(n), outcome=f"Part {n} done again."
+                    s, n, clock.now(), files=files_of(n), outcome=f"Part {n} done again."
                 ),
                 "task",
                 task=n,
@@ -443,15 +444,16 @@ class Templates:
         from cairn import summary
         from cairn.state import marker, owner
         from cairn.state.owner import Owner
+        from cairn.util import clock, procs
 
-        now = marker.now()
+        now = clock.now()
         t, r = TEMPLATE_TICKET, TEMPLATE_RUN
         self.finished_summary = summary.render(summary_finished(t, r, 8, now))
         self.midway_summary = summary.render(summary_midway(t, r, 8, now))
         self.finished_journal = journal_bytes(scratch, t, r, 8, finished=True).decode()
         self.midway_journal = journal_bytes(scratch, t, r, 8, finished=False).decode()
         dead = subprocess.Popen(["true"])
-        started = owner.process_start_time(dead.pid)
+        started = procs.process_start_time(dead.pid)
         dead.wait()  # the pid is gone; a reuse is caught by its start time
         self.dead_owner = Owner(
             host=owner.this_host(), pid=dead.pid, pid_started_at=started, boot_id=owner.boot_id()
@@ -532,8 +534,9 @@ def refresh_live(repo: StateRepo) -> None:
     """Markers of live owners: this process on this host, or another host updated just now."""
     from cairn.state import marker, owner
     from cairn.state.owner import Owner
+    from cairn.util import clock
 
-    now = marker.now()
+    now = clock.now()
     me = owner.me()
     remote = Owner(host=REMOTE_HOST, pid=4242, pid_started_at=now - timedelta(hours=1))
     for i in range(repo.tickets):

@@ -199,9 +199,9 @@ def begin_run(
     from cairn import summary
     from cairn.config import load
     from cairn.git import Repo
-    from cairn.state import marker
     from cairn.state.layout import Layout
     from cairn.state.runstate import begin
+    from cairn.util import clock
 
     found = Repo.discover(repo)
     layout = Layout.for_repo(found, load(found.toplevel))
@@ -209,8 +209,8 @@ def begin_run(
     def scaffold(run_id: str):  # type: ignore[no-untyped-def]
         if review:
             pairs = [(f"F{i + 1}", title) for i, title in enumerate(titles)]
-            return summary.scaffold_findings(ticket, run_id, 1, pairs, marker.now())
-        return summary.scaffold_tasks(ticket, run_id, list(enumerate(titles)), marker.now())
+            return summary.scaffold_findings(ticket, run_id, 1, pairs, clock.now())
+        return summary.scaffold_tasks(ticket, run_id, list(enumerate(titles)), clock.now())
 
     return begin(layout, ticket, scaffold, stale_after=86400, **kwargs)  # type: ignore[arg-type]
 

@@ -1,22 +1,44 @@
-"""Error types. Each carries the exit code and a one-line message for the CLI."""
+"""Errors and exit codes: one tree of error types, one table of exit codes, one way to explain an
+error to a user (the CLI and the MCP server both go through ``explain``)."""
 
 from __future__ import annotations
+
+import enum
+import os
+
+
+class ExitCode(enum.IntEnum):
+    """Every exit code cairn returns; docs/cli.md lists the same table."""
+
+    OK = 0
+    FAILURE = 1  # something went wrong, or a run needs manual review
+    BAD_INPUT = 2  # bad input or a refused request: one line naming the fix, nothing written
+    INTERRUPTED = 3  # a run was cut off; everything is saved and `cairn resume` continues
+    SIGINT = 130  # Ctrl+C outside a run
 
 
 class CairnError(Exception):
     """Base class: `str(err)` is the one-line message shown to the user."""
 
-    exit_code = 1
+    exit_code: ExitCode = ExitCode.FAILURE
 
 
 class BadInput(CairnError):
-    """The user asked for something invalid; nothing was written. Exit 2."""
+    """The user asked for something invalid; nothing was written."""
 
-    exit_code = 2
+    exit_code = ExitCode.BAD_INPUT
 
 
 class NotARepository(BadInput):
     pass
+
+
+class LeaseBusy(BadInput):
+    """The ticket has a live (or not yet stale) owner; nothing was written."""
+
+
+class CorruptState(BadInput):
+    """A state file (marker, summary, journal, review) cannot be read as what it should be."""
 
 
 class GitError(CairnError):
@@ -29,8 +51,35 @@ class GitError(CairnError):
 
 
 class SaveTimeout(CairnError):
-    """The snapshot did not finish within its time budget; no ref was moved. Exit 1."""
+    """The snapshot did not finish within its time budget; no ref was moved."""
 
 
 class RestoreRefused(CairnError):
-    """A restore would overwrite something no snapshot holds. Exit 1."""
+    """A restore would overwrite something no snapshot holds."""
+
+
+DEBUG_ENV = "CAIRN_DEBUG"
+
+
+def explain(exc: BaseException, debug_hint: str = "shows the traceback") -> tuple[ExitCode, str]:
+    """The exit code and the one-line message for an error that reached the user.
+
+    Re-raises an error cairn did not expect when ``CAIRN_DEBUG`` is set, so its traceback shows.
+    """
+    if isinstance(exc, CairnError):
+        return exc.exit_code, str(exc)
+    if isinstance(exc, KeyboardInterrupt):
+        return ExitCode.SIGINT, "interrupted"
+    if os.environ.get(DEBUG_ENV):
+        raise exc
+    if isinstance(exc, OSError):
+        where = f": {exc.filename}" if exc.filename else ""
+        return (
+            ExitCode.FAILURE,
+            f"{exc.strerror or exc}{where}; check the permissions and free space",
+        )
+    what = " ".join(str(exc).split())
+    return (
+        ExitCode.FAILURE,
+        f"internal error: {type(exc).__name__}: {what} ({DEBUG_ENV}=1 {debug_hint})",
+    )

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import signal
 import subprocess
 import tempfile
 import threading
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from cairn.errors import CairnError, GitError, NotARepository, SaveTimeout
+from cairn.util.procs import kill_group
 
 MIN_VERSION = (2, 31)
 
@@ -241,8 +241,7 @@ class Session:
 
     def _expire(self) -> None:
         self._expired = True
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self._proc.pid, signal.SIGKILL)
+        kill_group(self._proc.pid)
 
     def send(self, data: bytes) -> None:
         assert self._proc.stdin is not None
@@ -299,10 +298,8 @@ class Session:
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        proc.kill()
+    kill_group(proc.pid)
+    proc.kill()
     proc.communicate()
 
 

@@ -35,6 +35,7 @@ from cairn.modelserver import ModelServer, read_requests, user_texts
 from cairn.state import journal, marker
 from cairn.state.layout import artifacts
 from cairn.summary.render import status_line
+from cairn.util import clock
 from helpers import CliResult, git, make_repo, snapshot_files, state_files
 
 pytestmark = pytest.mark.slow
@@ -763,7 +764,7 @@ def test_cairn_mcp_task_done_from_claude_code(real: Callable[..., Real], claude_
 
     def scaffold(run_id: str) -> summary.Summary:
         pairs = [(n, title) for n, title in enumerate(TASKS, 1)]
-        return summary.scaffold_tasks(TICKET, run_id, pairs, marker.now())
+        return summary.scaffold_tasks(TICKET, run_id, pairs, clock.now())
 
     ref, lease = begin(
         Layout.for_repo(found, load(found.toplevel)), TICKET, scaffold, stale_after=86400

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from cairn.state import journal, marker
 from cairn.state.layout import MARKER
+from cairn.util import clock
 from helpers import (
     assert_one_line_error,
     begin_run,
@@ -153,7 +154,7 @@ def test_latest_of_many_runs_is_used(repo: Path) -> None:
 def _remote_marker(repo: Path, ticket: str, age: timedelta) -> Path:
     path = state_root(repo) / "tickets" / ticket / MARKER
     path.parent.mkdir(parents=True)
-    when = (marker.now() - age).isoformat()
+    when = (clock.now() - age).isoformat()
     path.write_text(
         "version: 1\nskill: impl\nphase: review\nround: 2\ntask: 5\n"
         f"started_at: '{when}'\nlast_updated: '{when}'\nticket: {ticket}\n"
@@ -202,7 +203,7 @@ def test_stale_after_is_configurable(repo: Path) -> None:
 def test_hand_written_five_field_marker(repo: Path) -> None:
     path = state_root(repo) / "tickets" / "T-10" / MARKER
     path.parent.mkdir(parents=True)
-    when = marker.now().isoformat()
+    when = clock.now().isoformat()
     path.write_text(
         f"skill: impl\nphase: code-reviewer\nround: 2\nstarted_at: {when}\nlast_updated: {when}\n"
     )

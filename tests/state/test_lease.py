@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from cairn.errors import BadInput
+from cairn.errors import BadInput, LeaseBusy
 from cairn.state import lease, marker, owner
 from cairn.state.layout import Layout
 from cairn.state.owner import Owner
+from cairn.util import clock, procs
 from helpers import dead_pid, fork_child, reap
 
 DAY = 86400.0
@@ -47,13 +48,13 @@ def sleeper() -> Iterator[subprocess.Popen[bytes]]:
 
 def live_owner(pid: int) -> Owner:
     """The owner record a cairn process with ``pid`` on this host would write."""
-    started = owner.process_start_time(pid)
+    started = procs.process_start_time(pid)
     assert started is not None
     return Owner(host=owner.this_host(), pid=pid, pid_started_at=started, boot_id=owner.boot_id())
 
 
 def put_marker(layout: Layout, ticket: str, who: Owner | None, age: float = 0.0) -> marker.Marker:
-    updated = marker.now() - timedelta(seconds=age)
+    updated = clock.now() - timedelta(seconds=age)
     m = marker.Marker(
         phase="implement",
         started_at=updated - timedelta(minutes=5),
@@ -115,7 +116,7 @@ def race(layout: Layout, tickets: list[str], hold: float = 0.0) -> list[tuple[in
             winners = [i for i, answer in enumerate(answers) if answer[0] == "win"]
             assert len(winners) == 1, (ticket, answers)
             loser = answers[1 - winners[0]]
-            assert loser[1] == "BadInput", loser
+            assert loser[1] == "LeaseBusy", loser
             results.append((procs[winners[0]].pid, loser[2]))
             for end in ends:
                 end.send("next")
@@ -180,7 +181,7 @@ def test_second_acquire_names_the_live_owner(layout: Layout) -> None:
         assert recorded is not None and recorded.owner is not None
         assert recorded.owner.pid == pid
         # the lock is held: named from the marker
-        with pytest.raises(BadInput) as held_err:
+        with pytest.raises(LeaseBusy) as held_err:
             lease.acquire(layout, "T-1", stale_after=DAY)
         assert f"pid {pid} on {host}" in str(held_err.value)
         assert "already being run" in str(held_err.value)
@@ -188,7 +189,7 @@ def test_second_acquire_names_the_live_owner(layout: Layout) -> None:
         # the lock is free but the owner process is alive: still refused, by the marker
         os.write(go_w, b"release\n")
         assert read_line(ready_r) == "released"
-        with pytest.raises(BadInput) as alive_err:
+        with pytest.raises(LeaseBusy) as alive_err:
             lease.acquire(layout, "T-1", stale_after=DAY, takeover=True)
         assert f"pid {pid} on {host} is running" in str(alive_err.value)
     finally:
@@ -235,11 +236,11 @@ def test_dead_owner_is_taken_over(layout: Layout) -> None:
         Owner(
             host=owner.this_host(),
             pid=gone,
-            pid_started_at=marker.now() - timedelta(seconds=3),
+            pid_started_at=clock.now() - timedelta(seconds=3),
             boot_id=owner.boot_id(),
         ),
     )
-    state, why = owner.check(previous.owner, previous.last_updated, DAY, marker.now())
+    state, why = owner.check(previous.owner, previous.last_updated, DAY, clock.now())
     assert state == "dead" and "gone" in why
     with lease.acquire(layout, "T-1", stale_after=DAY) as taken:
         assert taken.takeover is not None
@@ -266,7 +267,7 @@ def test_reused_pid_is_dead(layout: Layout, sleeper: subprocess.Popen[bytes]) ->
     real = live_owner(sleeper.pid)
     assert real.pid_started_at is not None
     impostor = real.model_copy(update={"pid_started_at": real.pid_started_at - timedelta(hours=1)})
-    state, why = owner.check(impostor, marker.now(), DAY, marker.now())
+    state, why = owner.check(impostor, clock.now(), DAY, clock.now())
     assert state == "dead"
     assert "another process" in why
     previous = put_marker(layout, "T-1", impostor)
@@ -279,15 +280,15 @@ def test_live_owner_with_right_start_time_is_refused(
     layout: Layout, sleeper: subprocess.Popen[bytes]
 ) -> None:
     real = live_owner(sleeper.pid)
-    assert owner.check(real, marker.now(), DAY, marker.now())[0] == "alive"
+    assert owner.check(real, clock.now(), DAY, clock.now())[0] == "alive"
     # within the tolerance is still the same process
     near = real.model_copy(
         update={"pid_started_at": real.pid_started_at + timedelta(seconds=0.5)}  # type: ignore[operator]
     )
-    assert owner.check(near, marker.now(), DAY, marker.now())[0] == "alive"
+    assert owner.check(near, clock.now(), DAY, clock.now())[0] == "alive"
     # an owner that recorded no start time cannot be judged reused
     unknown_start = real.model_copy(update={"pid_started_at": None})
-    assert owner.check(unknown_start, marker.now(), DAY, marker.now())[0] == "alive"
+    assert owner.check(unknown_start, clock.now(), DAY, clock.now())[0] == "alive"
     put_marker(layout, "T-1", real, age=10 * DAY)  # age does not matter on this host
     for takeover in (False, True):
         with pytest.raises(BadInput) as err:
@@ -304,15 +305,15 @@ def test_process_start_time_matches_reality() -> None:
     before = datetime.now().astimezone()
     proc = subprocess.Popen(["sleep", "5"])
     try:
-        started = owner.process_start_time(proc.pid)
+        started = procs.process_start_time(proc.pid)
         assert started is not None
         assert abs((started - before).total_seconds()) < 3  # btime is whole seconds
-        assert owner.process_start_time(os.getpid()) is not None
-        assert owner.process_start_time(os.getpid()) < started  # type: ignore[operator]
+        assert procs.process_start_time(os.getpid()) is not None
+        assert procs.process_start_time(os.getpid()) < started  # type: ignore[operator]
     finally:
         proc.kill()
         proc.wait()
-    assert owner.process_start_time(dead_pid()) is None
+    assert procs.process_start_time(dead_pid()) is None
 
 
 # --- (e) a reboot -------------------------------------------------------------------------
@@ -322,7 +323,7 @@ def test_other_boot_id_is_dead(layout: Layout, sleeper: subprocess.Popen[bytes])
     if owner.boot_id() is None:
         pytest.skip("no boot id on this system")
     before_reboot = live_owner(sleeper.pid).model_copy(update={"boot_id": "another-boot"})
-    state, why = owner.check(before_reboot, marker.now(), DAY, marker.now())
+    state, why = owner.check(before_reboot, clock.now(), DAY, clock.now())
     assert state == "dead" and "restarted" in why
     previous = put_marker(layout, "T-1", before_reboot)
     with lease.acquire(layout, "T-1", stale_after=DAY) as taken:
@@ -337,7 +338,7 @@ def remote(pid: int = 4242) -> Owner:
     return Owner(
         host="elsewhere.example",
         pid=pid,
-        pid_started_at=marker.now() - timedelta(hours=2),
+        pid_started_at=clock.now() - timedelta(hours=2),
         boot_id="remote-boot",
     )
 

@@ -21,7 +21,7 @@ from cairn.state import marker
 from cairn.state.layout import Layout
 from cairn.state.marker import Dispatch, Marker, SnapshotRef
 from cairn.state.owner import Owner
-from cairn.util import durable
+from cairn.util import durable, procs
 
 VERSIONS = 20
 KILLS = 520
@@ -267,7 +267,7 @@ class Hammer:
         # a temp survives only when its pid was reused by a live process meanwhile
         for temp in after:
             pid = int(temp.name.rsplit(".", 2)[-2])
-            assert durable._pid_alive(pid), (self.where(), temp)
+            assert procs.pid_alive(pid), (self.where(), temp)
         assert len(after) <= 1, (self.where(), after)
         self.temps_cleaned += len(before) - len(after)
         for directory in self.dirs:
@@ -294,7 +294,7 @@ def test_sigkilled_writer_leaves_old_or_new_version(tmp_path: Path) -> None:
         assert problem is None, problem
     hammer.clean()
     assert hammer.temps() == [] or all(
-        durable._pid_alive(int(t.name.rsplit(".", 2)[-2])) for t in hammer.temps()
+        procs.pid_alive(int(t.name.rsplit(".", 2)[-2])) for t in hammer.temps()
     )
     # the kills really landed everywhere: mid-sequence progress, versions wrapped around, the
     # big summaries were written, and some kills interrupted a write (leaving its temp file)

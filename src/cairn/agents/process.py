@@ -22,14 +22,10 @@ from pathlib import Path
 from typing import IO
 
 from cairn.agents.base import DispatchRequest, Event, Reason, Result, Session
+from cairn.util.procs import signal_group
 
 POLL_INTERVAL = 0.05
 STDERR_TAIL = 2000
-
-
-def _signal_group(pid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, sig)
 
 
 def terminate(proc: subprocess.Popen[bytes], grace: float) -> threading.Timer:
@@ -38,8 +34,8 @@ def terminate(proc: subprocess.Popen[bytes], grace: float) -> threading.Timer:
     Returns at once: the SIGKILL comes from a daemon timer thread. The group is killed even when
     its leader is already gone, so nothing the agent started outlives it.
     """
-    _signal_group(proc.pid, signal.SIGTERM)
-    timer = threading.Timer(max(0.0, grace), _signal_group, (proc.pid, signal.SIGKILL))
+    signal_group(proc.pid, signal.SIGTERM)
+    timer = threading.Timer(max(0.0, grace), signal_group, (proc.pid, signal.SIGKILL))
     timer.daemon = True
     timer.start()
     return timer
@@ -188,7 +184,7 @@ class Child:
 
     def kill(self) -> None:
         """SIGKILL the whole group and reap the leader (used when a session is abandoned)."""
-        _signal_group(self.proc.pid, signal.SIGKILL)
+        signal_group(self.proc.pid, signal.SIGKILL)
         with contextlib.suppress(ProcessLookupError):
             self.proc.kill()
         self.proc.wait()
@@ -207,7 +203,7 @@ class Child:
         if self.proc.poll() is None:
             self.kill()
         else:
-            _signal_group(self.proc.pid, signal.SIGKILL)
+            signal_group(self.proc.pid, signal.SIGKILL)
         for timer in self._timers:
             timer.cancel()
         self.close_stdin()

@@ -21,6 +21,7 @@ from cairn.cli.commands import (
     wip,
 )
 from cairn.cli.output import err_console
+from cairn.errors import ExitCode
 
 app = typer.Typer(
     name="cairn",
@@ -78,10 +79,10 @@ def _usage_error(exc: Exception) -> int:
     ctx = getattr(exc, "ctx", None)
     if name == "NoArgsIsHelpError" and ctx is not None:
         typer.echo(ctx.get_help())
-        return 0
+        return ExitCode.OK
     if name == "Abort":
         err_console.print("cairn: error: interrupted")
-        return 130
+        return ExitCode.SIGINT
     if not (hasattr(exc, "format_message") and hasattr(exc, "exit_code")):
         raise exc
     where = f"; see `{ctx.command_path} --help`" if ctx is not None else ""

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import sys
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
 import typer
 
-from cairn.errors import CairnError
+from cairn.errors import explain
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -59,7 +58,7 @@ def fail(message: str, code: int) -> typer.Exit:
 
 
 def guarded(fn: Callable[P, R]) -> Callable[P, R]:
-    """Turn cairn errors into one line on stderr and their exit code; never a traceback."""
+    """Turn errors into one line on stderr and their exit code; never a traceback."""
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -67,23 +66,9 @@ def guarded(fn: Callable[P, R]) -> Callable[P, R]:
             return fn(*args, **kwargs)
         except typer.Exit:
             raise
-        except CairnError as exc:
-            raise fail(str(exc), exc.exit_code) from None
-        except KeyboardInterrupt:
-            raise fail("interrupted", 130) from None
-        except OSError as exc:
-            if os.environ.get("CAIRN_DEBUG"):
-                raise
-            where = f": {exc.filename}" if exc.filename else ""
-            problem = f"{exc.strerror or exc}{where}; check the permissions and free space"
-            raise fail(problem, 1) from None
-        except Exception as exc:
-            if os.environ.get("CAIRN_DEBUG"):
-                raise
-            raise fail(
-                f"internal error: {type(exc).__name__}: {exc} (CAIRN_DEBUG=1 shows the traceback)",
-                1,
-            ) from None
+        except (Exception, KeyboardInterrupt) as exc:
+            code, message = explain(exc)
+            raise fail(message, code) from None
 
     return wrapper
 

@@ -24,7 +24,7 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field, ValidationError
 
 from cairn import __version__
-from cairn.errors import BadInput, CairnError
+from cairn.errors import BadInput, explain
 from cairn.run.progress import RUN_DIR_ENV
 from cairn.state.catchup import CatchupReport
 from cairn.state.runstate import RunRef
@@ -132,15 +132,8 @@ def _tool(fn: Callable[P, R]) -> Callable[P, R]:
             return fn(*args, **kwargs)
         except ToolError:
             raise
-        except CairnError as exc:
-            raise ToolError(str(exc)) from None
         except Exception as exc:
-            if os.environ.get("CAIRN_DEBUG"):
-                raise
-            what = " ".join(str(exc).split())
-            raise ToolError(
-                f"internal error: {type(exc).__name__}: {what} (CAIRN_DEBUG=1 logs the traceback)"
-            ) from None
+            raise ToolError(explain(exc, debug_hint="logs the traceback")[1]) from None
 
     return wrapper
 

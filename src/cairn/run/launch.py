@@ -7,10 +7,6 @@ orchestrator's loop runs.
 
 from __future__ import annotations
 
-import os
-import signal
-import time
-from contextlib import suppress
 from pathlib import Path
 
 from cairn import summary
@@ -24,6 +20,7 @@ from cairn.run.plan import Plan
 from cairn.state import journal, layout, marker, runstate
 from cairn.state.runstate import RunRef
 from cairn.summary import Summary
+from cairn.util import clock, procs
 
 
 def adapter_for(config: Config, kind: str | None, max_turns: int | None) -> tuple[str, Adapter]:
@@ -92,11 +89,11 @@ def run(
     pairs = [(t.number, t.title) for t in loaded.tasks]
 
     def scaffold(run_id: str) -> Summary:
-        first = summary.scaffold_tasks(ticket, run_id, pairs, marker.now())
+        first = summary.scaffold_tasks(ticket, run_id, pairs, clock.now())
         for task in loaded.tasks:
             if getattr(task, "done", False):
                 first = summary.complete_task(
-                    first, task.number, marker.now(), notes="done in the plan"
+                    first, task.number, clock.now(), notes="done in the plan"
                 )
         return first
 
@@ -166,7 +163,7 @@ def resume(
         loaded = Plan.model_validate_json(json_plan.read_text(encoding="utf-8"))
         preflight(adapter, repo, config, loaded)
         previous = lease.previous
-        now = marker.now()
+        now = clock.now()
         phase = (previous.phase if previous else None) or report.phase or "implement"
         if phase not in ("implement", "evaluate", "review", "fix"):
             phase = "implement"
@@ -248,15 +245,9 @@ def _stop_orphaned_agent(previous: marker.Marker | None, grace: float) -> int | 
         pid_started_at=previous.dispatch.pid_started_at,
         boot_id=previous.owner.boot_id,
     )
-    if owner.check(agent, previous.last_updated, float("inf"), marker.now())[0] != "alive":
+    if owner.check(agent, previous.last_updated, float("inf"), clock.now())[0] != "alive":
         return None
-    with suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGTERM)
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and owner.pid_alive(pid):
-            time.sleep(0.05)
-        if owner.pid_alive(pid):
-            os.killpg(pid, signal.SIGKILL)
+    procs.stop_group(pid, grace)
     return pid
 
 

@@ -27,7 +27,7 @@ from cairn import summary
 from cairn.agents.base import Adapter, DispatchRequest, Result, Session
 from cairn.cli.display import Display
 from cairn.config import Config
-from cairn.errors import BadInput
+from cairn.errors import BadInput, ExitCode
 from cairn.git import Repo
 from cairn.run import evaluation, prompts, review
 from cairn.run.budget import Budget
@@ -37,8 +37,8 @@ from cairn.state.lease import Lease
 from cairn.state.runstate import RunRef
 from cairn.summary import Summary
 from cairn.summary.render import status_line
+from cairn.util import clock
 
-EXIT_DONE, EXIT_REVIEW, EXIT_INTERRUPTED = 0, 1, 3
 Status = Literal["completed", "interrupted", "needs_manual_review"]
 
 
@@ -270,7 +270,7 @@ class Orchestrator:
             self.ref.run_id,
             round_number,
             [(f.id, f.title) for f in found.findings if f.to_fix],
-            marker.now(),
+            clock.now(),
         )
         runstate.new_summary(self.ref, scaffold)
         self._fix_dispatches(round_number, found)
@@ -444,7 +444,7 @@ class Orchestrator:
             runstate.change_summary(
                 self.ref,
                 lambda s, n=task.number: summary.complete_task(
-                    s, n, marker.now(), notes="checked off in the agent's own to-do list"
+                    s, n, clock.now(), notes="checked off in the agent's own to-do list"
                 ),
                 "task",
                 task=task.number,
@@ -458,7 +458,7 @@ class Orchestrator:
         pid = session.pid
         if pid is None or pid == current.pid:
             return current
-        from cairn.state.owner import process_start_time
+        from cairn.util.procs import process_start_time
 
         updated = current.model_copy(update={"pid": pid, "pid_started_at": process_start_time(pid)})
         runstate.update_marker(self.ref, dispatch=updated)
@@ -598,7 +598,7 @@ class Orchestrator:
             return None
         if saved.commit is None:
             return self.last_snapshot
-        snap = marker.SnapshotRef(ref=saved.ref, commit=saved.commit, at=marker.now())
+        snap = marker.SnapshotRef(ref=saved.ref, commit=saved.commit, at=clock.now())
         if saved.created:
             self.stats.snapshots.append(saved.commit)
             runstate.update_marker(self.ref, "snapshot", snapshot=snap)
@@ -649,7 +649,7 @@ class Orchestrator:
 
     def _end(self, status: Status, reason: str | None) -> RunOutcome:
         self._snapshot("run finished")
-        code = EXIT_DONE if status == "completed" else EXIT_REVIEW
+        code = ExitCode.OK if status == "completed" else ExitCode.FAILURE
         if status == "completed":
             runstate.update_marker(self.ref, "phase", phase="done", round=None)
         self._write_run_summary(status, reason)
@@ -665,7 +665,7 @@ class Orchestrator:
     def _interrupted(self, reason: str) -> RunOutcome:
         self._write_run_summary("interrupted", reason)
         runstate.interrupt(self.ref, self.lease, _slug(reason), self.last_snapshot)
-        return self._outcome("interrupted", reason, EXIT_INTERRUPTED)
+        return self._outcome("interrupted", reason, ExitCode.INTERRUPTED)
 
     def _outcome(self, status: Status, reason: str | None, code: int) -> RunOutcome:
         elapsed = time.monotonic() - self.stats.started

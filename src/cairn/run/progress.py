@@ -17,7 +17,7 @@ from cairn.state import journal, marker
 from cairn.state.layout import Layout, artifacts, discover, latest_artifact
 from cairn.state.runstate import RunRef, change_summary
 from cairn.summary import Summary
-from cairn.util import durable
+from cairn.util import clock, durable
 
 RUN_DIR_ENV = "CAIRN_RUN_DIR"
 
@@ -52,7 +52,7 @@ def locate(
 def task_start(ref: RunRef, number: int) -> Summary:
     return change_summary(
         ref,
-        lambda s: summary.start_task(s, number, marker.now()),
+        lambda s: summary.start_task(s, number, clock.now()),
         "task",
         task=number,
         status="in progress",
@@ -69,7 +69,7 @@ def task_done(
     return change_summary(
         ref,
         lambda s: summary.complete_task(
-            s, number, marker.now(), files=files, outcome=outcome, notes=notes
+            s, number, clock.now(), files=files, outcome=outcome, notes=notes
         ),
         "task",
         task=number,
@@ -86,7 +86,7 @@ def task_set_aside(ref: RunRef, number: int, status: str, notes: str | None) -> 
     operation = {"skipped": summary.skip_task, "deferred": summary.defer_task}[status]
     return change_summary(
         ref,
-        lambda s: operation(s, number, marker.now(), notes),
+        lambda s: operation(s, number, clock.now(), notes),
         "task",
         task=number,
         status=status,
@@ -96,7 +96,7 @@ def task_set_aside(ref: RunRef, number: int, status: str, notes: str | None) -> 
 def finding(ref: RunRef, finding_id: str, status: str, action: str | None) -> Summary:
     return change_summary(
         ref,
-        lambda s: summary.address_finding(s, finding_id, status, marker.now(), action=action),
+        lambda s: summary.address_finding(s, finding_id, status, clock.now(), action=action),
         "finding",
         finding=finding_id,
         status=status,
@@ -106,7 +106,7 @@ def finding(ref: RunRef, finding_id: str, status: str, action: str | None) -> Su
 def gate(ref: RunRef, name: str, result: str, command: str | None) -> Summary:
     return change_summary(
         ref,
-        lambda s: summary.set_gate(s, name, result, marker.now(), command=command),
+        lambda s: summary.set_gate(s, name, result, clock.now(), command=command),
         "gate",
         gate=name,
         result=result,
@@ -116,7 +116,7 @@ def gate(ref: RunRef, name: str, result: str, command: str | None) -> Summary:
 
 def defer_item(ref: RunRef, item: str) -> Summary:
     return change_summary(
-        ref, lambda s: summary.add_deferred(s, item, marker.now()), "deferred", item=item
+        ref, lambda s: summary.add_deferred(s, item, clock.now()), "deferred", item=item
     )
 
 

@@ -24,6 +24,7 @@ from cairn.state.owner import Liveness, Owner
 from cairn.state.runstate import RunRef
 from cairn.summary import Summary
 from cairn.summary.render import status_line
+from cairn.util import clock
 from cairn.util.durations import parse_duration
 
 FORMAT = 1
@@ -110,7 +111,7 @@ def catchup(
 def build(
     repo: Repo, config: Config, layout: Layout, ticket: str, stale_after: float
 ) -> CatchupReport:
-    now = marker.now()
+    now = clock.now()
     report = CatchupReport(ticket=ticket, state="none", inferred=False)
     current = marker.read(layout.marker_path(ticket))
     run_id = layout.latest_run(ticket)

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from cairn.errors import BadInput
+from cairn.errors import BadInput, LeaseBusy
 from cairn.state import marker, owner
 from cairn.state.layout import Layout
 from cairn.state.owner import Owner
-from cairn.util import durable
+from cairn.util import clock, durable
 
 
 @dataclass
@@ -56,7 +56,7 @@ def acquire(
     takeover: bool = False,
     now: datetime | None = None,
 ) -> Lease:
-    """Take the ticket's lease or raise BadInput naming the live owner.
+    """Take the ticket's lease or raise LeaseBusy naming the live owner.
 
     An owner on this host that is gone (or whose pid was reused) is replaced at once; an owner on
     another host only after ``stale_after`` and only with ``takeover``.
@@ -71,12 +71,12 @@ def acquire(
         except BlockingIOError:
             holder = _recorded_owner(layout, ticket, fd)
             who = holder.describe() if holder else "another cairn process"
-            raise BadInput(
+            raise LeaseBusy(
                 f"ticket {ticket} is already being run by {who}; wait for it to finish "
                 f"or stop it (cairn status shows it)"
             ) from None
         previous = marker.read(layout.marker_path(ticket))
-        reason = _judge(ticket, previous, stale_after, takeover, now or marker.now())
+        reason = _judge(ticket, previous, stale_after, takeover, now or clock.now())
         lease = Lease(ticket, path, fd, previous=previous, takeover=reason)
         _mirror_owner(fd, lease.me)
         return lease
@@ -92,7 +92,7 @@ def _judge(
     takeover: bool,
     now: datetime,
 ) -> str | None:
-    """None to go ahead on a free ticket, a takeover reason, or BadInput."""
+    """None to go ahead on a free ticket, a takeover reason, or LeaseBusy."""
     if previous is None or previous.owner is None:
         return None
     state, why = owner.check(previous.owner, previous.last_updated, stale_after, now)
@@ -101,14 +101,16 @@ def _judge(
     if state == "alive":
         if previous.owner.pid == os.getpid() and previous.owner.host == owner.this_host():
             return None
-        raise BadInput(f"ticket {ticket} is already being run: {why}; wait for it or stop it")
+        raise LeaseBusy(f"ticket {ticket} is already being run: {why}; wait for it or stop it")
     if state == "remote":
-        raise BadInput(
+        raise LeaseBusy(
             f"ticket {ticket} is owned by another host: {why}; it becomes stale after "
             f"{owner.format_age(stale_after)} without updates, then pass --takeover"
         )
     if not takeover:
-        raise BadInput(f"ticket {ticket} has a stale owner: {why}; pass --takeover to take it over")
+        raise LeaseBusy(
+            f"ticket {ticket} has a stale owner: {why}; pass --takeover to take it over"
+        )
     return why
 
 
@@ -121,7 +123,7 @@ def _recorded_owner(layout: Layout, ticket: str, fd: int) -> Owner | None:
             candidates.append(current.owner)
     with contextlib.suppress(OSError, ValueError):
         candidates.append(Owner.model_validate(json.loads(os.pread(fd, 4096, 0))))
-    now = marker.now()
+    now = clock.now()
     for candidate in candidates:
         if candidate.pid == os.getpid() and candidate.host == owner.this_host():
             continue

@@ -14,18 +14,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from cairn.errors import BadInput
+from cairn.errors import CorruptState
 from cairn.state import owner
 from cairn.state.owner import Liveness, Owner
-from cairn.util import durable, yaml_io
+from cairn.util import clock, durable, yaml_io
 
 VERSION = 1
 TicketState = Literal["in_progress", "interrupted", "stale", "done", "none"]
 READ_LIMIT = 1024 * 1024
-
-
-def now() -> datetime:
-    return datetime.now().astimezone().replace(microsecond=0)
 
 
 def _aware(value: Any) -> Any:
@@ -89,7 +85,7 @@ class Marker(_Part):
         return value
 
     def touched(self, **changes: Any) -> Marker:
-        return self.model_copy(update={"last_updated": now(), **changes})
+        return self.model_copy(update={"last_updated": clock.now(), **changes})
 
 
 _LINE = re.compile(r"( {2})?([a-z_]+):(?: (.*))?")
@@ -147,12 +143,12 @@ def parse(text: str, path: Path) -> Marker:
     except yaml_io.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise BadInput(
+        raise CorruptState(
             f"marker {path} is not valid YAML{where}; fix it or delete it "
             "(cairn catchup then infers the state from the run's files)"
         ) from None
     if not isinstance(data, dict):
-        raise BadInput(
+        raise CorruptState(
             f"marker {path} is not a YAML mapping; fix it or delete it "
             "(cairn catchup then infers the state from the run's files)"
         )
@@ -162,7 +158,7 @@ def parse(text: str, path: Path) -> Marker:
         first = exc.errors()[0]
         key = ".".join(str(part) for part in first["loc"]) or "(top level)"
         why = first["msg"].removeprefix("Value error, ")
-        raise BadInput(f"marker {path}: {key}: {why}; fix it or delete it") from None
+        raise CorruptState(f"marker {path}: {key}: {why}; fix it or delete it") from None
 
 
 def read(path: Path) -> Marker | None:

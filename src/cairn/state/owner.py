@@ -16,6 +16,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from cairn.util.procs import pid_alive, process_start_time
+
 START_TIME_TOLERANCE = 2.0
 
 Liveness = Literal["alive", "dead", "remote", "remote_stale", "unknown"]
@@ -51,49 +53,6 @@ def boot_id() -> str | None:
             return handle.read().strip() or None
     except OSError:
         return None
-
-
-@functools.cache
-def _boot_time() -> float | None:
-    try:
-        with open("/proc/stat") as handle:
-            for line in handle:
-                if line.startswith("btime "):
-                    return float(line.split()[1])
-    except OSError:
-        pass
-    return None
-
-
-def process_start_time(pid: int) -> datetime | None:
-    """When ``pid`` started (Linux: from /proc); None when unknown or the pid is gone."""
-    boot = _boot_time()
-    if boot is None:
-        return None
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            raw = handle.read()
-    except OSError:
-        return None
-    fields = raw[raw.rfind(b")") + 2 :].split()
-    try:
-        ticks = int(fields[19])
-    except (IndexError, ValueError):
-        return None
-    seconds = boot + ticks / os.sysconf("SC_CLK_TCK")
-    return datetime.fromtimestamp(round(seconds, 2), tz=UTC)
-
-
-def pid_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def me() -> Owner:

@@ -23,7 +23,7 @@ from cairn.state.layout import (
 )
 from cairn.state.lease import Lease, acquire
 from cairn.summary import Summary
-from cairn.util import durable
+from cairn.util import clock, durable
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ def begin(
     """
     lease = acquire(layout, ticket, stale_after=stale_after, takeover=takeover)
     try:
-        now = marker.now()
+        now = clock.now()
         run_id, run_dir = layout.create_run(ticket, now)
         ref = RunRef(layout, ticket, run_id)
         owner = lease.me.model_dump(mode="json")
@@ -170,7 +170,7 @@ def finalise_summary(ref: RunRef) -> Summary:
     with durable.locked(ref.lock_path):
         path, current = ref.load_summary()
         if current.status.state != "completed":
-            current = summary.finalise(current, marker.now())
+            current = summary.finalise(current, clock.now())
             summary.save(path, current)
     return current
 
@@ -180,7 +180,7 @@ def finish(ref: RunRef, lease: Lease) -> Summary:
     with durable.locked(ref.lock_path):
         path, current = ref.load_summary()
         if current.status.state != "completed":
-            current = summary.finalise(current, marker.now())
+            current = summary.finalise(current, clock.now())
             summary.save(path, current)
         journal.record(ref.run_dir, "run_finished", status="completed")
         _remove_own_marker(ref)
@@ -219,7 +219,7 @@ def _stopped(
         current = summary.mark_interrupted(
             current,
             reason,
-            marker.now(),
+            clock.now(),
             ref=snapshot.ref if snapshot else None,
             commit=snapshot.commit[:12] if snapshot else None,
         )

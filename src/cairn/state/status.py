@@ -27,6 +27,7 @@ from cairn.state.layout import (
     run_sort_key,
 )
 from cairn.state.marker import TicketState
+from cairn.util import clock
 from cairn.util.durations import parse_duration
 
 HEAD_BYTES = 8192
@@ -60,7 +61,7 @@ def status(workspace: Path | str = ".") -> list[StatusRow]:
         name = ref[len(prefix) :]
         if tickets.problem(name) is None:
             snapshots[name] = oid
-    now = marker.now()
+    now = clock.now()
     rows = []
     tickets_dir = str(layout.tickets_dir)
     for ticket in sorted(set(layout.list_tickets()) | set(snapshots)):

@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from cairn import tickets
-from cairn.errors import BadInput
+from cairn.errors import CorruptState
 
 TaskStatus = Literal["pending", "in progress", "completed", "skipped", "deferred"]
 FindingStatus = Literal["pending", "FIXED", "NOT_FIXED", "ALREADY_RESOLVED"]
@@ -46,7 +46,7 @@ _SLUG = re.compile(r"[a-z0-9_-]+")
 _COMMIT = re.compile(r"[0-9a-f]{7,40}")
 
 
-class SummaryError(BadInput):
+class SummaryError(CorruptState):
     """A change summary file that cannot be read; the message names the line."""
 
     def __init__(

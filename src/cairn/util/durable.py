@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from cairn.errors import BadInput
-from cairn.state.owner import pid_alive
+from cairn.util.procs import pid_alive
 
 TEMP_PREFIX = ".tmp."
 DEFAULT_READ_LIMIT = 4 * 1024 * 1024

@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from cairn.state.owner import pid_alive
+from cairn.util.procs import pid_alive
 
 STALE_AFTER_SECONDS = 24 * 3600
 
