@@ -6,6 +6,8 @@ from __future__ import annotations
 import enum
 import os
 
+from cairn.terms import ENV_DEBUG
+
 
 class ExitCode(enum.IntEnum):
     """Every exit code cairn returns; docs/cli.md lists the same table."""
@@ -58,9 +60,6 @@ class RestoreRefused(CairnError):
     """A restore would overwrite something no snapshot holds."""
 
 
-DEBUG_ENV = "CAIRN_DEBUG"
-
-
 def explain(exc: BaseException, debug_hint: str = "shows the traceback") -> tuple[ExitCode, str]:
     """The exit code and the one-line message for an error that reached the user.
 
@@ -70,7 +69,7 @@ def explain(exc: BaseException, debug_hint: str = "shows the traceback") -> tupl
         return exc.exit_code, str(exc)
     if isinstance(exc, KeyboardInterrupt):
         return ExitCode.SIGINT, "interrupted"
-    if os.environ.get(DEBUG_ENV):
+    if os.environ.get(ENV_DEBUG):
         raise exc
     if isinstance(exc, OSError):
         where = f": {exc.filename}" if exc.filename else ""
@@ -81,5 +80,5 @@ def explain(exc: BaseException, debug_hint: str = "shows the traceback") -> tupl
     what = " ".join(str(exc).split())
     return (
         ExitCode.FAILURE,
-        f"internal error: {type(exc).__name__}: {what} ({DEBUG_ENV}=1 {debug_hint})",
+        f"internal error: {type(exc).__name__}: {what} ({ENV_DEBUG}=1 {debug_hint})",
     )

@@ -1,0 +1,60 @@
+"""cairn's vocabulary: every status, reason, event and environment name, spelled once.
+
+docs/architecture.md has the glossary; the names here are what the state files, the journal and
+``--json`` carry, so they never change without a format version bump.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+# --- the change summary ------------------------------------------------------------------------
+# A task's status as the summary writes it ("in progress" with a space: it is read by people).
+TaskStatus = Literal["pending", "in progress", "completed", "skipped", "deferred"]
+TASK_STATUSES: tuple[TaskStatus, ...] = get_args(TaskStatus)
+SetAside = Literal["skipped", "deferred"]
+
+# How a review finding was addressed; "pending" until it is.
+FindingResolution = Literal["FIXED", "NOT_FIXED", "ALREADY_RESOLVED"]
+FINDING_RESOLUTIONS: tuple[FindingResolution, ...] = get_args(FindingResolution)
+FindingStatus = Literal["pending", "FIXED", "NOT_FIXED", "ALREADY_RESOLVED"]
+FINDING_STATUSES: tuple[FindingStatus, ...] = get_args(FindingStatus)
+
+# A quality gate's or an acceptance criterion's verdict.
+Verdict = Literal["pass", "fail"]
+VERDICTS: tuple[Verdict, ...] = get_args(Verdict)
+
+# --- runs --------------------------------------------------------------------------------------
+# How a run ends (RunOutcome.status).
+RunStatus = Literal["completed", "interrupted", "needs_manual_review"]
+
+# Why a dispatch ended, as the agent adapter reports it.
+StopReason = Literal["completed", "max_turns", "timeout", "interrupted", "crashed", "error"]
+STOP_REASONS: tuple[StopReason, ...] = get_args(StopReason)
+
+# A cutoff: a dispatch that ended without finishing its work. The names are what the summary's
+# status line, the marker and the journal say; a stop reason maps to one by CUTOFF_FOR.
+CutoffReason = Literal["max_turns", "timeout", "signal", "crash", "error", "incomplete"]
+CUTOFF_FOR: dict[StopReason, CutoffReason] = {
+    "completed": "incomplete",  # the agent stopped, but its tasks are not all done
+    "max_turns": "max_turns",
+    "timeout": "timeout",
+    "interrupted": "signal",
+    "crashed": "crash",
+    "error": "error",
+}
+
+# Where a ticket stands, as catch-up and status see it.
+TicketState = Literal["in_progress", "interrupted", "stale", "done", "none"]
+
+# --- environment -------------------------------------------------------------------------------
+# What cairn sets for the agent it runs (and reads back in `cairn task …`, hooks and MCP).
+ENV_RUN_DIR = "CAIRN_RUN_DIR"
+ENV_TICKET = "CAIRN_TICKET"
+ENV_DISPATCH_ID = "CAIRN_DISPATCH_ID"
+ENV_MAX_TURNS = "CAIRN_MAX_TURNS"
+ENV_PRESSURE_TURNS = "CAIRN_PRESSURE_TURNS"
+ENV_TASK = "CAIRN_TASK"
+ENV_TURN = "CAIRN_TURN"
+# What people set.
+ENV_DEBUG = "CAIRN_DEBUG"  # show the traceback of an unexpected error
