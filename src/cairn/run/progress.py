@@ -17,9 +17,8 @@ from cairn.state import journal, marker
 from cairn.state.layout import Layout, artifacts, discover, latest_artifact
 from cairn.state.runstate import RunRef, change_summary
 from cairn.summary import Summary
+from cairn.terms import ENV_RUN_DIR
 from cairn.util import clock, durable
-
-RUN_DIR_ENV = "CAIRN_RUN_DIR"
 
 
 def locate(
@@ -29,8 +28,8 @@ def locate(
 ) -> RunRef:
     """The run that progress reports go to: ``CAIRN_RUN_DIR``, else the ticket's live run."""
     env = os.environ if environ is None else environ
-    if ticket is None and env.get(RUN_DIR_ENV):
-        layout, found_ticket, run_id = Layout.from_run_dir(Path(env[RUN_DIR_ENV]))
+    if ticket is None and env.get(ENV_RUN_DIR):
+        layout, found_ticket, run_id = Layout.from_run_dir(Path(env[ENV_RUN_DIR]))
         return RunRef(layout, found_ticket, run_id)
     repo, _, layout = discover(workspace)
     if ticket is None:

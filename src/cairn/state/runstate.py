@@ -23,6 +23,7 @@ from cairn.state.layout import (
 )
 from cairn.state.lease import Lease, acquire
 from cairn.summary import Summary
+from cairn.terms import JournalEvent
 from cairn.util import clock, durable
 
 
@@ -143,7 +144,7 @@ def write_artifact(
 def change_summary(
     ref: RunRef,
     change: Callable[[Summary], Summary],
-    event: str,
+    event: JournalEvent,
     **fields: Any,
 ) -> Summary:
     """Apply one summary operation, then move the marker to the summary's current item."""
@@ -157,7 +158,7 @@ def change_summary(
     return after
 
 
-def update_marker(ref: RunRef, event: str | None = None, **changes: Any) -> None:
+def update_marker(ref: RunRef, event: JournalEvent | None = None, **changes: Any) -> None:
     """Rewrite the marker (phase, round, dispatch, snapshot…) and optionally journal an event."""
     with durable.locked(ref.lock_path):
         _touch_marker(ref, **changes)
@@ -212,7 +213,7 @@ def _stopped(
     reason: str,
     snapshot: marker.SnapshotRef | None,
     marker_changes: dict[str, Any],
-    event: str,
+    event: JournalEvent,
 ) -> Summary:
     with durable.locked(ref.lock_path):
         path, current = ref.load_summary()

@@ -38,7 +38,7 @@ _KEYS = ("format", "ticket", "run", "mode", "round", "updated")
 _TASK_HEADING = re.compile(r"### Task ([0-9]+): (.*)")
 _FINDING_HEADING = re.compile(rf"### ({FINDING_ID.pattern}): (.*)")
 _COUNTS = re.compile(r"(Not started|In progress|Completed) — ([0-9]+) of ([0-9]+) (tasks|findings)")
-_AT = re.compile(r"In progress — (task|finding) ([0-9]+) of ([0-9]+)")
+_AT_ITEM = re.compile(r"In progress — (task|finding) ([0-9]+) of ([0-9]+)")
 _INTERRUPTED = re.compile(
     r"Interrupted — ([a-z0-9_-]+) "
     r"(?:during (task|finding) ([0-9]+) of ([0-9]+)|after ([0-9]+) of ([0-9]+) (tasks|findings)); "
@@ -206,7 +206,7 @@ class _Parser:
             self.fail(heading, "the Status section has no status line")
         number, text = lines[first]
         prose["status"] = [t for _, t in lines[first + 1 :]]
-        for pattern in (_COUNTS, _AT, _INTERRUPTED):
+        for pattern in (_COUNTS, _AT_ITEM, _INTERRUPTED):
             match = pattern.fullmatch(text)
             if match:
                 return number, match
@@ -228,7 +228,7 @@ class _Parser:
             self._agree(line, int(done) == resolved, f"it says {done} resolved but {resolved} are")
             fields["state"] = _STATES[label]
             return self._build(Status, fields, line)
-        if match.re is _AT:
+        if match.re is _AT_ITEM:
             said_noun, position, of = match.groups()
             fields["state"] = "in_progress"
         else:
