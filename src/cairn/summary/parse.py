@@ -25,7 +25,7 @@ from cairn.summary.model import (
     Ticket,
 )
 from cairn.summary.render import title as render_title
-from cairn.terms import FINDING_STATUSES, TASK_STATUSES
+from cairn.terms import FINDING_STATUSES, TASK_STATUSES, VERDICTS
 from cairn.util import frontmatter
 from cairn.util.codespans import parse_code_spans
 
@@ -47,7 +47,7 @@ _INTERRUPTED = re.compile(
 _TICKET: TypeAdapter[str] = TypeAdapter(Ticket)
 _RUN: TypeAdapter[str | None] = TypeAdapter(RunId | None)
 _STATES = {"Not started": "not_started", "In progress": "in_progress", "Completed": "completed"}
-_GATE = re.compile(r"([A-Za-z0-9][A-Za-z0-9 _./+-]*?)(?: \((.*)\))?: (pass|fail)")
+_GATE = re.compile(rf"([A-Za-z0-9][A-Za-z0-9 _./+-]*?)(?: \((.*)\))?: ({'|'.join(VERDICTS)})")
 
 
 def parse(text: str, source: str = "change summary") -> Summary:
