@@ -10,9 +10,10 @@ import pytest
 
 from cairn import summary
 from cairn.config import Config, load
-from cairn.state import journal, marker
+from cairn.state import marker
 from cairn.state.catchup import CatchupReport
 from cairn.state.status import StatusRow
+from cairn.terms import JOURNAL_EVENTS
 from cairn.wip.meta import SnapshotMeta
 from cairn.wip.models import RestoreResult, SaveResult, SnapshotInfo
 
@@ -95,9 +96,9 @@ def test_journal_and_catchup_examples() -> None:
     for line in journal_example.splitlines():
         entry = json.loads(line)
         assert list(entry)[:2] == ["t", "event"]
-        assert entry["event"] in journal.EVENTS
+        assert entry["event"] in JOURNAL_EVENTS
     table = (ROOT / "docs" / "state.md").read_text()
-    for event in journal.EVENTS:
+    for event in JOURNAL_EVENTS:
         assert f"`{event}`" in table, event
     assert list(json.loads(catchup_example)) == list(CatchupReport.model_fields)
     CatchupReport.model_validate_json(catchup_example)

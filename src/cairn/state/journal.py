@@ -15,8 +15,6 @@ from cairn.state.layout import JOURNAL
 from cairn.terms import JOURNAL_EVENTS, JournalEvent
 from cairn.util import durable
 
-EVENTS = JOURNAL_EVENTS
-
 
 def timestamp(when: datetime | None = None) -> str:
     return (when or datetime.now().astimezone()).isoformat(timespec="milliseconds")
