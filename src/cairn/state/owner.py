@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from cairn.terms import Liveness
+from cairn.terms import Liveness as Liveness  # re-exported: marker and catch-up name it here
 from cairn.util.procs import pid_alive, process_start_time
 
 START_TIME_TOLERANCE = 2.0

@@ -12,7 +12,9 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 
 from cairn import tickets
 from cairn.errors import CorruptState
-from cairn.terms import FindingStatus, SummaryState, TaskStatus, Verdict
+from cairn.terms import FindingStatus as FindingStatus  # re-exported: cairn.summary's API
+from cairn.terms import SummaryState, Verdict
+from cairn.terms import TaskStatus as TaskStatus  # re-exported: cairn.summary's API
 
 Mode = Literal["implementation", "review"]
 ProseKey = Literal["preamble", "status", "tasks", "findings", "files", "gates", "deferred"]
