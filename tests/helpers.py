@@ -139,6 +139,33 @@ def fingerprint(repo: Path) -> dict[str, str]:
     return prints
 
 
+def without_worktree(prints: dict[str, str]) -> dict[str, str]:
+    """The fingerprint minus the work tree: index bytes, HEAD, branches, config, hooks."""
+    return {k: v for k, v in prints.items() if k != "worktree"}
+
+
+def rev(repo: Path, name: str) -> str:
+    """The object id ``name`` resolves to in ``repo``."""
+    return git(repo, "rev-parse", "--verify", "--end-of-options", name).strip()
+
+
+def save(repo: Path, ticket: str, reason: str | None = None, **options: object) -> str:
+    """Snapshot ``repo`` into ``ticket``'s chain (in this process); a new snapshot must result.
+    Returns its commit."""
+    from cairn import wip
+
+    result = wip.save(
+        repo, ticket=ticket, reason=f"save {ticket}" if reason is None else reason, **options
+    )
+    assert result.created and result.commit, result
+    return result.commit
+
+
+def state_root(repo: Path) -> Path:
+    """Where run state lives in ``repo`` by default: ``.git/cairn``."""
+    return repo / ".git" / "cairn"
+
+
 def untouched_state(repo: Path) -> tuple[object, ...]:
     """Everything a read-only or refused command must leave exactly as it was: the
     fingerprint, every ref, and the size and mtime of every file under .git."""

@@ -6,11 +6,14 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from cairn import summary
 from cairn.config import Config, load
-from cairn.state import journal, marker
+from cairn.state import marker
 from cairn.state.catchup import CatchupReport
 from cairn.state.status import StatusRow
+from cairn.terms import JOURNAL_EVENTS
 from cairn.wip.meta import SnapshotMeta
 from cairn.wip.models import RestoreResult, SaveResult, SnapshotInfo
 
@@ -93,9 +96,9 @@ def test_journal_and_catchup_examples() -> None:
     for line in journal_example.splitlines():
         entry = json.loads(line)
         assert list(entry)[:2] == ["t", "event"]
-        assert entry["event"] in journal.EVENTS
+        assert entry["event"] in JOURNAL_EVENTS
     table = (ROOT / "docs" / "state.md").read_text()
-    for event in journal.EVENTS:
+    for event in JOURNAL_EVENTS:
         assert f"`{event}`" in table, event
     assert list(json.loads(catchup_example)) == list(CatchupReport.model_fields)
     CatchupReport.model_validate_json(catchup_example)
@@ -115,3 +118,47 @@ def test_run_outcome_example_and_prompt_table() -> None:
         row = next(line for line in text.splitlines() if line.startswith(f"| `{name}` |"))
         documented = set(re.findall(r"`(\w+)`", row.split("|")[3]))
         assert documented == set(re.findall(r"\$(\w+)", template)), name
+
+
+def resolve(dotted: str) -> object:
+    """The object a dotted name such as ``cairn.state.marker.Marker.phase`` names: the longest
+    importable module, then attributes, then a dataclass or pydantic field."""
+    import dataclasses
+    import importlib
+
+    parts = dotted.split(".")
+    for end in range(len(parts), 0, -1):
+        try:
+            found: object = importlib.import_module(".".join(parts[:end]))
+        except ModuleNotFoundError:
+            continue
+        for name in parts[end:]:
+            if hasattr(found, name):
+                found = getattr(found, name)
+                continue
+            fields = getattr(found, "model_fields", None) or {}
+            if dataclasses.is_dataclass(found):
+                fields = {f.name: f for f in dataclasses.fields(found)}
+            assert name in fields, f"{dotted}: {name} is not in {found!r}"
+            found = fields[name]
+        return found
+    raise AssertionError(f"{dotted}: no such module")
+
+
+def test_every_identifier_in_the_architecture_doc_exists() -> None:
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    names = set(re.findall(r"`(cairn(?:\.\w+)+)`", text)) - {"cairn.toml"}  # a file, not code
+    glossary = text.split("## Glossary", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in glossary.splitlines() if line.startswith("| ") and "`cairn." in line]
+    assert len(rows) >= 18 and len(names) >= 60
+    for name in sorted(names):
+        resolve(name)
+    for bad in ("cairn.state.marker.Marker.no_such_field", "cairn.no_such_module", "cairn.terms.X"):
+        with pytest.raises(AssertionError):
+            resolve(bad)
+
+
+def test_readme_links_every_doc() -> None:
+    readme = (ROOT / "README.md").read_text()
+    for doc in sorted((ROOT / "docs").glob("*.md")):
+        assert f"(docs/{doc.name})" in readme, doc.name

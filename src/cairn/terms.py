@@ -24,6 +24,10 @@ FINDING_STATUSES: tuple[FindingStatus, ...] = get_args(FindingStatus)
 Verdict = Literal["pass", "fail"]
 VERDICTS: tuple[Verdict, ...] = get_args(Verdict)
 
+# Where the work a summary tracks stands, as its "## Status" line says ("In progress — task 2 of
+# 5"). Not a TicketState: a ticket is "in_progress" only while a live owner runs it.
+SummaryState = Literal["not_started", "in_progress", "completed", "interrupted"]
+
 # --- runs --------------------------------------------------------------------------------------
 # How a run ends (RunOutcome.status).
 RunStatus = Literal["completed", "interrupted", "needs_manual_review"]
@@ -46,6 +50,29 @@ CUTOFF_FOR: dict[StopReason, CutoffReason] = {
 
 # Where a ticket stands, as catch-up and status see it.
 TicketState = Literal["in_progress", "interrupted", "stale", "done", "none"]
+
+# Whether the owner of a run is still running it (catch-up's "owner_state").
+Liveness = Literal["alive", "dead", "remote", "remote_stale", "unknown"]
+
+# What a run's journal records, one event a line.
+JournalEvent = Literal[
+    "run_started",
+    "run_finished",
+    "run_interrupted",
+    "takeover",
+    "phase",
+    "dispatch_started",
+    "dispatch_finished",
+    "turn",
+    "task",
+    "finding",
+    "gate",
+    "deferred",
+    "snapshot",
+    "cutoff",
+    "marker_cleared",
+]
+JOURNAL_EVENTS: tuple[JournalEvent, ...] = get_args(JournalEvent)
 
 # --- environment -------------------------------------------------------------------------------
 # What cairn sets for the agent it runs (and reads back in `cairn task …`, hooks and MCP).

@@ -31,8 +31,11 @@ def test_demo_runs_end_to_end(tmp_path: Path) -> None:
     out = result.stdout
     assert "→ interrupted (max_turns), exit code 3" in out
     assert "src/divide.py" in out.split("2. Nothing is lost")[1].split("\n")[1]
-    assert "You were in the middle of impl at implement, task 2 of 4" in " ".join(out.split())
+    flat = " ".join(out.split())
+    assert "catchup" in flat and "You were in the middle of impl at implement, task 2 of 4" in flat
     assert "→ completed, exit code 0" in out
+    assert flat.index("interrupted") < flat.index("You were in the middle of")
+    assert flat.rindex("completed") > flat.index("cairn resume")
     project = tmp_path / "demo" / "project"
     runs = list((project / ".git" / "cairn" / "tickets" / "DEMO-1").glob("2*"))
     assert len(runs) == 1

@@ -402,7 +402,7 @@ def test_load_binary(tmp_path: Path) -> None:
     path.write_bytes(b"- [ ] a\n- [ ] b\n\x00\x01\x02")
     with pytest.raises(BadInput) as info:
         plan.load(path)
-    assert str(info.value) == f"{path}:3: the plan is binary, not text; " + plan._FIX_FORMAT
+    assert str(info.value) == f"{path}:3: the plan is binary, not text; " + plan.FIX_FORMAT
 
 
 def test_load_not_utf8(tmp_path: Path) -> None:

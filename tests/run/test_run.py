@@ -988,21 +988,6 @@ def test_config_show_lists_values_and_sources(tmp_path: Path) -> None:
     assert {row["source"] for row in defaults} == {"default"}
 
 
-# --- 14. the demo -------------------------------------------------------------------------------
-
-
-@pytest.mark.slow
-def test_demo_shows_interruption_catchup_and_completion(tmp_path: Path) -> None:
-    result = cairn("demo", "--dir", str(tmp_path / "demo"))
-    assert code(result) == 0, result.stderr
-    out = " ".join(result.stdout.split())
-    assert "interrupted" in out
-    assert "catchup" in out and "You were in the middle of" in out
-    assert "completed" in out
-    assert out.index("interrupted") < out.index("You were in the middle of")
-    assert out.rindex("completed") > out.index("cairn resume")
-
-
 # --- resume never touches the work tree; the live view on a terminal ----------------------------
 
 

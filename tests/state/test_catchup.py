@@ -18,14 +18,11 @@ from helpers import (
     git,
     hold_run,
     state_files,
+    state_root,
     write,
 )
 
 TITLES = ["Parse the plan", "Wire the *CLI*", "Write docs"]
-
-
-def state_root(repo: Path) -> Path:
-    return repo / ".git" / "cairn"
 
 
 def catchup_json(repo: Path, *args: str) -> dict:

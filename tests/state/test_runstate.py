@@ -10,7 +10,7 @@ import pytest
 from cairn import summary
 from cairn.errors import BadInput
 from cairn.state import journal, marker
-from cairn.state.runstate import change_summary, finish, interrupt, update_marker
+from cairn.state.runstate import edit_summary, finish, interrupt, update_marker
 from cairn.summary.render import status_line
 from cairn.util import clock
 from helpers import begin_run, hold_run
@@ -54,7 +54,7 @@ def test_marker_updates_and_journal(repo: Path) -> None:
 
 def test_interrupt_records_reason_and_snapshot(repo: Path) -> None:
     ref, lease = begin_run(repo, "T-1", ["One", "Two"])
-    change_summary(ref, lambda s: summary.start_task(s, 1, clock.now()), "task", task=1)
+    edit_summary(ref, lambda s: summary.start_task(s, 1, clock.now()), "task", task=1)
     snap = marker.SnapshotRef(ref="refs/cairn/wip/T-1", commit="ab" * 20, at=clock.now())
     after = interrupt(ref, lease, "max_turns", snap)
     assert status_line(after) == (
@@ -74,7 +74,7 @@ def test_finish_completes_and_removes_marker(repo: Path) -> None:
     with pytest.raises(BadInput, match="pending"):
         finish(ref, lease)
     assert ref.marker_path.exists()
-    change_summary(ref, lambda s: summary.complete_task(s, 0, clock.now()), "task", task=0)
+    edit_summary(ref, lambda s: summary.complete_task(s, 0, clock.now()), "task", task=0)
     done = finish(ref, lease)
     assert status_line(done) == "Completed — 1 of 1 tasks"
     assert not ref.marker_path.exists()

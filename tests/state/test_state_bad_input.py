@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cairn.state.layout import MARKER
-from helpers import assert_one_line_error, begin_run, cairn, state_files
+from helpers import assert_one_line_error, begin_run, cairn, state_files, state_root
 
 GOOD = (
     "skill: impl\nphase: implement\nround: 1\n"
@@ -17,7 +17,7 @@ GOOD = (
 
 
 def _marker(repo: Path, ticket: str = "T-1") -> Path:
-    path = repo / ".git" / "cairn" / "tickets" / ticket / MARKER
+    path = state_root(repo) / "tickets" / ticket / MARKER
     path.parent.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -84,7 +84,7 @@ def test_broken_marker(repo: Path, case: str, command: tuple[str, ...]) -> None:
     breaker, needle = CASES[case]
     path = _marker(repo)
     breaker(path)
-    root = repo / ".git" / "cairn"
+    root = state_root(repo)
     before = state_files(root)
     outside = repo.parent / "outside.yaml"
     outside_before = outside.read_bytes() if outside.exists() else None
@@ -104,7 +104,7 @@ def test_summary_with_duplicated_task_heading(repo: Path) -> None:
     block = text[text.index("### Task 1:") : text.index("## Files changed")]
     path.write_text(text.replace(block, block + block))
     line = text[: text.index("### Task 1:")].count("\n") + 1 + block.count("\n")
-    root = repo / ".git" / "cairn"
+    root = state_root(repo)
     before = state_files(root)
     for command in (
         ("task", "start", "0"),
@@ -147,7 +147,7 @@ def test_summary_symlink_is_refused(repo: Path, tmp_path: Path) -> None:
 
 
 def test_ticket_dir_symlink_is_not_listed(repo: Path, tmp_path: Path) -> None:
-    tickets = repo / ".git" / "cairn" / "tickets"
+    tickets = state_root(repo) / "tickets"
     tickets.mkdir(parents=True)
     (tmp_path / "evil").mkdir()
     os.symlink(tmp_path / "evil", tickets / "EVIL-1")

@@ -23,19 +23,11 @@ from helpers import (
     git,
     isolate_git_env,
     make_repo,
+    rev,
+    save,
     untouched_state,
     write,
 )
-
-
-def rev(repo: Path, name: str) -> str:
-    return git(repo, "rev-parse", "--verify", "--end-of-options", name).strip()
-
-
-def save(repo: Path, ticket: str, reason: str, **kwargs: object) -> str:
-    result = wip.save(repo, ticket=ticket, reason=reason, **kwargs)
-    assert result.created, result
-    return result.commit
 
 
 def commit_time(repo: Path, commit: str) -> int:

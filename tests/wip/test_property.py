@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cairn import wip
-from helpers import fingerprint, git, make_repo, tree_state, write
+from helpers import fingerprint, git, make_repo, tree_state, without_worktree, write
 
 pytestmark = pytest.mark.slow
 
@@ -113,10 +113,6 @@ def snapshot_now(repo: Path, ticket: str) -> str:
         result = wip.save(repo, ticket=ticket, reason="property")
     assert result.commit is not None
     return result.commit
-
-
-def without_worktree(prints: dict[str, str]) -> dict[str, str]:
-    return {k: v for k, v in prints.items() if k != "worktree"}
 
 
 @PROPERTY_SETTINGS

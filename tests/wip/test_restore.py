@@ -21,18 +21,14 @@ from helpers import (
     fingerprint,
     git,
     make_repo,
+    save,
     snapshot_files,
     tree_state,
+    without_worktree,
     write,
 )
 
 CAP_TOML = "[snapshot]\nmax_new_file_bytes = 1000\n"
-
-
-def save(repo: Path, ticket: str, reason: str = "test") -> str:
-    result = wip.save(repo, ticket=ticket, reason=reason)
-    assert result.created and result.commit, result
-    return result.commit
 
 
 def restore_json(repo: Path, *args: str) -> dict:
@@ -44,11 +40,6 @@ def restore_json(repo: Path, *args: str) -> dict:
 def wip_refs(repo: Path) -> str:
     """Every snapshot ref and the commit it names: a new snapshot anywhere changes this."""
     return git(repo, "for-each-ref", "--format=%(refname) %(objectname)", "refs/cairn/")
-
-
-def without_worktree(prints: dict[str, str]) -> dict[str, str]:
-    """The fingerprint minus the work tree: index bytes, HEAD, branches, config, hooks."""
-    return {k: v for k, v in prints.items() if k != "worktree"}
 
 
 # --- --to: materialise in a new directory ------------------------------------------------------

@@ -13,25 +13,15 @@ import pytest
 from cairn import wip
 from cairn.errors import BadInput, CairnError
 from cairn.wip.models import PruneResult, PushResult
-from helpers import assert_one_line_error, cairn, fingerprint, git, make_repo, write
+from helpers import assert_one_line_error, cairn, fingerprint, git, make_repo, rev, save, write
 
 DAY = 86400
 MIRROR_CONFIG = "[agent]\npreserve_uncommitted_work_branch = true\n"
 
 
-def rev(repo: Path, name: str) -> str:
-    return git(repo, "rev-parse", "--verify", "--end-of-options", name).strip()
-
-
 def refs(repo: Path, pattern: str = "refs/") -> dict[str, str]:
     out = git(repo, "for-each-ref", "--format=%(refname) %(objectname)", pattern)
     return dict(line.split(" ") for line in out.splitlines())
-
-
-def save(repo: Path, ticket: str, **kwargs: object) -> str:
-    result = wip.save(repo, ticket=ticket, reason=f"save {ticket}", **kwargs)
-    assert result.created, result
-    return result.commit
 
 
 def backdate(repo: Path, ref: str, days: int, tmp: Path, *also: str) -> tuple[str, int]:

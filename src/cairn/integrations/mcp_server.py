@@ -25,10 +25,10 @@ from pydantic import BaseModel, Field, ValidationError
 
 from cairn import __version__
 from cairn.errors import BadInput, explain
-from cairn.run.progress import RUN_DIR_ENV
 from cairn.state.catchup import CatchupReport
 from cairn.state.runstate import RunRef
 from cairn.summary import Summary
+from cairn.terms import ENV_RUN_DIR, FindingResolution, SetAside, Verdict
 from cairn.wip.models import SaveResult
 
 P = ParamSpec("P")
@@ -96,7 +96,6 @@ Notes = Annotated[str | None, Field(description="Why, or what is left.")]
 Files = Annotated[
     list[str] | None, Field(description="Files the task changed (commas also separate).")
 ]
-FindingStatus = Literal["FIXED", "NOT_FIXED", "ALREADY_RESOLVED"]
 
 
 class _Server(MCPServer):
@@ -193,11 +192,11 @@ def build(workspace: Path | str = ".", environ: Mapping[str, str] | None = None)
 
     def run_of(ticket: str | None) -> tuple[str | None, str | None]:
         """Ticket and run id as given, else CAIRN_RUN_DIR's; (None, None) means the branch's."""
-        if ticket is not None or not env.get(RUN_DIR_ENV):
+        if ticket is not None or not env.get(ENV_RUN_DIR):
             return ticket, None
         from cairn.state.layout import Layout
 
-        _, found, run_id = Layout.from_run_dir(Path(env[RUN_DIR_ENV]))
+        _, found, run_id = Layout.from_run_dir(Path(env[ENV_RUN_DIR]))
         return found, run_id
 
     @server.tool()
@@ -234,7 +233,7 @@ def build(workspace: Path | str = ".", environ: Mapping[str, str] | None = None)
     @_tool
     def task_set_aside(
         task: TaskNumber,
-        status: Annotated[Literal["skipped", "deferred"], Field(description="The new status.")],
+        status: Annotated[SetAside, Field(description="The new status.")],
         notes: Annotated[str, Field(description="Why it is skipped, or what is left.")],
         ticket: RunTicket = None,
     ) -> Annotated[CallToolResult, Reported]:
@@ -250,7 +249,7 @@ def build(workspace: Path | str = ".", environ: Mapping[str, str] | None = None)
     @_tool
     def finding_update(
         finding: Annotated[str, Field(description="Finding id from the review, e.g. F1.")],
-        status: Annotated[FindingStatus, Field(description="How it was addressed.")],
+        status: Annotated[FindingResolution, Field(description="How it was addressed.")],
         action: Annotated[str | None, Field(description="What was done.")] = None,
         ticket: RunTicket = None,
     ) -> Annotated[CallToolResult, Reported]:
@@ -288,7 +287,7 @@ def build(workspace: Path | str = ".", environ: Mapping[str, str] | None = None)
     @_tool
     def gate_result(
         name: Annotated[str, Field(description="Gate name, e.g. Tests or Lint.")],
-        result: Annotated[Literal["pass", "fail"], Field(description="pass or fail.")],
+        result: Annotated[Verdict, Field(description="pass or fail.")],
         command: Annotated[str | None, Field(description="The command run.")] = None,
         ticket: RunTicket = None,
     ) -> Annotated[CallToolResult, Reported]:

@@ -25,9 +25,10 @@ from pydantic import BaseModel
 
 from cairn.errors import BadInput
 from cairn.run.plan import Plan
+from cairn.terms import VERDICTS, Verdict
 from cairn.util import durable
 
-Result = Literal["pending", "pass", "fail"]
+Result = Literal["pending"] | Verdict
 _HEAD = re.compile(r"# Evaluation — ticket (\S+), round (\d+)")
 _STATUS = re.compile(r"## Status: (IN_PROGRESS|PASS|FAIL)")
 _ITEM = re.compile(r"- \[( |x)\] (AC-\d+): (.*?)(?: \(task (\d+)\))?(?: — FAILED: (.*))?")
@@ -121,7 +122,7 @@ def save(path: Path, evaluation: Evaluation) -> None:
 
 
 def record(evaluation: Evaluation, ident: str, result: str, reason: str | None) -> Evaluation:
-    if result not in ("pass", "fail"):
+    if result not in VERDICTS:
         raise BadInput(f"--result must be pass or fail (got {result!r})")
     if not any(c.id == ident for c in evaluation.criteria):
         known = ", ".join(c.id for c in evaluation.criteria) or "none"

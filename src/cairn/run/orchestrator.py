@@ -441,7 +441,7 @@ class Orchestrator:
             task = match_task(str(item.get("text", "")), current.tasks)
             if task is None or task.resolved:
                 continue
-            runstate.change_summary(
+            runstate.edit_summary(
                 self.ref,
                 lambda s, n=task.number: summary.complete_task(
                     s, n, clock.now(), notes="checked off in the agent's own to-do list"

@@ -15,11 +15,10 @@ from cairn.errors import BadInput
 from cairn.run import evaluation, review
 from cairn.state import journal, marker
 from cairn.state.layout import Layout, artifacts, discover, latest_artifact
-from cairn.state.runstate import RunRef, change_summary
+from cairn.state.runstate import RunRef, edit_summary
 from cairn.summary import Summary
+from cairn.terms import ENV_RUN_DIR
 from cairn.util import clock, durable
-
-RUN_DIR_ENV = "CAIRN_RUN_DIR"
 
 
 def locate(
@@ -29,8 +28,8 @@ def locate(
 ) -> RunRef:
     """The run that progress reports go to: ``CAIRN_RUN_DIR``, else the ticket's live run."""
     env = os.environ if environ is None else environ
-    if ticket is None and env.get(RUN_DIR_ENV):
-        layout, found_ticket, run_id = Layout.from_run_dir(Path(env[RUN_DIR_ENV]))
+    if ticket is None and env.get(ENV_RUN_DIR):
+        layout, found_ticket, run_id = Layout.from_run_dir(Path(env[ENV_RUN_DIR]))
         return RunRef(layout, found_ticket, run_id)
     repo, _, layout = discover(workspace)
     if ticket is None:
@@ -50,7 +49,7 @@ def locate(
 
 
 def task_start(ref: RunRef, number: int) -> Summary:
-    return change_summary(
+    return edit_summary(
         ref,
         lambda s: summary.start_task(s, number, clock.now()),
         "task",
@@ -66,7 +65,7 @@ def task_done(
     outcome: str | None = None,
     notes: str | None = None,
 ) -> Summary:
-    return change_summary(
+    return edit_summary(
         ref,
         lambda s: summary.complete_task(
             s, number, clock.now(), files=files, outcome=outcome, notes=notes
@@ -84,7 +83,7 @@ def task_set_aside(ref: RunRef, number: int, status: str, notes: str | None) -> 
         verb = {"skipped": "skip", "deferred": "defer"}[status]
         raise BadInput(f"task {verb} needs --notes saying why; nothing was written")
     operation = {"skipped": summary.skip_task, "deferred": summary.defer_task}[status]
-    return change_summary(
+    return edit_summary(
         ref,
         lambda s: operation(s, number, clock.now(), notes),
         "task",
@@ -94,7 +93,7 @@ def task_set_aside(ref: RunRef, number: int, status: str, notes: str | None) -> 
 
 
 def finding(ref: RunRef, finding_id: str, status: str, action: str | None) -> Summary:
-    return change_summary(
+    return edit_summary(
         ref,
         lambda s: summary.address_finding(s, finding_id, status, clock.now(), action=action),
         "finding",
@@ -104,7 +103,7 @@ def finding(ref: RunRef, finding_id: str, status: str, action: str | None) -> Su
 
 
 def gate(ref: RunRef, name: str, result: str, command: str | None) -> Summary:
-    return change_summary(
+    return edit_summary(
         ref,
         lambda s: summary.set_gate(s, name, result, clock.now(), command=command),
         "gate",
@@ -115,7 +114,7 @@ def gate(ref: RunRef, name: str, result: str, command: str | None) -> Summary:
 
 
 def defer_item(ref: RunRef, item: str) -> Summary:
-    return change_summary(
+    return edit_summary(
         ref, lambda s: summary.add_deferred(s, item, clock.now()), "deferred", item=item
     )
 

@@ -12,34 +12,17 @@ from pathlib import Path
 from typing import Any
 
 from cairn.state.layout import JOURNAL
+from cairn.terms import JOURNAL_EVENTS, JournalEvent
 from cairn.util import durable
-
-EVENTS = (
-    "run_started",
-    "run_finished",
-    "run_interrupted",
-    "takeover",
-    "phase",
-    "dispatch_started",
-    "dispatch_finished",
-    "turn",
-    "task",
-    "finding",
-    "gate",
-    "deferred",
-    "snapshot",
-    "cutoff",
-    "marker_cleared",
-)
 
 
 def timestamp(when: datetime | None = None) -> str:
     return (when or datetime.now().astimezone()).isoformat(timespec="milliseconds")
 
 
-def record(run_dir: Path, event: str, **fields: Any) -> dict[str, Any]:
+def record(run_dir: Path, event: JournalEvent, **fields: Any) -> dict[str, Any]:
     """Append one event to the run's journal and return it."""
-    if event not in EVENTS:
+    if event not in JOURNAL_EVENTS:
         raise ValueError(f"unknown journal event {event!r}")
     entry = {"t": timestamp(), "event": event, **{k: v for k, v in fields.items() if v is not None}}
     durable.append_line(run_dir / JOURNAL, json.dumps(entry, ensure_ascii=False, default=str))

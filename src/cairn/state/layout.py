@@ -21,6 +21,7 @@ from cairn import tickets
 from cairn.config import Config
 from cairn.errors import BadInput
 from cairn.git import Repo
+from cairn.terms import ENV_RUN_DIR
 from cairn.util import durable
 
 MARKER = ".in-progress.yaml"
@@ -87,10 +88,10 @@ class Layout:
         if not (is_run_id(run_dir.name) and ticket_dir.parent.name == "tickets"):
             raise BadInput(
                 f"{run_dir} is not a cairn run directory (<state>/tickets/<ticket>/<run-id>); "
-                "unset CAIRN_RUN_DIR or pass --ticket"
+                f"unset {ENV_RUN_DIR} or pass --ticket"
             )
         if not run_dir.is_dir() or run_dir.is_symlink():
-            raise BadInput(f"run directory {run_dir} does not exist; unset CAIRN_RUN_DIR")
+            raise BadInput(f"run directory {run_dir} does not exist; unset {ENV_RUN_DIR}")
         tickets.validate(ticket_dir.name)
         return cls(ticket_dir.parent.parent), ticket_dir.name, run_dir.name
 

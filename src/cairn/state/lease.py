@@ -18,7 +18,7 @@ from pathlib import Path
 
 from cairn.errors import BadInput, LeaseBusy
 from cairn.state import marker, owner
-from cairn.state.layout import Layout
+from cairn.state.layout import LEASE, Layout
 from cairn.state.owner import Owner
 from cairn.util import clock, durable
 
@@ -63,7 +63,7 @@ def acquire(
     """
     ticket_dir = layout.ticket_dir(ticket)
     durable.ensure_dir(ticket_dir)
-    path = ticket_dir / "lease"
+    path = ticket_dir / LEASE
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     try:
         try:

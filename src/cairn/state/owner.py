@@ -12,15 +12,13 @@ import functools
 import os
 import socket
 from datetime import UTC, datetime
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from cairn.terms import Liveness as Liveness  # re-exported: marker and catch-up name it here
 from cairn.util.procs import pid_alive, process_start_time
 
 START_TIME_TOLERANCE = 2.0
-
-Liveness = Literal["alive", "dead", "remote", "remote_stale", "unknown"]
 
 
 class Owner(BaseModel):

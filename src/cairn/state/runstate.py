@@ -23,6 +23,7 @@ from cairn.state.layout import (
 )
 from cairn.state.lease import Lease, acquire
 from cairn.summary import Summary
+from cairn.terms import JournalEvent
 from cairn.util import clock, durable
 
 
@@ -140,16 +141,16 @@ def write_artifact(
     return path
 
 
-def change_summary(
+def edit_summary(
     ref: RunRef,
-    change: Callable[[Summary], Summary],
-    event: str,
+    operation: Callable[[Summary], Summary],
+    event: JournalEvent,
     **fields: Any,
 ) -> Summary:
     """Apply one summary operation, then move the marker to the summary's current item."""
     with durable.locked(ref.lock_path):
         path, before = ref.load_summary()
-        after = change(before)
+        after = operation(before)
         summary.save(path, after)
         item = after.status.item
         _touch_marker(ref, task=item if isinstance(item, int) else None)
@@ -157,7 +158,12 @@ def change_summary(
     return after
 
 
-def update_marker(ref: RunRef, event: str | None = None, **changes: Any) -> None:
+# The old name: bench/state.py (being reworked on another branch) still calls it; remove it once
+# bench calls edit_summary.
+change_summary = edit_summary
+
+
+def update_marker(ref: RunRef, event: JournalEvent | None = None, **changes: Any) -> None:
     """Rewrite the marker (phase, round, dispatch, snapshot…) and optionally journal an event."""
     with durable.locked(ref.lock_path):
         _touch_marker(ref, **changes)
@@ -212,7 +218,7 @@ def _stopped(
     reason: str,
     snapshot: marker.SnapshotRef | None,
     marker_changes: dict[str, Any],
-    event: str,
+    event: JournalEvent,
 ) -> Summary:
     with durable.locked(ref.lock_path):
         path, current = ref.load_summary()

@@ -12,15 +12,13 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 
 from cairn import tickets
 from cairn.errors import CorruptState
+from cairn.terms import FindingStatus as FindingStatus  # re-exported: cairn.summary's API
+from cairn.terms import SummaryState, Verdict
+from cairn.terms import TaskStatus as TaskStatus  # re-exported: cairn.summary's API
 
-TaskStatus = Literal["pending", "in progress", "completed", "skipped", "deferred"]
-FindingStatus = Literal["pending", "FIXED", "NOT_FIXED", "ALREADY_RESOLVED"]
 Mode = Literal["implementation", "review"]
-State = Literal["not_started", "in_progress", "completed", "interrupted"]
 ProseKey = Literal["preamble", "status", "tasks", "findings", "files", "gates", "deferred"]
 
-TASK_STATUSES: tuple[str, ...] = ("pending", "in progress", "completed", "skipped", "deferred")
-FINDING_STATUSES: tuple[str, ...] = ("pending", "FIXED", "NOT_FIXED", "ALREADY_RESOLVED")
 RESOLVED_TASK = frozenset({"completed", "skipped", "deferred"})
 
 SECTIONS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -184,11 +182,11 @@ class Finding(_Model):
 class Gate(_Model):
     name: Annotated[str, AfterValidator(_gate_name)]
     command: OptText = None
-    result: Literal["pass", "fail"]
+    result: Verdict
 
 
 class Status(_Model):
-    state: State
+    state: SummaryState
     item: int | str | None = None
     reason: Annotated[str, AfterValidator(_pattern(_SLUG, "reason"))] | None = None
     ref: Annotated[str, AfterValidator(_no_space("ref"))] | None = None

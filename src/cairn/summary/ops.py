@@ -10,6 +10,7 @@ from pydantic import BaseModel, ValidationError
 
 from cairn.errors import BadInput
 from cairn.summary.model import Finding, Gate, Status, Summary, Task, TaskStatus
+from cairn.terms import FINDING_RESOLUTIONS
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -20,7 +21,6 @@ _NEXT: dict[str, frozenset[str]] = {
     "deferred": frozenset({"in progress", "completed", "skipped", "deferred"}),
     "completed": frozenset({"completed"}),
 }
-ADDRESSED = ("FIXED", "NOT_FIXED", "ALREADY_RESOLVED")
 
 
 def _make(cls: type[M], **data: Any) -> M:
@@ -104,8 +104,8 @@ def address_finding(
     s: Summary, finding_id: str, status: str, now: datetime, action: str | None = None
 ) -> Summary:
     _need(s, "review", "address a finding")
-    if status not in ADDRESSED:
-        raise BadInput(f"finding status {status!r} is not one of {', '.join(ADDRESSED)}")
+    if status not in FINDING_RESOLUTIONS:
+        raise BadInput(f"finding status {status!r} is not one of {', '.join(FINDING_RESOLUTIONS)}")
     found = s.finding(finding_id)
     if found is None:
         ids = ", ".join(f.id for f in s.findings)

@@ -13,10 +13,8 @@ from pydantic import TypeAdapter, ValidationError
 from cairn.summary.model import (
     FINDING_FIELD,
     FINDING_ID,
-    FINDING_STATUSES,
     SECTIONS,
     TASK_FIELD,
-    TASK_STATUSES,
     Finding,
     Gate,
     RunId,
@@ -27,15 +25,20 @@ from cairn.summary.model import (
     Ticket,
 )
 from cairn.summary.render import title as render_title
-from cairn.util import yaml_io
+from cairn.terms import FINDING_STATUSES, TASK_STATUSES, VERDICTS
+from cairn.util import frontmatter
+from cairn.util.codespans import parse_code_spans
 
 Line = tuple[int, str]
+Section = tuple[int, list[Line]]  # the heading's line number, and the lines under it
+ProseByKey = dict[str, list[str]]
+MakeBlock = Callable[[int, str, list[Line]], Any]  # (heading line, heading, lines under it)
 
 _KEYS = ("format", "ticket", "run", "mode", "round", "updated")
 _TASK_HEADING = re.compile(r"### Task ([0-9]+): (.*)")
 _FINDING_HEADING = re.compile(rf"### ({FINDING_ID.pattern}): (.*)")
 _COUNTS = re.compile(r"(Not started|In progress|Completed) — ([0-9]+) of ([0-9]+) (tasks|findings)")
-_AT = re.compile(r"In progress — (task|finding) ([0-9]+) of ([0-9]+)")
+_AT_ITEM = re.compile(r"In progress — (task|finding) ([0-9]+) of ([0-9]+)")
 _INTERRUPTED = re.compile(
     r"Interrupted — ([a-z0-9_-]+) "
     r"(?:during (task|finding) ([0-9]+) of ([0-9]+)|after ([0-9]+) of ([0-9]+) (tasks|findings)); "
@@ -44,7 +47,7 @@ _INTERRUPTED = re.compile(
 _TICKET: TypeAdapter[str] = TypeAdapter(Ticket)
 _RUN: TypeAdapter[str | None] = TypeAdapter(RunId | None)
 _STATES = {"Not started": "not_started", "In progress": "in_progress", "Completed": "completed"}
-_GATE = re.compile(r"([A-Za-z0-9][A-Za-z0-9 _./+-]*?)(?: \((.*)\))?: (pass|fail)")
+_GATE = re.compile(rf"([A-Za-z0-9][A-Za-z0-9 _./+-]*?)(?: \((.*)\))?: ({'|'.join(VERDICTS)})")
 
 
 def parse(text: str, source: str = "change summary") -> Summary:
@@ -52,41 +55,9 @@ def parse(text: str, source: str = "change summary") -> Summary:
     return _Parser(text, source).summary()
 
 
-def parse_code_spans(text: str) -> list[str]:
-    """Code spans separated by ``, ``; ValueError on any other text."""
-    spans: list[str] = []
-    i = 0
-    while True:
-        if not text.startswith("`", i):
-            raise ValueError("expected a `code span`")
-        start = i
-        while i < len(text) and text[i] == "`":
-            i += 1
-        fence = i - start
-        j = i
-        while True:
-            j = text.find("`", j)
-            if j < 0:
-                raise ValueError("a code span is not closed")
-            end = j
-            while end < len(text) and text[end] == "`":
-                end += 1
-            if end - j == fence:
-                break
-            j = end
-        content = text[i:j]
-        if len(content) >= 2 and content[0] == content[-1] == " " and content.strip(" "):
-            content = content[1:-1]
-        spans.append(content)
-        i = end
-        if i == len(text):
-            return spans
-        if not text.startswith(", ", i):
-            raise ValueError("code spans must be separated by ', '")
-        i += 2
-
-
-def _unescape(value: str) -> str | None:
+def _value(fields: dict[str, tuple[int, str]], name: str) -> str | None:
+    """A field's free text: None for a missing, empty, ``(pending)`` or ``(none)`` value."""
+    value = fields.get(name, (0, ""))[1]
     if value in ("", "(pending)", "(none)"):
         return None
     return value[1:] if value.startswith("\\") else value
@@ -111,7 +82,7 @@ class _Parser:
         mode = header["mode"]
         body = self._title(header, body_start)
         sections = self._sections(mode, body)
-        prose: dict[str, list[str]] = {"preamble": [text for _, text in sections["preamble"][1]]}
+        prose: ProseByKey = {"preamble": [text for _, text in sections["preamble"][1]]}
         status_at, status_parts = self._status(sections["status"], prose)
         data: dict[str, Any] = dict(header)
         if mode == "implementation":
@@ -137,9 +108,9 @@ class _Parser:
             self.fail(line, _first_error(exc))
 
     def _front_matter(self) -> tuple[dict[str, Any], int]:
-        if not self.lines or self.lines[0] != "---":
+        if not frontmatter.opens(self.lines):
             self.fail(1, "no front matter: a change summary starts with a '---' line")
-        close = next((i for i in range(1, len(self.lines)) if self.lines[i] == "---"), None)
+        close = frontmatter.closing_line(self.lines, closings=("---",))
         if close is None:
             self.fail(len(self.lines), "the front matter is not closed by a '---' line")
         block = self.lines[1:close]
@@ -148,14 +119,13 @@ class _Parser:
             return next((i + 2 for i, t in enumerate(block) if t.startswith(f"{key}:")), 1)
 
         self.line_of = line_of
-
         try:
-            data = yaml_io.safe_load("\n".join(block))
-        except yaml_io.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            line = mark.line + 2 if mark is not None else 1
-            self.fail(line, f"the front matter is not valid YAML ({getattr(exc, 'problem', exc)})")
-        if not isinstance(data, dict):
+            data = frontmatter.load(self.lines, close)
+        except frontmatter.InvalidYAML as exc:
+            self.fail(exc.line, f"the front matter is not valid YAML ({exc.problem})")
+        except frontmatter.NotAMapping:
+            data = None
+        if data is None:
             self.fail(1, "the front matter is not a YAML mapping")
         fmt = data.get("format")
         if type(fmt) is int and fmt > 1:
@@ -206,10 +176,10 @@ class _Parser:
             self.fail(i + 1, f"expected the title {expected!r} to match the front matter")
         return [(n + 1, self.lines[n]) for n in range(i + 1, len(self.lines))]
 
-    def _sections(self, mode: str, body: list[Line]) -> dict[str, tuple[int, list[Line]]]:
+    def _sections(self, mode: str, body: list[Line]) -> dict[str, Section]:
         order = SECTIONS[mode]
         keys = {heading: key for key, heading in order}
-        sections: dict[str, tuple[int, list[Line]]] = {"preamble": (0, [])}
+        sections: dict[str, Section] = {"preamble": (0, [])}
         current = "preamble"
         for number, text in body:
             key = keys.get(text)
@@ -229,16 +199,14 @@ class _Parser:
             self.fail(max(len(self.lines), 1), f"section {missing!r} is missing")
         return sections
 
-    def _status(
-        self, section: tuple[int, list[Line]], prose: dict[str, list[str]]
-    ) -> tuple[int, re.Match[str]]:
+    def _status(self, section: Section, prose: ProseByKey) -> tuple[int, re.Match[str]]:
         heading, lines = section
         first = next((i for i, (_, text) in enumerate(lines) if text), None)
         if first is None:
             self.fail(heading, "the Status section has no status line")
         number, text = lines[first]
         prose["status"] = [t for _, t in lines[first + 1 :]]
-        for pattern in (_COUNTS, _AT, _INTERRUPTED):
+        for pattern in (_COUNTS, _AT_ITEM, _INTERRUPTED):
             match = pattern.fullmatch(text)
             if match:
                 return number, match
@@ -260,7 +228,7 @@ class _Parser:
             self._agree(line, int(done) == resolved, f"it says {done} resolved but {resolved} are")
             fields["state"] = _STATES[label]
             return self._build(Status, fields, line)
-        if match.re is _AT:
+        if match.re is _AT_ITEM:
             said_noun, position, of = match.groups()
             fields["state"] = "in_progress"
         else:
@@ -289,13 +257,7 @@ class _Parser:
         if not ok:
             self.fail(line, f"the status line disagrees with the list: {problem}")
 
-    def _blocks(
-        self,
-        section: tuple[int, list[Line]],
-        key: str,
-        prose: dict[str, list[str]],
-        make: Callable[[int, str, list[Line]], Any],
-    ) -> list[Any]:
+    def _blocks(self, section: Section, key: str, prose: ProseByKey, make: MakeBlock) -> list[Any]:
         _, lines = section
         starts = [i for i, (_, text) in enumerate(lines) if text.startswith("### ")]
         prose[key] = [text for _, text in lines[: starts[0] if starts else len(lines)]]
@@ -356,15 +318,8 @@ class _Parser:
                     files = parse_code_spans(value)
                 except ValueError as exc:
                     self.fail(line, f"Files: {exc}")
-        data = {
-            "number": int(n),
-            "title": title,
-            "status": status,
-            "files": files,
-            "outcome": _unescape(fields.get("Outcome", (0, ""))[1]),
-            "notes": _unescape(fields.get("Notes", (0, ""))[1]),
-            "prose": prose,
-        }
+        data = dict(number=int(n), title=title, status=status, files=files, prose=prose)
+        data.update(outcome=_value(fields, "Outcome"), notes=_value(fields, "Notes"))
         return self._build(Task, data, number)
 
     def _finding(self, number: int, text: str, lines: list[Line]) -> Finding:
@@ -373,21 +328,11 @@ class _Parser:
             allowed = ", ".join(FINDING_STATUSES)
             self.fail(number, f"unknown finding status {status!r}; use one of {allowed}")
         fields, prose = self._fields(lines, FINDING_FIELD)
-        data = {
-            "id": ident,
-            "title": title,
-            "status": status,
-            "action": _unescape(fields.get("Action", (0, ""))[1]),
-            "prose": prose,
-        }
-        return self._build(Finding, data, number)
+        data = dict(id=ident, title=title, status=status, prose=prose)
+        return self._build(Finding, {**data, "action": _value(fields, "Action")}, number)
 
     def _listing(
-        self,
-        section: tuple[int, list[Line]],
-        key: str,
-        prose: dict[str, list[str]],
-        item: Callable[[int, str], list[Any]],
+        self, section: Section, key: str, prose: ProseByKey, item: Callable[[int, str], list[Any]]
     ) -> list[Any] | None:
         _, lines = section
         first = next((i for i, (_, text) in enumerate(lines) if text), None)

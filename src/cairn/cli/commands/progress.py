@@ -11,6 +11,7 @@ import typer
 from cairn.cli.commands.options import Json, Workspace
 from cairn.cli.output import console, emit_json, guarded
 from cairn.errors import BadInput
+from cairn.terms import FINDING_RESOLUTIONS, VERDICTS
 
 if TYPE_CHECKING:
     from cairn.state.runstate import RunRef
@@ -167,9 +168,9 @@ def finding(
     if len(words) != 1:
         raise BadInput("finding takes one id: cairn finding F1 --status FIXED --action '…'")
     finding_id = words[0]
-    allowed = ("FIXED", "NOT_FIXED", "ALREADY_RESOLVED")
-    if status not in allowed:
-        raise BadInput(f"--status must be one of {', '.join(allowed)} (got {status!r})")
+    if status not in FINDING_RESOLUTIONS:
+        allowed = ", ".join(FINDING_RESOLUTIONS)
+        raise BadInput(f"--status must be one of {allowed} (got {status!r})")
     ref = _locate(workspace, ticket)
     after = progress.finding(ref, finding_id, status, action)
     _report(ref, after, f"{finding_id} {status}", json)
@@ -187,7 +188,7 @@ def gate(
     """Record a quality gate's result."""
     from cairn.run import progress
 
-    if result not in ("pass", "fail"):
+    if result not in VERDICTS:
         raise BadInput(f"--result must be pass or fail (got {result!r})")
     ref = _locate(workspace, ticket)
     _report(ref, progress.gate(ref, name, result, command), f"gate {name}: {result}", json)
@@ -219,7 +220,7 @@ def ac(
     """(Evaluators) record whether an acceptance criterion is met."""
     from cairn.run import progress
 
-    if result not in ("pass", "fail"):
+    if result not in VERDICTS:
         raise BadInput(f"--result must be pass or fail (got {result!r})")
     ref = _locate(workspace, ticket)
     after = progress.record_ac(ref, criterion, result, reason)
