@@ -11,10 +11,10 @@ from pathlib import Path
 
 from cairn import summary
 from cairn.agents.base import Adapter, DispatchRequest
-from cairn.cli.display import Display
 from cairn.config import Config
 from cairn.errors import BadInput
 from cairn.git import Repo
+from cairn.run.events import EventSink, NoEvents
 from cairn.run.orchestrator import Orchestrator, RunOutcome
 from cairn.run.plan import Plan
 from cairn.state import journal, layout, marker, runstate
@@ -73,7 +73,7 @@ def run(
     agent: str | None = None,
     max_turns: int | None = None,
     takeover: bool = False,
-    display: Display | None = None,
+    sink: EventSink | None = None,
 ) -> RunOutcome:
     """``cairn run PLAN``: a new run of the plan's ticket, to completion or a saved stop."""
     from cairn import tickets
@@ -85,7 +85,7 @@ def run(
     ticket = tickets.validate(ticket) if ticket else plans.ticket_for(loaded, Path(plan_path))
     kind, adapter = adapter_for(config, agent, max_turns)
     preflight(adapter, repo, config, loaded)
-    display = display or Display("quiet")
+    sink = sink or NoEvents()
     pairs = [(t.number, t.title) for t in loaded.tasks]
 
     def scaffold(run_id: str) -> Summary:
@@ -109,16 +109,16 @@ def run(
             ("orchestrator", "plan", "json", loaded.model_dump_json(indent=2)),
         ],
     )
-    display.event("run_started", run=ref.run_id, ticket=ticket, tasks=len(pairs), agent=kind)
+    sink.event("run_started", run=ref.run_id, ticket=ticket, tasks=len(pairs), agent=kind)
     if lease.previous is not None and lease.previous.run:
-        display.event(
+        sink.event(
             "warning",
             message=(
                 f"ticket {ticket} had an unfinished run {lease.previous.run}; this is a new run "
                 f"(cairn resume {ticket} continues the latest run)"
             ),
         )
-    orchestrator = Orchestrator(repo, config, ref, lease, loaded, adapter, display, max_turns)
+    orchestrator = Orchestrator(repo, config, ref, lease, loaded, adapter, sink, max_turns)
     return orchestrator.execute()
 
 
@@ -129,7 +129,7 @@ def resume(
     agent: str | None = None,
     max_turns: int | None = None,
     takeover: bool = False,
-    display: Display | None = None,
+    sink: EventSink | None = None,
 ) -> RunOutcome:
     """``cairn resume``: continue an interrupted run in its own run directory."""
     from cairn import tickets
@@ -152,7 +152,7 @@ def resume(
     if report.state == "done":
         raise BadInput(f"the last run of ticket {ticket} finished; there is nothing to resume")
     kind, adapter = adapter_for(config, agent, max_turns)
-    display = display or Display("quiet")
+    sink = sink or NoEvents()
     lease = acquire(state, ticket, stale_after=stale_after, takeover=takeover)
     try:
         ref = RunRef(state, ticket, report.run)
@@ -184,7 +184,7 @@ def resume(
         )
         stopped = _stop_orphaned_agent(previous, config.agent.cutoff_timeout_ms / 1000)
         if stopped is not None:
-            display.event(
+            sink.event(
                 "warning",
                 message=f"stopped agent pid {stopped}, left running by the dead cairn process",
             )
@@ -205,8 +205,8 @@ def resume(
     except BaseException:
         lease.release()
         raise
-    display.event("run_resumed", run=ref.run_id, ticket=ticket, phase=phase, agent=kind)
-    orchestrator = Orchestrator(repo, config, ref, lease, loaded, adapter, display, max_turns)
+    sink.event("run_resumed", run=ref.run_id, ticket=ticket, phase=phase, agent=kind)
+    orchestrator = Orchestrator(repo, config, ref, lease, loaded, adapter, sink, max_turns)
     status = ref.load_summary()[1].status
     orchestrator.resumed_from = (
         f"{status.reason} (the run was resumed with cairn resume)"

@@ -25,12 +25,12 @@ from pydantic import BaseModel
 
 from cairn import summary
 from cairn.agents.base import Adapter, DispatchRequest, Result, Session
-from cairn.cli.display import Display
 from cairn.config import Config
 from cairn.errors import BadInput, ExitCode
 from cairn.git import Repo
 from cairn.run import evaluation, prompts, review
 from cairn.run.budget import Budget
+from cairn.run.events import EventSink
 from cairn.run.plan import Plan
 from cairn.state import journal, layout, marker, runstate
 from cairn.state.lease import Lease
@@ -85,11 +85,11 @@ class Orchestrator:
         lease: Lease,
         plan: Plan,
         adapter: Adapter,
-        display: Display,
+        sink: EventSink,
         max_turns: int | None = None,
     ) -> None:
         self.repo, self.config, self.ref, self.lease = repo, config, ref, lease
-        self.plan, self.adapter, self.display = plan, adapter, display
+        self.plan, self.adapter, self.sink = plan, adapter, sink
         self.max_turns_override = max_turns
         self.stats = Stats()
         self.session: Session | None = None
@@ -213,7 +213,7 @@ class Orchestrator:
             status=concluded.status,
             failed=[c.id for c in concluded.failed()],
         )
-        self.display.event(
+        self.sink.event(
             "evaluation",
             round=round_number,
             status=concluded.status,
@@ -255,7 +255,7 @@ class Orchestrator:
         )
         self._single_turn("reviewer", prompt)
         found = review.load(path)
-        self.display.event(
+        self.sink.event(
             "review",
             round=round_number,
             findings=len(found.findings),
@@ -360,8 +360,8 @@ class Orchestrator:
         )
         marker_dispatch = marker.Dispatch(role=role, turn=0, max_turns=max_turns)
         runstate.update_marker(self.ref, "dispatch_started", dispatch=marker_dispatch)
-        self.display.event("dispatch_started", dispatch=number, role=role, max_turns=max_turns)
-        self.display.update(turn=0, max_turns=max_turns)
+        self.sink.event("dispatch_started", dispatch=number, role=role, max_turns=max_turns)
+        self.sink.update(turn=0, max_turns=max_turns)
         session = self.adapter.start(request)
         self.session = session
         if self.signalled:
@@ -391,13 +391,13 @@ class Orchestrator:
                         turn=event.turn,
                         pressure=sent.get(event.turn, False),
                     )
-                    self.display.event(
+                    self.sink.event(
                         "turn",
                         turn=event.turn,
                         max_turns=max_turns,
                         pressure=sent.get(event.turn, False),
                     )
-                    self.display.update(turn=event.turn)
+                    self.sink.update(turn=event.turn)
                     if on_turn is not None:
                         on_turn()
                 elif event.kind == "message":
@@ -422,7 +422,7 @@ class Orchestrator:
             detail=result.detail,
             session_id=result.session_id,
         )
-        self.display.event(
+        self.sink.event(
             "dispatch_finished", dispatch=number, reason=result.reason, turns=result.num_turns
         )
         if on_turn is not None:
@@ -564,9 +564,9 @@ class Orchestrator:
     def _phase(self, phase: str, round_number: int | None) -> None:
         self.stats.phases.append(phase if round_number is None else f"{phase} {round_number}")
         runstate.update_marker(self.ref, "phase", phase=phase, round=round_number)
-        self.display.event("phase", phase=phase, round=round_number)
+        self.sink.event("phase", phase=phase, round=round_number)
         current = self._summary()
-        self.display.update(phase=phase, round=round_number, total=current.total())
+        self.sink.update(phase=phase, round=round_number, total=current.total())
 
     def _task_done(self) -> None:
         """After each turn: snapshot when a task was completed since the last snapshot."""
@@ -574,7 +574,7 @@ class Orchestrator:
         done = {t.number for t in current.tasks if t.status == "completed"}
         new, self._done_seen = done - self._done_seen, done
         item = current.status.item
-        self.display.update(task=item if isinstance(item, int) else None, total=current.total())
+        self.sink.update(task=item if isinstance(item, int) else None, total=current.total())
         for number in sorted(new):
             self._snapshot(f"task {number} done")
 
@@ -593,7 +593,7 @@ class Orchestrator:
                 config=self.config,
             )
         except Exception as exc:  # a failed snapshot must not end the run; say so
-            self.display.event("warning", message=f"snapshot failed: {exc}")
+            self.sink.event("warning", message=f"snapshot failed: {exc}")
             journal.record(self.ref.run_dir, "snapshot", reason=reason, error=str(exc))
             return None
         if saved.commit is None:
@@ -602,8 +602,8 @@ class Orchestrator:
         if saved.created:
             self.stats.snapshots.append(saved.commit)
             runstate.update_marker(self.ref, "snapshot", snapshot=snap)
-            self.display.event("snapshot", commit=saved.commit, reason=reason)
-            self.display.update(snapshot=saved.commit[:12])
+            self.sink.event("snapshot", commit=saved.commit, reason=reason)
+            self.sink.update(snapshot=saved.commit[:12])
         self.last_snapshot = snap
         return snap
 
@@ -617,7 +617,7 @@ class Orchestrator:
     def _cutoff(self, role: str, reason: str) -> None:
         snap = self._snapshot(f"cutoff: {reason}")
         runstate.record_cutoff(self.ref, _slug(reason), snap)
-        self.display.event(
+        self.sink.event(
             "cutoff", reason=reason, role=role, snapshot=snap.commit[:12] if snap else None
         )
 
@@ -635,7 +635,7 @@ class Orchestrator:
         before = self.last_snapshot
         snap = self._snapshot("resume")
         if snapshot and snap is not None and snap.commit != snapshot:
-            self.display.event(
+            self.sink.event(
                 "warning",
                 message=(
                     f"the work tree differs from the last snapshot {snapshot[:12]}; it is left "
@@ -669,7 +669,7 @@ class Orchestrator:
 
     def _outcome(self, status: Status, reason: str | None, code: int) -> RunOutcome:
         elapsed = time.monotonic() - self.stats.started
-        self.display.event(
+        self.sink.event(
             "run_finished", run=self.ref.run_id, status=status, elapsed=f"{elapsed:.1f}s"
         )
         return RunOutcome(
