@@ -152,7 +152,7 @@ def realistic_marker(ticket: str, run: str, owner: Any, now: datetime, task: int
         ticket=ticket,
         run=run,
         owner=owner,
-        dispatch=marker.Dispatch(role="coder", turn=37, max_turns=150),
+        dispatch=marker.DispatchRecord(role="coder", turn=37, max_turns=150),
         snapshot=marker.SnapshotRef(
             ref=f"refs/cairn/wip/{ticket}", commit="3f5e" * 10, at=now - timedelta(minutes=3)
         ),

@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cairn.agents import process
-from cairn.agents.base import DispatchRequest, Event, Session
-from cairn.agents.streaming import StreamingAdapter, StreamingSession
+from cairn.agents.base import Dispatch, DispatchRequest, Event
+from cairn.agents.streaming import StreamingAdapter, StreamingDispatch
 from cairn.errors import BadInput
+from cairn.terms import ENV_DISPATCH_ID, ENV_MAX_TURNS, ENV_PRESSURE_TURNS
 
 PROGRAM = "claude"
 MINIMUM_VERSION = (2, 1, 0)
@@ -121,11 +122,11 @@ class ClaudeCodeAdapter(StreamingAdapter):
     def program(self, command: str | list[str] | None) -> list[str]:
         return program_argv(command)
 
-    def session(self, request: DispatchRequest, argv: list[str]) -> Session:
-        return ClaudeSession(request, argv)
+    def session(self, request: DispatchRequest, argv: list[str]) -> Dispatch:
+        return ClaudeDispatch(request, argv)
 
 
-class ClaudeSession(StreamingSession):
+class ClaudeDispatch(StreamingDispatch):
     def __init__(self, request: DispatchRequest, argv: list[str]) -> None:
         super().__init__(request, argv)
         self._dispatch_id = f"{request.role}-{uuid.uuid4().hex[:12]}"
@@ -141,9 +142,9 @@ class ClaudeSession(StreamingSession):
     def _env(self) -> dict[str, str]:
         return {
             **self.request.env,
-            "CAIRN_MAX_TURNS": str(self.request.max_turns),
-            "CAIRN_PRESSURE_TURNS": str(self.request.pressure_turns),
-            "CAIRN_DISPATCH_ID": self._dispatch_id,
+            ENV_MAX_TURNS: str(self.request.max_turns),
+            ENV_PRESSURE_TURNS: str(self.request.pressure_turns),
+            ENV_DISPATCH_ID: self._dispatch_id,
         }
 
     def _stream(self) -> StreamState:

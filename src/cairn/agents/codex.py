@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from cairn.agents import process
-from cairn.agents.base import DispatchRequest, Event, Session
-from cairn.agents.streaming import StreamingAdapter, StreamingSession
+from cairn.agents.base import Dispatch, DispatchRequest, Event
+from cairn.agents.streaming import StreamingAdapter, StreamingDispatch
 from cairn.errors import BadInput
 
 DEFAULT = ["codex", "exec"]
@@ -112,11 +112,11 @@ class CodexAdapter(StreamingAdapter):
     def program(self, command: str | list[str] | None) -> list[str]:
         return program_argv(command)
 
-    def session(self, request: DispatchRequest, argv: list[str]) -> Session:
-        return CodexSession(request, argv)
+    def session(self, request: DispatchRequest, argv: list[str]) -> Dispatch:
+        return CodexDispatch(request, argv)
 
 
-class CodexSession(StreamingSession):
+class CodexDispatch(StreamingDispatch):
     def __init__(self, request: DispatchRequest, argv: list[str]) -> None:
         super().__init__(request, argv)
         self._capped = False

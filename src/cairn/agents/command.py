@@ -24,14 +24,14 @@ from pathlib import Path
 from cairn.agents import process
 from cairn.agents.base import (
     Adapter,
+    Dispatch,
     DispatchRequest,
     Event,
-    Reason,
     Result,
-    Session,
     next_turn,
 )
 from cairn.errors import BadInput
+from cairn.terms import ENV_TURN, StopReason
 
 PLACEHOLDER = "{prompt}"
 STDIN_JOIN = 1.0
@@ -67,12 +67,12 @@ class CommandAdapter(Adapter):
             if shutil.which(program, path=path) is None:
                 raise BadInput(f"agent command {program!r} is not found on PATH")
 
-    def start(self, request: DispatchRequest) -> Session:
+    def start(self, request: DispatchRequest) -> Dispatch:
         self.preflight(request)
-        return CommandSession(request, command_argv(request.command))
+        return CommandDispatch(request, command_argv(request.command))
 
 
-class CommandSession(process.ChildSession):
+class CommandDispatch(process.ChildDispatch):
     def __init__(self, request: DispatchRequest, argv: list[str]) -> None:
         super().__init__(request, argv)
         self._turns = 0
@@ -96,7 +96,7 @@ class CommandSession(process.ChildSession):
                 child = process.Child(
                     argv,
                     cwd=Path(self.request.workspace),
-                    env={**self.request.env, "CAIRN_TURN": str(n)},
+                    env={**self.request.env, ENV_TURN: str(n)},
                     stdin=subprocess.DEVNULL if uses_arg else subprocess.PIPE,
                 )
             except OSError as exc:
@@ -134,7 +134,9 @@ class CommandSession(process.ChildSession):
             yield Event("turn_completed", n, {"exit_code": 0})
             n += 1
 
-    def _set(self, reason: Reason, exit_code: int | None = None, detail: str | None = None) -> None:
+    def _set(
+        self, reason: StopReason, exit_code: int | None = None, detail: str | None = None
+    ) -> None:
         self.result = Result(
             reason=reason,
             num_turns=self._turns,

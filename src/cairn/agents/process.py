@@ -21,7 +21,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
-from cairn.agents.base import DispatchRequest, Event, Reason, Result, Session
+from cairn.agents.base import Dispatch, DispatchRequest, Event, Result
+from cairn.terms import StopReason
 from cairn.util.procs import signal_group
 
 POLL_INTERVAL = 0.05
@@ -41,7 +42,7 @@ def terminate(proc: subprocess.Popen[bytes], grace: float) -> threading.Timer:
     return timer
 
 
-def classify(returncode: int, interrupt: Reason | None = None) -> Reason | None:
+def classify(returncode: int, interrupt: StopReason | None = None) -> StopReason | None:
     """How a child's exit ends a dispatch: None when it exited 0 and nobody interrupted it,
     else the interrupt's reason, ``crashed`` (killed by a signal) or ``error`` (non-zero exit)."""
     if interrupt is not None:
@@ -183,7 +184,7 @@ class Child:
         return self.proc.wait()
 
     def kill(self) -> None:
-        """SIGKILL the whole group and reap the leader (used when a session is abandoned)."""
+        """SIGKILL the whole group and reap the leader (used when a dispatch is abandoned)."""
         signal_group(self.proc.pid, signal.SIGKILL)
         with contextlib.suppress(ProcessLookupError):
             self.proc.kill()
@@ -213,15 +214,16 @@ class Child:
         self._errfile.close()
 
 
-class ChildSession(Session):
-    """A session whose agent runs as one child process at a time (``self._child``): its pid,
-    a non-blocking interrupt, and cleanup of the child however ``events()`` ends."""
+class ChildDispatch(Dispatch):
+    """A running dispatch (one agent invocation for a role, possibly several turns) whose agent
+    runs as one child process at a time (``self._child``): its pid, a non-blocking interrupt,
+    and cleanup of the child however ``events()`` ends."""
 
     def __init__(self, request: DispatchRequest, argv: list[str]) -> None:
         self.request = request
         self.argv = argv
         self.result: Result | None = None
-        self._interrupt: Reason | None = None
+        self._interrupt: StopReason | None = None
         self._grace = 0.0
         self._child: Child | None = None
 
@@ -230,7 +232,7 @@ class ChildSession(Session):
         child = self._child
         return child.pid if child is not None else None
 
-    def interrupt(self, reason: Reason, grace: float) -> None:
+    def interrupt(self, reason: StopReason, grace: float) -> None:
         if self.result is not None:
             return
         if self._interrupt is None:

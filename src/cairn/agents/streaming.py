@@ -18,14 +18,14 @@ from typing import Any, ClassVar, Protocol
 from cairn.agents import process, versions
 from cairn.agents.base import (
     Adapter,
+    Dispatch,
     DispatchRequest,
     Event,
-    Reason,
     Result,
-    Session,
     next_turn,
 )
 from cairn.errors import BadInput
+from cairn.terms import StopReason
 
 
 class Stream(Protocol):
@@ -39,7 +39,7 @@ class Stream(Protocol):
 
 
 class StreamingAdapter(Adapter):
-    """An agent CLI on PATH at a version cairn reads; its sessions stream JSON lines."""
+    """An agent CLI on PATH at a version cairn reads; its dispatches stream JSON lines."""
 
     product: ClassVar[str]
     install: ClassVar[str]
@@ -50,7 +50,7 @@ class StreamingAdapter(Adapter):
         """The program and the user's options, from ``agent.command``."""
 
     @abstractmethod
-    def session(self, request: DispatchRequest, argv: list[str]) -> Session: ...
+    def session(self, request: DispatchRequest, argv: list[str]) -> Dispatch: ...
 
     def preflight(self, request: DispatchRequest) -> None:
         argv = self.program(request.command)
@@ -64,12 +64,12 @@ class StreamingAdapter(Adapter):
             )
         versions.require(argv[0], request.env, self.product, self.minimum_version)
 
-    def start(self, request: DispatchRequest) -> Session:
+    def start(self, request: DispatchRequest) -> Dispatch:
         self.preflight(request)
         return self.session(request, self.program(request.command))
 
 
-class StreamingSession(process.ChildSession):
+class StreamingDispatch(process.ChildDispatch):
     def __init__(self, request: DispatchRequest, argv: list[str]) -> None:
         super().__init__(request, argv)
         self._used = 0
@@ -129,7 +129,7 @@ class StreamingSession(process.ChildSession):
 
     def _set(
         self,
-        reason: Reason,
+        reason: StopReason,
         exit_code: int | None = None,
         detail: str | None = None,
         stderr: str | None = None,

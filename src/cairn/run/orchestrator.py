@@ -24,7 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from cairn import summary
-from cairn.agents.base import Adapter, DispatchRequest, Result, Session
+from cairn.agents.base import Adapter, Dispatch, DispatchRequest, Result
 from cairn.config import Config
 from cairn.errors import BadInput, ExitCode
 from cairn.git import Repo
@@ -37,6 +37,7 @@ from cairn.state.lease import Lease
 from cairn.state.runstate import RunRef
 from cairn.summary import Summary
 from cairn.summary.render import status_line
+from cairn.terms import ENV_RUN_DIR, ENV_TASK, ENV_TICKET
 from cairn.util import clock
 
 Status = Literal["completed", "interrupted", "needs_manual_review"]
@@ -92,7 +93,7 @@ class Orchestrator:
         self.plan, self.adapter, self.sink = plan, adapter, sink
         self.max_turns_override = max_turns
         self.stats = Stats()
-        self.session: Session | None = None
+        self.session: Dispatch | None = None
         self.signalled: str | None = None
         self.last_snapshot: marker.SnapshotRef | None = None
         self.last_message: str | None = None
@@ -322,9 +323,9 @@ class Orchestrator:
         current = self._summary()
         task = current.status.item if isinstance(current.status.item, int) else None
         env = {
-            "CAIRN_RUN_DIR": str(self.ref.run_dir),
-            "CAIRN_TICKET": self.ref.ticket,
-            "CAIRN_TASK": "" if task is None else str(task),
+            ENV_RUN_DIR: str(self.ref.run_dir),
+            ENV_TICKET: self.ref.ticket,
+            ENV_TASK: "" if task is None else str(task),
             "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
         }
         sent: dict[int, bool] = {}
@@ -358,7 +359,7 @@ class Orchestrator:
             session_id=session_id,
             writable=sorted({self.repo.common_dir, self.ref.layout.root}),
         )
-        marker_dispatch = marker.Dispatch(role=role, turn=0, max_turns=max_turns)
+        marker_dispatch = marker.DispatchRecord(role=role, turn=0, max_turns=max_turns)
         runstate.update_marker(self.ref, "dispatch_started", dispatch=marker_dispatch)
         self.sink.event("dispatch_started", dispatch=number, role=role, max_turns=max_turns)
         self.sink.update(turn=0, max_turns=max_turns)
@@ -452,7 +453,9 @@ class Orchestrator:
                 source="todo_list",
             )
 
-    def _agent_pid(self, session: Session, current: marker.Dispatch) -> marker.Dispatch:
+    def _agent_pid(
+        self, session: Dispatch, current: marker.DispatchRecord
+    ) -> marker.DispatchRecord:
         """Record the agent's pid in the marker, so a resume after cairn was killed can stop
         an agent left running."""
         pid = session.pid

@@ -24,15 +24,15 @@ from typing import Any, get_args
 from cairn.agents import process
 from cairn.agents.base import (
     Adapter,
+    Dispatch,
     DispatchRequest,
     Event,
     EventKind,
-    Reason,
     Result,
-    Session,
     next_turn,
 )
 from cairn.errors import BadInput
+from cairn.terms import StopReason
 from cairn.util import yaml_io
 
 STATE_DIR = "scripted-agent"
@@ -193,7 +193,7 @@ class ScriptedAdapter(Adapter):
         if not Path(request.workspace).is_dir():
             raise BadInput(f"workspace {request.workspace} is not a directory")
 
-    def start(self, request: DispatchRequest) -> Session:
+    def start(self, request: DispatchRequest) -> Dispatch:
         self.preflight(request)
         script_path = Path(str(request.script)).absolute()
         state_dir = Path(request.run_dir) / STATE_DIR
@@ -211,15 +211,15 @@ class ScriptedAdapter(Adapter):
             str(Path(request.workspace).absolute()),
         ]
         child = process.Child(argv, cwd=Path(request.workspace), env=request.env)
-        return ScriptedSession(request, child)
+        return ScriptedDispatch(request, child)
 
 
-class ScriptedSession(Session):
+class ScriptedDispatch(Dispatch):
     def __init__(self, request: DispatchRequest, child: process.Child) -> None:
         self.request = request
         self.child = child
         self.result: Result | None = None
-        self._interrupt: Reason | None = None
+        self._interrupt: StopReason | None = None
         self._turns = 0
         self._final: str | None = None
 
@@ -227,7 +227,7 @@ class ScriptedSession(Session):
     def pid(self) -> int:
         return self.child.pid
 
-    def interrupt(self, reason: Reason, grace: float) -> None:
+    def interrupt(self, reason: StopReason, grace: float) -> None:
         if self.result is not None:
             return
         if self._interrupt is None:
@@ -278,7 +278,7 @@ class ScriptedSession(Session):
                 self._final = event.data["text"]
             yield event
 
-    def _finish_gracefully(self, reason: Reason) -> None:
+    def _finish_gracefully(self, reason: StopReason) -> None:
         """Close the agent's stdin (it exits 0) and record ``reason``."""
         self.child.close_stdin()
         if self.child.wait(STOP_WAIT) is None:
@@ -309,7 +309,9 @@ class ScriptedSession(Session):
             )
         self._set(reason, exit_code=returncode if returncode > 0 else None, detail=detail)
 
-    def _set(self, reason: Reason, exit_code: int | None = None, detail: str | None = None) -> None:
+    def _set(
+        self, reason: StopReason, exit_code: int | None = None, detail: str | None = None
+    ) -> None:
         self.result = Result(
             reason=reason,
             num_turns=self._turns,

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from cairn.agents.scripted.adapter import PROMPTS_FILE, Action, cursor_name, load_script, role_turns
-from cairn.errors import BadInput
+from cairn.errors import BadInput, ExitCode
 from cairn.util import durable
 
 OUTPUT_LIMIT = 4000
@@ -70,9 +70,9 @@ class Agent:
                 n, prompt = request["turn"], request["prompt"]
             except (ValueError, KeyError, TypeError):
                 print(f"cairn scripted agent: bad request {raw[:200]!r}", file=sys.stderr)
-                return 2
+                return ExitCode.BAD_INPUT
             self.turn(n, prompt)
-        return 0
+        return ExitCode.OK
 
     def turn(self, n: int, prompt: str) -> None:
         played = self.played()
@@ -186,9 +186,9 @@ def main(argv: list[str] | None = None) -> int:
         return agent.serve(sys.stdin.buffer)
     except BadInput as exc:
         print(f"cairn scripted agent: {exc}", file=sys.stderr)
-        return 2
+        return ExitCode.BAD_INPUT
     except BrokenPipeError:
-        return 1
+        return ExitCode.FAILURE
 
 
 if __name__ == "__main__":
