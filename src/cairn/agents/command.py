@@ -27,11 +27,10 @@ from cairn.agents.base import (
     Dispatch,
     DispatchRequest,
     Event,
-    Result,
     next_turn,
 )
 from cairn.errors import BadInput
-from cairn.terms import ENV_TURN, StopReason
+from cairn.terms import ENV_TURN
 
 PLACEHOLDER = "{prompt}"
 STDIN_JOIN = 1.0
@@ -73,10 +72,8 @@ class CommandAdapter(Adapter):
 
 
 class CommandDispatch(process.ChildDispatch):
-    def __init__(self, request: DispatchRequest, argv: list[str]) -> None:
-        super().__init__(request, argv)
-        self._turns = 0
-        self._final: str | None = None
+    """A running dispatch (one agent invocation for a role, possibly several turns) of a
+    command: one run of the program per turn."""
 
     def _run(self) -> Iterator[Event]:
         uses_arg = any(PLACEHOLDER in arg for arg in self.argv)
@@ -125,25 +122,11 @@ class CommandDispatch(process.ChildDispatch):
             if reason is not None:
                 detail = None
                 if self._interrupt is None:
-                    tail = child.stderr_tail()
-                    detail = f"{argv[0]} {process.describe_exit(returncode)}" + (
-                        f": {tail.splitlines()[-1]}" if tail else ""
-                    )
+                    detail = child.with_stderr(f"{argv[0]} {process.describe_exit(returncode)}")
                 self._set(reason, exit_code=returncode if returncode > 0 else None, detail=detail)
                 return
             yield Event("turn_completed", n, {"exit_code": 0})
             n += 1
-
-    def _set(
-        self, reason: StopReason, exit_code: int | None = None, detail: str | None = None
-    ) -> None:
-        self.result = Result(
-            reason=reason,
-            num_turns=self._turns,
-            final_message=self._final,
-            exit_code=exit_code,
-            detail=detail,
-        )
 
 
 def _feed(child: process.Child, prompt: str) -> None:

@@ -19,11 +19,11 @@ import threading
 from abc import abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from cairn.agents.base import Dispatch, DispatchRequest, Event, Result
 from cairn.terms import StopReason
-from cairn.util.procs import signal_group
+from cairn.util.procs import kill_group, signal_group
 
 POLL_INTERVAL = 0.05
 STDERR_TAIL = 2000
@@ -185,7 +185,7 @@ class Child:
 
     def kill(self) -> None:
         """SIGKILL the whole group and reap the leader (used when a dispatch is abandoned)."""
-        signal_group(self.proc.pid, signal.SIGKILL)
+        kill_group(self.proc.pid)
         with contextlib.suppress(ProcessLookupError):
             self.proc.kill()
         self.proc.wait()
@@ -198,13 +198,18 @@ class Child:
             return self._errfile.read().decode("utf-8", "replace")[-limit:].strip()
         return ""
 
+    def with_stderr(self, detail: str) -> str:
+        """``detail``, then the last line the child wrote on stderr (if it wrote any)."""
+        tail = self.stderr_tail()
+        return f"{detail}: {tail.splitlines()[-1]}" if tail else detail
+
     def close(self) -> None:
         """Kill whatever is left of the group (the leader too, if still running), cancel the
         pending SIGKILL timers and release the pipes."""
         if self.proc.poll() is None:
             self.kill()
         else:
-            signal_group(self.proc.pid, signal.SIGKILL)
+            kill_group(self.proc.pid)
         for timer in self._timers:
             timer.cancel()
         self.close_stdin()
@@ -217,7 +222,7 @@ class Child:
 class ChildDispatch(Dispatch):
     """A running dispatch (one agent invocation for a role, possibly several turns) whose agent
     runs as one child process at a time (``self._child``): its pid, a non-blocking interrupt,
-    and cleanup of the child however ``events()`` ends."""
+    cleanup of the child however ``events()`` ends, and the result."""
 
     def __init__(self, request: DispatchRequest, argv: list[str]) -> None:
         self.request = request
@@ -226,6 +231,10 @@ class ChildDispatch(Dispatch):
         self._interrupt: StopReason | None = None
         self._grace = 0.0
         self._child: Child | None = None
+        self._turns = 0
+        self._final: str | None = None
+        self._session_id: str | None = None  # the agent's own conversation id, if it has one
+        self._usage: dict[str, Any] = {}
 
     @property
     def pid(self) -> int | None:
@@ -252,4 +261,18 @@ class ChildDispatch(Dispatch):
                 self._child.close()
 
     @abstractmethod
-    def _run(self) -> Iterator[Event]: ...
+    def _run(self) -> Iterator[Event]:
+        """The agent's events; sets ``result`` (through ``_set``) before it returns."""
+
+    def _set(
+        self, reason: StopReason, exit_code: int | None = None, detail: str | None = None
+    ) -> None:
+        self.result = Result(
+            reason=reason,
+            num_turns=self._turns,
+            final_message=self._final,
+            session_id=self._session_id,
+            exit_code=exit_code,
+            usage=self._usage,
+            detail=detail,
+        )

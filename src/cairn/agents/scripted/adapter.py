@@ -28,7 +28,6 @@ from cairn.agents.base import (
     DispatchRequest,
     Event,
     EventKind,
-    Result,
     next_turn,
 )
 from cairn.errors import BadInput
@@ -210,37 +209,22 @@ class ScriptedAdapter(Adapter):
             "--workspace",
             str(Path(request.workspace).absolute()),
         ]
-        child = process.Child(argv, cwd=Path(request.workspace), env=request.env)
-        return ScriptedDispatch(request, child)
+        return ScriptedDispatch(request, argv)
 
 
-class ScriptedDispatch(Dispatch):
-    def __init__(self, request: DispatchRequest, child: process.Child) -> None:
-        self.request = request
-        self.child = child
-        self.result: Result | None = None
-        self._interrupt: StopReason | None = None
-        self._turns = 0
-        self._final: str | None = None
+class ScriptedDispatch(process.ChildDispatch):
+    """A running dispatch (one agent invocation for a role, possibly several turns) of the
+    scripted agent: one process for the whole dispatch, started at once, a turn per prompt."""
+
+    def __init__(self, request: DispatchRequest, argv: list[str]) -> None:
+        super().__init__(request, argv)
+        self._child = process.Child(argv, cwd=Path(request.workspace), env=request.env)
 
     @property
-    def pid(self) -> int:
-        return self.child.pid
-
-    def interrupt(self, reason: StopReason, grace: float) -> None:
-        if self.result is not None:
-            return
-        if self._interrupt is None:
-            self._interrupt = reason
-        self.child.terminate(grace)
-
-    def events(self) -> Iterator[Event]:
-        if self.result is not None:
-            return
-        try:
-            yield from self._run()
-        finally:
-            self.child.close()
+    def child(self) -> process.Child:
+        """The agent process (it lives as long as the dispatch)."""
+        assert self._child is not None
+        return self._child
 
     def _run(self) -> Iterator[Event]:
         n = 1
@@ -303,22 +287,8 @@ class ScriptedDispatch(Dispatch):
             return
         detail = None
         if self._interrupt is None:
-            tail = self.child.stderr_tail()
-            detail = f"scripted agent {process.describe_exit(returncode)}" + (
-                f": {tail.splitlines()[-1]}" if tail else ""
-            )
+            detail = self.child.with_stderr(f"scripted agent {process.describe_exit(returncode)}")
         self._set(reason, exit_code=returncode if returncode > 0 else None, detail=detail)
-
-    def _set(
-        self, reason: StopReason, exit_code: int | None = None, detail: str | None = None
-    ) -> None:
-        self.result = Result(
-            reason=reason,
-            num_turns=self._turns,
-            final_message=self._final,
-            exit_code=exit_code,
-            detail=detail,
-        )
 
 
 def _parse_event(line: str) -> Event | None:
