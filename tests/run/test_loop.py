@@ -26,7 +26,8 @@ from cairn.agents.base import Adapter, Dispatch, DispatchRequest, Event, Result,
 from cairn.run import evaluation, launch, progress, review
 from cairn.run.orchestrator import RunOutcome
 from cairn.state import journal, marker
-from cairn.state.layout import artifacts, latest_artifact
+from cairn.state.layout import Layout, artifacts, latest_artifact
+from cairn.state.lease import acquire
 from cairn.state.runstate import RunRef
 from cairn.summary.render import status_line
 from cairn.terms import CUTOFF_FOR, STOP_REASONS, StopReason
@@ -759,3 +760,19 @@ def test_an_unexpected_error_is_recorded_as_an_error_stop_and_raised(
     current = p.marker()
     assert current is not None and current.owner is None
     assert p.sink.named("warning") == []
+
+
+def test_a_failure_while_recording_a_failure_is_a_warning_and_the_first_error_wins(
+    project: Callable[..., Project],
+) -> None:
+    p = project({"coder": [[corrupt_summary, fail("the adapter broke")]]}, tasks=("One",))
+    with pytest.raises(RuntimeError, match="the adapter broke") as raised:
+        p.run()
+
+    (warning,) = p.sink.named("warning")
+    assert "the adapter broke" in warning["message"]
+    assert "02_coder_change-summary.md" in warning["message"]  # why it could not be recorded
+    assert any("could not be recorded" in note for note in raised.value.__notes__)
+    # the lease is not left held: the ticket can be taken again
+    layout, _, _ = Layout.from_run_dir(p.run_dir)
+    acquire(layout, TICKET, stale_after=86400).release()

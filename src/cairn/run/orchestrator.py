@@ -117,10 +117,25 @@ class Orchestrator:
                 return self._end("completed", None)
         except Stop as stop:
             return self._interrupted(stop.reason)
-        except Exception:
-            with suppress(Exception):
-                self._interrupted("error")
+        except Exception as error:
+            self._record_failure(error)
             raise
+
+    def _record_failure(self, error: Exception) -> None:
+        """Record an unexpected error as the run's ``error`` stop. When even that fails, the
+        second failure is shown (a warning, and a note on the error), the lease is released,
+        and the caller re-raises the first error."""
+        try:
+            self._interrupted("error")
+        except Exception as second:
+            why = f"{type(second).__name__}: {second}"
+            error.add_note(f"the stop could not be recorded: {why}")
+            self.lease.release()
+            self.sink.event(
+                "warning",
+                message=f"the run failed ({type(error).__name__}: {error}) and the stop "
+                f"could not be recorded: {why}",
+            )
 
     def _implement(self) -> None:
         self._phase("implement", None)
