@@ -16,6 +16,7 @@ from cairn.errors import BadInput
 from cairn.git import Repo
 from cairn.run.events import EventSink, NoEvents
 from cairn.run.orchestrator import Orchestrator, RunOutcome
+from cairn.run.orchestrator.context import agent_script
 from cairn.run.plan import Plan
 from cairn.state import journal, layout, marker, runstate
 from cairn.state.runstate import RunRef
@@ -45,12 +46,7 @@ def preflight(adapter: Adapter, repo: Repo, config: Config, plan: Plan) -> None:
     roles = ["coder"]
     roles += ["evaluator"] if "evaluate" in config.loop.phases and criteria else []
     roles += ["reviewer"] if "review" in config.loop.phases else []
-    script = config.agent.script
-    script_path = None
-    if script is not None:
-        script_path = Path(script).expanduser()
-        if not script_path.is_absolute():
-            script_path = repo.toplevel / script_path
+    script_path = agent_script(repo.toplevel, config)
     for role in roles:
         adapter.preflight(
             DispatchRequest(
@@ -213,7 +209,7 @@ def resume(
         if status.state == "interrupted" and status.reason
         else "the previous cairn process stopped (the run was resumed with cairn resume)"
     )
-    orchestrator.resume_session = _last_session(ref, "coder")
+    orchestrator.resume_session_id = _last_session(ref, "coder")
     orchestrator.check_tree(report.snapshot.commit if report.snapshot else None)
     return orchestrator.execute(phase, round_number)
 
