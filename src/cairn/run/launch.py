@@ -161,7 +161,7 @@ def resume(
     sink.event("run_resumed", run=ref.run_id, ticket=ticket, phase=phase, agent=kind)
     orchestrator = Orchestrator(repo, config, ref, lease, loaded, adapter, sink, max_turns)
     orchestrator.resumed_from = _resumed_from(ref)
-    orchestrator.resume_session_id = _last_session(ref, "coder")
+    orchestrator.resume_session_id = _last_session_id(ref, "coder")
     orchestrator.check_tree(report.snapshot.commit if report.snapshot else None)
     return orchestrator.execute(phase, round_number)
 
@@ -246,8 +246,9 @@ def _resumed_from(ref: RunRef) -> str:
     return "the previous cairn process stopped (the run was resumed with cairn resume)"
 
 
-def _last_session(ref: RunRef, role: str) -> str | None:
-    """The agent session the run's last dispatch of ``role`` used (agents that have one)."""
+def _last_session_id(ref: RunRef, role: str) -> str | None:
+    """The agent's conversation id (``session_id``) of the run's last dispatch of ``role``, for
+    agents that have one."""
     events, _ = journal.read(ref.run_dir)
     for event in reversed(events):
         if event.get("event") == "dispatch_finished" and event.get("role") == role:

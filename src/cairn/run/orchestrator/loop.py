@@ -4,6 +4,7 @@ rounds, and how a run that is cut off stops."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 from cairn import summary
 from cairn.agents.base import Adapter
@@ -14,7 +15,7 @@ from cairn.run.events import EventSink
 from cairn.run.orchestrator import checkpoints, prompting
 from cairn.run.orchestrator.context import RunContext, Stop
 from cairn.run.orchestrator.dispatch import AfterTurn, dispatch
-from cairn.run.orchestrator.outcome import RunOutcome, finished, interrupted
+from cairn.run.orchestrator.outcome import RunOutcome, failed, finished, interrupted
 from cairn.run.orchestrator.signals import handling_signals
 from cairn.run.plan import Plan
 from cairn.state import journal, runstate
@@ -51,7 +52,7 @@ class Orchestrator:
 
     def execute(self, phase: str = "implement", round: int = 1) -> RunOutcome:
         """Run from ``phase`` in ``round`` to the end; exit code 0 done, 1 needs manual review,
-        3 interrupted. An unexpected error is recorded as an ``error`` stop and re-raised."""
+        3 interrupted. An unexpected error is recorded as an ``error`` stop and raised again."""
         phases = self.ctx.config.loop.phases
         try:
             with handling_signals(self.ctx):
@@ -65,38 +66,20 @@ class Orchestrator:
         except Stop as stop:
             return interrupted(self.ctx, stop.reason)
         except Exception as error:
-            self._record_failure(error)
+            failed(self.ctx, error)
             raise
 
     def check_tree(self, snapshot: str | None) -> None:
         """Before a resumed run: snapshot the tree and say if it is not ``snapshot``."""
         checkpoints.check_tree(self.ctx, snapshot)
 
-    def _record_failure(self, error: Exception) -> None:
-        """Record an unexpected error as the run's ``error`` stop. When even that fails, the
-        second failure is shown (a warning, and a note on the error), the lease is released,
-        and the caller re-raises the first error."""
-        try:
-            interrupted(self.ctx, "error")
-        except Exception as second:
-            why = f"{type(second).__name__}: {second}"
-            error.add_note(f"the stop could not be recorded: {why}")
-            self.ctx.lease.release()
-            self.ctx.sink.event(
-                "warning",
-                message=f"the run failed ({type(error).__name__}: {error}) and the stop "
-                f"could not be recorded: {why}",
-            )
-
     # --- implement and fix: the coder until the summary is resolved ---------------------------
 
     def _implement(self) -> None:
         checkpoints.enter_phase(self.ctx, "implement", None)
         watch = checkpoints.TaskSnapshots(self.ctx)
-        first = self.resumed_from
-        self._until_resolved(
-            lambda reason: prompting.coder_prompts(self.ctx, reason), watch.after_turn, first
-        )
+        coder_prompts = partial(prompting.coder_prompts, self.ctx)
+        self._until_resolved(coder_prompts, watch.after_turn, self.resumed_from)
 
     def _until_resolved(
         self, first_prompts: FirstPrompts, after_turn: AfterTurn | None, handoff: str | None

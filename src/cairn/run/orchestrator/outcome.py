@@ -53,6 +53,24 @@ def interrupted(ctx: RunContext, reason: CutoffReason) -> RunOutcome:
     return _outcome(ctx, "interrupted", reason, ExitCode.INTERRUPTED)
 
 
+def failed(ctx: RunContext, error: Exception) -> None:
+    """An unexpected error: record it as the run's ``error`` stop; the caller raises it again.
+
+    When even that fails, the second failure is shown (a warning through the sink, and a note
+    on ``error``) and the lease is released; it never replaces the first error."""
+    try:
+        interrupted(ctx, "error")
+    except Exception as second:
+        why = f"{type(second).__name__}: {second}"
+        error.add_note(f"the stop could not be recorded: {why}")
+        ctx.lease.release()
+        ctx.sink.event(
+            "warning",
+            message=f"the run failed ({type(error).__name__}: {error}) and the stop "
+            f"could not be recorded: {why}",
+        )
+
+
 def write_run_summary(ctx: RunContext, status: RunStatus, reason: str | None) -> None:
     stats = ctx.stats
     lines = [
