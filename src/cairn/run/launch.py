@@ -252,7 +252,8 @@ def _last_session_id(ref: RunRef, role: str) -> str | None:
     events, _ = journal.read(ref.run_dir)
     for event in reversed(events):
         if event.get("event") == "dispatch_finished" and event.get("role") == role:
-            return event.get("session_id")
+            session_id = event.get("session_id")
+            return session_id if isinstance(session_id, str) else None
     return None
 
 
