@@ -64,6 +64,7 @@ class Played:
     played_turn: int  # 1-based index into the role's script
     prompt: str
     env: dict[str, str]
+    session_id: str | None  # the conversation the dispatch was asked to continue
 
 
 @dataclass
@@ -85,6 +86,7 @@ class FakeDispatch(Dispatch):
 
     def __init__(self, agent: FakeAgent, request: DispatchRequest) -> None:
         self.agent, self.request = agent, request
+        self.session_id = f"fake-{request.role}-{len(agent.dispatches) + 1}"
         self.result: Result | None = None
         self.interrupts: list[tuple[StopReason, float]] = []
         self._interrupt: StopReason | None = None
@@ -111,7 +113,14 @@ class FakeDispatch(Dispatch):
             played = self.agent.cursor.get(role, 0)
             self.agent.cursor[role] = played + 1
             self.agent.played.append(
-                Played(role, self._turns, played + 1, prompt, dict(self.request.env))
+                Played(
+                    role,
+                    self._turns,
+                    played + 1,
+                    prompt,
+                    dict(self.request.env),
+                    self.request.session_id,
+                )
             )
             yield Event("turn_started", self._turns)
             yield from self._play(turns[played] if played < len(turns) else [])
@@ -135,7 +144,7 @@ class FakeDispatch(Dispatch):
         self.result = Result(
             reason=self._interrupt or reason,
             num_turns=self._turns,
-            session_id=f"fake-{self.request.role}",
+            session_id=self.session_id,
             detail=None if reason == "completed" else f"fake agent: {reason}",
         )
 
@@ -452,6 +461,8 @@ def test_max_turns_cutoff_saves_the_new_file_and_resume_never_redoes_a_task(
     assert "Task 1" not in handoff.split("Remaining:")[1]
     assert f"saved at {WIP_REF} ({commit[:12]})" in handoff
     assert [e["task"] for e in p.journal("task") if e["status"] == "completed"] == [1, 2, 3]
+    # the resumed coder continues the interrupted coder's conversation
+    assert [c.session_id for c in coder] == [None, None, "fake-coder-1", "fake-coder-1"]
     assert p.sink.named("run_resumed")[0]["phase"] == "implement"
 
 
@@ -669,8 +680,10 @@ def test_continuations_then_the_run_stops_resumable(project: Callable[..., Proje
 
     second = p.resume()
     assert second.status == "completed"
-    resumed = p.agent.prompts("coder")[3].prompt
-    assert "error (the run was resumed with cairn resume)" in resumed
+    resumed = p.agent.prompts("coder")[3]
+    assert "error (the run was resumed with cairn resume)" in resumed.prompt
+    sessions = [c.session_id for c in p.agent.prompts("coder")]
+    assert sessions == [None, None, "fake-coder-1", "fake-coder-2"]
 
 
 # --- the agent's own to-do list -----------------------------------------------------------------
@@ -681,7 +694,7 @@ def test_a_checked_todo_item_naming_a_task_completes_it(project: Callable[..., P
         {
             "coder": [
                 [
-                    todo({"text": "Task 1: One", "completed": True}, {"text": "Two"}),
+                    todo({"text": "Task 1: One", "completed": True}, {"text": "Three"}),
                     todo({"text": "Refactor everything", "completed": True}),
                 ],
                 [todo({"text": "two", "completed": True})],
@@ -741,7 +754,8 @@ def test_a_signal_between_dispatches_starts_no_other(project: Callable[..., Proj
     )
     outcome = p.run()
     assert (outcome.status, outcome.reason) == ("interrupted", "signal")
-    assert p.agent.prompts("reviewer") == []
+    assert [d.request.role for d in p.agent.dispatches] == ["coder"]  # no reviewer started
+    assert [e["dispatch"]["role"] for e in p.journal("dispatch_started")] == ["coder"]
     current = p.marker()
     assert current is not None and (current.phase, current.round) == ("review", 1)
 
