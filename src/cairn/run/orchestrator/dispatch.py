@@ -35,10 +35,14 @@ def dispatch(
     turn and once more at the end. Raises Stop when cairn was signalled before it starts."""
     if ctx.signalled:
         raise Stop(ctx.signalled)
-    return AgentDispatch(ctx, role, after_turn).run(prompt_for, session_id)
+    return RecordedDispatch(ctx, role, after_turn).run(prompt_for, session_id)
 
 
-class AgentDispatch:
+class RecordedDispatch:
+    """One dispatch (one agent invocation for a role, possibly several turns) as the loop runs
+    it: the adapter's running ``Dispatch``, and the record of it in ``DispatchRecord`` (the
+    marker), the journal and the sink."""
+
     def __init__(self, ctx: RunContext, role: str, after_turn: AfterTurn | None) -> None:
         self.ctx, self.role, self.after_turn = ctx, role, after_turn
         self.max_turns = ctx.max_turns(role)
