@@ -152,13 +152,13 @@ def register_timed_adapter() -> None:
     """The scripted adapter, with a timestamp of every event as it leaves the session (one list
     append per event). Both the orchestrated runs and the baseline use it."""
     from cairn.agents import ADAPTERS
-    from cairn.agents.base import DispatchRequest, Session
+    from cairn.agents.base import Dispatch, DispatchRequest
     from cairn.agents.scripted.adapter import ScriptedAdapter
 
     class TimedScriptedAdapter(ScriptedAdapter):
         kind = TIMED_KIND
 
-        def start(self, request: DispatchRequest) -> Session:
+        def start(self, request: DispatchRequest) -> Dispatch:
             session = super().start(request)
             inner = session.events
 

@@ -152,7 +152,7 @@ def realistic_marker(ticket: str, run: str, owner: Any, now: datetime, task: int
         ticket=ticket,
         run=run,
         owner=owner,
-        dispatch=marker.Dispatch(role="coder", turn=37, max_turns=150),
+        dispatch=marker.DispatchRecord(role="coder", turn=37, max_turns=150),
         snapshot=marker.SnapshotRef(
             ref=f"refs/cairn/wip/{ticket}", commit="3f5e" * 10, at=now - timedelta(minutes=3)
         ),
@@ -286,7 +286,7 @@ def write_ops(root: Path, plans: Sequence[int]) -> tuple[list[WriteOp], Callable
 
         def transition(ref: Any = ref, done: list[int] = done, turn: Iterator[int] = turn) -> None:
             n = done[next(turn) % len(done)]
-            runstate.change_summary(
+            runstate.edit_summary(
                 ref,
                 lambda s, n=n: summary.complete_task(
                     s, n, clock.now(), files=files_of(n), outcome=f"Part {n} done again."

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from cairn import agents
-from cairn.agents import base
-from cairn.agents.base import DispatchRequest, Event, Result, Session
+from cairn.agents.base import Dispatch, DispatchRequest, Event, Result
 from cairn.agents.scripted.adapter import load_script, parse_script
 from cairn.errors import BadInput
+from cairn.terms import StopReason
 from helpers import make_repo
 
 THREE_TURNS = """\
@@ -87,7 +87,7 @@ def command(
     )
 
 
-def drain(session: Session) -> tuple[list[Event], Result]:
+def drain(session: Dispatch) -> tuple[list[Event], Result]:
     events = list(session.events())
     assert session.result is not None
     return events, session.result
@@ -302,7 +302,7 @@ def test_kill_is_a_crash(tmp_path: Path) -> None:
 
 
 def interrupt_on(
-    session: Session, kind: str, reason: base.Reason, grace: float
+    session: Dispatch, kind: str, reason: StopReason, grace: float
 ) -> tuple[list[Event], float, float]:
     """Drain ``session``, interrupting it at the first event of ``kind``; returns the events,
     how long interrupt() took and how long the session took to end after it."""

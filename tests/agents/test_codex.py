@@ -9,7 +9,7 @@ import pytest
 
 from cairn.agents import get
 from cairn.agents.base import DispatchRequest
-from cairn.agents.codex import ExecState, program_argv
+from cairn.agents.codex import CodexAdapter, ExecState
 from cairn.errors import BadInput
 from helpers import FakeCli, play_dispatch
 
@@ -131,9 +131,10 @@ def test_failures_are_clear_reasons(
 
 
 def test_command_and_preflight(tmp_path: Path) -> None:
-    assert program_argv(None) == ["codex", "exec"]
-    assert program_argv("codex --full-auto") == ["codex", "exec", "--full-auto"]
-    assert program_argv(["codex", "exec", "-m", "x"]) == ["codex", "exec", "-m", "x"]
+    program = CodexAdapter().program
+    assert program(None) == ["codex", "exec"]
+    assert program("codex --full-auto") == ["codex", "exec", "--full-auto"]
+    assert program(["codex", "exec", "-m", "x"]) == ["codex", "exec", "-m", "x"]
     request = DispatchRequest(
         role="coder",
         workspace=tmp_path,

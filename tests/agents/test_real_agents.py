@@ -20,7 +20,6 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -35,7 +34,7 @@ from cairn.modelserver import ModelServer, read_requests, user_texts
 from cairn.state import journal, marker
 from cairn.state.layout import artifacts
 from cairn.summary.render import status_line
-from cairn.util import clock
+from cairn.util import clock, procs
 from helpers import CliResult, git, make_repo, snapshot_files, state_files
 
 pytestmark = pytest.mark.slow
@@ -209,8 +208,7 @@ class Real:
         found = marker.read(self.marker_path) if self.marker_path.exists() else None
         pid = found.dispatch.pid if found and found.dispatch else None
         if pid:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pid, signal.SIGKILL)
+            procs.kill_group(pid)
         for lease in self.run_leases:
             with contextlib.suppress(Exception):
                 lease.release()

@@ -9,7 +9,6 @@ person or the next agent would read: exit code, change summary, marker, journal,
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -28,6 +27,7 @@ from cairn.run import review
 from cairn.state import journal, marker
 from cairn.state.layout import artifacts, latest_artifact
 from cairn.summary.render import status_line
+from cairn.util import procs
 from helpers import (
     CliResult,
     assert_one_line_error,
@@ -192,8 +192,7 @@ class Project:
                 proc.kill()
             proc.communicate()
         for pid in self.agent_pids():
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(pid, signal.SIGKILL)
+            procs.kill_group(pid)
 
 
 def wait_for(check: Callable[[], object], timeout: float, what: str) -> None:
@@ -630,7 +629,7 @@ def test_sigkill_of_cairn_then_resume_takes_over(project: Callable[..., Project]
     # the agent lives in its own process group and outlived cairn: stop it like a person would
     orphans = p.agent_pids()
     assert len(orphans) == 1
-    os.killpg(orphans[0], signal.SIGKILL)
+    procs.kill_group(orphans[0])
     p.wait_agents_gone()
 
     report = p.catchup()

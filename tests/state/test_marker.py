@@ -41,7 +41,7 @@ markers = st.builds(
     ),
     dispatch=st.none()
     | st.builds(
-        marker.Dispatch,
+        marker.DispatchRecord,
         role=texts,
         turn=st.integers(0, 500),
         max_turns=st.none() | st.integers(1, 500),
@@ -70,7 +70,7 @@ def test_typical_marker_takes_the_fast_path() -> None:
         ticket="PROJ-12",
         run="20261130-101500Z",
         owner=Owner(host="build-3", pid=42, pid_started_at=WHEN, boot_id="0f6c-2a8e"),
-        dispatch=marker.Dispatch(role="coder", turn=3, max_turns=150),
+        dispatch=marker.DispatchRecord(role="coder", turn=3, max_turns=150),
         snapshot=marker.SnapshotRef(ref="refs/cairn/wip/PROJ-12", commit="ab" * 20, at=WHEN),
     )
     text = marker.render(m)

@@ -40,7 +40,7 @@ def test_begin_writes_scaffold_marker_and_journal(repo: Path) -> None:
 def test_marker_updates_and_journal(repo: Path) -> None:
     ref, lease = begin_run(repo, "T-1", ["One"])
     update_marker(
-        ref, "dispatch_started", dispatch=marker.Dispatch(role="coder", turn=0, max_turns=150)
+        ref, "dispatch_started", dispatch=marker.DispatchRecord(role="coder", turn=0, max_turns=150)
     )
     update_marker(ref, "phase", phase="review", round=1)
     current = marker.read(ref.marker_path)

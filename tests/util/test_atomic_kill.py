@@ -19,7 +19,7 @@ from cairn import summary
 from cairn.errors import BadInput
 from cairn.state import marker
 from cairn.state.layout import Layout
-from cairn.state.marker import Dispatch, Marker, SnapshotRef
+from cairn.state.marker import DispatchRecord, Marker, SnapshotRef
 from cairn.state.owner import Owner
 from cairn.util import durable, procs
 
@@ -45,7 +45,7 @@ def make_markers() -> list[Marker]:
                 ticket=TICKET,
                 run=RUN,
                 owner=owner,
-                dispatch=Dispatch(role="coder", turn=v, max_turns=40) if v % 2 else None,
+                dispatch=DispatchRecord(role="coder", turn=v, max_turns=40) if v % 2 else None,
                 snapshot=SnapshotRef(ref=f"refs/cairn/{TICKET}/{v}", commit=f"{v:040x}", at=at)
                 if v % 3 == 0
                 else None,

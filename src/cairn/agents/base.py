@@ -1,7 +1,9 @@
-"""The adapter interface every agent kind implements, and the registry of kinds.
+"""The adapter interface every agent kind implements.
 
-An adapter turns one dispatch into a stream of events and a final result. It never writes
-cairn's state files: the orchestrator records what the events say.
+A dispatch is one agent invocation for a role (coder, reviewer, evaluator), possibly several
+turns. An adapter starts one from a ``DispatchRequest`` and the running ``Dispatch`` turns it into
+a stream of events and a final result. Adapters never write cairn's state files: the
+orchestrator records what the events say. The registry of kinds is ``cairn.agents.ADAPTERS``.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-Reason = Literal["completed", "max_turns", "timeout", "interrupted", "crashed", "error"]
+from cairn.terms import StopReason
+
 EventKind = Literal[
     "turn_started", "turn_completed", "tool_use", "file_changed", "plan_updated", "message"
 ]
@@ -27,7 +30,7 @@ class Event:
 
 @dataclass(frozen=True)
 class Result:
-    reason: Reason
+    reason: StopReason
     num_turns: int
     final_message: str | None = None
     session_id: str | None = None
@@ -38,7 +41,7 @@ class Result:
 
 @dataclass
 class DispatchRequest:
-    """One agent invocation for a role, possibly several turns.
+    """What a dispatch (one agent invocation for a role, possibly several turns) is to do.
 
     ``next_prompt(n)`` gives the prompt of turn ``n`` (1-based): turn 1 is the dispatch prompt,
     later turns are continuation prompts (with the wrap-up directive when the budget runs low).
@@ -59,8 +62,8 @@ class DispatchRequest:
 
 
 def next_turn(
-    request: DispatchRequest, turn: int, interrupted: Callable[[], Reason | None]
-) -> tuple[str | None, Reason | None]:
+    request: DispatchRequest, turn: int, interrupted: Callable[[], StopReason | None]
+) -> tuple[str | None, StopReason | None]:
     """The prompt of ``turn``, or why the dispatch ends before it.
 
     Asking for the prompt comes first, so work finished exactly on the last allowed turn ends
@@ -78,8 +81,12 @@ def next_turn(
     return prompt, None
 
 
-class Session(ABC):
-    """A running dispatch. ``events()`` yields until the agent stops, then ``result`` is set."""
+class Dispatch(ABC):
+    """A running dispatch: one agent invocation for a role, possibly several turns.
+
+    ``events()`` yields until the agent stops, then ``result`` is set. ``result.session_id`` is
+    the agent's own conversation id (Claude Code's session, Codex's thread), if it has one.
+    """
 
     result: Result | None = None
 
@@ -92,7 +99,7 @@ class Session(ABC):
     def events(self) -> Iterator[Event]: ...
 
     @abstractmethod
-    def interrupt(self, reason: Reason, grace: float) -> None:
+    def interrupt(self, reason: StopReason, grace: float) -> None:
         """Stop the agent: SIGTERM to its process group, SIGKILL after ``grace`` seconds.
 
         Returns at once (it may be called from a signal handler or a timer); ``events()`` ends
@@ -101,6 +108,8 @@ class Session(ABC):
 
 
 class Adapter(ABC):
+    """One agent kind: checks a request and starts dispatches."""
+
     kind: ClassVar[str]
 
     @abstractmethod
@@ -111,4 +120,5 @@ class Adapter(ABC):
         """
 
     @abstractmethod
-    def start(self, request: DispatchRequest) -> Session: ...
+    def start(self, request: DispatchRequest) -> Dispatch:
+        """Start a dispatch (one agent invocation for a role, possibly several turns)."""

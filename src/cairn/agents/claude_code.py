@@ -19,22 +19,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cairn.agents import process
-from cairn.agents.base import DispatchRequest, Event, Session
-from cairn.agents.streaming import StreamingAdapter, StreamingSession
-from cairn.errors import BadInput
+from cairn.agents.base import DispatchRequest, Event
+from cairn.agents.streaming import StreamingAdapter, StreamingDispatch
+from cairn.terms import ENV_DISPATCH_ID, ENV_MAX_TURNS, ENV_PRESSURE_TURNS
 
 PROGRAM = "claude"
 MINIMUM_VERSION = (2, 1, 0)
 FILE_TOOLS = {"Write", "Edit", "MultiEdit", "NotebookEdit"}
-
-
-def program_argv(command: str | list[str] | None) -> list[str]:
-    if command is None:
-        return [PROGRAM]
-    argv = shlex.split(command) if isinstance(command, str) else list(command)
-    if not argv or not all(isinstance(a, str) for a in argv):
-        raise BadInput("agent.command for kind claude-code must be a program and its arguments")
-    return argv
 
 
 def hook_settings() -> str:
@@ -112,27 +103,17 @@ class StreamState:
         return [Event("turn_completed", self.base + self.turns)]
 
 
-class ClaudeCodeAdapter(StreamingAdapter):
-    kind = "claude-code"
-    product = "Claude Code"
-    install = "npm install -g @anthropic-ai/claude-code"
-    minimum_version = MINIMUM_VERSION
+class ClaudeDispatch(StreamingDispatch):
+    """A running Claude Code dispatch (one agent invocation for a role, possibly several
+    turns): ``claude -p`` per invocation, continued with ``--resume <session_id>``."""
 
-    def program(self, command: str | list[str] | None) -> list[str]:
-        return program_argv(command)
-
-    def session(self, request: DispatchRequest, argv: list[str]) -> Session:
-        return ClaudeSession(request, argv)
-
-
-class ClaudeSession(StreamingSession):
     def __init__(self, request: DispatchRequest, argv: list[str]) -> None:
         super().__init__(request, argv)
         self._dispatch_id = f"{request.role}-{uuid.uuid4().hex[:12]}"
 
     def _invocation(self, prompt: str) -> list[str]:
         argv = [*self.argv, "-p", prompt, "--output-format", "stream-json", "--verbose"]
-        argv += ["--max-turns", str(self.request.max_turns - self._used)]
+        argv += ["--max-turns", str(self.request.max_turns - self._turns)]
         argv += ["--settings", hook_settings()]
         if self._session_id:
             argv += ["--resume", self._session_id]
@@ -141,13 +122,13 @@ class ClaudeSession(StreamingSession):
     def _env(self) -> dict[str, str]:
         return {
             **self.request.env,
-            "CAIRN_MAX_TURNS": str(self.request.max_turns),
-            "CAIRN_PRESSURE_TURNS": str(self.request.pressure_turns),
-            "CAIRN_DISPATCH_ID": self._dispatch_id,
+            ENV_MAX_TURNS: str(self.request.max_turns),
+            ENV_PRESSURE_TURNS: str(self.request.pressure_turns),
+            ENV_DISPATCH_ID: self._dispatch_id,
         }
 
     def _stream(self) -> StreamState:
-        return StreamState(base=self._used)
+        return StreamState(base=self._turns)
 
     def _continue(self, state: StreamState, returncode: int, child: process.Child) -> bool:
         """Whether to run another invocation of the same session; sets the result if not."""
@@ -157,11 +138,10 @@ class ClaudeSession(StreamingSession):
         result = state.result
         if result is None:
             reason = process.classify(returncode, None) or "error"
-            tail = child.stderr_tail()
             detail = f"claude {process.describe_exit(returncode)} with no result line"
             if state.malformed:
                 detail += f" ({state.malformed} malformed stream lines)"
-            self._set(reason, returncode if returncode > 0 else None, detail, tail)
+            self._set(reason, returncode if returncode > 0 else None, child.with_stderr(detail))
             return False
         self._usage = {
             "total_cost_usd": result.get("total_cost_usd"),
@@ -184,3 +164,12 @@ class ClaudeSession(StreamingSession):
             self._set("error", None, "claude finished without a single model turn")
             return False
         return True
+
+
+class ClaudeCodeAdapter(StreamingAdapter):
+    kind = "claude-code"
+    product = "Claude Code"
+    install = "npm install -g @anthropic-ai/claude-code"
+    minimum_version = MINIMUM_VERSION
+    default_command = (PROGRAM,)
+    dispatch_type = ClaudeDispatch

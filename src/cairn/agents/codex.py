@@ -12,29 +12,16 @@ the dispatch ends as ``max_turns``. ``todo_list`` items become ``plan_updated`` 
 from __future__ import annotations
 
 import json
-import shlex
 from dataclasses import dataclass
 from typing import Any
 
 from cairn.agents import process
-from cairn.agents.base import DispatchRequest, Event, Session
-from cairn.agents.streaming import StreamingAdapter, StreamingSession
-from cairn.errors import BadInput
+from cairn.agents.base import DispatchRequest, Event
+from cairn.agents.streaming import StreamingAdapter, StreamingDispatch
 
-DEFAULT = ["codex", "exec"]
+DEFAULT = ("codex", "exec")
 MINIMUM_VERSION = (0, 100, 0)
 STEP_ITEMS = {"command_execution", "file_change", "mcp_tool_call", "web_search", "agent_message"}
-
-
-def program_argv(command: str | list[str] | None) -> list[str]:
-    if command is None:
-        return list(DEFAULT)
-    argv = shlex.split(command) if isinstance(command, str) else list(command)
-    if not argv or not all(isinstance(a, str) for a in argv):
-        raise BadInput("agent.command for kind codex must be a program and its arguments")
-    if "exec" not in argv:
-        argv.insert(1, "exec")
-    return argv
 
 
 @dataclass
@@ -103,20 +90,10 @@ class ExecState:
         return events
 
 
-class CodexAdapter(StreamingAdapter):
-    kind = "codex"
-    product = "Codex"
-    install = "npm install -g @openai/codex"
-    minimum_version = MINIMUM_VERSION
+class CodexDispatch(StreamingDispatch):
+    """A running Codex dispatch (one agent invocation for a role, possibly several turns):
+    ``codex exec`` per invocation, continued with ``exec resume <thread_id>``."""
 
-    def program(self, command: str | list[str] | None) -> list[str]:
-        return program_argv(command)
-
-    def session(self, request: DispatchRequest, argv: list[str]) -> Session:
-        return CodexSession(request, argv)
-
-
-class CodexSession(StreamingSession):
     def __init__(self, request: DispatchRequest, argv: list[str]) -> None:
         super().__init__(request, argv)
         self._capped = False
@@ -133,7 +110,7 @@ class CodexSession(StreamingSession):
         return [*head, *options, "--json", "--skip-git-repo-check", *resume, prompt]
 
     def _stream(self) -> ExecState:
-        return ExecState(base=self._used)
+        return ExecState(base=self._turns)
 
     def _seen(self, event: Event, child: process.Child) -> None:
         if event.kind == "turn_completed" and event.turn >= self.request.max_turns:
@@ -159,12 +136,27 @@ class CodexSession(StreamingSession):
             detail = state.failure or f"codex {process.describe_exit(returncode)} mid-turn"
             if state.malformed:
                 detail += f" ({state.malformed} malformed stream lines)"
-            tail = child.stderr_tail()
-            if tail and state.failure is None:
-                detail += f": {tail.splitlines()[-1]}"
+            if state.failure is None:
+                detail = child.with_stderr(detail)
             self._set(reason, returncode if returncode > 0 else None, detail)
             return False
         if state.turns == 0:
             self._set("error", None, "codex finished a turn without a single step")
             return False
         return True
+
+
+class CodexAdapter(StreamingAdapter):
+    kind = "codex"
+    product = "Codex"
+    install = "npm install -g @openai/codex"
+    minimum_version = MINIMUM_VERSION
+    default_command = DEFAULT
+    dispatch_type = CodexDispatch
+
+    def program(self, command: str | list[str] | None) -> list[str]:
+        """The command up to ``exec`` and its options; ``exec`` is added when missing."""
+        argv = super().program(command)
+        if "exec" not in argv:
+            argv.insert(1, "exec")
+        return argv

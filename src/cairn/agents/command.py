@@ -24,14 +24,13 @@ from pathlib import Path
 from cairn.agents import process
 from cairn.agents.base import (
     Adapter,
+    Dispatch,
     DispatchRequest,
     Event,
-    Reason,
-    Result,
-    Session,
     next_turn,
 )
 from cairn.errors import BadInput
+from cairn.terms import ENV_TURN
 
 PLACEHOLDER = "{prompt}"
 STDIN_JOIN = 1.0
@@ -67,16 +66,14 @@ class CommandAdapter(Adapter):
             if shutil.which(program, path=path) is None:
                 raise BadInput(f"agent command {program!r} is not found on PATH")
 
-    def start(self, request: DispatchRequest) -> Session:
+    def start(self, request: DispatchRequest) -> Dispatch:
         self.preflight(request)
-        return CommandSession(request, command_argv(request.command))
+        return CommandDispatch(request, command_argv(request.command))
 
 
-class CommandSession(process.ChildSession):
-    def __init__(self, request: DispatchRequest, argv: list[str]) -> None:
-        super().__init__(request, argv)
-        self._turns = 0
-        self._final: str | None = None
+class CommandDispatch(process.ChildDispatch):
+    """A running dispatch (one agent invocation for a role, possibly several turns) of a
+    command: one run of the program per turn."""
 
     def _run(self) -> Iterator[Event]:
         uses_arg = any(PLACEHOLDER in arg for arg in self.argv)
@@ -96,7 +93,7 @@ class CommandSession(process.ChildSession):
                 child = process.Child(
                     argv,
                     cwd=Path(self.request.workspace),
-                    env={**self.request.env, "CAIRN_TURN": str(n)},
+                    env={**self.request.env, ENV_TURN: str(n)},
                     stdin=subprocess.DEVNULL if uses_arg else subprocess.PIPE,
                 )
             except OSError as exc:
@@ -125,23 +122,11 @@ class CommandSession(process.ChildSession):
             if reason is not None:
                 detail = None
                 if self._interrupt is None:
-                    tail = child.stderr_tail()
-                    detail = f"{argv[0]} {process.describe_exit(returncode)}" + (
-                        f": {tail.splitlines()[-1]}" if tail else ""
-                    )
+                    detail = child.with_stderr(f"{argv[0]} {process.describe_exit(returncode)}")
                 self._set(reason, exit_code=returncode if returncode > 0 else None, detail=detail)
                 return
             yield Event("turn_completed", n, {"exit_code": 0})
             n += 1
-
-    def _set(self, reason: Reason, exit_code: int | None = None, detail: str | None = None) -> None:
-        self.result = Result(
-            reason=reason,
-            num_turns=self._turns,
-            final_message=self._final,
-            exit_code=exit_code,
-            detail=detail,
-        )
 
 
 def _feed(child: process.Child, prompt: str) -> None:

@@ -19,10 +19,11 @@ import threading
 from abc import abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
-from cairn.agents.base import DispatchRequest, Event, Reason, Result, Session
-from cairn.util.procs import signal_group
+from cairn.agents.base import Dispatch, DispatchRequest, Event, Result
+from cairn.terms import StopReason
+from cairn.util.procs import kill_group, signal_group
 
 POLL_INTERVAL = 0.05
 STDERR_TAIL = 2000
@@ -41,7 +42,7 @@ def terminate(proc: subprocess.Popen[bytes], grace: float) -> threading.Timer:
     return timer
 
 
-def classify(returncode: int, interrupt: Reason | None = None) -> Reason | None:
+def classify(returncode: int, interrupt: StopReason | None = None) -> StopReason | None:
     """How a child's exit ends a dispatch: None when it exited 0 and nobody interrupted it,
     else the interrupt's reason, ``crashed`` (killed by a signal) or ``error`` (non-zero exit)."""
     if interrupt is not None:
@@ -183,8 +184,8 @@ class Child:
         return self.proc.wait()
 
     def kill(self) -> None:
-        """SIGKILL the whole group and reap the leader (used when a session is abandoned)."""
-        signal_group(self.proc.pid, signal.SIGKILL)
+        """SIGKILL the whole group and reap the leader (used when a dispatch is abandoned)."""
+        kill_group(self.proc.pid)
         with contextlib.suppress(ProcessLookupError):
             self.proc.kill()
         self.proc.wait()
@@ -197,13 +198,18 @@ class Child:
             return self._errfile.read().decode("utf-8", "replace")[-limit:].strip()
         return ""
 
+    def with_stderr(self, detail: str) -> str:
+        """``detail``, then the last line the child wrote on stderr (if it wrote any)."""
+        tail = self.stderr_tail()
+        return f"{detail}: {tail.splitlines()[-1]}" if tail else detail
+
     def close(self) -> None:
         """Kill whatever is left of the group (the leader too, if still running), cancel the
         pending SIGKILL timers and release the pipes."""
         if self.proc.poll() is None:
             self.kill()
         else:
-            signal_group(self.proc.pid, signal.SIGKILL)
+            kill_group(self.proc.pid)
         for timer in self._timers:
             timer.cancel()
         self.close_stdin()
@@ -213,24 +219,29 @@ class Child:
         self._errfile.close()
 
 
-class ChildSession(Session):
-    """A session whose agent runs as one child process at a time (``self._child``): its pid,
-    a non-blocking interrupt, and cleanup of the child however ``events()`` ends."""
+class ChildDispatch(Dispatch):
+    """A running dispatch (one agent invocation for a role, possibly several turns) whose agent
+    runs as one child process at a time (``self._child``): its pid, a non-blocking interrupt,
+    cleanup of the child however ``events()`` ends, and the result."""
 
     def __init__(self, request: DispatchRequest, argv: list[str]) -> None:
         self.request = request
         self.argv = argv
         self.result: Result | None = None
-        self._interrupt: Reason | None = None
+        self._interrupt: StopReason | None = None
         self._grace = 0.0
         self._child: Child | None = None
+        self._turns = 0
+        self._final: str | None = None
+        self._session_id: str | None = None  # the agent's own conversation id, if it has one
+        self._usage: dict[str, Any] = {}
 
     @property
     def pid(self) -> int | None:
         child = self._child
         return child.pid if child is not None else None
 
-    def interrupt(self, reason: Reason, grace: float) -> None:
+    def interrupt(self, reason: StopReason, grace: float) -> None:
         if self.result is not None:
             return
         if self._interrupt is None:
@@ -250,4 +261,18 @@ class ChildSession(Session):
                 self._child.close()
 
     @abstractmethod
-    def _run(self) -> Iterator[Event]: ...
+    def _run(self) -> Iterator[Event]:
+        """The agent's events; sets ``result`` (through ``_set``) before it returns."""
+
+    def _set(
+        self, reason: StopReason, exit_code: int | None = None, detail: str | None = None
+    ) -> None:
+        self.result = Result(
+            reason=reason,
+            num_turns=self._turns,
+            final_message=self._final,
+            session_id=self._session_id,
+            exit_code=exit_code,
+            usage=self._usage,
+            detail=detail,
+        )

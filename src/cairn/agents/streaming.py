@@ -1,5 +1,5 @@
 """A dispatch run as one or more invocations of an agent CLI that streams JSON lines on stdout
-(Claude Code, Codex): the loop, interrupts and the result, shared by both adapters.
+(Claude Code, Codex): the adapter, the loop, interrupts and the result, shared by both.
 
 Each invocation runs until the agent stops; if it stopped cleanly with work left and turns to
 spare, the next invocation continues the same agent session with the next prompt.
@@ -8,6 +8,7 @@ spare, the next invocation continues the same agent session with the next prompt
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 from abc import abstractmethod
@@ -16,15 +17,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from cairn.agents import process, versions
-from cairn.agents.base import (
-    Adapter,
-    DispatchRequest,
-    Event,
-    Reason,
-    Result,
-    Session,
-    next_turn,
-)
+from cairn.agents.base import Adapter, DispatchRequest, Event, next_turn
 from cairn.errors import BadInput
 
 
@@ -39,18 +32,28 @@ class Stream(Protocol):
 
 
 class StreamingAdapter(Adapter):
-    """An agent CLI on PATH at a version cairn reads; its sessions stream JSON lines."""
+    """An agent CLI on PATH at a version cairn reads; its dispatches stream JSON lines.
+
+    A kind is its class attributes: the product, how to install it, the oldest version cairn
+    reads, the default command and the dispatch class that reads its stream.
+    """
 
     product: ClassVar[str]
     install: ClassVar[str]
     minimum_version: ClassVar[tuple[int, int, int]]
+    default_command: ClassVar[tuple[str, ...]]
+    dispatch_type: ClassVar[type[StreamingDispatch]]
 
-    @abstractmethod
     def program(self, command: str | list[str] | None) -> list[str]:
         """The program and the user's options, from ``agent.command``."""
-
-    @abstractmethod
-    def session(self, request: DispatchRequest, argv: list[str]) -> Session: ...
+        if command is None:
+            return list(self.default_command)
+        argv = shlex.split(command) if isinstance(command, str) else list(command)
+        if not argv or not all(isinstance(a, str) for a in argv):
+            raise BadInput(
+                f"agent.command for kind {self.kind} must be a program and its arguments"
+            )
+        return argv
 
     def preflight(self, request: DispatchRequest) -> None:
         argv = self.program(request.command)
@@ -64,18 +67,18 @@ class StreamingAdapter(Adapter):
             )
         versions.require(argv[0], request.env, self.product, self.minimum_version)
 
-    def start(self, request: DispatchRequest) -> Session:
+    def start(self, request: DispatchRequest) -> StreamingDispatch:
         self.preflight(request)
-        return self.session(request, self.program(request.command))
+        return self.dispatch_type(request, self.program(request.command))
 
 
-class StreamingSession(process.ChildSession):
+class StreamingDispatch(process.ChildDispatch):
+    """A running dispatch (one agent invocation for a role, possibly several turns) of a
+    streaming agent CLI: one child process per invocation of the same agent session."""
+
     def __init__(self, request: DispatchRequest, argv: list[str]) -> None:
         super().__init__(request, argv)
-        self._used = 0
         self._session_id = request.session_id
-        self._final: str | None = None
-        self._usage: dict[str, Any] = {}
 
     @abstractmethod
     def _invocation(self, prompt: str) -> list[str]: ...
@@ -95,7 +98,7 @@ class StreamingSession(process.ChildSession):
 
     def _run(self) -> Iterator[Event]:
         while True:
-            prompt, end = next_turn(self.request, self._used + 1, lambda: self._interrupt)
+            prompt, end = next_turn(self.request, self._turns + 1, lambda: self._interrupt)
             if prompt is None:
                 self._set(end or "completed")
                 return
@@ -121,28 +124,8 @@ class StreamingSession(process.ChildSession):
                     self._seen(event, child)
             returncode = child.wait()
             assert returncode is not None
-            self._used += stream.turns
+            self._turns += stream.turns
             self._session_id = stream.session_id or self._session_id
             self._final = stream.last_text or self._final
             if not self._continue(stream, returncode, child):
                 return
-
-    def _set(
-        self,
-        reason: Reason,
-        exit_code: int | None = None,
-        detail: str | None = None,
-        stderr: str | None = None,
-    ) -> None:
-        if stderr:
-            last = stderr.splitlines()[-1]
-            detail = f"{detail}: {last}" if detail else last
-        self.result = Result(
-            reason=reason,
-            num_turns=self._used,
-            final_message=self._final,
-            session_id=self._session_id,
-            exit_code=exit_code,
-            usage=self._usage,
-            detail=detail,
-        )

@@ -1,5 +1,5 @@
 """What ``cairn run`` shows while it works: a live view on a terminal, plain lines otherwise,
-or one JSON event a line with ``--json``."""
+or one JSON event a line with ``--json``: the CLI's ``cairn.run.events.EventSink``."""
 
 from __future__ import annotations
 
@@ -33,6 +33,8 @@ def pick_mode(json_output: bool) -> Mode:
 
 
 class Display:
+    """The run's event sink on the terminal (``mode``: live, plain, json, or quiet)."""
+
     def __init__(self, mode: Mode) -> None:
         self.mode = mode
         self.state: dict[str, Any] = {}

@@ -1,15 +1,12 @@
-"""``cairn demo``: a whole run on a throwaway project with the scripted agent (no API key).
+"""The project ``cairn demo`` runs: a tiny repository, a 4-task plan and a scripted agent.
 
 The agent is scripted to hit its 3-turn cap in task 2 right after creating a new, untracked
-file. The demo shows the cutoff, the snapshot holding that file, the partial change summary and
-``cairn catchup``; then it resumes, finishes the plan, goes through a review round with a
-blocking finding and its fix, and says where everything is.
+file; resumed, it finishes the plan, and the reviewer raises one blocking finding that the coder
+then fixes. ``prepare`` lays it out; the CLI's ``cairn demo`` plays and narrates it.
 """
 
 from __future__ import annotations
 
-import textwrap
-from collections.abc import Callable
 from pathlib import Path
 
 from cairn.errors import BadInput
@@ -120,58 +117,3 @@ def prepare(directory: Path) -> tuple[Path, Path]:
     git.run(["add", "-A"])
     git.run(["commit", "-q", "-m", "calc: add()"])
     return repo, plan
-
-
-def tour(directory: Path, say: Callable[[str], None], run_display: object) -> int:
-    """Play the demo; returns the exit code of the final resume (0 when all went well)."""
-    from cairn import summary
-    from cairn.cli.display import Display
-    from cairn.run import launch
-    from cairn.state import catchup
-    from cairn.summary.render import status_line
-
-    assert isinstance(run_display, Display)
-    repo, plan = prepare(directory)
-    say(f"\n1. A project in {repo} and a 4-task plan ({plan.name}); the scripted agent")
-    say("   has a 3-turn cap and is scripted to be cut off in task 2, right after it")
-    say("   creates a new, untracked file (src/divide.py).\n")
-    say(f"$ cairn run {plan.name}")
-    first = launch.run(repo, plan, display=run_display)
-    say(f"→ {first.status} ({first.reason}), exit code {first.exit_code}\n")
-
-    say("2. Nothing is lost. The snapshot holds the untracked file:")
-    git = base_runner(repo)
-    ref = f"refs/cairn/wip/{first.ticket}"
-    listed = git.out(["ls-tree", "-r", "--name-only", ref]).split()
-    status = git.out(["status", "--short"]).strip()
-    say(f"   {ref} → {first.snapshot[:12] if first.snapshot else '?'}: {', '.join(listed)}")
-    say(f"   the work tree is untouched (git status: {status.replace(chr(10), '; ')})\n")
-
-    say("   The change summary, written at every step, says where the run stopped:")
-    loaded = summary.load(Path(first.summary_path or ""))
-    if loaded is not None:
-        say(f"   ## Status: {status_line(loaded)}")
-        for task in loaded.tasks:
-            say(f"   ### Task {task.number}: {task.title} — {task.status}")
-    say("")
-    say(f"$ cairn catchup {first.ticket} --format context")
-    report = catchup.catchup(repo, first.ticket)
-    for line in textwrap.wrap(catchup.context_paragraph(report), 92):
-        say(f"   {line}")
-    say("")
-
-    say(f"3. $ cairn resume {first.ticket}")
-    second = launch.resume(repo, first.ticket, display=run_display)
-    say(f"→ {second.status}, exit code {second.exit_code}\n")
-
-    final = summary.load(Path(second.summary_path or ""))
-    say("4. Where everything is:")
-    say(f"   project:         {repo}")
-    say(f"   run directory:   {second.run_dir}")
-    say(f"   change summary:  {first.summary_path}")
-    if final is not None and final.mode == "review":
-        say(f"   review fixes:    {second.summary_path}")
-    say(f"   journal:         {Path(second.run_dir) / 'run-log.jsonl'}")
-    say(f"   snapshots:       git log {ref}")
-    say(f"   try:             cairn status -C {repo}")
-    return second.exit_code

@@ -8,19 +8,25 @@ orchestrator's loop runs.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cairn import summary
 from cairn.agents.base import Adapter, DispatchRequest
-from cairn.cli.display import Display
 from cairn.config import Config
 from cairn.errors import BadInput
 from cairn.git import Repo
+from cairn.run.events import EventSink, NoEvents
 from cairn.run.orchestrator import Orchestrator, RunOutcome
+from cairn.run.orchestrator.context import agent_script
 from cairn.run.plan import Plan
 from cairn.state import journal, layout, marker, runstate
 from cairn.state.runstate import RunRef
 from cairn.summary import Summary
 from cairn.util import clock, procs
+
+if TYPE_CHECKING:
+    from cairn.state.catchup import CatchupReport
+    from cairn.state.lease import Lease
 
 
 def adapter_for(config: Config, kind: str | None, max_turns: int | None) -> tuple[str, Adapter]:
@@ -45,12 +51,7 @@ def preflight(adapter: Adapter, repo: Repo, config: Config, plan: Plan) -> None:
     roles = ["coder"]
     roles += ["evaluator"] if "evaluate" in config.loop.phases and criteria else []
     roles += ["reviewer"] if "review" in config.loop.phases else []
-    script = config.agent.script
-    script_path = None
-    if script is not None:
-        script_path = Path(script).expanduser()
-        if not script_path.is_absolute():
-            script_path = repo.toplevel / script_path
+    script_path = agent_script(repo.toplevel, config)
     for role in roles:
         adapter.preflight(
             DispatchRequest(
@@ -73,7 +74,7 @@ def run(
     agent: str | None = None,
     max_turns: int | None = None,
     takeover: bool = False,
-    display: Display | None = None,
+    sink: EventSink | None = None,
 ) -> RunOutcome:
     """``cairn run PLAN``: a new run of the plan's ticket, to completion or a saved stop."""
     from cairn import tickets
@@ -85,7 +86,7 @@ def run(
     ticket = tickets.validate(ticket) if ticket else plans.ticket_for(loaded, Path(plan_path))
     kind, adapter = adapter_for(config, agent, max_turns)
     preflight(adapter, repo, config, loaded)
-    display = display or Display("quiet")
+    sink = sink or NoEvents()
     pairs = [(t.number, t.title) for t in loaded.tasks]
 
     def scaffold(run_id: str) -> Summary:
@@ -109,16 +110,16 @@ def run(
             ("orchestrator", "plan", "json", loaded.model_dump_json(indent=2)),
         ],
     )
-    display.event("run_started", run=ref.run_id, ticket=ticket, tasks=len(pairs), agent=kind)
+    sink.event("run_started", run=ref.run_id, ticket=ticket, tasks=len(pairs), agent=kind)
     if lease.previous is not None and lease.previous.run:
-        display.event(
+        sink.event(
             "warning",
             message=(
                 f"ticket {ticket} had an unfinished run {lease.previous.run}; this is a new run "
                 f"(cairn resume {ticket} continues the latest run)"
             ),
         )
-    orchestrator = Orchestrator(repo, config, ref, lease, loaded, adapter, display, max_turns)
+    orchestrator = Orchestrator(repo, config, ref, lease, loaded, adapter, sink, max_turns)
     return orchestrator.execute()
 
 
@@ -129,11 +130,10 @@ def resume(
     agent: str | None = None,
     max_turns: int | None = None,
     takeover: bool = False,
-    display: Display | None = None,
+    sink: EventSink | None = None,
 ) -> RunOutcome:
     """``cairn resume``: continue an interrupted run in its own run directory."""
     from cairn import tickets
-    from cairn.run.plan import Plan
     from cairn.state import catchup
     from cairn.state.lease import acquire
     from cairn.util.durations import parse_duration
@@ -142,6 +142,33 @@ def resume(
     ticket = tickets.validate(ticket) if ticket else catchup.default_ticket(repo)
     stale_after = parse_duration(config.marker.stale_after)
     report = catchup.build(repo, config, state, ticket, stale_after)
+    run_id = _resumable(report)
+    kind, adapter = adapter_for(config, agent, max_turns)
+    sink = sink or NoEvents()
+    lease = acquire(state, ticket, stale_after=stale_after, takeover=takeover)
+    try:
+        ref = RunRef(state, ticket, run_id)
+        loaded = _run_plan(ref)
+        preflight(adapter, repo, config, loaded)
+        phase, round_number = _reclaim(ref, lease, report)
+        _after_a_dead_owner(ref, lease, config.agent.cutoff_timeout_ms / 1000, sink)
+        journal.record(
+            ref.run_dir, "run_started", ticket=ticket, run=ref.run_id, resumed=True, agent=kind
+        )
+    except BaseException:
+        lease.release()
+        raise
+    sink.event("run_resumed", run=ref.run_id, ticket=ticket, phase=phase, agent=kind)
+    orchestrator = Orchestrator(repo, config, ref, lease, loaded, adapter, sink, max_turns)
+    orchestrator.resumed_from = _resumed_from(ref)
+    orchestrator.resume_session_id = _last_session_id(ref, "coder")
+    orchestrator.check_tree(report.snapshot.commit if report.snapshot else None)
+    return orchestrator.execute(phase, round_number)
+
+
+def _resumable(report: CatchupReport) -> str:
+    """The run to resume; BadInput when the ticket's last run is live, finished or absent."""
+    ticket = report.ticket
     if report.state == "in_progress":
         raise BadInput(
             f"ticket {ticket} is being run right now ({report.owner_detail}); wait for it, "
@@ -151,79 +178,82 @@ def resume(
         raise BadInput(f"ticket {ticket} has no run to resume; start one with cairn run PLAN")
     if report.state == "done":
         raise BadInput(f"the last run of ticket {ticket} finished; there is nothing to resume")
-    kind, adapter = adapter_for(config, agent, max_turns)
-    display = display or Display("quiet")
-    lease = acquire(state, ticket, stale_after=stale_after, takeover=takeover)
-    try:
-        ref = RunRef(state, ticket, report.run)
-        plan_file = layout.latest_artifact(ref.run_dir, "orchestrator", "plan")
-        json_plan = plan_file.path.with_suffix(".json") if plan_file else None
-        if json_plan is None or not json_plan.is_file():
-            raise BadInput(f"run {report.run} has no plan artifact; start a new run with cairn run")
-        loaded = Plan.model_validate_json(json_plan.read_text(encoding="utf-8"))
-        preflight(adapter, repo, config, loaded)
-        previous = lease.previous
-        now = clock.now()
-        phase = (previous.phase if previous else None) or report.phase or "implement"
-        if phase not in ("implement", "evaluate", "review", "fix"):
-            phase = "implement"
-        round_number = (previous.round if previous else None) or report.round or 1
-        marker.write(
-            ref.marker_path,
-            marker.Marker(
-                skill=previous.skill if previous else "impl",
-                phase=phase,
-                round=previous.round if previous else None,
-                started_at=previous.started_at if previous else now,
-                last_updated=now,
-                ticket=ticket,
-                run=ref.run_id,
-                owner=lease.me,
-                snapshot=previous.snapshot if previous else None,
-            ),
-        )
-        stopped = _stop_orphaned_agent(previous, config.agent.cutoff_timeout_ms / 1000)
-        if stopped is not None:
-            display.event(
-                "warning",
-                message=f"stopped agent pid {stopped}, left running by the dead cairn process",
-            )
-        if lease.takeover is not None:
-            journal.record(
-                ref.run_dir,
-                "takeover",
-                stopped_agent=stopped,
-                reason=lease.takeover,
-                previous_run=previous.run if previous else None,
-                previous_owner=previous.owner.model_dump(mode="json")
-                if previous and previous.owner
-                else None,
-            )
-        journal.record(
-            ref.run_dir, "run_started", ticket=ticket, run=ref.run_id, resumed=True, agent=kind
-        )
-    except BaseException:
-        lease.release()
-        raise
-    display.event("run_resumed", run=ref.run_id, ticket=ticket, phase=phase, agent=kind)
-    orchestrator = Orchestrator(repo, config, ref, lease, loaded, adapter, display, max_turns)
-    status = ref.load_summary()[1].status
-    orchestrator.resumed_from = (
-        f"{status.reason} (the run was resumed with cairn resume)"
-        if status.state == "interrupted" and status.reason
-        else "the previous cairn process stopped (the run was resumed with cairn resume)"
+    return report.run
+
+
+def _run_plan(ref: RunRef) -> Plan:
+    """The plan the run started with (its ``01_orchestrator_plan.json``)."""
+    plan_file = layout.latest_artifact(ref.run_dir, "orchestrator", "plan")
+    json_plan = plan_file.path.with_suffix(".json") if plan_file else None
+    if json_plan is None or not json_plan.is_file():
+        raise BadInput(f"run {ref.run_id} has no plan artifact; start a new run with cairn run")
+    return Plan.model_validate_json(json_plan.read_text(encoding="utf-8"))
+
+
+def _reclaim(ref: RunRef, lease: Lease, report: CatchupReport) -> tuple[str, int]:
+    """Write the marker again with this process as the owner; returns the phase and round
+    where the run goes on."""
+    previous = lease.previous
+    now = clock.now()
+    phase = (previous.phase if previous else None) or report.phase or "implement"
+    if phase not in ("implement", "evaluate", "review", "fix"):
+        phase = "implement"
+    round_number = (previous.round if previous else None) or report.round or 1
+    marker.write(
+        ref.marker_path,
+        marker.Marker(
+            skill=previous.skill if previous else "impl",
+            phase=phase,
+            round=previous.round if previous else None,
+            started_at=previous.started_at if previous else now,
+            last_updated=now,
+            ticket=ref.ticket,
+            run=ref.run_id,
+            owner=lease.me,
+            snapshot=previous.snapshot if previous else None,
+        ),
     )
-    orchestrator.resume_session = _last_session(ref, "coder")
-    orchestrator.check_tree(report.snapshot.commit if report.snapshot else None)
-    return orchestrator.execute(phase, round_number)
+    return phase, round_number
 
 
-def _last_session(ref: RunRef, role: str) -> str | None:
-    """The agent session the run's last dispatch of ``role`` used (agents that have one)."""
+def _after_a_dead_owner(ref: RunRef, lease: Lease, grace: float, sink: EventSink) -> None:
+    """Stop the agent a dead cairn left running, and journal a takeover."""
+    previous = lease.previous
+    stopped = _stop_orphaned_agent(previous, grace)
+    if stopped is not None:
+        sink.event(
+            "warning",
+            message=f"stopped agent pid {stopped}, left running by the dead cairn process",
+        )
+    if lease.takeover is not None:
+        journal.record(
+            ref.run_dir,
+            "takeover",
+            stopped_agent=stopped,
+            reason=lease.takeover,
+            previous_run=previous.run if previous else None,
+            previous_owner=previous.owner.model_dump(mode="json")
+            if previous and previous.owner
+            else None,
+        )
+
+
+def _resumed_from(ref: RunRef) -> str:
+    """Why the run stopped, for the resumed coder's handoff prompt."""
+    status = ref.load_summary()[1].status
+    if status.state == "interrupted" and status.reason:
+        return f"{status.reason} (the run was resumed with cairn resume)"
+    return "the previous cairn process stopped (the run was resumed with cairn resume)"
+
+
+def _last_session_id(ref: RunRef, role: str) -> str | None:
+    """The agent's conversation id (``session_id``) of the run's last dispatch of ``role``, for
+    agents that have one."""
     events, _ = journal.read(ref.run_dir)
     for event in reversed(events):
         if event.get("event") == "dispatch_finished" and event.get("role") == role:
-            return event.get("session_id")
+            session_id = event.get("session_id")
+            return session_id if isinstance(session_id, str) else None
     return None
 
 

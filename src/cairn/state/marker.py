@@ -34,7 +34,7 @@ class _Part(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
 
-class Dispatch(_Part):
+class DispatchRecord(_Part):
     role: str
     turn: int = Field(default=0, ge=0)
     max_turns: int | None = Field(default=None, ge=1)
@@ -69,7 +69,7 @@ class Marker(_Part):
     ticket: str | None = None
     run: str | None = None
     owner: Owner | None = None
-    dispatch: Dispatch | None = None
+    dispatch: DispatchRecord | None = None
     snapshot: SnapshotRef | None = None
 
     @field_validator("started_at", "last_updated", mode="after")

@@ -158,11 +158,6 @@ def edit_summary(
     return after
 
 
-# The old name: bench/state.py (being reworked on another branch) still calls it; remove it once
-# bench calls edit_summary.
-change_summary = edit_summary
-
-
 def update_marker(ref: RunRef, event: JournalEvent | None = None, **changes: Any) -> None:
     """Rewrite the marker (phase, round, dispatch, snapshot…) and optionally journal an event."""
     with durable.locked(ref.lock_path):

@@ -24,15 +24,14 @@ from typing import Any, get_args
 from cairn.agents import process
 from cairn.agents.base import (
     Adapter,
+    Dispatch,
     DispatchRequest,
     Event,
     EventKind,
-    Reason,
-    Result,
-    Session,
     next_turn,
 )
 from cairn.errors import BadInput
+from cairn.terms import StopReason
 from cairn.util import yaml_io
 
 STATE_DIR = "scripted-agent"
@@ -193,7 +192,7 @@ class ScriptedAdapter(Adapter):
         if not Path(request.workspace).is_dir():
             raise BadInput(f"workspace {request.workspace} is not a directory")
 
-    def start(self, request: DispatchRequest) -> Session:
+    def start(self, request: DispatchRequest) -> Dispatch:
         self.preflight(request)
         script_path = Path(str(request.script)).absolute()
         state_dir = Path(request.run_dir) / STATE_DIR
@@ -210,37 +209,22 @@ class ScriptedAdapter(Adapter):
             "--workspace",
             str(Path(request.workspace).absolute()),
         ]
-        child = process.Child(argv, cwd=Path(request.workspace), env=request.env)
-        return ScriptedSession(request, child)
+        return ScriptedDispatch(request, argv)
 
 
-class ScriptedSession(Session):
-    def __init__(self, request: DispatchRequest, child: process.Child) -> None:
-        self.request = request
-        self.child = child
-        self.result: Result | None = None
-        self._interrupt: Reason | None = None
-        self._turns = 0
-        self._final: str | None = None
+class ScriptedDispatch(process.ChildDispatch):
+    """A running dispatch (one agent invocation for a role, possibly several turns) of the
+    scripted agent: one process for the whole dispatch, started at once, a turn per prompt."""
+
+    def __init__(self, request: DispatchRequest, argv: list[str]) -> None:
+        super().__init__(request, argv)
+        self._child = process.Child(argv, cwd=Path(request.workspace), env=request.env)
 
     @property
-    def pid(self) -> int:
-        return self.child.pid
-
-    def interrupt(self, reason: Reason, grace: float) -> None:
-        if self.result is not None:
-            return
-        if self._interrupt is None:
-            self._interrupt = reason
-        self.child.terminate(grace)
-
-    def events(self) -> Iterator[Event]:
-        if self.result is not None:
-            return
-        try:
-            yield from self._run()
-        finally:
-            self.child.close()
+    def child(self) -> process.Child:
+        """The agent process (it lives as long as the dispatch)."""
+        assert self._child is not None
+        return self._child
 
     def _run(self) -> Iterator[Event]:
         n = 1
@@ -278,7 +262,7 @@ class ScriptedSession(Session):
                 self._final = event.data["text"]
             yield event
 
-    def _finish_gracefully(self, reason: Reason) -> None:
+    def _finish_gracefully(self, reason: StopReason) -> None:
         """Close the agent's stdin (it exits 0) and record ``reason``."""
         self.child.close_stdin()
         if self.child.wait(STOP_WAIT) is None:
@@ -303,20 +287,8 @@ class ScriptedSession(Session):
             return
         detail = None
         if self._interrupt is None:
-            tail = self.child.stderr_tail()
-            detail = f"scripted agent {process.describe_exit(returncode)}" + (
-                f": {tail.splitlines()[-1]}" if tail else ""
-            )
+            detail = self.child.with_stderr(f"scripted agent {process.describe_exit(returncode)}")
         self._set(reason, exit_code=returncode if returncode > 0 else None, detail=detail)
-
-    def _set(self, reason: Reason, exit_code: int | None = None, detail: str | None = None) -> None:
-        self.result = Result(
-            reason=reason,
-            num_turns=self._turns,
-            final_message=self._final,
-            exit_code=exit_code,
-            detail=detail,
-        )
 
 
 def _parse_event(line: str) -> Event | None:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from cairn.agents.scripted.adapter import PROMPTS_FILE, Action, cursor_name, load_script, role_turns
-from cairn.errors import BadInput
+from cairn.errors import BadInput, ExitCode
 from cairn.util import durable
 
 OUTPUT_LIMIT = 4000
@@ -70,9 +70,9 @@ class Agent:
                 n, prompt = request["turn"], request["prompt"]
             except (ValueError, KeyError, TypeError):
                 print(f"cairn scripted agent: bad request {raw[:200]!r}", file=sys.stderr)
-                return 2
+                return ExitCode.BAD_INPUT
             self.turn(n, prompt)
-        return 0
+        return ExitCode.OK
 
     def turn(self, n: int, prompt: str) -> None:
         played = self.played()
@@ -92,84 +92,90 @@ class Agent:
         emit({"type": "turn_completed", "turn": n, "done": played + 1 >= len(self.turns)})
 
     def act(self, n: int, name: str, arg: Any) -> None:
-        def tool(output: Any = None) -> None:
-            event = {"type": "tool_use", "turn": n, "name": name, "input": arg}
-            if output is not None:
-                event["output"] = output
-            emit(event)
-
-        def changed(rel: str) -> None:
-            emit({"type": "file_changed", "turn": n, "path": rel})
-
-        if name in ("write", "append"):
-            target = self.workspace / arg["path"]
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with open(target, "w" if name == "write" else "a", encoding="utf-8") as handle:
-                handle.write(arg["content"])
-            tool()
-            changed(arg["path"])
-        elif name == "edit":
-            target = self.workspace / arg["path"]
-            try:
-                text = target.read_text(encoding="utf-8")
-            except OSError as exc:
-                tool({"error": exc.strerror})
-                return
-            if arg["old"] not in text:
-                tool({"error": "old text not found"})
-                return
-            target.write_text(text.replace(arg["old"], arg["new"], 1), encoding="utf-8")
-            tool()
-            changed(arg["path"])
-        elif name == "delete":
-            target = self.workspace / arg
-            try:
-                if target.is_dir() and not target.is_symlink():
-                    shutil.rmtree(target)
-                else:
-                    target.unlink()
-            except OSError as exc:
-                tool({"error": exc.strerror})
-                return
-            tool()
-            changed(arg)
+        if name in ("write", "append", "edit", "delete"):
+            failed = self._change_file(name, arg)
+            tool(n, name, arg, failed)
+            if failed is None:
+                path = arg if name == "delete" else arg["path"]
+                emit({"type": "file_changed", "turn": n, "path": path})
         elif name in ("run", "cairn"):
-            argv: Any = arg if name == "run" else [sys.executable, "-m", "cairn", *arg]
-            done = subprocess.run(
-                argv,
-                shell=name == "run",
-                cwd=self.workspace,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                check=False,
-            )
-            tool(
-                {
-                    "exit_code": done.returncode,
-                    "stdout": _clip(done.stdout),
-                    "stderr": _clip(done.stderr),
-                }
-            )
+            tool(n, name, arg, self._command(name, arg))
         elif name == "say":
             emit({"type": "message", "turn": n, "text": arg})
         elif name == "plan":
             items = [a if isinstance(a, dict) else {"text": a, "completed": False} for a in arg]
             emit({"type": "plan_updated", "turn": n, "items": items})
-        elif name == "sleep":
-            tool()
-            time.sleep(arg)
-        elif name == "exit":
-            tool()
-            os._exit(arg)
-        elif name == "kill":
-            tool()
-            os.kill(os.getpid(), signal.SIGKILL)
-        elif name == "hang":
-            if isinstance(arg, dict) and arg.get("ignore_term"):
-                signal.signal(signal.SIGTERM, signal.SIG_IGN)
-            tool()  # after the disposition is set: whoever sees the event may SIGTERM at once
-            while True:
-                time.sleep(3600)
+        else:
+            stop_or_wait(n, name, arg)
+
+    def _change_file(self, name: str, arg: Any) -> dict[str, Any] | None:
+        """Write, append, edit or delete a file; the error output, or None when done."""
+        if name in ("write", "append"):
+            target = self.workspace / arg["path"]
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with open(target, "w" if name == "write" else "a", encoding="utf-8") as handle:
+                handle.write(arg["content"])
+            return None
+        if name == "edit":
+            target = self.workspace / arg["path"]
+            try:
+                text = target.read_text(encoding="utf-8")
+            except OSError as exc:
+                return {"error": exc.strerror}
+            if arg["old"] not in text:
+                return {"error": "old text not found"}
+            target.write_text(text.replace(arg["old"], arg["new"], 1), encoding="utf-8")
+            return None
+        target = self.workspace / arg
+        try:
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target)
+            else:
+                target.unlink()
+        except OSError as exc:
+            return {"error": exc.strerror}
+        return None
+
+    def _command(self, name: str, arg: Any) -> dict[str, Any]:
+        """Run a shell command (``run``) or cairn (``cairn``) in the workspace."""
+        argv: Any = arg if name == "run" else [sys.executable, "-m", "cairn", *arg]
+        done = subprocess.run(
+            argv,
+            shell=name == "run",
+            cwd=self.workspace,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            check=False,
+        )
+        return {
+            "exit_code": done.returncode,
+            "stdout": _clip(done.stdout),
+            "stderr": _clip(done.stderr),
+        }
+
+
+def tool(n: int, name: str, arg: Any, output: Any = None) -> None:
+    event = {"type": "tool_use", "turn": n, "name": name, "input": arg}
+    if output is not None:
+        event["output"] = output
+    emit(event)
+
+
+def stop_or_wait(n: int, name: str, arg: Any) -> None:
+    """``sleep``, ``exit``, ``kill`` (SIGKILL itself) and ``hang`` (optionally ignoring
+    SIGTERM, set before the event goes out: whoever sees it may SIGTERM at once)."""
+    if name == "hang" and isinstance(arg, dict) and arg.get("ignore_term"):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    tool(n, name, arg)
+    if name == "sleep":
+        time.sleep(arg)
+    elif name == "exit":
+        os._exit(arg)
+    elif name == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    elif name == "hang":
+        while True:
+            time.sleep(3600)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -186,9 +192,9 @@ def main(argv: list[str] | None = None) -> int:
         return agent.serve(sys.stdin.buffer)
     except BadInput as exc:
         print(f"cairn scripted agent: {exc}", file=sys.stderr)
-        return 2
+        return ExitCode.BAD_INPUT
     except BrokenPipeError:
-        return 1
+        return ExitCode.FAILURE
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from cairn.cli.commands.options import Json, Workspace
 from cairn.cli.output import console, guarded
 
 if TYPE_CHECKING:
-    from cairn.cli.display import Display
+    from cairn.run.events import EventSink
     from cairn.run.orchestrator import RunOutcome
 
 Agent = Annotated[
@@ -41,8 +41,18 @@ def run(
     """Run a plan: implement, review, fix; any stop is saved and resumable (exit 3)."""
     from cairn.run import launch
 
-    options = {"agent": agent, "max_turns": max_turns, "takeover": takeover}
-    _drive(json, lambda d: launch.run(workspace, plan, ticket=ticket, display=d, **options))
+    _drive(
+        json,
+        lambda sink: launch.run(
+            workspace,
+            plan,
+            ticket=ticket,
+            agent=agent,
+            max_turns=max_turns,
+            takeover=takeover,
+            sink=sink,
+        ),
+    )
 
 
 @guarded
@@ -59,11 +69,15 @@ def resume(
     """Continue an interrupted run in its run directory; never touches the work tree."""
     from cairn.run import launch
 
-    options = {"agent": agent, "max_turns": max_turns, "takeover": takeover}
-    _drive(json, lambda d: launch.resume(workspace, ticket, display=d, **options))
+    _drive(
+        json,
+        lambda sink: launch.resume(
+            workspace, ticket, agent=agent, max_turns=max_turns, takeover=takeover, sink=sink
+        ),
+    )
 
 
-def _drive(json: bool, start: Callable[[Display], RunOutcome]) -> None:
+def _drive(json: bool, start: Callable[[EventSink], RunOutcome]) -> None:
     from cairn.cli.display import Display, pick_mode
 
     display = Display(pick_mode(json))

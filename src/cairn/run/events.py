@@ -1,0 +1,45 @@
+"""Where a run reports what happens: the event sink the loop writes to.
+
+The loop, ``launch`` and everything else under ``run/`` know only this protocol; the CLI's
+``Display`` implements it (a live view, plain lines or JSON), tests record into a list, and a
+caller that wants nothing shown passes ``NoEvents``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol
+
+# What the run reports, and the fields each event carries (``--json`` prints them as they are).
+RunEvent = Literal[
+    "run_started",  # run, ticket, tasks, agent
+    "run_resumed",  # run, ticket, phase, agent
+    "phase",  # phase, round
+    "dispatch_started",  # dispatch, role, max_turns
+    "turn",  # turn, max_turns, pressure
+    "dispatch_finished",  # dispatch, reason, turns
+    "snapshot",  # commit, reason
+    "cutoff",  # reason, role, snapshot
+    "evaluation",  # round, status, failed
+    "review",  # round, findings, blocking
+    "warning",  # message
+    "run_finished",  # run, status, elapsed
+]
+
+
+class EventSink(Protocol):
+    def event(self, kind: RunEvent, **fields: Any) -> None:
+        """Something happened (one line of output, one JSON object)."""
+
+    def update(self, **state: Any) -> None:
+        """Where the run is now, for a live view: any of ``phase``, ``round``, ``task``,
+        ``total``, ``turn``, ``max_turns``, ``snapshot``."""
+
+
+class NoEvents:
+    """A sink that shows nothing."""
+
+    def event(self, kind: RunEvent, **fields: Any) -> None:
+        pass
+
+    def update(self, **state: Any) -> None:
+        pass

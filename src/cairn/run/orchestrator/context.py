@@ -1,0 +1,84 @@
+"""What every part of one run's loop shares: the run and its lease, the config, the plan, the
+agent adapter and the event sink, and what the run has gathered so far (counts, the last
+snapshot, the agent's last message, a signal to cairn, the dispatch in flight)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cairn.agents.base import Adapter, Dispatch
+from cairn.config import Config
+from cairn.git import Repo
+from cairn.run.events import EventSink
+from cairn.run.plan import Plan
+from cairn.state.lease import Lease
+from cairn.state.marker import SnapshotRef
+from cairn.state.runstate import RunRef
+from cairn.summary import Summary
+from cairn.terms import CutoffReason
+
+
+@dataclass
+class Stats:
+    dispatches: int = 0
+    turns: int = 0
+    rounds: int = 0
+    snapshots: list[str] = field(default_factory=list)
+    phases: list[str] = field(default_factory=list)
+    started: float = field(default_factory=time.monotonic)
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+
+class Stop(Exception):
+    """The run stops here, its state saved (a signal, or continuations used up)."""
+
+    def __init__(self, reason: CutoffReason) -> None:
+        super().__init__(reason)
+        self.reason: CutoffReason = reason
+
+
+@dataclass
+class RunContext:
+    repo: Repo
+    config: Config
+    ref: RunRef
+    lease: Lease
+    plan: Plan
+    adapter: Adapter
+    sink: EventSink
+    max_turns_override: int | None = None
+    stats: Stats = field(default_factory=Stats)
+    running: Dispatch | None = None  # the dispatch in flight: what a signal to cairn stops
+    signalled: CutoffReason | None = None  # "signal" once cairn got SIGINT or SIGTERM
+    last_snapshot: SnapshotRef | None = None
+    last_message: str | None = None  # the agent's, handed to the next dispatch
+
+    @property
+    def grace(self) -> float:
+        """Seconds between SIGTERM and SIGKILL, and a snapshot's time budget."""
+        return self.config.agent.cutoff_timeout_ms / 1000
+
+    def summary(self) -> Summary:
+        """The run's current change summary (the latest one: a fix round has its own)."""
+        return self.ref.load_summary()[1]
+
+    def max_turns(self, role: str) -> int:
+        if self.max_turns_override is not None:
+            return self.max_turns_override
+        configured = self.config.roles.get(role)
+        if configured is not None and configured.max_turns is not None:
+            return configured.max_turns
+        return self.config.agent.max_turns
+
+
+def agent_script(toplevel: Path, config: Config) -> Path | None:
+    """The scripted agent's script (``agent.script``, relative to the work tree), if any."""
+    script = config.agent.script
+    if script is None:
+        return None
+    path = Path(script).expanduser()
+    return path if path.is_absolute() else toplevel / path

@@ -1,0 +1,170 @@
+"""One dispatch (one agent invocation for a role, possibly several turns), from start to
+result: its budget and prompts, the agent's environment, the max_seconds timer, and the event
+pump that records what the agent does into the marker, the journal and the event sink."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Callable
+
+from cairn.agents.base import Dispatch, DispatchRequest, Event, Result
+from cairn.run.budget import Budget
+from cairn.run.orchestrator.context import RunContext, Stop, agent_script
+from cairn.run.orchestrator.prompting import PressuredPrompts, PromptFor
+from cairn.run.orchestrator.todo_list import complete_checked_tasks
+from cairn.state import journal, runstate
+from cairn.state.marker import DispatchRecord
+from cairn.terms import ENV_RUN_DIR, ENV_TASK, ENV_TICKET
+from cairn.util.procs import process_start_time
+
+LAST_MESSAGE_LIMIT = 2000  # characters of the agent's last message kept for the next handoff
+
+AfterTurn = Callable[[], None]
+
+
+def dispatch(
+    ctx: RunContext,
+    role: str,
+    prompt_for: PromptFor,
+    after_turn: AfterTurn | None = None,
+    session_id: str | None = None,
+) -> Result:
+    """Run one dispatch of ``role`` to its end and record it; ``after_turn`` runs after every
+    turn and once more at the end. Raises Stop when cairn was signalled before it starts."""
+    if ctx.signalled:
+        raise Stop(ctx.signalled)
+    return RecordedDispatch(ctx, role, after_turn).run(prompt_for, session_id)
+
+
+class RecordedDispatch:
+    """One dispatch (one agent invocation for a role, possibly several turns) as the loop runs
+    it: the adapter's running ``Dispatch``, and the record of it in ``DispatchRecord`` (the
+    marker), the journal and the sink."""
+
+    def __init__(self, ctx: RunContext, role: str, after_turn: AfterTurn | None) -> None:
+        self.ctx, self.role, self.after_turn = ctx, role, after_turn
+        self.max_turns = ctx.max_turns(role)
+        self.record = DispatchRecord(role=role, turn=0, max_turns=self.max_turns)
+        self.number = 0
+
+    def run(self, prompt_for: PromptFor, session_id: str | None) -> Result:
+        ctx = self.ctx
+        pressure = min(ctx.config.agent.budget_pressure_turns, self.max_turns - 1)
+        prompts = PressuredPrompts(
+            ctx, Budget(self.max_turns, pressure, ctx.config.agent.max_seconds), prompt_for
+        )
+        ctx.stats.dispatches += 1
+        self.number = ctx.stats.dispatches
+        request = self._request(prompts, pressure, session_id)
+        runstate.update_marker(ctx.ref, "dispatch_started", dispatch=self.record)
+        ctx.sink.event(
+            "dispatch_started", dispatch=self.number, role=self.role, max_turns=self.max_turns
+        )
+        ctx.sink.update(turn=0, max_turns=self.max_turns)
+        running = ctx.adapter.start(request)
+        ctx.running = running
+        if ctx.signalled:
+            running.interrupt("interrupted", ctx.grace)
+        self._note_pid(running)
+        timer = self._timer(running)
+        try:
+            for event in running.events():
+                self._record(running, event, prompts.pressured)
+        finally:
+            if timer is not None:
+                timer.cancel()
+            ctx.running = None
+        result = running.result or Result(reason="error", num_turns=0, detail="no result")
+        self._finished(result)
+        return result
+
+    def _request(
+        self, prompts: PressuredPrompts, pressure: int, session_id: str | None
+    ) -> DispatchRequest:
+        ctx = self.ctx
+        item = ctx.summary().status.item
+        env = {
+            ENV_RUN_DIR: str(ctx.ref.run_dir),
+            ENV_TICKET: ctx.ref.ticket,
+            ENV_TASK: str(item) if isinstance(item, int) else "",
+            # the agent's `cairn task …` must reach this cairn, whatever else is on PATH
+            "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
+        }
+        return DispatchRequest(
+            role=self.role,
+            workspace=ctx.repo.toplevel,
+            run_dir=ctx.ref.run_dir,
+            max_turns=self.max_turns,
+            next_prompt=prompts,
+            env=env,
+            command=ctx.config.agent.command,
+            script=agent_script(ctx.repo.toplevel, ctx.config),
+            pressure_turns=pressure,
+            session_id=session_id,
+            writable=sorted({ctx.repo.common_dir, ctx.ref.layout.root}),
+        )
+
+    def _timer(self, running: Dispatch) -> threading.Timer | None:
+        """The ``agent.max_seconds`` cap: interrupt the dispatch as a ``timeout``."""
+        max_seconds = self.ctx.config.agent.max_seconds
+        if max_seconds is None:
+            return None
+        timer = threading.Timer(max_seconds, running.interrupt, ("timeout", self.ctx.grace))
+        timer.daemon = True
+        timer.start()
+        return timer
+
+    def _record(self, running: Dispatch, event: Event, pressured: dict[int, bool]) -> None:
+        ctx = self.ctx
+        if event.kind == "turn_started" and running.pid != self.record.pid:
+            self._note_pid(running)
+        if event.kind == "turn_completed":
+            pressure = pressured.get(event.turn, False)
+            ctx.stats.turns += 1
+            turn = self.record.model_copy(update={"turn": event.turn})
+            runstate.update_marker(ctx.ref, dispatch=turn)
+            journal.record(
+                ctx.ref.run_dir, "turn", role=self.role, turn=event.turn, pressure=pressure
+            )
+            ctx.sink.event("turn", turn=event.turn, max_turns=self.max_turns, pressure=pressure)
+            ctx.sink.update(turn=event.turn)
+            if self.after_turn is not None:
+                self.after_turn()
+        elif event.kind == "message":
+            text = str(event.data.get("text", ""))[:LAST_MESSAGE_LIMIT]
+            ctx.last_message = text or ctx.last_message
+        elif event.kind == "plan_updated":
+            complete_checked_tasks(ctx, event.data.get("items") or [])
+
+    def _note_pid(self, running: Dispatch) -> None:
+        """Record the agent's pid in the marker, so a resume after cairn was killed can stop
+        an agent left running."""
+        pid = running.pid
+        if pid is None or pid == self.record.pid:
+            return
+        started = process_start_time(pid)
+        self.record = self.record.model_copy(update={"pid": pid, "pid_started_at": started})
+        runstate.update_marker(self.ctx.ref, dispatch=self.record)
+
+    def _finished(self, result: Result) -> None:
+        ctx = self.ctx
+        if result.final_message:
+            ctx.last_message = result.final_message
+        runstate.update_marker(ctx.ref, dispatch=None)
+        journal.record(
+            ctx.ref.run_dir,
+            "dispatch_finished",
+            role=self.role,
+            reason=result.reason,
+            turns=result.num_turns,
+            exit_code=result.exit_code,
+            detail=result.detail,
+            session_id=result.session_id,
+        )
+        ctx.sink.event(
+            "dispatch_finished", dispatch=self.number, reason=result.reason, turns=result.num_turns
+        )
+        if self.after_turn is not None:
+            self.after_turn()

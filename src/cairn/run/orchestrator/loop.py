@@ -1,0 +1,216 @@
+"""The phases of a run: implement, then evaluate, review and fix for up to ``loop.max_rounds``
+rounds, and how a run that is cut off stops."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+
+from cairn import summary
+from cairn.agents.base import Adapter
+from cairn.config import Config
+from cairn.git import Repo
+from cairn.run import evaluation, review
+from cairn.run.events import EventSink
+from cairn.run.orchestrator import checkpoints, prompting
+from cairn.run.orchestrator.context import RunContext, Stop
+from cairn.run.orchestrator.dispatch import AfterTurn, dispatch
+from cairn.run.orchestrator.outcome import RunOutcome, failed, finished, interrupted
+from cairn.run.orchestrator.signals import handling_signals
+from cairn.run.plan import Plan
+from cairn.state import journal, runstate
+from cairn.state.lease import Lease
+from cairn.state.runstate import RunRef
+from cairn.terms import RunStatus
+from cairn.util import clock
+
+# The first prompts of a coder dispatch, given why the one before was cut off (None: first).
+FirstPrompts = Callable[[str | None], prompting.PromptFor]
+
+
+class Orchestrator:
+    """One run of a plan, from a phase and round (a new run: implement, round 1) to its end.
+
+    ``resumed_from`` (why the run was interrupted, for the first handoff prompt) and
+    ``resume_session_id`` (the coder's agent conversation to continue) are set by resume.
+    """
+
+    def __init__(
+        self,
+        repo: Repo,
+        config: Config,
+        ref: RunRef,
+        lease: Lease,
+        plan: Plan,
+        adapter: Adapter,
+        sink: EventSink,
+        max_turns: int | None = None,
+    ) -> None:
+        self.ctx = RunContext(repo, config, ref, lease, plan, adapter, sink, max_turns)
+        self.resumed_from: str | None = None
+        self.resume_session_id: str | None = None
+
+    def execute(self, phase: str = "implement", round: int = 1) -> RunOutcome:
+        """Run from ``phase`` in ``round`` to the end; exit code 0 done, 1 needs manual review,
+        3 interrupted. An unexpected error is recorded as an ``error`` stop and raised again."""
+        phases = self.ctx.config.loop.phases
+        try:
+            with handling_signals(self.ctx):
+                if phase == "implement" and "implement" in phases:
+                    self._implement()
+                if "review" in phases or "evaluate" in phases:
+                    status = self._review_loop(round, resume_fix=phase == "fix")
+                    if status == "needs_manual_review":
+                        return finished(self.ctx, status, "blocking findings remain")
+                return finished(self.ctx, "completed", None)
+        except Stop as stop:
+            return interrupted(self.ctx, stop.reason)
+        except Exception as error:
+            failed(self.ctx, error)
+            raise
+
+    def check_tree(self, snapshot: str | None) -> None:
+        """Before a resumed run: snapshot the tree and say if it is not ``snapshot``."""
+        checkpoints.check_tree(self.ctx, snapshot)
+
+    # --- implement and fix: the coder until the summary is resolved ---------------------------
+
+    def _implement(self) -> None:
+        checkpoints.enter_phase(self.ctx, "implement", None)
+        watch = checkpoints.TaskSnapshots(self.ctx)
+        coder_prompts = partial(prompting.coder_prompts, self.ctx)
+        self._until_resolved(coder_prompts, watch.after_turn, self.resumed_from)
+
+    def _until_resolved(
+        self, first_prompts: FirstPrompts, after_turn: AfterTurn | None, handoff: str | None
+    ) -> None:
+        """Dispatch the coder until every item of the current summary is resolved.
+
+        Each dispatch that ends short is a cutoff; up to ``max_continuations`` more dispatches
+        start from ``first_prompts(reason)``, then the run stops (resumable).
+        """
+        continuations = 0
+        session_id = self.resume_session_id if handoff is not None else None
+        while not self._resolved():
+            result = dispatch(self.ctx, "coder", first_prompts(handoff), after_turn, session_id)
+            session_id = result.session_id or session_id
+            if self._resolved():
+                return
+            reason = checkpoints.cutoff_reason(self.ctx, result)
+            checkpoints.cutoff(self.ctx, "coder", reason)
+            if continuations >= self.ctx.config.agent.max_continuations:
+                raise Stop(reason)
+            continuations += 1
+            handoff = reason
+
+    def _resolved(self) -> bool:
+        """Every item of the current summary is resolved; then the summary says Completed."""
+        current = self.ctx.summary()
+        if current.resolved() != current.total():
+            return False
+        runstate.finalise_summary(self.ctx.ref)
+        return True
+
+    def _fix(self, round_number: int, found: review.Review) -> None:
+        checkpoints.enter_phase(self.ctx, "fix", round_number)
+        scaffold = summary.scaffold_findings(
+            self.ctx.ref.ticket,
+            self.ctx.ref.run_id,
+            round_number,
+            [(f.id, f.title) for f in found.findings if f.to_fix],
+            clock.now(),
+        )
+        runstate.new_summary(self.ctx.ref, scaffold)
+        self._fix_dispatches(round_number, found)
+
+    def _fix_dispatches(self, round_number: int, found: review.Review) -> None:
+        self._until_resolved(
+            lambda _: prompting.fix_prompts(self.ctx, round_number, found), None, None
+        )
+
+    # --- evaluate and review: one turn of one agent -------------------------------------------
+
+    def _review_loop(self, start_round: int, resume_fix: bool) -> RunStatus:
+        phases = self.ctx.config.loop.phases
+        max_rounds = self.ctx.config.loop.max_rounds
+        for round_number in range(start_round, max_rounds + 1):
+            self.ctx.stats.rounds = round_number
+            resuming = resume_fix and round_number == start_round
+            if resuming:
+                found = review.load(prompting.latest_review_path(self.ctx))
+            else:
+                failed = self._evaluate(round_number) if "evaluate" in phases else []
+                found = self._review(round_number, failed, dispatch_reviewer="review" in phases)
+            if not found.blocking():
+                return "completed"
+            if round_number == max_rounds or "fix" not in phases:
+                return "needs_manual_review"
+            current = self.ctx.summary()
+            if resuming and current.mode == "review" and current.round == round_number:
+                checkpoints.enter_phase(self.ctx, "fix", round_number)
+                self._fix_dispatches(round_number, found)
+            else:
+                self._fix(round_number, found)
+        return "completed"
+
+    def _single_turn(self, role: str, prompt: str) -> None:
+        """A reviewer or evaluator dispatch: one prompt; anything short of completion stops."""
+        result = dispatch(self.ctx, role, lambda turn: prompt if turn == 1 else None)
+        if result.reason != "completed":
+            reason = checkpoints.cutoff_reason(self.ctx, result)
+            checkpoints.cutoff(self.ctx, role, reason)
+            raise Stop(reason)
+
+    def _evaluate(self, round_number: int) -> list[review.ReviewFinding]:
+        """Acceptance criteria the evaluator did not pass, as blocking findings (AC1, AC2…)."""
+        ctx = self.ctx
+        checked = evaluation.scaffold(ctx.plan, ctx.ref.ticket, round_number)
+        if not checked.criteria:
+            return []
+        checkpoints.enter_phase(ctx, "evaluate", round_number)
+        path = runstate.write_artifact(
+            ctx.ref, "evaluator", f"eval-round-{round_number}", evaluation.render(checked)
+        )
+        self._single_turn("evaluator", prompting.evaluate_prompt(ctx, round_number, checked))
+        concluded = evaluation.conclude(evaluation.load(path))
+        evaluation.save(path, concluded)
+        failed = concluded.failed()
+        journal.record(
+            ctx.ref.run_dir,
+            "phase",
+            phase="evaluate",
+            round=round_number,
+            status=concluded.status,
+            failed=[c.id for c in failed],
+        )
+        ctx.sink.event(
+            "evaluation", round=round_number, status=concluded.status, failed=len(failed)
+        )
+        return [
+            review.ReviewFinding(
+                id=c.id.replace("-", ""),
+                title=f"acceptance criterion not met: {c.text}",
+                details=c.reason,
+            )
+            for c in failed
+        ]
+
+    def _review(
+        self, round_number: int, seeded: list[review.ReviewFinding], dispatch_reviewer: bool
+    ) -> review.Review:
+        """The round's review, scaffolded with ``seeded`` findings; the reviewer adds its own."""
+        ctx = self.ctx
+        scaffold = review.Review(ticket=ctx.ref.ticket, round=round_number, findings=seeded)
+        path = runstate.write_artifact(ctx.ref, "reviewer", "review", review.render(scaffold))
+        if not dispatch_reviewer:
+            return review.load(path)
+        checkpoints.enter_phase(ctx, "review", round_number)
+        self._single_turn("reviewer", prompting.review_prompt(ctx, round_number))
+        found = review.load(path)
+        ctx.sink.event(
+            "review",
+            round=round_number,
+            findings=len(found.findings),
+            blocking=len(found.blocking()),
+        )
+        return found

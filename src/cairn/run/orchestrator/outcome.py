@@ -1,0 +1,109 @@
+"""How a run ends: completed, needs manual review, or interrupted (resumable); the
+``RunOutcome`` that ``cairn run --json`` prints last, and the run-summary artifact."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from cairn.errors import ExitCode
+from cairn.run.orchestrator.checkpoints import snapshot
+from cairn.run.orchestrator.context import RunContext
+from cairn.state import journal, marker, runstate
+from cairn.terms import CutoffReason, RunStatus
+
+
+class RunOutcome(BaseModel):
+    ticket: str
+    run: str
+    status: RunStatus
+    reason: str | None = None
+    exit_code: int
+    run_dir: str
+    summary_path: str | None = None
+    snapshot: str | None = None
+    dispatches: int = 0
+    turns: int = 0
+    rounds: int = 0
+    elapsed_seconds: float = 0.0
+    next_command: str | None = None
+
+
+def finished(ctx: RunContext, status: RunStatus, reason: str | None) -> RunOutcome:
+    """The run's work is over (completed, or blocking findings left for a person): a last
+    snapshot, the run summary, the marker removed and the lease released."""
+    snapshot(ctx, "run finished")
+    code = ExitCode.OK if status == "completed" else ExitCode.FAILURE
+    if status == "completed":
+        runstate.update_marker(ctx.ref, "phase", phase="done", round=None)
+    write_run_summary(ctx, status, reason)
+    if status == "completed":
+        runstate.finish(ctx.ref, ctx.lease)
+    else:
+        journal.record(ctx.ref.run_dir, "run_finished", status=status)
+        marker.remove(ctx.ref.marker_path)
+        ctx.lease.release()
+    return _outcome(ctx, status, reason, code)
+
+
+def interrupted(ctx: RunContext, reason: CutoffReason) -> RunOutcome:
+    """The run stops before its work is over: the summary says where and why, the marker stays
+    (without an owner) for ``cairn resume``, the lease is released."""
+    write_run_summary(ctx, "interrupted", reason)
+    runstate.interrupt(ctx.ref, ctx.lease, reason, ctx.last_snapshot)
+    return _outcome(ctx, "interrupted", reason, ExitCode.INTERRUPTED)
+
+
+def failed(ctx: RunContext, error: Exception) -> None:
+    """An unexpected error: record it as the run's ``error`` stop; the caller raises it again.
+
+    When even that fails, the second failure is shown (a warning through the sink, and a note
+    on ``error``) and the lease is released; it never replaces the first error."""
+    try:
+        interrupted(ctx, "error")
+    except Exception as second:
+        why = f"{type(second).__name__}: {second}"
+        error.add_note(f"the stop could not be recorded: {why}")
+        ctx.lease.release()
+        ctx.sink.event(
+            "warning",
+            message=f"the run failed ({type(error).__name__}: {error}) and the stop "
+            f"could not be recorded: {why}",
+        )
+
+
+def write_run_summary(ctx: RunContext, status: RunStatus, reason: str | None) -> None:
+    stats = ctx.stats
+    lines = [
+        f"# Run summary — ticket {ctx.ref.ticket}, run {ctx.ref.run_id}",
+        "",
+        f"- **Outcome:** {status}" + (f" ({reason})" if reason else ""),
+        f"- **Phases:** {', '.join(stats.phases) or '(none)'}",
+        f"- **Review rounds:** {stats.rounds}",
+        f"- **Dispatches:** {stats.dispatches}",
+        f"- **Turns:** {stats.turns}",
+        f"- **Duration:** {stats.elapsed():.1f}s",
+        f"- **Snapshots:** {', '.join(s[:12] for s in stats.snapshots) or '(none)'}",
+        f"- **Change summary:** {ctx.ref.summary_path()}",
+        "",
+    ]
+    runstate.write_artifact(ctx.ref, "orchestrator", "run-summary", "\n".join(lines))
+
+
+def _outcome(ctx: RunContext, status: RunStatus, reason: str | None, code: ExitCode) -> RunOutcome:
+    elapsed = ctx.stats.elapsed()
+    ctx.sink.event("run_finished", run=ctx.ref.run_id, status=status, elapsed=f"{elapsed:.1f}s")
+    return RunOutcome(
+        ticket=ctx.ref.ticket,
+        run=ctx.ref.run_id,
+        status=status,
+        reason=reason,
+        exit_code=code,
+        run_dir=str(ctx.ref.run_dir),
+        summary_path=str(ctx.ref.summary_path()),
+        snapshot=ctx.last_snapshot.commit if ctx.last_snapshot else None,
+        dispatches=ctx.stats.dispatches,
+        turns=ctx.stats.turns,
+        rounds=ctx.stats.rounds,
+        elapsed_seconds=round(elapsed, 3),
+        next_command=f"cairn resume {ctx.ref.ticket}" if status == "interrupted" else None,
+    )
