@@ -109,7 +109,7 @@ def stream(entry: Entry, body: dict[str, Any]) -> Iterator[Event]:
     yield "message_start", {"type": "message_start", "message": start}
     for index, block in enumerate(full["content"]):
         if block["type"] == "text":
-            opening = {"type": "text", "text": ""}
+            opening: dict[str, Any] = {"type": "text", "text": ""}
             deltas = [{"type": "text_delta", "text": part} for part in chunks(block["text"])]
         else:
             opening = {**block, "input": {}}

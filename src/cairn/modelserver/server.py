@@ -33,7 +33,8 @@ def user_texts(request: dict[str, Any], *, latest: bool = False) -> list[str]:
     reminders and hook context carried in them, tool results. ``latest``: only the texts after the
     last assistant turn, i.e. what the agent was told since it last spoke."""
     module = anthropic if request["api"] == "anthropic" else openai
-    return module.user_texts(request["body"], latest=latest)
+    texts: list[str] = module.user_texts(request["body"], latest=latest)
+    return texts
 
 
 def _models_listing() -> dict[str, Any]:

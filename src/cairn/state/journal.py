@@ -58,5 +58,5 @@ def last_event(run_dir: Path, *names: str) -> dict[str, Any] | None:
     events, _ = read(run_dir)
     for entry in reversed(events):
         if not names or entry.get("event") in names:
-            return entry
+            return entry  # type: ignore[no-any-return]
     return None

@@ -190,7 +190,9 @@ def latest_artifact(run_dir: Path, role: str, name: str) -> Artifact | None:
     return matching[-1] if matching else None
 
 
-def artifact_path(run_dir: Path, role: str, name: str, ext: str = "md", number: int | None = None):
+def artifact_path(
+    run_dir: Path, role: str, name: str, ext: str = "md", number: int | None = None
+) -> Path:
     """Reserve the next ``{NN}_{role}_{name}.{ext}`` in ``run_dir``.
 
     The caller must hold the ticket's ``.lock`` so two writers never get the same NN; ``number``

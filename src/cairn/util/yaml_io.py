@@ -18,7 +18,8 @@ def safe_load(text: str) -> Any:
 
 
 def safe_dump(data: Any, **options: Any) -> str:
-    return yaml.dump(data, Dumper=_Dumper, **options)
+    text: str = yaml.dump(data, Dumper=_Dumper, **options)
+    return text
 
 
 _resolver = yaml.resolver.Resolver()
@@ -27,5 +28,5 @@ _resolver = yaml.resolver.Resolver()
 @functools.lru_cache(maxsize=4096)
 def plain_scalar_tag(value: str) -> str:
     """The type YAML gives an unquoted scalar: ``str``, ``int``, ``null``, ``bool``, …"""
-    tag = _resolver.resolve(yaml.nodes.ScalarNode, value, (True, False))
+    tag: str = _resolver.resolve(yaml.nodes.ScalarNode, value, (True, False))  # type: ignore[no-untyped-call]
     return tag.rsplit(":", 1)[-1]

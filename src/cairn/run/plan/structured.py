@@ -50,9 +50,9 @@ def _child(node: yaml.Node, key: str | int) -> yaml.Node | None:
     if isinstance(node, yaml.MappingNode):
         for key_node, value_node in node.value:
             if isinstance(key_node, yaml.ScalarNode) and key_node.value == key:
-                return value_node
+                return value_node  # type: ignore[no-any-return]
     elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
-        return node.value[key]
+        return node.value[key]  # type: ignore[no-any-return]
     return None
 
 
