@@ -18,11 +18,14 @@ from cairn.git import Repo
 from cairn.run.events import EventSink, NoEvents
 from cairn.run.orchestrator import Orchestrator, RunOutcome
 from cairn.run.orchestrator.context import agent_script
-from cairn.run.plan import Plan
+from cairn.run.plan import PLAN_READ_LIMIT, Plan
 from cairn.state import journal, layout, marker, runstate
 from cairn.state.runstate import RunRef
 from cairn.summary import Summary
-from cairn.util import clock, procs
+from cairn.util import clock, durable, procs
+
+# The plan's JSON artifact: the plan (at most PLAN_READ_LIMIT) with JSON escaping.
+PLAN_ARTIFACT_LIMIT = 4 * PLAN_READ_LIMIT
 
 if TYPE_CHECKING:
     from cairn.state.catchup import CatchupReport
@@ -150,11 +153,18 @@ def resume(
         ref = RunRef(state, ticket, run_id)
         loaded = _run_plan(ref)
         preflight(adapter, repo, config, loaded)
-        phase, round_number = _reclaim(ref, lease, report)
+        runstate.catch_up(ref)
         _after_a_dead_owner(ref, lease, config.agent.cutoff_timeout_ms / 1000, sink)
-        journal.record(
-            ref.run_dir, "run_started", ticket=ticket, run=ref.run_id, resumed=True, agent=kind
+        runstate.record(
+            ref,
+            "run_started",
+            ticket=ticket,
+            run=ref.run_id,
+            resumed=True,
+            agent=kind,
+            owner=lease.me.model_dump(mode="json"),
         )
+        phase, round_number = _reclaim(ref, lease, report)
     except BaseException:
         lease.release()
         raise
@@ -184,16 +194,35 @@ def _resumable(report: CatchupReport) -> str:
 def _run_plan(ref: RunRef) -> Plan:
     """The plan the run started with (its ``01_orchestrator_plan.json``)."""
     plan_file = layout.latest_artifact(ref.run_dir, "orchestrator", "plan")
-    json_plan = plan_file.path.with_suffix(".json") if plan_file else None
-    if json_plan is None or not json_plan.is_file():
-        raise BadInput(f"run {ref.run_id} has no plan artifact; start a new run with cairn run")
-    return Plan.model_validate_json(json_plan.read_text(encoding="utf-8"))
+    missing = BadInput(f"run {ref.run_id} has no plan artifact; start a new run with cairn run")
+    if plan_file is None:
+        raise missing
+    json_plan = plan_file.path.with_suffix(".json")
+    data = durable.read_state_file(json_plan, "plan artifact", PLAN_ARTIFACT_LIMIT)
+    if data is None:
+        raise missing
+    try:
+        return Plan.model_validate_json(durable.decode_text(data, json_plan, "plan artifact"))
+    except ValueError:
+        raise BadInput(
+            f"plan artifact {json_plan} is not a plan cairn wrote; restore it, or start a new "
+            "run with cairn run"
+        ) from None
 
 
 def _reclaim(ref: RunRef, lease: Lease, report: CatchupReport) -> tuple[str, int]:
     """Write the marker again with this process as the owner; returns the phase and round
     where the run goes on."""
-    previous = lease.previous
+    with durable.locked(ref.lock_path):
+        current = marker.read(ref.marker_path)
+        if current is not None and current.run == ref.run_id:
+            return _own_marker(ref, lease, report, current)
+        return _own_marker(ref, lease, report, lease.previous)
+
+
+def _own_marker(
+    ref: RunRef, lease: Lease, report: CatchupReport, previous: marker.Marker | None
+) -> tuple[str, int]:
     now = clock.now()
     phase = (previous.phase if previous else None) or report.phase or "implement"
     if phase not in ("implement", "evaluate", "review", "fix"):
@@ -226,8 +255,8 @@ def _after_a_dead_owner(ref: RunRef, lease: Lease, grace: float, sink: EventSink
             message=f"stopped agent pid {stopped}, left running by the dead cairn process",
         )
     if lease.takeover is not None:
-        journal.record(
-            ref.run_dir,
+        runstate.record(
+            ref,
             "takeover",
             stopped_agent=stopped,
             reason=lease.takeover,

@@ -13,11 +13,11 @@ from pathlib import Path
 from cairn import summary, tickets
 from cairn.errors import BadInput
 from cairn.run import evaluation, review
-from cairn.state import journal, marker
+from cairn.state import marker
 from cairn.state.layout import Layout, artifacts, discover, latest_artifact
-from cairn.state.runstate import RunRef, edit_summary
+from cairn.state.runstate import RunRef, edit_summary, record
 from cairn.summary import Summary
-from cairn.terms import ENV_RUN_DIR
+from cairn.terms import ENV_RUN_DIR, FINDING_RESOLUTIONS
 from cairn.util import clock, durable
 
 
@@ -49,13 +49,7 @@ def locate(
 
 
 def task_start(ref: RunRef, number: int) -> Summary:
-    return edit_summary(
-        ref,
-        lambda s: summary.start_task(s, number, clock.now()),
-        "task",
-        task=number,
-        status="in progress",
-    )
+    return edit_summary(ref, None, "task", task=number, status="in progress")
 
 
 def task_done(
@@ -67,13 +61,13 @@ def task_done(
 ) -> Summary:
     return edit_summary(
         ref,
-        lambda s: summary.complete_task(
-            s, number, clock.now(), files=files, outcome=outcome, notes=notes
-        ),
+        None,
         "task",
         task=number,
         status="completed",
         files=files,
+        outcome=outcome,
+        notes=notes,
     )
 
 
@@ -82,24 +76,13 @@ def task_set_aside(ref: RunRef, number: int, status: str, notes: str | None) -> 
     if not notes or not notes.strip():
         verb = {"skipped": "skip", "deferred": "defer"}[status]
         raise BadInput(f"task {verb} needs --notes saying why; nothing was written")
-    operation = {"skipped": summary.skip_task, "deferred": summary.defer_task}[status]
-    return edit_summary(
-        ref,
-        lambda s: operation(s, number, clock.now(), notes),
-        "task",
-        task=number,
-        status=status,
-    )
+    return edit_summary(ref, None, "task", task=number, status=status, notes=notes)
 
 
 def finding(ref: RunRef, finding_id: str, status: str, action: str | None) -> Summary:
-    return edit_summary(
-        ref,
-        lambda s: summary.address_finding(s, finding_id, status, clock.now(), action=action),
-        "finding",
-        finding=finding_id,
-        status=status,
-    )
+    if status not in FINDING_RESOLUTIONS:
+        raise BadInput(f"finding status {status!r} is not one of {', '.join(FINDING_RESOLUTIONS)}")
+    return edit_summary(ref, None, "finding", finding=finding_id, status=status, action=action)
 
 
 def gate(ref: RunRef, name: str, result: str, command: str | None) -> Summary:
@@ -114,9 +97,7 @@ def gate(ref: RunRef, name: str, result: str, command: str | None) -> Summary:
 
 
 def defer_item(ref: RunRef, item: str) -> Summary:
-    return edit_summary(
-        ref, lambda s: summary.add_deferred(s, item, clock.now()), "deferred", item=item
-    )
+    return edit_summary(ref, None, "deferred", item=item)
 
 
 def add_finding(
@@ -132,7 +113,7 @@ def add_finding(
             )
         after = review.add(review.load(found.path), finding_id, title, location, details)
         review.save(found.path, after)
-        journal.record(ref.run_dir, "finding", finding=finding_id, status="added", title=title)
+        record(ref, "finding", finding=finding_id, status="added", title=title)
     return after
 
 
@@ -152,5 +133,5 @@ def record_ac(ref: RunRef, ident: str, result: str, reason: str | None) -> evalu
         path = found[-1].path
         after = evaluation.record(evaluation.load(path), ident, result, reason)
         evaluation.save(path, after)
-        journal.record(ref.run_dir, "gate", gate=ident, result=result, reason=reason)
+        record(ref, "gate", gate=ident, result=result, reason=reason, criterion=True)
     return after

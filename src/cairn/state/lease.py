@@ -64,7 +64,7 @@ def acquire(
     ticket_dir = layout.ticket_dir(ticket)
     durable.ensure_dir(ticket_dir)
     path = ticket_dir / LEASE
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    fd = durable.open_state(path, os.O_RDWR | os.O_CREAT, "lease")
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

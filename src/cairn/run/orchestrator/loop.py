@@ -18,7 +18,7 @@ from cairn.run.orchestrator.dispatch import AfterTurn, dispatch
 from cairn.run.orchestrator.outcome import RunOutcome, failed, finished, interrupted
 from cairn.run.orchestrator.signals import handling_signals
 from cairn.run.plan import Plan
-from cairn.state import journal, runstate
+from cairn.state import runstate
 from cairn.state.lease import Lease
 from cairn.state.runstate import RunRef
 from cairn.terms import RunStatus
@@ -175,8 +175,8 @@ class Orchestrator:
         concluded = evaluation.conclude(evaluation.load(path))
         evaluation.save(path, concluded)
         failed = concluded.failed()
-        journal.record(
-            ctx.ref.run_dir,
+        runstate.record(
+            ctx.ref,
             "phase",
             phase="evaluate",
             round=round_number,

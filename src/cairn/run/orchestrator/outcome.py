@@ -8,7 +8,7 @@ from pydantic import BaseModel
 from cairn.errors import ExitCode
 from cairn.run.orchestrator.checkpoints import snapshot
 from cairn.run.orchestrator.context import RunContext
-from cairn.state import journal, marker, runstate
+from cairn.state import runstate
 from cairn.terms import CutoffReason, RunStatus
 
 
@@ -36,12 +36,8 @@ def finished(ctx: RunContext, status: RunStatus, reason: str | None) -> RunOutco
     if status == "completed":
         runstate.update_marker(ctx.ref, "phase", phase="done", round=None)
     write_run_summary(ctx, status, reason)
-    if status == "completed":
-        runstate.finish(ctx.ref, ctx.lease)
-    else:
-        journal.record(ctx.ref.run_dir, "run_finished", status=status)
-        marker.remove(ctx.ref.marker_path)
-        ctx.lease.release()
+    runstate.end(ctx.ref, status)
+    ctx.lease.release()
     return _outcome(ctx, status, reason, code)
 
 
