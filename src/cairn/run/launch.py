@@ -114,6 +114,8 @@ def run(
         ],
     )
     sink.event("run_started", run=ref.run_id, ticket=ticket, tasks=len(pairs), agent=kind)
+    if lease.warning is not None:
+        sink.event("warning", message=lease.warning)
     if lease.previous is not None and lease.previous.run:
         sink.event(
             "warning",
@@ -145,7 +147,7 @@ def resume(
     ticket = tickets.validate(ticket) if ticket else catchup.default_ticket(repo)
     stale_after = parse_duration(config.marker.stale_after)
     report = catchup.build(repo, config, state, ticket, stale_after)
-    run_id = _resumable(report)
+    run_id = _resumable(report, takeover)
     kind, adapter = adapter_for(config, agent, max_turns)
     sink = sink or NoEvents()
     lease = acquire(state, ticket, stale_after=stale_after, takeover=takeover)
@@ -169,6 +171,8 @@ def resume(
         lease.release()
         raise
     sink.event("run_resumed", run=ref.run_id, ticket=ticket, phase=phase, agent=kind)
+    if lease.warning is not None:
+        sink.event("warning", message=lease.warning)
     orchestrator = Orchestrator(repo, config, ref, lease, loaded, adapter, sink, max_turns)
     orchestrator.resumed_from = _resumed_from(ref)
     orchestrator.resume_session_id = _last_session_id(ref, "coder")
@@ -176,10 +180,17 @@ def resume(
     return orchestrator.execute(phase, round_number)
 
 
-def _resumable(report: CatchupReport) -> str:
-    """The run to resume; BadInput when the ticket's last run is live, finished or absent."""
+def _resumable(report: CatchupReport, takeover: bool) -> str:
+    """The run to resume; BadInput when the ticket's last run is live, finished or absent.
+    ``--takeover`` goes ahead over an owner on another host, which cannot be checked."""
     ticket = report.ticket
-    if report.state == "in_progress":
+    remote = report.owner_state == "remote"
+    if report.state == "in_progress" and remote and not takeover:
+        raise BadInput(
+            f"ticket {ticket} is being run on another host ({report.owner_detail}); wait for "
+            "it, or pass --takeover if that run is dead"
+        )
+    if report.state == "in_progress" and not remote:
         raise BadInput(
             f"ticket {ticket} is being run right now ({report.owner_detail}); wait for it, "
             "or stop it first"
