@@ -22,14 +22,31 @@ from cairn.run.plan import PLAN_READ_LIMIT, Plan
 from cairn.state import journal, layout, marker, runstate
 from cairn.state.runstate import RunRef
 from cairn.summary import Summary
+from cairn.summary.store import READ_LIMIT as SUMMARY_LIMIT
 from cairn.util import clock, durable, procs
 
+# A plan's scaffold may use a quarter of the change summary's limit; see check_plan_size.
+PLAN_SHARE = 4
+SIZING_RUN_ID = "20000101-000000Z"
 # The plan's JSON artifact: the plan (at most PLAN_READ_LIMIT) with JSON escaping.
 PLAN_ARTIFACT_LIMIT = 4 * PLAN_READ_LIMIT
 
 if TYPE_CHECKING:
     from cairn.state.catchup import CatchupReport
     from cairn.state.lease import Lease
+
+
+def check_plan_size(path: Path, tasks: int, scaffold: Summary) -> None:
+    """A plan's change summary may start at most at ``PLAN_SHARE`` of the summary's limit: the
+    rest is room for what the agents report. Checked before anything is written."""
+    size = len(summary.render(scaffold).encode("utf-8"))
+    allowed = SUMMARY_LIMIT // PLAN_SHARE
+    if size > allowed:
+        raise BadInput(
+            f"plan {path} has {tasks} tasks: their change summary would start at {size} bytes, "
+            f"over the {allowed} a plan may use of the summary's {SUMMARY_LIMIT} byte limit; "
+            "split the plan into smaller ones"
+        )
 
 
 def adapter_for(config: Config, kind: str | None, max_turns: int | None) -> tuple[str, Adapter]:
@@ -100,6 +117,8 @@ def run(
                     first, task.number, clock.now(), notes="done in the plan"
                 )
         return first
+
+    check_plan_size(Path(plan_path), len(pairs), scaffold(SIZING_RUN_ID))
 
     ref, lease = runstate.begin(
         state,
