@@ -3,6 +3,7 @@ rounds, and how a run that is cut off stops."""
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Callable
 from functools import partial
 
@@ -15,7 +16,13 @@ from cairn.run.events import EventSink
 from cairn.run.orchestrator import checkpoints, prompting
 from cairn.run.orchestrator.context import RunContext, Stop
 from cairn.run.orchestrator.dispatch import AfterTurn, dispatch
-from cairn.run.orchestrator.outcome import RunOutcome, failed, finished, interrupted
+from cairn.run.orchestrator.outcome import (
+    RunOutcome,
+    disk_full,
+    failed,
+    finished,
+    interrupted,
+)
 from cairn.run.orchestrator.signals import handling_signals
 from cairn.run.plan import Plan
 from cairn.state import runstate
@@ -23,6 +30,9 @@ from cairn.state.lease import Lease
 from cairn.state.runstate import RunRef
 from cairn.terms import RunStatus
 from cairn.util import clock
+
+# cairn's own state write failed for want of space: the run stops as a disk_full cutoff.
+DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 # The first prompts of a coder dispatch, given why the one before was cut off (None: first).
 FirstPrompts = Callable[[str | None], prompting.PromptFor]
@@ -65,6 +75,11 @@ class Orchestrator:
                 return finished(self.ctx, "completed", None)
         except Stop as stop:
             return interrupted(self.ctx, stop.reason)
+        except OSError as error:
+            if error.errno not in DISK_FULL:
+                failed(self.ctx, error)
+                raise
+            return disk_full(self.ctx, error)
         except Exception as error:
             failed(self.ctx, error)
             raise
