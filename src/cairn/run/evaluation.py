@@ -27,6 +27,7 @@ from cairn.errors import BadInput
 from cairn.run.plan import Plan
 from cairn.terms import VERDICTS, Verdict
 from cairn.util import durable
+from cairn.util.text import printable
 
 Result = Literal["pending"] | Verdict
 _HEAD = re.compile(r"# Evaluation — ticket (\S+), round (\d+)")
@@ -131,7 +132,7 @@ def record(evaluation: Evaluation, ident: str, result: str, reason: str | None) 
         c.model_copy(
             update={
                 "result": result,
-                "reason": " ".join(reason.split()) if reason and result == "fail" else None,
+                "reason": printable(reason) if reason and result == "fail" else None,
             }
         )
         if c.id == ident
