@@ -51,6 +51,10 @@ CUTOFF_FOR: dict[StopReason, CutoffReason] = {
     "error": "error",
 }
 
+# The phases a run's loop can be configured with (loop.phases); a marker also says "done".
+LoopPhase = Literal["implement", "evaluate", "review", "fix"]
+LOOP_PHASES: tuple[LoopPhase, ...] = get_args(LoopPhase)
+
 # Where a ticket stands, as catch-up and status see it.
 TicketState = Literal["in_progress", "interrupted", "stale", "done", "none"]
 
