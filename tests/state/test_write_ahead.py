@@ -23,41 +23,38 @@ from cairn import summary
 from cairn.state import journal, marker
 from cairn.state.layout import JOURNAL
 from cairn.util import durable
-from helpers import begin_run, cairn
+from helpers import assert_one_line_error, begin_run, cairn, untouched_state
 
 TITLES = ["Parse", "Wire", "Docs"]
 
-# A child that runs one progress report and SIGKILLs itself just before its Nth state write.
-# ``temp`` kills it after a replace's temp file is written, before the rename.
+# A child that runs one progress report and SIGKILLs itself just before its Nth write step:
+# a temp file staged, the journal appended, a temp renamed over its target. A report that
+# changes the summary and the marker takes five: stage summary, stage marker, append, rename
+# summary, rename marker.
 KILLED_WRITER = r"""
 import os, signal, sys
 from pathlib import Path
-from cairn import summary
 from cairn.run import progress
 from cairn.state.layout import Layout
 from cairn.state.runstate import RunRef
-from cairn.summary import store
 from cairn.util import durable
 
-run_dir, kill_at, how, op, *args = sys.argv[1:]
+run_dir, kill_at, op, *args = sys.argv[1:]
 kill_at = int(kill_at)
-writes = 0
+steps = 0
 
-def die_at_write(real):
+def die_at_step(real):
     def wrapper(*a, **k):
-        global writes
-        writes += 1
-        if writes == kill_at:
-            if how == "temp":
-                os.replace = lambda *x, **y: os.kill(os.getpid(), signal.SIGKILL)
-            else:
-                os.kill(os.getpid(), signal.SIGKILL)
+        global steps
+        steps += 1
+        if steps == kill_at:
+            os.kill(os.getpid(), signal.SIGKILL)
         return real(*a, **k)
     return wrapper
 
-durable.atomic_write = die_at_write(durable.atomic_write)
-store.atomic_write = durable.atomic_write
-durable.append_line = die_at_write(durable.append_line)
+durable.stage = die_at_step(durable.stage)
+durable.append_line = die_at_step(durable.append_line)
+os.replace = die_at_step(os.replace)
 layout, ticket, run_id = Layout.from_run_dir(Path(run_dir))
 ref = RunRef(layout, ticket, run_id)
 numbers = [int(a) for a in args]
@@ -69,6 +66,7 @@ elif op == "defer":
     progress.defer_item(ref, "later")
 sys.exit(0)
 """
+STEPS = 5
 
 
 @pytest.fixture
@@ -78,10 +76,10 @@ def run(repo: Path):  # type: ignore[no-untyped-def]
     lease.release()
 
 
-def killed_writer(ref: Any, kill_at: int, op: str, *args: str, how: str = "before") -> int:
-    """Run one report in a child killed at its ``kill_at``-th state write; its exit status."""
+def killed_writer(ref: Any, kill_at: int, op: str, *args: str) -> int:
+    """Run one report in a child killed at its ``kill_at``-th write step; its exit status."""
     proc = subprocess.run(
-        [sys.executable, "-c", KILLED_WRITER, str(ref.run_dir), str(kill_at), how, op, *args],
+        [sys.executable, "-c", KILLED_WRITER, str(ref.run_dir), str(kill_at), op, *args],
         capture_output=True,
         check=False,
     )
@@ -108,7 +106,7 @@ def temps(directory: Path) -> list[str]:
     return sorted(p.name for p in directory.iterdir() if p.name.startswith(durable.TEMP_PREFIX))
 
 
-@pytest.mark.parametrize("kill_at", [1, 2, 3])
+@pytest.mark.parametrize("kill_at", range(1, STEPS + 1))
 def test_a_writer_killed_at_any_write_leaves_files_the_journal_explains(
     run: Any, repo: Path, kill_at: int
 ) -> None:
@@ -132,7 +130,7 @@ def test_the_next_writer_repairs_a_lagging_summary_before_adding_its_own_event(
 ) -> None:
     """Killed after its journal event, before the summary: ``task done 0`` is in the journal
     only. The next report (a real ``cairn task start 1``) applies it first."""
-    assert killed_writer(run, 2, "done", "0") == -signal.SIGKILL
+    assert killed_writer(run, 4, "done", "0") == -signal.SIGKILL
     assert journal_says(run)[0] == "completed"
     assert summary_says(run)[0] == "pending"
     started = cairn("task", "start", "1", env={"CAIRN_RUN_DIR": str(run.run_dir)}, cwd=repo)
@@ -147,7 +145,7 @@ def test_the_next_writer_repairs_a_lagging_summary_before_adding_its_own_event(
 def test_a_lagging_event_is_applied_once(run: Any, repo: Path) -> None:
     """A deferred item (an append, not idempotent) whose writer died after the journal:
     repaired once by catch-up, and not again by the next writer."""
-    assert killed_writer(run, 2, "defer") == -signal.SIGKILL
+    assert killed_writer(run, 4, "defer") == -signal.SIGKILL
     assert cairn("catchup", "T-1", cwd=repo).returncode == 0
     assert cairn("catchup", "T-1", cwd=repo).returncode == 0
     env = {"CAIRN_RUN_DIR": str(run.run_dir)}
@@ -188,13 +186,13 @@ def test_a_finished_run_whose_marker_outlived_it_is_not_resumable(run: Any, repo
     assert not run.marker_path.exists()
 
 
-@pytest.mark.parametrize("kill_at", [2, 3], ids=["summary", "marker"])
+@pytest.mark.parametrize("kill_at", [2, 5], ids=["summary", "marker"])
 def test_temps_of_killed_writers_are_swept_by_the_next_writer(
     run: Any, repo: Path, kill_at: int
 ) -> None:
     """Defect 9: a writer killed between a temp file and its rename left the temp for good
     (``remove_stale_temps`` had no caller)."""
-    assert killed_writer(run, kill_at, "done", "0", how="temp") == -signal.SIGKILL
+    assert killed_writer(run, kill_at, "done", "0") == -signal.SIGKILL
     left = temps(run.run_dir) + temps(run.run_dir.parent)
     assert len(left) == 1, left
     assert cairn("status", cwd=repo).returncode == 0  # a reader leaves them
@@ -255,3 +253,36 @@ def test_random_kills_of_reports_never_leave_the_summary_ahead_of_the_journal(
         proc.wait()
         assert cairn("catchup", "T-1", cwd=repo).returncode == 0
         assert summary_says(run) == journal_says(run), attempt
+
+
+def chattr(flag: str, *paths: Path) -> None:
+    done = subprocess.run(["chattr", flag, *map(str, paths)], capture_output=True, check=False)
+    if done.returncode != 0:
+        pytest.skip(f"chattr {flag} is not available here: {done.stderr.decode().strip()}")
+
+
+@pytest.mark.parametrize("what", ["summary", "marker", "journal", "run-dir", "ticket-dir"])
+def test_a_report_that_cannot_write_all_its_files_writes_none(
+    run: Any, repo: Path, what: str
+) -> None:
+    """An immutable file or directory (the tests run as root, so read-only is chattr +i):
+    the report fails before its journal event, so the journal never records a change the
+    files could not take."""
+    target = {
+        "summary": run.summary_path(),
+        "marker": run.marker_path,
+        "journal": run.run_dir / JOURNAL,
+        "run-dir": run.run_dir,
+        "ticket-dir": run.run_dir.parent,
+    }[what]
+    env = {"CAIRN_RUN_DIR": str(run.run_dir)}
+    before = untouched_state(repo)
+    chattr("+i", target)
+    try:
+        result = cairn("task", "start", "0", env=env, cwd=repo)
+        assert_one_line_error(result, code=1)
+        assert "read-only" in result.stderr or "not permitted" in result.stderr
+    finally:
+        chattr("-i", target)
+    assert untouched_state(repo) == before
+    assert cairn("task", "start", "0", env=env, cwd=repo).returncode == 0

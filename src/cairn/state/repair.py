@@ -85,7 +85,7 @@ def write(state: RunState) -> None:
         state.summary_lags = False
     if state.remove_marker:
         marker.remove(state.marker_path)
-        state.marker, state.remove_marker = None, False
+        state.remove_marker = False
     elif state.marker_lags and state.marker is not None:
         marker.write(state.marker_path, state.marker)
         state.marker_lags = False
@@ -161,7 +161,7 @@ def _catch_up_marker(state: RunState, last: dict[str, Any]) -> None:
         return
     name = last.get("event")
     if name in _ENDS:
-        state.remove_marker = True
+        state.marker, state.remove_marker = None, True
         return
     changes = marker_change(last, state.summary)
     if name == "dispatch_started" and current.dispatch is None:

@@ -18,6 +18,7 @@ from cairn import summary
 from cairn.errors import BadInput
 from cairn.state import journal, marker, repair
 from cairn.state.layout import (
+    JOURNAL,
     SUMMARY_ARTIFACT,
     SUMMARY_ROLE,
     Layout,
@@ -175,12 +176,10 @@ def edit_summary(
         if change is None:
             raise ValueError(f"journal event {record} does not say how the summary changes")
         after = change(before)
-        text = summary_text(after)
-        repair.write(state)
-        journal.append(ref.run_dir, record)
-        durable.atomic_write(path, text)
         item = after.status.item
-        _touch_marker(ref, task=item if isinstance(item, int) else None)
+        writes = [(path, summary_text(after))]
+        writes += _marker_write(ref, state, task=item if isinstance(item, int) else None)
+        _commit(ref, state, record, writes)
     return after
 
 
@@ -188,8 +187,9 @@ def record(ref: RunRef, event: JournalEvent, **fields: Any) -> dict[str, Any]:
     """Journal an event that changes neither summary nor marker, once the files have caught
     up with the journal (an event appended on top of a lagging one would hide it)."""
     with durable.locked(ref.lock_path):
-        repair.write(ref.read(with_summary=False))
-        return journal.record(ref.run_dir, event, **fields)
+        made = journal.entry(event, **fields)
+        _commit(ref, ref.read(with_summary=False), made, [])
+        return made
 
 
 def catch_up(ref: RunRef) -> bool:
@@ -224,10 +224,11 @@ def update_marker(
     """Rewrite the marker (phase, round, dispatch, snapshot…) and optionally journal an event
     first: ``fields``, or by default the changes themselves."""
     with durable.locked(ref.lock_path):
-        repair.write(ref.read(with_summary=False))
+        state = ref.read(with_summary=False)
+        made = None
         if event is not None:
-            journal.record(ref.run_dir, event, **(_plain(changes) if fields is None else fields))
-        _touch_marker(ref, **changes)
+            made = journal.entry(event, **(_plain(changes) if fields is None else fields))
+        _commit(ref, state, made, _marker_write(ref, state, **changes))
 
 
 def finalise_summary(ref: RunRef) -> Summary:
@@ -235,10 +236,11 @@ def finalise_summary(ref: RunRef) -> Summary:
     with durable.locked(ref.lock_path):
         state = ref.read()
         path, current = ref.summary_of(state)
-        repair.write(state)
+        writes = []
         if current.status.state != "completed":
             current = summary.finalise(current, clock.now())
-            durable.atomic_write(path, summary_text(current))
+            writes.append((path, summary_text(current)))
+        _commit(ref, state, None, writes)
     return current
 
 
@@ -256,17 +258,13 @@ def end(ref: RunRef, status: str) -> None:
     with durable.locked(ref.lock_path):
         state = ref.read()
         record = journal.entry("run_finished", status=status)
-        path, text = None, None
+        writes = []
         if status == "completed":
             path, current = ref.summary_of(state)
             change = repair.summary_change(record)
             if change is not None and current.status.state != "completed":
-                text = summary_text(change(current))
-        repair.write(state)
-        journal.append(ref.run_dir, record)
-        if path is not None and text is not None:
-            durable.atomic_write(path, text)
-        _remove_own_marker(ref)
+                writes.append((path, summary_text(change(current))))
+        _commit(ref, state, record, writes, remove_marker=True)
 
 
 def interrupt(
@@ -311,14 +309,11 @@ def _stopped(
             ref=snapshot.ref if snapshot else None,
             commit=snapshot.commit[:12] if snapshot else None,
         )
-        text = summary_text(current)
-        repair.write(state)
-        journal.append(ref.run_dir, record)
-        durable.atomic_write(path, text)
         changes: dict[str, Any] = {"dispatch": None, **marker_changes}
         if snapshot is not None:
             changes["snapshot"] = snapshot
-        _touch_marker(ref, **changes)
+        writes = [(path, summary_text(current)), *_marker_write(ref, state, **changes)]
+        _commit(ref, state, record, writes)
     return current
 
 
@@ -327,9 +322,8 @@ def new_summary(ref: RunRef, scaffold: Summary) -> Path:
     with durable.locked(ref.lock_path):
         state = ref.read(with_summary=False)
         text = summary_text(scaffold)
-        repair.write(state)
         path = artifact_path(ref.run_dir, SUMMARY_ROLE, SUMMARY_ARTIFACT)
-        durable.atomic_write(path, text)
+        _commit(ref, state, None, [(path, text)])
     return path
 
 
@@ -347,10 +341,42 @@ def summary_text(current: Summary) -> str:
     return text
 
 
-def _touch_marker(ref: RunRef, **changes: Any) -> None:
-    current = marker.read(ref.marker_path)
-    if current is not None and current.run == ref.run_id:
-        marker.write(ref.marker_path, current.touched(**changes))
+def _commit(
+    ref: RunRef,
+    state: repair.RunState,
+    record: dict[str, Any] | None,
+    writes: Sequence[tuple[Path, str]],
+    remove_marker: bool = False,
+) -> None:
+    """Write one transition, its input already checked: first what lags behind the journal,
+    then the new files staged beside their targets, then ``record`` appended to the journal
+    (the transition's commit point), then the files put in place. Anything that fails before
+    the journal append (a read-only file, a full disk) leaves nothing of the transition
+    written; a kill after it leaves files the next writer repairs."""
+    for path, _ in writes:
+        durable.check_writable(path)
+    if record is not None:
+        durable.check_writable(ref.run_dir / JOURNAL, replace=False)
+    repair.write(state)
+    staged: list[durable.Staged] = []
+    try:
+        for path, text in writes:
+            staged.append(durable.stage(path, text))
+        if record is not None:
+            journal.append(ref.run_dir, record)
+    except BaseException:
+        durable.discard(staged)
+        raise
+    durable.put_in_place(staged)
+    if remove_marker:
+        _remove_own_marker(ref)
+
+
+def _marker_write(ref: RunRef, state: repair.RunState, **changes: Any) -> list[tuple[Path, str]]:
+    """The marker with ``changes``, when the ticket's marker is this run's."""
+    if state.marker is None:
+        return []
+    return [(ref.marker_path, marker.render(state.marker.touched(**changes)))]
 
 
 def _remove_own_marker(ref: RunRef) -> None:

@@ -18,7 +18,8 @@ import os
 import secrets
 import stat
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from cairn.errors import BadInput
@@ -93,11 +94,19 @@ def ensure_dir(path: Path) -> None:
         fsync_dir(directory.parent)
 
 
-def atomic_write(path: Path, data: bytes | str, *, fsync: bool = True) -> None:
-    """Replace ``path`` with ``data`` so that readers only ever see a complete file."""
+@dataclass(frozen=True)
+class Staged:
+    """A new version of ``target``, complete and fsynced in ``temp`` beside it, not yet in
+    place: ``put_in_place`` renames it over the target, ``discard`` drops it."""
+
+    temp: Path
+    target: Path
+
+
+def stage(path: Path, data: bytes | str, *, fsync: bool = True) -> Staged:
+    """Write ``data`` to a temp file in ``path``'s directory; nothing is replaced yet."""
     payload = data.encode("utf-8") if isinstance(data, str) else data
-    directory = path.parent
-    temp = directory / f"{TEMP_PREFIX}{path.name}.{os.getpid()}.{secrets.token_hex(4)}"
+    temp = path.parent / f"{TEMP_PREFIX}{path.name}.{os.getpid()}.{secrets.token_hex(4)}"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
     try:
         try:
@@ -108,13 +117,47 @@ def atomic_write(path: Path, data: bytes | str, *, fsync: bool = True) -> None:
                 os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(temp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             temp.unlink()
         raise
+    return Staged(temp, path)
+
+
+def put_in_place(staged: Sequence[Staged], *, fsync: bool = True) -> None:
+    """Rename each staged file over its target, then fsync the directories."""
+    try:
+        for item in staged:
+            os.replace(item.temp, item.target)
+    except BaseException:
+        discard(staged)
+        raise
     if fsync:
-        fsync_dir(directory)
+        for directory in dict.fromkeys(item.target.parent for item in staged):
+            fsync_dir(directory)
+
+
+def discard(staged: Sequence[Staged]) -> None:
+    for item in staged:
+        with contextlib.suppress(OSError):
+            item.temp.unlink()
+
+
+def atomic_write(path: Path, data: bytes | str, *, fsync: bool = True) -> None:
+    """Replace ``path`` with ``data`` so that readers only ever see a complete file."""
+    put_in_place([stage(path, data, fsync=fsync)], fsync=fsync)
+
+
+def check_writable(path: Path, *, replace: bool = True) -> None:
+    """Raise PermissionError when ``path`` cannot be written: it exists and is read-only
+    (a read-only file system, an immutable or read-only file), or its directory cannot take
+    a new entry (needed to create ``path``, or a temp file to ``replace`` it with). Checked
+    before a write that must not stop halfway."""
+    exists = os.path.lexists(path)
+    probes = ([path] if exists else []) + ([path.parent] if replace or not exists else [])
+    for probe in probes:
+        if not os.access(probe, os.W_OK):
+            raise PermissionError(errno.EACCES, "cairn's state is read-only here", str(probe))
 
 
 def append_line(path: Path, line: str, *, fsync: bool = True, what: str = "journal") -> None:
