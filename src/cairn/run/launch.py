@@ -169,6 +169,7 @@ def resume(
     run_id = _resumable(report, takeover)
     kind, adapter = adapter_for(config, agent, max_turns)
     sink = sink or NoEvents()
+    runstate.check_writable(state, ticket, run_id)
     lease = acquire(state, ticket, stale_after=stale_after, takeover=takeover)
     try:
         ref = RunRef(state, ticket, run_id)

@@ -16,7 +16,7 @@ from typing import Any
 
 from cairn import summary
 from cairn.errors import BadInput
-from cairn.state import journal, marker, repair
+from cairn.state import journal, marker, repair, transition
 from cairn.state.layout import (
     JOURNAL,
     SUMMARY_ARTIFACT,
@@ -94,6 +94,7 @@ def begin(
     ``first_artifacts`` (role, name, extension, content) are written before it, sharing one NN
     when role and name repeat (a plan's ``.md`` and ``.json``).
     """
+    check_writable(layout, ticket)
     lease = acquire(layout, ticket, stale_after=stale_after, takeover=takeover)
     try:
         now = clock.now()
@@ -146,6 +147,17 @@ def begin(
     return ref, lease
 
 
+def check_writable(layout: Layout, ticket: str, run_id: str | None = None) -> None:
+    """Before a run takes the lease (and records itself in it): the ticket's files, and the
+    run's when it goes on, can be written; a read-only state tree stops it with nothing
+    written."""
+    if layout.ticket_dir(ticket).is_dir():
+        durable.check_writable(layout.lease_path(ticket))
+        durable.check_writable(layout.marker_path(ticket))
+    if run_id is not None:
+        durable.check_writable(layout.run_dir(ticket, run_id) / JOURNAL, replace=False)
+
+
 def write_artifact(
     ref: RunRef, role: str, name: str, content: str, ext: str = "md", number: int | None = None
 ) -> Path:
@@ -178,8 +190,8 @@ def edit_summary(
         after = change(before)
         item = after.status.item
         writes = [(path, summary_text(after))]
-        writes += _marker_write(ref, state, task=item if isinstance(item, int) else None)
-        _commit(ref, state, record, writes)
+        writes += transition.marker_write(state, task=item if isinstance(item, int) else None)
+        transition.commit(state, record, writes)
     return after
 
 
@@ -188,7 +200,7 @@ def record(ref: RunRef, event: JournalEvent, **fields: Any) -> dict[str, Any]:
     up with the journal (an event appended on top of a lagging one would hide it)."""
     with durable.locked(ref.lock_path):
         made = journal.entry(event, **fields)
-        _commit(ref, ref.read(with_summary=False), made, [])
+        transition.commit(ref.read(with_summary=False), made, [])
         return made
 
 
@@ -228,7 +240,7 @@ def update_marker(
         made = None
         if event is not None:
             made = journal.entry(event, **(_plain(changes) if fields is None else fields))
-        _commit(ref, state, made, _marker_write(ref, state, **changes))
+        transition.commit(state, made, transition.marker_write(state, **changes))
 
 
 def finalise_summary(ref: RunRef) -> Summary:
@@ -240,7 +252,7 @@ def finalise_summary(ref: RunRef) -> Summary:
         if current.status.state != "completed":
             current = summary.finalise(current, clock.now())
             writes.append((path, summary_text(current)))
-        _commit(ref, state, None, writes)
+        transition.commit(state, None, writes)
     return current
 
 
@@ -264,7 +276,7 @@ def end(ref: RunRef, status: str) -> None:
             change = repair.summary_change(record)
             if change is not None and current.status.state != "completed":
                 writes.append((path, summary_text(change(current))))
-        _commit(ref, state, record, writes, remove_marker=True)
+        transition.commit(state, record, writes, remove_marker=True)
 
 
 def interrupt(
@@ -312,8 +324,8 @@ def _stopped(
         changes: dict[str, Any] = {"dispatch": None, **marker_changes}
         if snapshot is not None:
             changes["snapshot"] = snapshot
-        writes = [(path, summary_text(current)), *_marker_write(ref, state, **changes)]
-        _commit(ref, state, record, writes)
+        writes = [(path, summary_text(current)), *transition.marker_write(state, **changes)]
+        transition.commit(state, record, writes)
     return current
 
 
@@ -323,7 +335,7 @@ def new_summary(ref: RunRef, scaffold: Summary) -> Path:
         state = ref.read(with_summary=False)
         text = summary_text(scaffold)
         path = artifact_path(ref.run_dir, SUMMARY_ROLE, SUMMARY_ARTIFACT)
-        _commit(ref, state, None, [(path, text)])
+        transition.commit(state, None, [(path, text)])
     return path
 
 
@@ -339,50 +351,6 @@ def summary_text(current: Summary) -> str:
             "and notes (nothing was written)"
         )
     return text
-
-
-def _commit(
-    ref: RunRef,
-    state: repair.RunState,
-    record: dict[str, Any] | None,
-    writes: Sequence[tuple[Path, str]],
-    remove_marker: bool = False,
-) -> None:
-    """Write one transition, its input already checked: first what lags behind the journal,
-    then the new files staged beside their targets, then ``record`` appended to the journal
-    (the transition's commit point), then the files put in place. Anything that fails before
-    the journal append (a read-only file, a full disk) leaves nothing of the transition
-    written; a kill after it leaves files the next writer repairs."""
-    for path, _ in writes:
-        durable.check_writable(path)
-    if record is not None:
-        durable.check_writable(ref.run_dir / JOURNAL, replace=False)
-    repair.write(state)
-    staged: list[durable.Staged] = []
-    try:
-        for path, text in writes:
-            staged.append(durable.stage(path, text))
-        if record is not None:
-            journal.append(ref.run_dir, record)
-    except BaseException:
-        durable.discard(staged)
-        raise
-    durable.put_in_place(staged)
-    if remove_marker:
-        _remove_own_marker(ref)
-
-
-def _marker_write(ref: RunRef, state: repair.RunState, **changes: Any) -> list[tuple[Path, str]]:
-    """The marker with ``changes``, when the ticket's marker is this run's."""
-    if state.marker is None:
-        return []
-    return [(ref.marker_path, marker.render(state.marker.touched(**changes)))]
-
-
-def _remove_own_marker(ref: RunRef) -> None:
-    current = marker.read(ref.marker_path)
-    if current is not None and current.run == ref.run_id:
-        marker.remove(ref.marker_path)
 
 
 def _plain(changes: dict[str, Any]) -> dict[str, Any]:
