@@ -145,7 +145,7 @@ def load(toplevel: Path) -> Config:
             return Config()
         data = tool["cairn"]
         if not isinstance(data, dict):
-            raise BadInput(f"{path}: [tool.cairn] must be a table")
+            raise BadInput(f"{path}: [tool.cairn] must be a table; put its keys under [tool.cairn]")
     try:
         config = Config.model_validate(data)
     except ValidationError as exc:

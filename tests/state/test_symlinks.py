@@ -86,9 +86,9 @@ def test_a_symlinked_state_file_or_directory_is_refused_before_anything_is_writt
     target.symlink_to(moved)
     env = {"CAIRN_RUN_DIR": str(run_dir)}
     if name == LEASE:  # only a run takes the lease
-        refused_without_writing(
-            repo, outside, "resume", "T-1", "--agent", "scripted", says="symlink"
-        )
+        write(repo, "cairn.toml", '[agent]\nkind = "command"\ncommand = ["true", "{prompt}"]\n')
+        plan = write(tmp_path, "plan.md", "### Task 0: One\n")
+        refused_without_writing(repo, outside, "run", str(plan), "--ticket", "T-1", says="symlink")
         return
     if name not in ("tickets", "ticket"):
         refused_without_writing(repo, outside, "task", "start", "1", env=env, says="symlink")

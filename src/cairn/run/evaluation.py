@@ -124,7 +124,7 @@ def save(path: Path, evaluation: Evaluation) -> None:
 
 def record(evaluation: Evaluation, ident: str, result: str, reason: str | None) -> Evaluation:
     if result not in VERDICTS:
-        raise BadInput(f"--result must be pass or fail (got {result!r})")
+        raise BadInput(f"--result must be pass or fail (got {result!r}); pass one of them")
     if not any(c.id == ident for c in evaluation.criteria):
         known = ", ".join(c.id for c in evaluation.criteria) or "none"
         raise BadInput(f"no acceptance criterion {ident} in this evaluation (criteria: {known})")

@@ -55,7 +55,7 @@ def adapter_for(config: Config, kind: str | None, max_turns: int | None) -> tupl
     if max_turns is not None and max_turns <= config.agent.budget_pressure_turns:
         raise BadInput(
             f"--max-turns {max_turns} must be larger than agent.budget_pressure_turns "
-            f"({config.agent.budget_pressure_turns})"
+            f"({config.agent.budget_pressure_turns}); pass a larger --max-turns"
         )
     chosen = kind or config.agent.kind
     if not chosen:
@@ -169,12 +169,12 @@ def resume(
     run_id = _resumable(report, takeover)
     kind, adapter = adapter_for(config, agent, max_turns)
     sink = sink or NoEvents()
+    ref = RunRef(state, ticket, run_id)
+    loaded = _run_plan(ref)
+    preflight(adapter, repo, config, loaded)
     runstate.check_writable(state, ticket, run_id)
     lease = acquire(state, ticket, stale_after=stale_after, takeover=takeover)
     try:
-        ref = RunRef(state, ticket, run_id)
-        loaded = _run_plan(ref)
-        preflight(adapter, repo, config, loaded)
         runstate.catch_up(ref)
         _after_a_dead_owner(ref, lease, config.agent.cutoff_timeout_ms / 1000, sink)
         runstate.record(

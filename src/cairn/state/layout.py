@@ -101,7 +101,7 @@ class Layout:
         layout.run_dir(ticket_dir.name, run_dir.name)
         if not run_dir.is_dir():
             raise BadInput(f"run directory {run_dir} does not exist; unset {ENV_RUN_DIR}")
-        if not (run_dir / JOURNAL).is_file():
+        if not os.path.lexists(run_dir / JOURNAL):
             raise BadInput(
                 f"{run_dir} is not a cairn run directory (no {JOURNAL}); unset {ENV_RUN_DIR} "
                 "or pass --ticket"
@@ -110,6 +110,7 @@ class Layout:
 
     @property
     def tickets_dir(self) -> Path:
+        durable.check_state_dir(self.root, "state root")
         path = self.root / "tickets"
         durable.check_state_dir(path, "tickets directory")
         return path

@@ -31,6 +31,9 @@ from cairn.summary.store import READ_LIMIT as SUMMARY_LIMIT
 from cairn.terms import JournalEvent
 from cairn.util import clock, durable
 
+# A run does not start (or resume) with less room than this for its state and snapshots.
+MIN_FREE_BYTES = 1024 * 1024
+
 
 @dataclass(frozen=True)
 class RunRef:
@@ -149,8 +152,9 @@ def begin(
 
 def check_writable(layout: Layout, ticket: str, run_id: str | None = None) -> None:
     """Before a run takes the lease (and records itself in it): the ticket's files, and the
-    run's when it goes on, can be written; a read-only state tree stops it with nothing
-    written."""
+    run's when it goes on, can be written, and the disk has room; a read-only state tree or a
+    full disk stops it with nothing written."""
+    durable.check_free_space(layout.ticket_dir(ticket), MIN_FREE_BYTES)
     if layout.ticket_dir(ticket).is_dir():
         durable.check_writable(layout.lease_path(ticket))
         durable.check_writable(layout.marker_path(ticket))

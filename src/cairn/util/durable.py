@@ -61,6 +61,8 @@ def check_state_dir(path: Path, what: str) -> None:
         info = os.lstat(path)
     except FileNotFoundError:
         return
+    except NotADirectoryError:
+        raise BadInput(f"{what} {path} is below a file, not a directory; move it away") from None
     if stat.S_ISLNK(info.st_mode):
         raise BadInput(
             f"{what} {path} is a symlink; cairn never follows links in its state, remove it"
@@ -148,11 +150,27 @@ def atomic_write(path: Path, data: bytes | str, *, fsync: bool = True) -> None:
     put_in_place([stage(path, data, fsync=fsync)], fsync=fsync)
 
 
+def check_free_space(path: Path, need: int) -> None:
+    """Raise ENOSPC when the file system holding ``path`` (or its nearest existing parent) has
+    less than ``need`` bytes free: checked before a run starts writing, so that a full disk
+    stops it with nothing written."""
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    info = os.statvfs(probe)
+    if info.f_bavail * info.f_frsize < need:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(probe))
+
+
 def check_writable(path: Path, *, replace: bool = True) -> None:
     """Raise PermissionError when ``path`` cannot be written: it exists and is read-only
     (a read-only file system, an immutable or read-only file), or its directory cannot take
     a new entry (needed to create ``path``, or a temp file to ``replace`` it with). Checked
     before a write that must not stop halfway."""
+    if os.path.islink(path):
+        raise BadInput(
+            f"state file {path} is a symlink; cairn never follows links in its state, remove it"
+        )
     exists = os.path.lexists(path)
     probes = ([path] if exists else []) + ([path.parent] if replace or not exists else [])
     for probe in probes:
