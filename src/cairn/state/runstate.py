@@ -212,10 +212,10 @@ def catch_up(ref: RunRef) -> bool:
     """Repair the run's summary and marker if they lag behind its journal (a writer was killed
     between its journal event and its files); True when something was repaired. Reads without
     the lock first, so a run whose files are up to date is never written."""
-    if not ref.read().lagging:
+    if not ref.read(with_summary=False).lagging:
         return False
     with durable.locked(ref.lock_path):
-        state = ref.read()
+        state = ref.read(with_summary=False)
         if not state.lagging:
             return False
         repair.write(state)
