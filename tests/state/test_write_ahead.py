@@ -20,8 +20,11 @@ from typing import Any
 import pytest
 
 from cairn import summary
+from cairn.run import evaluation, review
+from cairn.run.progress import catch_up_evaluation
 from cairn.state import journal, marker
 from cairn.state.layout import JOURNAL
+from cairn.state.runstate import write_artifact
 from cairn.util import durable
 from helpers import assert_one_line_error, begin_run, cairn, untouched_state
 
@@ -57,13 +60,17 @@ durable.append_line = die_at_step(durable.append_line)
 os.replace = die_at_step(os.replace)
 layout, ticket, run_id = Layout.from_run_dir(Path(run_dir))
 ref = RunRef(layout, ticket, run_id)
-numbers = [int(a) for a in args]
+numbers = [int(a) for a in args if a.isdigit()]
 if op == "done":
     progress.task_done(ref, numbers[0], files=["src/a.py"], outcome="done")
 elif op == "start":
     progress.task_start(ref, numbers[0])
 elif op == "defer":
     progress.defer_item(ref, "later")
+elif op == "finding-add":
+    progress.add_finding(ref, args[0], "A title", "src/a.py:3", None)
+elif op == "ac":
+    progress.record_ac(ref, args[0], "fail", "it does not")
 sys.exit(0)
 """
 STEPS = 5
@@ -289,3 +296,33 @@ def test_a_report_that_cannot_write_all_its_files_writes_none(
         chattr("-i", target)
     assert untouched_state(repo) == before
     assert cairn("task", "start", "0", env=env, cwd=repo).returncode == 0
+
+
+@pytest.mark.parametrize("kill_at", [1, 2, 3])
+def test_a_killed_finding_add_leaves_the_review_behind_the_journal_never_ahead(
+    run: Any, repo: Path, kill_at: int
+) -> None:
+    """The review, like the summary, never records a finding the journal does not; one the
+    journal has is added by the next writer of the review (stage, append, rename: 3 steps)."""
+    path = write_artifact(
+        run, "reviewer", "review", review.render(review.Review(ticket="T-1", round=1))
+    )
+    assert killed_writer(run, kill_at, "finding-add", "F1") == -signal.SIGKILL
+    journalled = [e["finding"] for e in journal.read(run.run_dir)[0] if e["event"] == "finding"]
+    assert [f.id for f in review.load(path).findings] in ([], journalled)
+    env = {"CAIRN_RUN_DIR": str(run.run_dir)}
+    added = cairn("finding", "add", "W1", "Slow loop", env=env, cwd=repo)
+    assert added.returncode == 0, added.stderr
+    assert [f.id for f in review.load(path).findings] == [*journalled, "W1"]
+
+
+def test_a_killed_verdict_is_completed_when_the_evaluation_is_read(run: Any, repo: Path) -> None:
+    checked = evaluation.Evaluation(
+        ticket="T-1", round=1, criteria=[evaluation.Criterion(id="AC-1", text="it works")]
+    )
+    path = write_artifact(run, "evaluator", "eval-round-1", evaluation.render(checked))
+    assert killed_writer(run, 3, "ac", "AC-1") == -signal.SIGKILL
+    assert evaluation.load(path).criteria[0].result == "pending"
+    after = catch_up_evaluation(run, path)
+    assert (after.criteria[0].result, after.criteria[0].reason) == ("fail", "it does not")
+    assert evaluation.load(path) == after

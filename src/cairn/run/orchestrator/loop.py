@@ -11,7 +11,7 @@ from cairn import summary
 from cairn.agents.base import Adapter
 from cairn.config import Config
 from cairn.git import Repo
-from cairn.run import evaluation, review
+from cairn.run import evaluation, progress, review
 from cairn.run.events import EventSink
 from cairn.run.orchestrator import checkpoints, prompting
 from cairn.run.orchestrator.context import RunContext, Stop
@@ -152,7 +152,9 @@ class Orchestrator:
             self.ctx.stats.rounds = round_number
             resuming = resume_fix and round_number == start_round
             if resuming:
-                found = review.load(prompting.latest_review_path(self.ctx))
+                found = progress.catch_up_review(
+                    self.ctx.ref, prompting.latest_review_path(self.ctx)
+                )
             else:
                 failed = self._evaluate(round_number) if "evaluate" in phases else []
                 found = self._review(round_number, failed, dispatch_reviewer="review" in phases)
@@ -187,7 +189,7 @@ class Orchestrator:
             ctx.ref, "evaluator", f"eval-round-{round_number}", evaluation.render(checked)
         )
         self._single_turn("evaluator", prompting.evaluate_prompt(ctx, round_number, checked))
-        concluded = evaluation.conclude(evaluation.load(path))
+        concluded = evaluation.conclude(progress.catch_up_evaluation(ctx.ref, path))
         evaluation.save(path, concluded)
         failed = concluded.failed()
         runstate.record(
@@ -221,7 +223,7 @@ class Orchestrator:
             return review.load(path)
         checkpoints.enter_phase(ctx, "review", round_number)
         self._single_turn("reviewer", prompting.review_prompt(ctx, round_number))
-        found = review.load(path)
+        found = progress.catch_up_review(ctx.ref, path)
         ctx.sink.event(
             "review",
             round=round_number,
