@@ -23,9 +23,11 @@ from pydantic import (
 )
 
 from cairn.errors import BadInput
+from cairn.terms import LoopPhase
 from cairn.util.durations import parse_duration
 
 MiB = 1024 * 1024
+MAX_CONFIG_BYTES = MiB
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b)?", re.IGNORECASE)
 _SIZE_UNITS = {"": 1, "k": 1024, "m": MiB, "g": 1024 * MiB, "t": 1024 * 1024 * MiB}
 
@@ -51,7 +53,8 @@ Duration = Annotated[str, BeforeValidator(_duration)]
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: "yes" is not a boolean and "5" not a number; sizes and durations parse their own
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class SnapshotConfig(_Section):
@@ -93,7 +96,7 @@ class RoleConfig(_Section):
 
 
 class LoopConfig(_Section):
-    phases: list[str] = ["implement", "review", "fix"]
+    phases: list[LoopPhase] = Field(default=["implement", "review", "fix"], min_length=1)
     max_rounds: int = Field(default=3, ge=1)
 
 
@@ -131,18 +134,18 @@ class Config(_Section):
 def load(toplevel: Path) -> Config:
     """The effective config for the work tree at ``toplevel``."""
     path = toplevel / "cairn.toml"
-    if path.is_file():
+    if _present(path):
         data = _read_toml(path)
     else:
         path = toplevel / "pyproject.toml"
-        if not path.is_file():
+        if not _present(path):
             return Config()
         tool = _read_toml(path).get("tool", {})
         if not isinstance(tool, dict) or "cairn" not in tool:
             return Config()
         data = tool["cairn"]
         if not isinstance(data, dict):
-            raise BadInput(f"{path}: [tool.cairn] must be a table")
+            raise BadInput(f"{path}: [tool.cairn] must be a table; put its keys under [tool.cairn]")
     try:
         config = Config.model_validate(data)
     except ValidationError as exc:
@@ -158,14 +161,30 @@ def load(toplevel: Path) -> Config:
     return config
 
 
+def _present(path: Path) -> bool:
+    """Whether ``path`` is there to be read: a file, or anything else (a directory, a dangling
+    link) that is then reported rather than silently ignored."""
+    return path.is_file() or path.exists() or path.is_symlink()
+
+
 def _read_toml(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise BadInput(f"{path} is not a regular file; make it a TOML file or remove it")
     try:
         with path.open("rb") as handle:
-            return tomllib.load(handle)
-    except tomllib.TOMLDecodeError as exc:
-        raise BadInput(f"{path}: not valid TOML ({exc}); fix the file") from None
+            data = handle.read(MAX_CONFIG_BYTES + 1)
     except OSError as exc:
         raise BadInput(f"{path}: cannot be read ({exc.strerror})") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise BadInput(f"{path} is over {MAX_CONFIG_BYTES} bytes, not a config; fix the file")
+    if b"\0" in data:
+        raise BadInput(f"{path} is binary, not TOML text; fix or remove it")
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise BadInput(f"{path} is not UTF-8 text (byte {exc.start}); fix the file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise BadInput(f"{path}: not valid TOML ({exc}); fix the file") from None
 
 
 def effective(config: Config) -> list[tuple[str, Any, str]]:

@@ -38,7 +38,10 @@ STOP_REASONS: tuple[StopReason, ...] = get_args(StopReason)
 
 # A cutoff: a dispatch that ended without finishing its work. The names are what the summary's
 # status line, the marker and the journal say; a stop reason maps to one by CUTOFF_FOR.
-CutoffReason = Literal["max_turns", "timeout", "signal", "crash", "error", "incomplete"]
+# "disk_full": cairn could not write its state (ENOSPC): the run stops, resumable.
+CutoffReason = Literal[
+    "max_turns", "timeout", "signal", "crash", "error", "incomplete", "disk_full"
+]
 CUTOFF_FOR: dict[StopReason, CutoffReason] = {
     "completed": "incomplete",  # the agent stopped, but its tasks are not all done
     "max_turns": "max_turns",
@@ -47,6 +50,10 @@ CUTOFF_FOR: dict[StopReason, CutoffReason] = {
     "crashed": "crash",
     "error": "error",
 }
+
+# The phases a run's loop can be configured with (loop.phases); a marker also says "done".
+LoopPhase = Literal["implement", "evaluate", "review", "fix"]
+LOOP_PHASES: tuple[LoopPhase, ...] = get_args(LoopPhase)
 
 # Where a ticket stands, as catch-up and status see it.
 TicketState = Literal["in_progress", "interrupted", "stale", "done", "none"]

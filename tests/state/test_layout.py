@@ -11,6 +11,7 @@ import pytest
 from cairn.config import load
 from cairn.errors import BadInput
 from cairn.git import Repo
+from cairn.state import journal
 from cairn.state.layout import Layout, artifacts, is_run_id, run_sort_key
 from cairn.state.runstate import RunRef, write_artifact
 from helpers import begin_run, git, write
@@ -114,8 +115,10 @@ def test_artifact_names_and_companions(tmp_path: Path) -> None:
 def test_from_run_dir(tmp_path: Path) -> None:
     layout = Layout(tmp_path / "state")
     run_id, run_dir = layout.create_run("T-1", NOON)
+    _, empty = layout.create_run("T-1", NOON)
+    journal.record(run_dir, "run_started", ticket="T-1", run=run_id)
     assert Layout.from_run_dir(run_dir) == (layout, "T-1", run_id)
-    for bad in (tmp_path, tmp_path / "state" / "tickets" / "T-1", run_dir / "x"):
+    for bad in (tmp_path, tmp_path / "state" / "tickets" / "T-1", run_dir / "x", empty):
         with pytest.raises(BadInput):
             Layout.from_run_dir(bad)
 

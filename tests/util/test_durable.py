@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 from pathlib import Path
@@ -171,7 +170,9 @@ def test_append_line_rejects_embedded_newline(tmp_path: Path, line: str) -> None
     assert path.read_text() == "good\n"
 
 
-def test_append_after_torn_line_starts_fresh_and_reader_skips_it(tmp_path: Path) -> None:
+def test_append_cuts_off_a_torn_last_line_so_no_warning_outlives_it(tmp_path: Path) -> None:
+    """Defect 10: a torn last line used to stay in the journal for good, as a "line 3 is not a
+    JSON event" warning on every catch-up; the next append now cuts it off."""
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     journal.record(run_dir, "run_started", ticket="T-1")
@@ -179,22 +180,32 @@ def test_append_after_torn_line_starts_fresh_and_reader_skips_it(tmp_path: Path)
     path = run_dir / JOURNAL
     with open(path, "ab") as handle:  # a writer killed mid-line
         handle.write(b'{"t": "2026-01-01T00:00:00.000+00:00", "event": "ta')
+    assert durable.torn_tail(path) == len(b'{"t": "2026-01-01T00:00:00.000+00:00", "event": "ta')
 
     events, warnings = journal.read(run_dir)
     assert [e["event"] for e in events] == ["run_started", "phase"]
     assert len(warnings) == 1
     assert "line 3" in warnings[0] and "torn" in warnings[0]
+    assert journal.last(run_dir) == events[-1]
 
     journal.record(run_dir, "task", task=1)
     lines = path.read_bytes().split(b"\n")
-    assert len(lines) == 5 and lines[4] == b""
-    assert lines[2].endswith(b'"event": "ta')  # the torn record is left as it was
-    assert json.loads(lines[3])["event"] == "task"  # and the next one is on its own line
+    assert len(lines) == 4 and lines[3] == b""
+    assert durable.torn_tail(path) == 0
     events, warnings = journal.read(run_dir)
     assert [e["event"] for e in events] == ["run_started", "phase", "task"]
     assert events[2]["task"] == 1
-    assert len(warnings) == 1
-    assert "line 3" in warnings[0] and "skipped" in warnings[0]
+    assert warnings == []
+
+
+def test_append_cuts_off_a_torn_line_longer_than_the_tail_chunk(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b'{"event": "a"}\n' + b"x" * (200 * 1024))
+    durable.append_line(path, '{"event": "b"}')
+    assert path.read_bytes() == b'{"event": "a"}\n{"event": "b"}\n'
+    path.write_bytes(b"y" * 70_000)  # torn before its first newline: nothing survives
+    durable.append_line(path, '{"event": "c"}')
+    assert path.read_bytes() == b'{"event": "c"}\n'
 
 
 def test_append_to_empty_file_adds_no_blank_line(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ from cairn.errors import BadInput
 from cairn.run.plan import Plan
 from cairn.terms import VERDICTS, Verdict
 from cairn.util import durable
+from cairn.util.text import printable
 
 Result = Literal["pending"] | Verdict
 _HEAD = re.compile(r"# Evaluation — ticket (\S+), round (\d+)")
@@ -123,7 +124,7 @@ def save(path: Path, evaluation: Evaluation) -> None:
 
 def record(evaluation: Evaluation, ident: str, result: str, reason: str | None) -> Evaluation:
     if result not in VERDICTS:
-        raise BadInput(f"--result must be pass or fail (got {result!r})")
+        raise BadInput(f"--result must be pass or fail (got {result!r}); pass one of them")
     if not any(c.id == ident for c in evaluation.criteria):
         known = ", ".join(c.id for c in evaluation.criteria) or "none"
         raise BadInput(f"no acceptance criterion {ident} in this evaluation (criteria: {known})")
@@ -131,7 +132,7 @@ def record(evaluation: Evaluation, ident: str, result: str, reason: str | None) 
         c.model_copy(
             update={
                 "result": result,
-                "reason": " ".join(reason.split()) if reason and result == "fail" else None,
+                "reason": printable(reason) if reason and result == "fail" else None,
             }
         )
         if c.id == ident

@@ -18,15 +18,35 @@ from cairn.git import Repo
 from cairn.run.events import EventSink, NoEvents
 from cairn.run.orchestrator import Orchestrator, RunOutcome
 from cairn.run.orchestrator.context import agent_script
-from cairn.run.plan import Plan
+from cairn.run.plan import PLAN_READ_LIMIT, Plan
 from cairn.state import journal, layout, marker, runstate
 from cairn.state.runstate import RunRef
 from cairn.summary import Summary
-from cairn.util import clock, procs
+from cairn.summary.store import READ_LIMIT as SUMMARY_LIMIT
+from cairn.util import clock, durable, procs
+
+# A plan's scaffold may use a quarter of the change summary's limit; see check_plan_size.
+PLAN_SHARE = 4
+SIZING_RUN_ID = "20000101-000000Z"
+# The plan's JSON artifact: the plan (at most PLAN_READ_LIMIT) with JSON escaping.
+PLAN_ARTIFACT_LIMIT = 4 * PLAN_READ_LIMIT
 
 if TYPE_CHECKING:
     from cairn.state.catchup import CatchupReport
     from cairn.state.lease import Lease
+
+
+def check_plan_size(path: Path, tasks: int, scaffold: Summary) -> None:
+    """A plan's change summary may start at most at ``PLAN_SHARE`` of the summary's limit: the
+    rest is room for what the agents report. Checked before anything is written."""
+    size = len(summary.render(scaffold).encode("utf-8"))
+    allowed = SUMMARY_LIMIT // PLAN_SHARE
+    if size > allowed:
+        raise BadInput(
+            f"plan {path} has {tasks} tasks: their change summary would start at {size} bytes, "
+            f"over the {allowed} a plan may use of the summary's {SUMMARY_LIMIT} byte limit; "
+            "split the plan into smaller ones"
+        )
 
 
 def adapter_for(config: Config, kind: str | None, max_turns: int | None) -> tuple[str, Adapter]:
@@ -35,7 +55,7 @@ def adapter_for(config: Config, kind: str | None, max_turns: int | None) -> tupl
     if max_turns is not None and max_turns <= config.agent.budget_pressure_turns:
         raise BadInput(
             f"--max-turns {max_turns} must be larger than agent.budget_pressure_turns "
-            f"({config.agent.budget_pressure_turns})"
+            f"({config.agent.budget_pressure_turns}); pass a larger --max-turns"
         )
     chosen = kind or config.agent.kind
     if not chosen:
@@ -98,6 +118,8 @@ def run(
                 )
         return first
 
+    check_plan_size(Path(plan_path), len(pairs), scaffold(SIZING_RUN_ID))
+
     ref, lease = runstate.begin(
         state,
         ticket,
@@ -111,6 +133,8 @@ def run(
         ],
     )
     sink.event("run_started", run=ref.run_id, ticket=ticket, tasks=len(pairs), agent=kind)
+    if lease.warning is not None:
+        sink.event("warning", message=lease.warning)
     if lease.previous is not None and lease.previous.run:
         sink.event(
             "warning",
@@ -142,23 +166,33 @@ def resume(
     ticket = tickets.validate(ticket) if ticket else catchup.default_ticket(repo)
     stale_after = parse_duration(config.marker.stale_after)
     report = catchup.build(repo, config, state, ticket, stale_after)
-    run_id = _resumable(report)
+    run_id = _resumable(report, takeover)
     kind, adapter = adapter_for(config, agent, max_turns)
     sink = sink or NoEvents()
+    ref = RunRef(state, ticket, run_id)
+    loaded = _run_plan(ref)
+    preflight(adapter, repo, config, loaded)
+    runstate.check_writable(state, ticket, run_id)
     lease = acquire(state, ticket, stale_after=stale_after, takeover=takeover)
     try:
-        ref = RunRef(state, ticket, run_id)
-        loaded = _run_plan(ref)
-        preflight(adapter, repo, config, loaded)
-        phase, round_number = _reclaim(ref, lease, report)
+        runstate.catch_up(ref)
         _after_a_dead_owner(ref, lease, config.agent.cutoff_timeout_ms / 1000, sink)
-        journal.record(
-            ref.run_dir, "run_started", ticket=ticket, run=ref.run_id, resumed=True, agent=kind
+        runstate.record(
+            ref,
+            "run_started",
+            ticket=ticket,
+            run=ref.run_id,
+            resumed=True,
+            agent=kind,
+            owner=lease.me.model_dump(mode="json"),
         )
+        phase, round_number = _reclaim(ref, lease, report)
     except BaseException:
         lease.release()
         raise
     sink.event("run_resumed", run=ref.run_id, ticket=ticket, phase=phase, agent=kind)
+    if lease.warning is not None:
+        sink.event("warning", message=lease.warning)
     orchestrator = Orchestrator(repo, config, ref, lease, loaded, adapter, sink, max_turns)
     orchestrator.resumed_from = _resumed_from(ref)
     orchestrator.resume_session_id = _last_session_id(ref, "coder")
@@ -166,10 +200,17 @@ def resume(
     return orchestrator.execute(phase, round_number)
 
 
-def _resumable(report: CatchupReport) -> str:
-    """The run to resume; BadInput when the ticket's last run is live, finished or absent."""
+def _resumable(report: CatchupReport, takeover: bool) -> str:
+    """The run to resume; BadInput when the ticket's last run is live, finished or absent.
+    ``--takeover`` goes ahead over an owner on another host, which cannot be checked."""
     ticket = report.ticket
-    if report.state == "in_progress":
+    remote = report.owner_state == "remote"
+    if report.state == "in_progress" and remote and not takeover:
+        raise BadInput(
+            f"ticket {ticket} is being run on another host ({report.owner_detail}); wait for "
+            "it, or pass --takeover if that run is dead"
+        )
+    if report.state == "in_progress" and not remote:
         raise BadInput(
             f"ticket {ticket} is being run right now ({report.owner_detail}); wait for it, "
             "or stop it first"
@@ -184,16 +225,35 @@ def _resumable(report: CatchupReport) -> str:
 def _run_plan(ref: RunRef) -> Plan:
     """The plan the run started with (its ``01_orchestrator_plan.json``)."""
     plan_file = layout.latest_artifact(ref.run_dir, "orchestrator", "plan")
-    json_plan = plan_file.path.with_suffix(".json") if plan_file else None
-    if json_plan is None or not json_plan.is_file():
-        raise BadInput(f"run {ref.run_id} has no plan artifact; start a new run with cairn run")
-    return Plan.model_validate_json(json_plan.read_text(encoding="utf-8"))
+    missing = BadInput(f"run {ref.run_id} has no plan artifact; start a new run with cairn run")
+    if plan_file is None:
+        raise missing
+    json_plan = plan_file.path.with_suffix(".json")
+    data = durable.read_state_file(json_plan, "plan artifact", PLAN_ARTIFACT_LIMIT)
+    if data is None:
+        raise missing
+    try:
+        return Plan.model_validate_json(durable.decode_text(data, json_plan, "plan artifact"))
+    except ValueError:
+        raise BadInput(
+            f"plan artifact {json_plan} is not a plan cairn wrote; restore it, or start a new "
+            "run with cairn run"
+        ) from None
 
 
 def _reclaim(ref: RunRef, lease: Lease, report: CatchupReport) -> tuple[str, int]:
     """Write the marker again with this process as the owner; returns the phase and round
     where the run goes on."""
-    previous = lease.previous
+    with durable.locked(ref.lock_path):
+        current = marker.read(ref.marker_path)
+        if current is not None and current.run == ref.run_id:
+            return _own_marker(ref, lease, report, current)
+        return _own_marker(ref, lease, report, lease.previous)
+
+
+def _own_marker(
+    ref: RunRef, lease: Lease, report: CatchupReport, previous: marker.Marker | None
+) -> tuple[str, int]:
     now = clock.now()
     phase = (previous.phase if previous else None) or report.phase or "implement"
     if phase not in ("implement", "evaluate", "review", "fix"):
@@ -226,8 +286,8 @@ def _after_a_dead_owner(ref: RunRef, lease: Lease, grace: float, sink: EventSink
             message=f"stopped agent pid {stopped}, left running by the dead cairn process",
         )
     if lease.takeover is not None:
-        journal.record(
-            ref.run_dir,
+        runstate.record(
+            ref,
             "takeover",
             stopped_agent=stopped,
             reason=lease.takeover,

@@ -6,18 +6,20 @@ report updates the change summary, the marker and the journal, each atomically.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from cairn import summary, tickets
 from cairn.errors import BadInput
 from cairn.run import evaluation, review
 from cairn.state import journal, marker
 from cairn.state.layout import Layout, artifacts, discover, latest_artifact
-from cairn.state.runstate import RunRef, edit_summary
+from cairn.state.runstate import RunRef, edit_summary, record
 from cairn.summary import Summary
-from cairn.terms import ENV_RUN_DIR
+from cairn.terms import ENV_RUN_DIR, FINDING_RESOLUTIONS, JournalEvent
 from cairn.util import clock, durable
 
 
@@ -49,13 +51,7 @@ def locate(
 
 
 def task_start(ref: RunRef, number: int) -> Summary:
-    return edit_summary(
-        ref,
-        lambda s: summary.start_task(s, number, clock.now()),
-        "task",
-        task=number,
-        status="in progress",
-    )
+    return edit_summary(ref, None, "task", task=number, status="in progress")
 
 
 def task_done(
@@ -67,13 +63,13 @@ def task_done(
 ) -> Summary:
     return edit_summary(
         ref,
-        lambda s: summary.complete_task(
-            s, number, clock.now(), files=files, outcome=outcome, notes=notes
-        ),
+        None,
         "task",
         task=number,
         status="completed",
         files=files,
+        outcome=outcome,
+        notes=notes,
     )
 
 
@@ -82,24 +78,13 @@ def task_set_aside(ref: RunRef, number: int, status: str, notes: str | None) -> 
     if not notes or not notes.strip():
         verb = {"skipped": "skip", "deferred": "defer"}[status]
         raise BadInput(f"task {verb} needs --notes saying why; nothing was written")
-    operation = {"skipped": summary.skip_task, "deferred": summary.defer_task}[status]
-    return edit_summary(
-        ref,
-        lambda s: operation(s, number, clock.now(), notes),
-        "task",
-        task=number,
-        status=status,
-    )
+    return edit_summary(ref, None, "task", task=number, status=status, notes=notes)
 
 
 def finding(ref: RunRef, finding_id: str, status: str, action: str | None) -> Summary:
-    return edit_summary(
-        ref,
-        lambda s: summary.address_finding(s, finding_id, status, clock.now(), action=action),
-        "finding",
-        finding=finding_id,
-        status=status,
-    )
+    if status not in FINDING_RESOLUTIONS:
+        raise BadInput(f"finding status {status!r} is not one of {', '.join(FINDING_RESOLUTIONS)}")
+    return edit_summary(ref, None, "finding", finding=finding_id, status=status, action=action)
 
 
 def gate(ref: RunRef, name: str, result: str, command: str | None) -> Summary:
@@ -114,15 +99,14 @@ def gate(ref: RunRef, name: str, result: str, command: str | None) -> Summary:
 
 
 def defer_item(ref: RunRef, item: str) -> Summary:
-    return edit_summary(
-        ref, lambda s: summary.add_deferred(s, item, clock.now()), "deferred", item=item
-    )
+    return edit_summary(ref, None, "deferred", item=item)
 
 
 def add_finding(
     ref: RunRef, finding_id: str, title: str, location: str | None, details: str | None
 ) -> review.Review:
-    """Add a reviewer's finding to the run's current review."""
+    """Add a reviewer's finding to the run's current review: journalled first, like every
+    transition, then written."""
     with durable.locked(ref.lock_path):
         found = latest_artifact(ref.run_dir, "reviewer", "review")
         if found is None:
@@ -130,9 +114,18 @@ def add_finding(
                 f"run {ref.run_id} of ticket {ref.ticket} has no review in progress; "
                 "findings are added during a review phase"
             )
-        after = review.add(review.load(found.path), finding_id, title, location, details)
-        review.save(found.path, after)
-        journal.record(ref.run_dir, "finding", finding=finding_id, status="added", title=title)
+        after = review.add(catch_up_review(ref, found.path), finding_id, title, location, details)
+        fields = {"title": title, "location": location, "details": details}
+        _journal_then_write(
+            ref,
+            found.path,
+            review.render(after),
+            "finding",
+            finding=finding_id,
+            status="added",
+            review=found.path.name,
+            **fields,
+        )
     return after
 
 
@@ -150,7 +143,71 @@ def record_ac(ref: RunRef, ident: str, result: str, reason: str | None) -> evalu
                 "acceptance criteria are checked during an evaluate phase"
             )
         path = found[-1].path
-        after = evaluation.record(evaluation.load(path), ident, result, reason)
-        evaluation.save(path, after)
-        journal.record(ref.run_dir, "gate", gate=ident, result=result, reason=reason)
+        after = evaluation.record(catch_up_evaluation(ref, path), ident, result, reason)
+        _journal_then_write(
+            ref,
+            path,
+            evaluation.render(after),
+            "gate",
+            gate=ident,
+            result=result,
+            reason=reason,
+            criterion=True,
+            evaluation=path.name,
+        )
     return after
+
+
+def catch_up_review(ref: RunRef, path: Path) -> review.Review:
+    """The review at ``path`` with every finding the journal says was added to it. A
+    ``cairn finding add`` killed between its journal event and the file is completed here, by
+    the next writer of the review or by the loop reading it."""
+    with durable.locked(ref.lock_path):
+        current = repaired = review.load(path)
+        for event in _events_for(ref, "finding", "review", path):
+            ident = str(event.get("finding"))
+            if event.get("status") == "added" and all(f.id != ident for f in repaired.findings):
+                with contextlib.suppress(BadInput):
+                    repaired = review.add(
+                        repaired,
+                        ident,
+                        str(event.get("title") or ident),
+                        event.get("location"),
+                        event.get("details"),
+                    )
+        if repaired != current:
+            review.save(path, repaired)
+        return repaired
+
+
+def catch_up_evaluation(ref: RunRef, path: Path) -> evaluation.Evaluation:
+    """The evaluation at ``path`` with every verdict the journal records for it, in order."""
+    with durable.locked(ref.lock_path):
+        current = repaired = evaluation.load(path)
+        for event in _events_for(ref, "gate", "evaluation", path):
+            with contextlib.suppress(BadInput):
+                repaired = evaluation.record(
+                    repaired, str(event.get("gate")), str(event.get("result")), event.get("reason")
+                )
+        if repaired != current:
+            evaluation.save(path, repaired)
+        return repaired
+
+
+def _events_for(ref: RunRef, name: str, key: str, path: Path) -> list[dict[str, Any]]:
+    events, _ = journal.read(ref.run_dir)
+    return [e for e in events if e.get("event") == name and e.get(key) == path.name]
+
+
+def _journal_then_write(
+    ref: RunRef, path: Path, text: str, event: JournalEvent, **fields: Any
+) -> None:
+    """Stage ``text`` for ``path``, journal the event (the commit point), put it in place."""
+    durable.check_writable(path)
+    staged = durable.stage(path, text)
+    try:
+        record(ref, event, **fields)
+    except BaseException:
+        durable.discard([staged])
+        raise
+    durable.put_in_place([staged])

@@ -17,7 +17,7 @@ from cairn import summary, tickets
 from cairn.config import Config
 from cairn.errors import BadInput
 from cairn.git import Repo
-from cairn.state import journal, marker
+from cairn.state import journal, marker, runstate
 from cairn.state.layout import Layout, artifacts, discover
 from cairn.state.marker import TicketState
 from cairn.state.owner import Liveness, Owner
@@ -92,17 +92,18 @@ def catchup(
     repo, config, layout = discover(workspace)
     ticket = tickets.validate(ticket) if ticket is not None else default_ticket(repo)
     stale_after = parse_duration(config.marker.stale_after)
+    runstate.catch_up_ticket(layout, ticket)
     report = build(repo, config, layout, ticket, stale_after)
     if clear_stale:
         if report.state != "stale":
             raise BadInput(
                 f"ticket {ticket} has no stale marker (state: {report.state}); nothing removed"
             )
-        marker.remove(layout.marker_path(ticket))
         if report.run_dir and Path(report.run_dir).is_dir():
             journal.record(
                 Path(report.run_dir), "marker_cleared", detail=report.owner_detail, by="catchup"
             )
+        marker.remove(layout.marker_path(ticket))
         report = build(repo, config, layout, ticket, stale_after)
         report.cleared = True
     return report

@@ -74,15 +74,21 @@ class Layout:
 
     @classmethod
     def for_repo(cls, repo: Repo, config: Config) -> Layout:
-        if config.state_dir:
-            state_dir = Path(config.state_dir).expanduser()
-            root = state_dir if state_dir.is_absolute() else repo.toplevel / state_dir
-            return cls(root)
-        return cls(repo.state_root())
+        """The state root of ``repo``: inside its git dir, or where ``state_dir`` says. A root
+        that resolves outside the repository (a symlinked ``.git/cairn``, ``state_dir = "../x"``)
+        is refused; only an absolute ``state_dir`` may point anywhere."""
+        if not config.state_dir:
+            return cls(_inside(repo.state_root(), [repo.common_dir], "the state root"))
+        state_dir = Path(config.state_dir).expanduser()
+        if state_dir.is_absolute():
+            return cls(state_dir)
+        where = f"state_dir {config.state_dir!r} in {config.source or 'the config'}"
+        return cls(_inside(repo.toplevel / state_dir, [repo.toplevel, repo.common_dir], where))
 
     @classmethod
     def from_run_dir(cls, run_dir: Path) -> tuple[Layout, str, str]:
-        """The layout, ticket and run id of a run directory (``CAIRN_RUN_DIR``)."""
+        """The layout, ticket and run id of a run directory (``CAIRN_RUN_DIR``): a real
+        directory, reached without symlinks, holding the journal every run starts with."""
         run_dir = Path(run_dir).expanduser().absolute()
         ticket_dir = run_dir.parent
         if not (is_run_id(run_dir.name) and ticket_dir.parent.name == "tickets"):
@@ -90,21 +96,28 @@ class Layout:
                 f"{run_dir} is not a cairn run directory (<state>/tickets/<ticket>/<run-id>); "
                 f"unset {ENV_RUN_DIR} or pass --ticket"
             )
-        if not run_dir.is_dir() or run_dir.is_symlink():
-            raise BadInput(f"run directory {run_dir} does not exist; unset {ENV_RUN_DIR}")
         tickets.validate(ticket_dir.name)
-        return cls(ticket_dir.parent.parent), ticket_dir.name, run_dir.name
+        layout = cls(ticket_dir.parent.parent)
+        layout.run_dir(ticket_dir.name, run_dir.name)
+        if not run_dir.is_dir():
+            raise BadInput(f"run directory {run_dir} does not exist; unset {ENV_RUN_DIR}")
+        if not os.path.lexists(run_dir / JOURNAL):
+            raise BadInput(
+                f"{run_dir} is not a cairn run directory (no {JOURNAL}); unset {ENV_RUN_DIR} "
+                "or pass --ticket"
+            )
+        return layout, ticket_dir.name, run_dir.name
 
     @property
     def tickets_dir(self) -> Path:
-        return self.root / "tickets"
+        durable.check_state_dir(self.root, "state root")
+        path = self.root / "tickets"
+        durable.check_state_dir(path, "tickets directory")
+        return path
 
     def ticket_dir(self, ticket: str) -> Path:
         path = self.tickets_dir / tickets.validate(ticket)
-        if path.is_symlink():
-            raise BadInput(
-                f"{path} is a symlink; cairn never follows links in its state, remove it"
-            )
+        durable.check_state_dir(path, "ticket directory")
         return path
 
     def marker_path(self, ticket: str) -> Path:
@@ -119,7 +132,9 @@ class Layout:
     def run_dir(self, ticket: str, run_id: str) -> Path:
         if not is_run_id(run_id):
             raise BadInput(f"invalid run id {run_id!r}; run ids look like 20261130-101500Z")
-        return self.ticket_dir(ticket) / run_id
+        path = self.ticket_dir(ticket) / run_id
+        durable.check_state_dir(path, "run directory")
+        return path
 
     def list_tickets(self) -> list[str]:
         try:
@@ -140,7 +155,9 @@ class Layout:
         except FileNotFoundError:
             return []
         with entries:
-            names = [e.name for e in entries if is_run_id(e.name) and e.is_dir()]
+            names = [
+                e.name for e in entries if is_run_id(e.name) and e.is_dir(follow_symlinks=False)
+            ]
         return sorted(names, key=run_sort_key)
 
     def latest_run(self, ticket: str) -> str | None:
@@ -166,6 +183,19 @@ class Layout:
                 continue
             durable.fsync_dir(ticket_dir)
             return run_id, path
+
+
+def _inside(root: Path, bounds: list[Path], what: str) -> Path:
+    """``root``, once its real path is known to be inside one of ``bounds``."""
+    real = Path(os.path.realpath(root))
+    for bound in bounds:
+        if real.is_relative_to(os.path.realpath(bound)):
+            return root
+    raise BadInput(
+        f"{what} {root} resolves to {real}, outside the repository; cairn keeps its state "
+        "inside it: remove the symlink or fix state_dir (an absolute state_dir may point "
+        "anywhere)"
+    )
 
 
 def artifacts(run_dir: Path) -> list[Artifact]:

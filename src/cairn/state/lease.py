@@ -32,6 +32,7 @@ class Lease:
     fd: int | None
     previous: marker.Marker | None = None
     takeover: str | None = None
+    warning: str | None = None
     me: Owner = field(default_factory=owner.me)
 
     def release(self) -> None:
@@ -64,7 +65,7 @@ def acquire(
     ticket_dir = layout.ticket_dir(ticket)
     durable.ensure_dir(ticket_dir)
     path = ticket_dir / LEASE
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    fd = durable.open_state(path, os.O_RDWR | os.O_CREAT, "lease")
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -78,6 +79,12 @@ def acquire(
         previous = marker.read(layout.marker_path(ticket))
         reason = _judge(ticket, previous, stale_after, takeover, now or clock.now())
         lease = Lease(ticket, path, fd, previous=previous, takeover=reason)
+        remote = previous.owner if previous is not None else None
+        if reason is not None and remote is not None and remote.host != owner.this_host():
+            lease.warning = (
+                f"took ticket {ticket} over from {reason}; if that run is still alive on "
+                f"{remote.host}, stop it there: two runs now write this ticket"
+            )
         _mirror_owner(fd, lease.me)
         return lease
     except BaseException:
@@ -102,10 +109,10 @@ def _judge(
         if previous.owner.pid == os.getpid() and previous.owner.host == owner.this_host():
             return None
         raise LeaseBusy(f"ticket {ticket} is already being run: {why}; wait for it or stop it")
-    if state == "remote":
+    if state == "remote" and not takeover:
         raise LeaseBusy(
-            f"ticket {ticket} is owned by another host: {why}; it becomes stale after "
-            f"{owner.format_age(stale_after)} without updates, then pass --takeover"
+            f"ticket {ticket} is owned by another host: {why}; if that run is dead, pass "
+            f"--takeover (it becomes stale after {owner.format_age(stale_after)} without updates)"
         )
     if not takeover:
         raise LeaseBusy(

@@ -19,6 +19,9 @@ from cairn.terms import Liveness as Liveness  # re-exported: marker and catch-up
 from cairn.util.procs import pid_alive, process_start_time
 
 START_TIME_TOLERANCE = 2.0
+# The system's first process never is a cairn run, unless a recorded start time proves it is
+# (cairn as a container's init).
+INIT_PID = 1
 
 
 class Owner(BaseModel):
@@ -67,13 +70,12 @@ def check(
     if owner is None:
         return "unknown", "no owner is recorded"
     if owner.host != this_host():
-        age = (now - last_updated).total_seconds()
-        if age > stale_after:
-            return "remote_stale", f"{owner.describe()} has not updated it for {_age(age)}"
-        return "remote", f"{owner.describe()} updated it {_age(age)} ago"
+        return _remote(owner, (now - last_updated).total_seconds(), stale_after)
     current_boot = boot_id()
     if owner.boot_id and current_boot and owner.boot_id != current_boot:
         return "dead", f"{owner.describe()} ran before this machine restarted"
+    if owner.pid == INIT_PID and owner.pid_started_at is None:
+        return "dead", f"{owner.describe()} is the system's first process, not a cairn run"
     if not pid_alive(owner.pid):
         return "dead", f"{owner.describe()} is gone"
     if owner.pid_started_at is not None:
@@ -84,6 +86,16 @@ def check(
         ):
             return "dead", f"{owner.describe()} is gone (the pid now belongs to another process)"
     return "alive", f"{owner.describe()} is running"
+
+
+def _remote(owner: Owner, age: float, stale_after: float) -> tuple[Liveness, str]:
+    """An owner on another host: judged by the age of its last update. A time in the future
+    (that host's clock is ahead) counts as now, so skew never makes an age negative."""
+    ahead = f" (its clock is {_age(-age)} ahead of this host's)" if age < 0 else ""
+    age = max(age, 0.0)
+    if age > stale_after:
+        return "remote_stale", f"{owner.describe()} has not updated it for {_age(age)}"
+    return "remote", f"{owner.describe()} updated it {_age(age)} ago{ahead}"
 
 
 def _age(seconds: float) -> str:

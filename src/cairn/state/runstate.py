@@ -1,7 +1,10 @@
 """A run's durable state: begin, record transitions, finish. Marker, summary and journal together.
 
-Every transition takes the ticket's short ``.lock``, rewrites the change summary and the marker
-atomically, and appends one journal event, so a kill at any instant leaves a truthful record.
+Every transition takes the ticket's short ``.lock``, checks its input against the files as they
+are, then appends its journal event (the write-ahead record) and rewrites the change summary and
+the marker atomically, in that order. A writer killed in between leaves files that lag behind the
+journal; the next transition repairs them first (``cairn.state.repair``), so a kill at any
+instant leaves a truthful record.
 """
 
 from __future__ import annotations
@@ -13,8 +16,9 @@ from typing import Any
 
 from cairn import summary
 from cairn.errors import BadInput
-from cairn.state import journal, marker
+from cairn.state import journal, marker, repair, transition
 from cairn.state.layout import (
+    JOURNAL,
     SUMMARY_ARTIFACT,
     SUMMARY_ROLE,
     Layout,
@@ -23,8 +27,12 @@ from cairn.state.layout import (
 )
 from cairn.state.lease import Lease, acquire
 from cairn.summary import Summary
+from cairn.summary.store import READ_LIMIT as SUMMARY_LIMIT
 from cairn.terms import JournalEvent
 from cairn.util import clock, durable
+
+# A run does not start (or resume) with less room than this for its state and snapshots.
+MIN_FREE_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -52,6 +60,16 @@ class RunRef:
     def load_summary(self) -> tuple[Path, Summary]:
         path = self.summary_path()
         loaded = summary.load(path) if path is not None else None
+        return self._need_summary(path, loaded)
+
+    def read(self, with_summary: bool = True) -> repair.RunState:
+        """The run's files under the lock, caught up with the journal in memory."""
+        return repair.read(self.run_dir, self.run_id, self.marker_path, with_summary)
+
+    def summary_of(self, state: repair.RunState) -> tuple[Path, Summary]:
+        return self._need_summary(state.summary_path, state.summary)
+
+    def _need_summary(self, path: Path | None, loaded: Summary | None) -> tuple[Path, Summary]:
         if path is None or loaded is None:
             raise BadInput(
                 f"run {self.run_id} of ticket {self.ticket} has no change summary; "
@@ -79,6 +97,7 @@ def begin(
     ``first_artifacts`` (role, name, extension, content) are written before it, sharing one NN
     when role and name repeat (a plan's ``.md`` and ``.json``).
     """
+    check_writable(layout, ticket)
     lease = acquire(layout, ticket, stale_after=stale_after, takeover=takeover)
     try:
         now = clock.now()
@@ -104,12 +123,14 @@ def begin(
                 previous_owner=previous.owner.model_dump(mode="json") if previous.owner else None,
             )
         with durable.locked(ref.lock_path):
+            durable.remove_stale_temps(run_dir.parent)
+            first = summary_text(scaffold(run_id))
             numbers: dict[tuple[str, str], int] = {}
             for role, name, ext, content in first_artifacts:
                 path = artifact_path(run_dir, role, name, ext, numbers.get((role, name)))
                 numbers[(role, name)] = int(path.name.split("_", 1)[0])
                 durable.atomic_write(path, content)
-            summary.save(artifact_path(run_dir, SUMMARY_ROLE, SUMMARY_ARTIFACT), scaffold(run_id))
+            durable.atomic_write(artifact_path(run_dir, SUMMARY_ROLE, SUMMARY_ARTIFACT), first)
             marker.write(
                 ref.marker_path,
                 marker.Marker(
@@ -129,6 +150,18 @@ def begin(
     return ref, lease
 
 
+def check_writable(layout: Layout, ticket: str, run_id: str | None = None) -> None:
+    """Before a run takes the lease (and records itself in it): the ticket's files, and the
+    run's when it goes on, can be written, and the disk has room; a read-only state tree or a
+    full disk stops it with nothing written."""
+    durable.check_free_space(layout.ticket_dir(ticket), MIN_FREE_BYTES)
+    if layout.ticket_dir(ticket).is_dir():
+        durable.check_writable(layout.lease_path(ticket))
+        durable.check_writable(layout.marker_path(ticket))
+    if run_id is not None:
+        durable.check_writable(layout.run_dir(ticket, run_id) / JOURNAL, replace=False)
+
+
 def write_artifact(
     ref: RunRef, role: str, name: str, content: str, ext: str = "md", number: int | None = None
 ) -> Path:
@@ -143,50 +176,111 @@ def write_artifact(
 
 def edit_summary(
     ref: RunRef,
-    operation: Callable[[Summary], Summary],
+    operation: Callable[[Summary], Summary] | None,
     event: JournalEvent,
     **fields: Any,
 ) -> Summary:
-    """Apply one summary operation, then move the marker to the summary's current item."""
+    """Apply one summary operation, then move the marker to the summary's current item.
+
+    ``operation`` None applies the change the event itself records (what a repair applies
+    again after a kill); the event's fields then say everything about it."""
     with durable.locked(ref.lock_path):
-        path, before = ref.load_summary()
-        after = operation(before)
-        summary.save(path, after)
+        state = ref.read()
+        path, before = ref.summary_of(state)
+        record = journal.entry(event, **fields)
+        change = operation or repair.summary_change(record)
+        if change is None:
+            raise ValueError(f"journal event {record} does not say how the summary changes")
+        after = change(before)
         item = after.status.item
-        _touch_marker(ref, task=item if isinstance(item, int) else None)
-        journal.record(ref.run_dir, event, **fields)
+        writes = [(path, summary_text(after))]
+        writes += transition.marker_write(state, task=item if isinstance(item, int) else None)
+        transition.commit(state, record, writes)
     return after
 
 
-def update_marker(ref: RunRef, event: JournalEvent | None = None, **changes: Any) -> None:
-    """Rewrite the marker (phase, round, dispatch, snapshot…) and optionally journal an event."""
+def record(ref: RunRef, event: JournalEvent, **fields: Any) -> dict[str, Any]:
+    """Journal an event that changes neither summary nor marker, once the files have caught
+    up with the journal (an event appended on top of a lagging one would hide it)."""
     with durable.locked(ref.lock_path):
-        _touch_marker(ref, **changes)
+        made = journal.entry(event, **fields)
+        transition.commit(ref.read(with_summary=False), made, [])
+        return made
+
+
+def catch_up(ref: RunRef) -> bool:
+    """Repair the run's summary and marker if they lag behind its journal (a writer was killed
+    between its journal event and its files); True when something was repaired. Reads without
+    the lock first, so a run whose files are up to date is never written."""
+    if not ref.read(with_summary=False).lagging:
+        return False
+    with durable.locked(ref.lock_path):
+        state = ref.read(with_summary=False)
+        if not state.lagging:
+            return False
+        repair.write(state)
+    return True
+
+
+def catch_up_ticket(layout: Layout, ticket: str) -> bool:
+    """``catch_up`` for the run a ticket's marker names, or else its latest run."""
+    current = marker.read(layout.marker_path(ticket))
+    run_id = current.run if current is not None else None
+    if run_id is None or not layout.run_dir(ticket, run_id).is_dir():
+        run_id = layout.latest_run(ticket)
+    return run_id is not None and catch_up(RunRef(layout, ticket, run_id))
+
+
+def update_marker(
+    ref: RunRef,
+    event: JournalEvent | None = None,
+    fields: dict[str, Any] | None = None,
+    **changes: Any,
+) -> None:
+    """Rewrite the marker (phase, round, dispatch, snapshot…) and optionally journal an event
+    first: ``fields``, or by default the changes themselves."""
+    with durable.locked(ref.lock_path):
+        state = ref.read(with_summary=False)
+        made = None
         if event is not None:
-            journal.record(ref.run_dir, event, **_plain(changes))
+            made = journal.entry(event, **(_plain(changes) if fields is None else fields))
+        transition.commit(state, made, transition.marker_write(state, **changes))
 
 
 def finalise_summary(ref: RunRef) -> Summary:
     """Mark the current change summary Completed (a phase's work is all done)."""
     with durable.locked(ref.lock_path):
-        path, current = ref.load_summary()
+        state = ref.read()
+        path, current = ref.summary_of(state)
+        writes = []
         if current.status.state != "completed":
             current = summary.finalise(current, clock.now())
-            summary.save(path, current)
+            writes.append((path, summary_text(current)))
+        transition.commit(state, None, writes)
     return current
 
 
 def finish(ref: RunRef, lease: Lease) -> Summary:
-    """A clean end: finalise the summary, journal it, remove the marker, release the lease."""
-    with durable.locked(ref.lock_path):
-        path, current = ref.load_summary()
-        if current.status.state != "completed":
-            current = summary.finalise(current, clock.now())
-            summary.save(path, current)
-        journal.record(ref.run_dir, "run_finished", status="completed")
-        _remove_own_marker(ref)
+    """A clean end: journal it, finalise the summary, remove the marker, release the lease."""
+    end(ref, "completed")
     lease.release()
-    return current
+    return ref.load_summary()[1]
+
+
+def end(ref: RunRef, status: str) -> None:
+    """The run's work is over (``completed``, or blocking findings left for a person): journal
+    it, finalise a completed run's summary, remove the marker. Checked before anything is
+    written: a completed run's summary must have every item resolved."""
+    with durable.locked(ref.lock_path):
+        state = ref.read()
+        record = journal.entry("run_finished", status=status)
+        writes = []
+        if status == "completed":
+            path, current = ref.summary_of(state)
+            change = repair.summary_change(record)
+            if change is not None and current.status.state != "completed":
+                writes.append((path, summary_text(change(current))))
+        transition.commit(state, record, writes, remove_marker=True)
 
 
 def interrupt(
@@ -216,7 +310,14 @@ def _stopped(
     event: JournalEvent,
 ) -> Summary:
     with durable.locked(ref.lock_path):
-        path, current = ref.load_summary()
+        state = ref.read()
+        path, current = ref.summary_of(state)
+        record = journal.entry(
+            event,
+            reason=reason,
+            snapshot=snapshot.commit if snapshot else None,
+            ref=snapshot.ref if snapshot else None,
+        )
         current = summary.mark_interrupted(
             current,
             reason,
@@ -224,35 +325,36 @@ def _stopped(
             ref=snapshot.ref if snapshot else None,
             commit=snapshot.commit[:12] if snapshot else None,
         )
-        summary.save(path, current)
         changes: dict[str, Any] = {"dispatch": None, **marker_changes}
         if snapshot is not None:
             changes["snapshot"] = snapshot
-        _touch_marker(ref, **changes)
-        journal.record(
-            ref.run_dir, event, reason=reason, snapshot=snapshot.commit if snapshot else None
-        )
+        writes = [(path, summary_text(current)), *transition.marker_write(state, **changes)]
+        transition.commit(state, record, writes)
     return current
 
 
 def new_summary(ref: RunRef, scaffold: Summary) -> Path:
     """Start a new change summary artifact (a review round's response) in the run."""
     with durable.locked(ref.lock_path):
+        state = ref.read(with_summary=False)
+        text = summary_text(scaffold)
         path = artifact_path(ref.run_dir, SUMMARY_ROLE, SUMMARY_ARTIFACT)
-        summary.save(path, scaffold)
+        transition.commit(state, None, [(path, text)])
     return path
 
 
-def _touch_marker(ref: RunRef, **changes: Any) -> None:
-    current = marker.read(ref.marker_path)
-    if current is not None and current.run == ref.run_id:
-        marker.write(ref.marker_path, current.touched(**changes))
-
-
-def _remove_own_marker(ref: RunRef) -> None:
-    current = marker.read(ref.marker_path)
-    if current is not None and current.run == ref.run_id:
-        marker.remove(ref.marker_path)
+def summary_text(current: Summary) -> str:
+    """The summary rendered, refused (nothing written) when it would not be read back: a
+    summary over its read limit would lock every later report of the run out."""
+    text = summary.render(current)
+    size = len(text.encode("utf-8"))
+    if size > SUMMARY_LIMIT:
+        raise BadInput(
+            f"this report would grow the change summary of run {current.run} to {size} bytes, "
+            f"over its {SUMMARY_LIMIT} byte limit; report shorter files, outcome "
+            "and notes (nothing was written)"
+        )
+    return text
 
 
 def _plain(changes: dict[str, Any]) -> dict[str, Any]:

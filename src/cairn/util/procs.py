@@ -9,10 +9,18 @@ import signal
 import time
 from datetime import UTC, datetime
 
+# /proc/<pid>/stat states of a process that has exited: zombie (not reaped yet) and dead.
+_EXITED_STATES = frozenset(b"ZX")
+
 
 def pid_alive(pid: int) -> bool:
+    """Whether ``pid`` is a running process. A zombie (exited, not reaped yet) is not: it will
+    never write again, and its parent may be a dead cairn that nobody reaps."""
     if pid <= 0:
         return False
+    state = process_state(pid)
+    if state is not None:
+        return state not in _EXITED_STATES
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -20,6 +28,17 @@ def pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def process_state(pid: int) -> int | None:
+    """The state letter of ``pid`` (``ord('R')``, ``ord('Z')``…) from /proc; None when unknown."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            raw = handle.read()
+    except OSError:
+        return None
+    end = raw.rfind(b")")
+    return raw[end + 2] if 0 <= end < len(raw) - 2 else None
 
 
 @functools.cache
@@ -64,7 +83,8 @@ def signal_group(pgid: int, sig: signal.Signals) -> bool:
 
 
 def stop_group(pgid: int, grace: float, poll: float = 0.05) -> None:
-    """SIGTERM to the group, then SIGKILL if its leader is still alive after ``grace`` seconds.
+    """SIGTERM to the group, then, once its leader has exited or ``grace`` seconds have passed,
+    SIGKILL to whatever is left of the group.
 
     Blocks for at most ``grace`` seconds. For a non-blocking stop, call ``signal_group`` and
     schedule the SIGKILL yourself.
@@ -74,8 +94,7 @@ def stop_group(pgid: int, grace: float, poll: float = 0.05) -> None:
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline and pid_alive(pgid):
         time.sleep(poll)
-    if pid_alive(pgid):
-        signal_group(pgid, signal.SIGKILL)
+    signal_group(pgid, signal.SIGKILL)
 
 
 def kill_group(pgid: int) -> None:

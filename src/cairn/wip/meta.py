@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 
 from cairn import __version__
+from cairn.util.text import printable
 from cairn.wip.models import Skipped
 
 MAX_LISTED_PATHS = 200
@@ -19,8 +20,7 @@ _TRAILER = re.compile(r"^Cairn-([A-Za-z-]+): (.*)$")
 
 
 def clean_reason(reason: str) -> str:
-    text = " ".join("".join(c if c.isprintable() else " " for c in reason).split())
-    return text[:MAX_REASON] or "manual"
+    return printable(reason)[:MAX_REASON] or "manual"
 
 
 @dataclass
@@ -88,20 +88,23 @@ class SnapshotMeta:
             branch = json.loads(values.get("Branch", "null"))
         except ValueError:
             branch = None
+        run = values.get("Run")
+        # A commit cairn did not write may hold anything: no control character reaches a
+        # terminal that prints what is read here.
         return cls(
-            ticket=values["Ticket"],
-            reason=values.get("Reason", ""),
+            ticket=printable(values["Ticket"]),
+            reason=printable(values.get("Reason", "")),
             base=_none(values.get("Base")),
-            branch=branch if isinstance(branch, str) else None,
+            branch=printable(branch) if isinstance(branch, str) else None,
             index_tree=_none(values.get("Index-Tree"), "conflicted"),
             files_changed=_int(values.get("Files-Changed")),
             seq=_int(values.get("Seq"), 1),
-            run=values.get("Run"),
+            run=printable(run) if run is not None else None,
             skipped=skipped,
             conflicted=conflicted,
             skipped_count=_int(values.get("Skipped"), len(skipped)),
             conflicted_count=_int(values.get("Conflicted"), len(conflicted)),
-            version=values["Version"],
+            version=printable(values["Version"]),
         )
 
 

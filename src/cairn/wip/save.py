@@ -81,7 +81,9 @@ def save(
     """Snapshot ``workspace``; ``timeout`` seconds (default ``agent.cutoff_timeout_ms``)."""
     started = time.monotonic()
     repo = Repo.discover(workspace)
-    config = config or load_config(repo.toplevel)
+    warnings: list[str] = []
+    if config is None:
+        config, warnings = config_or_defaults(repo.toplevel)
     if ticket is not None:
         tickets.validate(ticket)
     if run_id is not None:
@@ -101,7 +103,19 @@ def save(
             f"snapshot abandoned after {timeout * 1000:.0f} ms ({exc}); no ref was moved; "
             "raise agent.cutoff_timeout_ms or pass --timeout-ms"
         ) from None
-    return result.model_copy(update={"elapsed_ms": int((time.monotonic() - started) * 1000)})
+    elapsed = int((time.monotonic() - started) * 1000)
+    return result.model_copy(
+        update={"elapsed_ms": elapsed, "warnings": [*warnings, *result.warnings]}
+    )
+
+
+def config_or_defaults(toplevel: Path) -> tuple[Config, list[str]]:
+    """The config, or the defaults and a warning when it is broken: the safety net never
+    depends on a config file."""
+    try:
+        return load_config(toplevel), []
+    except BadInput as exc:
+        return Config(), [f"{exc} (the snapshot used the default settings)"]
 
 
 def prepare(

@@ -31,7 +31,7 @@ def catchup(
 ) -> None:
     """Report a ticket's state: marker, summary, snapshot, journal, then artifacts."""
     if format_ not in ("text", "context"):
-        raise BadInput(f"--format must be text or context (got {format_!r})")
+        raise BadInput(f"--format must be text or context (got {format_!r}); pass one of them")
     from cairn.state.catchup import catchup as build_report
     from cairn.state.catchup import context_paragraph
 

@@ -170,7 +170,7 @@ def finding(
     finding_id = words[0]
     if status not in FINDING_RESOLUTIONS:
         allowed = ", ".join(FINDING_RESOLUTIONS)
-        raise BadInput(f"--status must be one of {allowed} (got {status!r})")
+        raise BadInput(f"--status must be one of {allowed} (got {status!r}); pass one of them")
     ref = _locate(workspace, ticket)
     after = progress.finding(ref, finding_id, status, action)
     _report(ref, after, f"{finding_id} {status}", json)
@@ -189,7 +189,7 @@ def gate(
     from cairn.run import progress
 
     if result not in VERDICTS:
-        raise BadInput(f"--result must be pass or fail (got {result!r})")
+        raise BadInput(f"--result must be pass or fail (got {result!r}); pass one of them")
     ref = _locate(workspace, ticket)
     _report(ref, progress.gate(ref, name, result, command), f"gate {name}: {result}", json)
 
@@ -221,7 +221,7 @@ def ac(
     from cairn.run import progress
 
     if result not in VERDICTS:
-        raise BadInput(f"--result must be pass or fail (got {result!r})")
+        raise BadInput(f"--result must be pass or fail (got {result!r}); pass one of them")
     ref = _locate(workspace, ticket)
     after = progress.record_ac(ref, criterion, result, reason)
     if json:

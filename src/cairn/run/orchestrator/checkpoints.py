@@ -3,9 +3,11 @@ the check of the work tree when a run is resumed."""
 
 from __future__ import annotations
 
+import contextlib
+
 from cairn.agents.base import Result
 from cairn.run.orchestrator.context import RunContext
-from cairn.state import journal, marker, runstate
+from cairn.state import marker, runstate
 from cairn.terms import CUTOFF_FOR, CutoffReason
 from cairn.util import clock
 
@@ -35,7 +37,8 @@ def snapshot(ctx: RunContext, reason: str) -> marker.SnapshotRef | None:
         )
     except Exception as exc:  # a failed snapshot must not end the run; say so
         ctx.sink.event("warning", message=f"snapshot failed: {exc}")
-        journal.record(ctx.ref.run_dir, "snapshot", reason=reason, error=str(exc))
+        with contextlib.suppress(OSError):  # a full disk may refuse this line too
+            runstate.record(ctx.ref, "snapshot", reason=reason, error=str(exc))
         return None
     if saved.commit is None:
         return ctx.last_snapshot

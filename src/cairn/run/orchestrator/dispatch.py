@@ -14,7 +14,7 @@ from cairn.run.budget import Budget
 from cairn.run.orchestrator.context import RunContext, Stop, agent_script
 from cairn.run.orchestrator.prompting import PressuredPrompts, PromptFor
 from cairn.run.orchestrator.todo_list import complete_checked_tasks
-from cairn.state import journal, runstate
+from cairn.state import runstate
 from cairn.state.marker import DispatchRecord
 from cairn.terms import ENV_RUN_DIR, ENV_TASK, ENV_TICKET
 from cairn.util.procs import process_start_time
@@ -124,10 +124,8 @@ class RecordedDispatch:
             pressure = pressured.get(event.turn, False)
             ctx.stats.turns += 1
             turn = self.record.model_copy(update={"turn": event.turn})
-            runstate.update_marker(ctx.ref, dispatch=turn)
-            journal.record(
-                ctx.ref.run_dir, "turn", role=self.role, turn=event.turn, pressure=pressure
-            )
+            said = {"role": self.role, "turn": event.turn, "pressure": pressure}
+            runstate.update_marker(ctx.ref, "turn", said, dispatch=turn)
             ctx.sink.event("turn", turn=event.turn, max_turns=self.max_turns, pressure=pressure)
             ctx.sink.update(turn=event.turn)
             if self.after_turn is not None:
@@ -152,17 +150,15 @@ class RecordedDispatch:
         ctx = self.ctx
         if result.final_message:
             ctx.last_message = result.final_message
-        runstate.update_marker(ctx.ref, dispatch=None)
-        journal.record(
-            ctx.ref.run_dir,
-            "dispatch_finished",
-            role=self.role,
-            reason=result.reason,
-            turns=result.num_turns,
-            exit_code=result.exit_code,
-            detail=result.detail,
-            session_id=result.session_id,
-        )
+        said = {
+            "role": self.role,
+            "reason": result.reason,
+            "turns": result.num_turns,
+            "exit_code": result.exit_code,
+            "detail": result.detail,
+            "session_id": result.session_id,
+        }
+        runstate.update_marker(ctx.ref, "dispatch_finished", said, dispatch=None)
         ctx.sink.event(
             "dispatch_finished", dispatch=self.number, reason=result.reason, turns=result.num_turns
         )

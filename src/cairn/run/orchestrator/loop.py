@@ -3,6 +3,7 @@ rounds, and how a run that is cut off stops."""
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Callable
 from functools import partial
 
@@ -10,19 +11,28 @@ from cairn import summary
 from cairn.agents.base import Adapter
 from cairn.config import Config
 from cairn.git import Repo
-from cairn.run import evaluation, review
+from cairn.run import evaluation, progress, review
 from cairn.run.events import EventSink
 from cairn.run.orchestrator import checkpoints, prompting
 from cairn.run.orchestrator.context import RunContext, Stop
 from cairn.run.orchestrator.dispatch import AfterTurn, dispatch
-from cairn.run.orchestrator.outcome import RunOutcome, failed, finished, interrupted
+from cairn.run.orchestrator.outcome import (
+    RunOutcome,
+    disk_full,
+    failed,
+    finished,
+    interrupted,
+)
 from cairn.run.orchestrator.signals import handling_signals
 from cairn.run.plan import Plan
-from cairn.state import journal, runstate
+from cairn.state import runstate
 from cairn.state.lease import Lease
 from cairn.state.runstate import RunRef
 from cairn.terms import RunStatus
 from cairn.util import clock
+
+# cairn's own state write failed for want of space: the run stops as a disk_full cutoff.
+DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 # The first prompts of a coder dispatch, given why the one before was cut off (None: first).
 FirstPrompts = Callable[[str | None], prompting.PromptFor]
@@ -65,6 +75,11 @@ class Orchestrator:
                 return finished(self.ctx, "completed", None)
         except Stop as stop:
             return interrupted(self.ctx, stop.reason)
+        except OSError as error:
+            if error.errno not in DISK_FULL:
+                failed(self.ctx, error)
+                raise
+            return disk_full(self.ctx, error)
         except Exception as error:
             failed(self.ctx, error)
             raise
@@ -137,7 +152,9 @@ class Orchestrator:
             self.ctx.stats.rounds = round_number
             resuming = resume_fix and round_number == start_round
             if resuming:
-                found = review.load(prompting.latest_review_path(self.ctx))
+                found = progress.catch_up_review(
+                    self.ctx.ref, prompting.latest_review_path(self.ctx)
+                )
             else:
                 failed = self._evaluate(round_number) if "evaluate" in phases else []
                 found = self._review(round_number, failed, dispatch_reviewer="review" in phases)
@@ -172,11 +189,11 @@ class Orchestrator:
             ctx.ref, "evaluator", f"eval-round-{round_number}", evaluation.render(checked)
         )
         self._single_turn("evaluator", prompting.evaluate_prompt(ctx, round_number, checked))
-        concluded = evaluation.conclude(evaluation.load(path))
+        concluded = evaluation.conclude(progress.catch_up_evaluation(ctx.ref, path))
         evaluation.save(path, concluded)
         failed = concluded.failed()
-        journal.record(
-            ctx.ref.run_dir,
+        runstate.record(
+            ctx.ref,
             "phase",
             phase="evaluate",
             round=round_number,
@@ -206,7 +223,7 @@ class Orchestrator:
             return review.load(path)
         checkpoints.enter_phase(ctx, "review", round_number)
         self._single_turn("reviewer", prompting.review_prompt(ctx, round_number))
-        found = review.load(path)
+        found = progress.catch_up_review(ctx.ref, path)
         ctx.sink.event(
             "review",
             round=round_number,

@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from pydantic import BaseModel
 
 from cairn.errors import ExitCode
 from cairn.run.orchestrator.checkpoints import snapshot
 from cairn.run.orchestrator.context import RunContext
-from cairn.state import journal, marker, runstate
+from cairn.state import runstate
 from cairn.terms import CutoffReason, RunStatus
 
 
@@ -36,12 +38,8 @@ def finished(ctx: RunContext, status: RunStatus, reason: str | None) -> RunOutco
     if status == "completed":
         runstate.update_marker(ctx.ref, "phase", phase="done", round=None)
     write_run_summary(ctx, status, reason)
-    if status == "completed":
-        runstate.finish(ctx.ref, ctx.lease)
-    else:
-        journal.record(ctx.ref.run_dir, "run_finished", status=status)
-        marker.remove(ctx.ref.marker_path)
-        ctx.lease.release()
+    runstate.end(ctx.ref, status)
+    ctx.lease.release()
     return _outcome(ctx, status, reason, code)
 
 
@@ -51,6 +49,28 @@ def interrupted(ctx: RunContext, reason: CutoffReason) -> RunOutcome:
     write_run_summary(ctx, "interrupted", reason)
     runstate.interrupt(ctx.ref, ctx.lease, reason, ctx.last_snapshot)
     return _outcome(ctx, "interrupted", reason, ExitCode.INTERRUPTED)
+
+
+def disk_full(ctx: RunContext, error: OSError) -> RunOutcome:
+    """The disk filled up (cairn's own write failed with ENOSPC): a cutoff like any other, as
+    far as the disk lets it be recorded. The agent is already stopped; a snapshot is attempted,
+    the summary, marker and journal say ``disk_full`` if they can still be written (otherwise
+    the marker's dead owner tells the next reader the run was interrupted), and the run stops,
+    resumable."""
+    where = f" writing {error.filename}" if error.filename else ""
+    ctx.sink.event(
+        "warning",
+        message=f"disk full{where}: the run stops here; free some space, then cairn resume "
+        f"{ctx.ref.ticket}",
+    )
+    snap = snapshot(ctx, "cutoff: disk_full")
+    try:
+        runstate.interrupt(ctx.ref, ctx.lease, "disk_full", snap or ctx.last_snapshot)
+    except OSError:
+        ctx.lease.release()
+    with contextlib.suppress(OSError):
+        write_run_summary(ctx, "interrupted", "disk_full")
+    return _outcome(ctx, "interrupted", "disk_full", ExitCode.INTERRUPTED)
 
 
 def failed(ctx: RunContext, error: Exception) -> None:

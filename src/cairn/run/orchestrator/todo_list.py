@@ -3,15 +3,12 @@ that names a plan task completes that task, when the task is still open in the s
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from cairn import summary
 from cairn.run.orchestrator.context import RunContext
 from cairn.state import runstate
-from cairn.summary import Summary
 from cairn.summary.model import Task
-from cairn.util import clock
 
 NOTES = "checked off in the agent's own to-do list"
 
@@ -28,10 +25,11 @@ def complete_checked_tasks(ctx: RunContext, items: list[dict[str, Any]]) -> None
             continue
         runstate.edit_summary(
             ctx.ref,
-            _completing(task.number),
+            None,
             "task",
             task=task.number,
             status="completed",
+            notes=NOTES,
             source="todo_list",
         )
 
@@ -46,13 +44,6 @@ def match_task(text: str, tasks: Sequence[Task]) -> Task | None:
         if words == f"task {task.number}" or (title and words.endswith(f" {title}")):
             return task
     return None
-
-
-def _completing(number: int) -> Callable[[Summary], Summary]:
-    def change(current: Summary) -> Summary:
-        return summary.complete_task(current, number, clock.now(), notes=NOTES)
-
-    return change
 
 
 def _normal(text: str) -> str:

@@ -1,0 +1,9 @@
+"""Free text that cairn stores and prints: one line, nothing a terminal would act on."""
+
+from __future__ import annotations
+
+
+def printable(text: str) -> str:
+    """``text`` on one line without control characters (an ESC would drive the terminal that
+    prints it): each run of them, and of whitespace, becomes one space."""
+    return " ".join("".join(c if c.isprintable() else " " for c in text).split())
