@@ -8,81 +8,56 @@ with only the five original fields (``skill``, ``phase``, ``round``, ``started_a
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from typing import Annotated, Any, Literal
 
 from cairn.errors import CorruptState
 from cairn.state import owner
-from cairn.state.owner import Liveness, Owner
+from cairn.state.owner import Liveness, Owner, with_offset
 from cairn.util import clock, durable, yaml_io
+from cairn.util.records import After, Ge, Record, first_error
 
 VERSION = 1
 TicketState = Literal["in_progress", "interrupted", "stale", "done", "none"]
 READ_LIMIT = 1024 * 1024
 
+Time = Annotated[datetime, After(with_offset)]
 
-def _aware(value: Any) -> Any:
-    if isinstance(value, datetime) and value.tzinfo is None:
-        return value.replace(tzinfo=UTC)
+
+def _known_version(value: int) -> int:
+    if value > VERSION:
+        raise ValueError(f"version {value} was written by a newer cairn; upgrade cairn")
     return value
 
 
-class _Part(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-
-class Dispatch(_Part):
+class Dispatch(Record):
     role: str
-    turn: int = Field(default=0, ge=0)
-    max_turns: int | None = Field(default=None, ge=1)
-    pid: int | None = Field(default=None, ge=1)
-    pid_started_at: datetime | None = None
-
-    @field_validator("pid_started_at", mode="after")
-    @classmethod
-    def _with_offset(cls, value: datetime | None) -> datetime | None:
-        return _aware(value)
+    turn: Annotated[int, Ge(0)] = 0
+    max_turns: Annotated[int, Ge(1)] | None = None
+    pid: Annotated[int, Ge(1)] | None = None
+    pid_started_at: Time | None = None
 
 
-class SnapshotRef(_Part):
+class SnapshotRef(Record):
     ref: str
     commit: str
-    at: datetime
-
-    @field_validator("at", mode="after")
-    @classmethod
-    def _with_offset(cls, value: datetime) -> datetime:
-        return _aware(value)
+    at: Time
 
 
-class Marker(_Part):
-    version: int = VERSION
+class Marker(Record):
+    version: Annotated[int, After(_known_version)] = VERSION
     skill: str = "impl"
     phase: str
-    round: int | None = Field(default=None, ge=0)
-    task: int | None = Field(default=None, ge=0)
-    started_at: datetime
-    last_updated: datetime
+    round: Annotated[int, Ge(0)] | None = None
+    task: Annotated[int, Ge(0)] | None = None
+    started_at: Time
+    last_updated: Time
     ticket: str | None = None
     run: str | None = None
     owner: Owner | None = None
     dispatch: Dispatch | None = None
     snapshot: SnapshotRef | None = None
-
-    @field_validator("started_at", "last_updated", mode="after")
-    @classmethod
-    def _with_offset(cls, value: datetime) -> datetime:
-        return _aware(value)
-
-    @field_validator("version")
-    @classmethod
-    def _known_version(cls, value: int) -> int:
-        if value > VERSION:
-            raise ValueError(f"version {value} was written by a newer cairn; upgrade cairn")
-        return value
 
     def touched(self, **changes: Any) -> Marker:
         return self.model_copy(update={"last_updated": clock.now(), **changes})
@@ -154,11 +129,11 @@ def parse(text: str, path: Path) -> Marker:
         )
     try:
         return Marker.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        key = ".".join(str(part) for part in first["loc"]) or "(top level)"
-        why = first["msg"].removeprefix("Value error, ")
-        raise CorruptState(f"marker {path}: {key}: {why}; fix it or delete it") from None
+    except ValueError as exc:  # pydantic's ValidationError: the data was not in shape
+        key, why, _ = first_error(exc)
+        raise CorruptState(
+            f"marker {path}: {key or '(top level)'}: {why}; fix it or delete it"
+        ) from None
 
 
 def read(path: Path) -> Marker | None:

@@ -12,31 +12,26 @@ import functools
 import os
 import socket
 from datetime import UTC, datetime
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, field_validator
+from typing import Annotated, Literal
 
 from cairn.util.procs import pid_alive, process_start_time
+from cairn.util.records import After, Record
 
 START_TIME_TOLERANCE = 2.0
 
 Liveness = Literal["alive", "dead", "remote", "remote_stale", "unknown"]
 
 
-class Owner(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
+def with_offset(value: datetime) -> datetime:
+    """A time without an offset is taken as UTC."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value
 
+
+class Owner(Record):
     host: str
     pid: int
-    pid_started_at: datetime | None = None
+    pid_started_at: Annotated[datetime, After(with_offset)] | None = None
     boot_id: str | None = None
-
-    @field_validator("pid_started_at", mode="after")
-    @classmethod
-    def _with_offset(cls, value: datetime | None) -> datetime | None:
-        if value is not None and value.tzinfo is None:
-            return value.replace(tzinfo=UTC)
-        return value
 
     def describe(self) -> str:
         return f"pid {self.pid} on {self.host}"
