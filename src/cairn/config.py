@@ -12,7 +12,7 @@ from typing import Annotated, Any, ClassVar
 
 from cairn.errors import BadInput
 from cairn.util.durations import parse_duration
-from cairn.util.records import Before, Ge, Gt, Record, factory, first_error
+from cairn.util.records import Before, Ge, Gt, Record, field, first_error
 
 MiB = 1024 * 1024
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b)?", re.IGNORECASE)
@@ -74,7 +74,7 @@ class RoleConfig(Record, forbid_extra=True):
 
 
 class LoopConfig(Record, forbid_extra=True):
-    phases: list[str] = factory(lambda: ["implement", "review", "fix"])
+    phases: list[str] = field(default_factory=lambda: ["implement", "review", "fix"])
     max_rounds: Annotated[int, Ge(1)] = 3
 
 
@@ -94,8 +94,8 @@ def _keep_default_roles(value: Any) -> Any:
 
 class Config(Record, forbid_extra=True):
     agent: AgentConfig = AgentConfig()
-    roles: Annotated[dict[str, RoleConfig], Before(_keep_default_roles)] = factory(
-        lambda: dict(DEFAULT_ROLES)
+    roles: Annotated[dict[str, RoleConfig], Before(_keep_default_roles)] = field(
+        default_factory=lambda: dict(DEFAULT_ROLES)
     )
     loop: LoopConfig = LoopConfig()
     marker: MarkerConfig = MarkerConfig()

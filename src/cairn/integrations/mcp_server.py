@@ -29,6 +29,7 @@ from cairn.run.progress import RUN_DIR_ENV
 from cairn.state.catchup import CatchupReport
 from cairn.state.runstate import RunRef
 from cairn.summary import Summary
+from cairn.util.records import Record
 from cairn.wip.models import SaveResult
 
 P = ParamSpec("P")
@@ -138,7 +139,7 @@ def _tool(fn: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
-def _reply(text: str, data: BaseModel) -> CallToolResult:
+def _reply(text: str, data: BaseModel | Record) -> CallToolResult:
     return CallToolResult(
         content=[TextContent(type="text", text=text)],
         structured_content=data.model_dump(mode="json"),

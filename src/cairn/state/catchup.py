@@ -24,7 +24,7 @@ from cairn.summary import Summary
 from cairn.summary.render import status_line
 from cairn.util import clock
 from cairn.util.durations import parse_duration
-from cairn.util.records import Record, factory
+from cairn.util.records import Record, field
 
 FORMAT = 1
 
@@ -56,9 +56,9 @@ class CatchupReport(Record, frozen=False):
     finding: str | None = None
     mode: str | None = None
     total: int = 0
-    done: list[str] = factory(list)
-    remaining: list[str] = factory(list)
-    items: list[TaskBrief] = factory(list)
+    done: list[str] = field(default_factory=list)
+    remaining: list[str] = field(default_factory=list)
+    items: list[TaskBrief] = field(default_factory=list)
     run: str | None = None
     run_dir: str | None = None
     summary_path: str | None = None
@@ -72,8 +72,8 @@ class CatchupReport(Record, frozen=False):
     owner_detail: str | None = None
     snapshot: SnapshotBrief | None = None
     last_event: dict[str, Any] | None = None
-    artifacts: list[str] = factory(list)
-    warnings: list[str] = factory(list)
+    artifacts: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
     next_command: str | None = None
     cleared: bool = False
 

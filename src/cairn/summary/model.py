@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from cairn import tickets
 from cairn.errors import CorruptState
-from cairn.util.records import After, Before, Ge, Record, factory
+from cairn.util.records import After, Before, Ge, Record, field
 
 TaskStatus = Literal["pending", "in progress", "completed", "skipped", "deferred"]
 FindingStatus = Literal["pending", "FIXED", "NOT_FIXED", "ALREADY_RESOLVED"]
@@ -181,7 +181,7 @@ class Task(Record, forbid_extra=True):
     files: list[FilePath] | None = None
     outcome: OptText = None
     notes: OptText = None
-    prose: Prose = factory(list)
+    prose: Prose = field(default_factory=list)
 
     @property
     def resolved(self) -> bool:
@@ -193,7 +193,7 @@ class Finding(Record, forbid_extra=True):
     title: Title
     status: FindingStatus = "pending"
     action: OptText = None
-    prose: Prose = factory(list)
+    prose: Prose = field(default_factory=list)
 
     @property
     def resolved(self) -> bool:
@@ -233,12 +233,12 @@ class Summary(Record, forbid_extra=True):
     round: Annotated[int, Ge(0)] | None = None
     updated: Annotated[datetime, Before(_iso), After(_aware)]
     status: Status
-    tasks: list[Task] = factory(list)
-    findings: list[Finding] = factory(list)
+    tasks: list[Task] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
     files_changed: list[FilePath] | None = None
     gates: list[Gate] | None = None
     deferred: list[DeferredItem] | None = None
-    prose: Annotated[dict[ProseKey, Prose], After(_drop_empty)] = factory(dict)
+    prose: Annotated[dict[ProseKey, Prose], After(_drop_empty)] = field(default_factory=dict)
 
     def check(self) -> None:
         if self.format != 1:
@@ -288,22 +288,22 @@ class Summary(Record, forbid_extra=True):
         ]
         blocks += [(f"task {t.number}", t.prose, TASK_FIELD) for t in self.tasks]
         blocks += [(f"finding {f.id}", f.prose, FINDING_FIELD) for f in self.findings]
-        for where, lines, field in blocks:
+        for where, lines, field_line in blocks:
             for line in lines:
                 if line in headings:
                     raise ValueError(f"{where} prose line {line!r} would read as a section")
-                in_blocks = field is not None or where in ("tasks", "findings")
+                in_blocks = field_line is not None or where in ("tasks", "findings")
                 if in_blocks and line.startswith("### "):
                     raise ValueError(f"{where} prose line {line!r} would read as a heading")
-                if field is not None and field.match(line):
+                if field_line is not None and field_line.match(line):
                     raise ValueError(f"{where} prose line {line!r} would read as a field")
         for key, items in (
             ("files", self.files_changed),
             ("gates", self.gates),
             ("deferred", self.deferred),
         ):
-            lines = self.prose.get(key)
-            if items and lines and lines[0].startswith("- "):
+            after = self.prose.get(key)
+            if items and after and after[0].startswith("- "):
                 raise ValueError(f"{key} prose must not start with a '- ' bullet after the list")
 
     def task(self, number: int) -> Task | None:

@@ -26,7 +26,7 @@ from typing import Any, ClassVar, TypeVar, dataclass_transform
 
 from cairn.util.shapes import After, Before, Check, Defer, Ge, Gt, checker
 
-__all__ = ["After", "Before", "Ge", "Gt", "Record", "factory", "first_error", "plain"]
+__all__ = ["After", "Before", "Ge", "Gt", "Record", "field", "first_error", "plain"]
 
 R = TypeVar("R", bound="Record")
 _ZERO = timedelta(0)
@@ -40,9 +40,9 @@ class Factory:
         self.make = make
 
 
-def factory(make: Callable[[], Any]) -> Any:
-    """``items: list[str] = factory(list)``: a new default for each record."""
-    return Factory(make)
+def field(*, default_factory: Callable[[], Any]) -> Any:
+    """``items: list[str] = field(default_factory=list)``: a new default for each record."""
+    return Factory(default_factory)
 
 
 class FrozenRecordError(AttributeError):
@@ -74,10 +74,10 @@ def _is_classvar(annotation: Any) -> bool:
     return annotation is ClassVar or typing.get_origin(annotation) is ClassVar
 
 
-@dataclass_transform(kw_only_default=True, frozen_default=True, field_specifiers=(factory,))
+@dataclass_transform(kw_only_default=True, frozen_default=True, field_specifiers=(field,))
 class Record:
     """A typed record. Subclasses declare fields as annotations with optional defaults
-    (``factory(list)`` for mutable ones) and may override ``check``. Class keywords:
+    (``field(default_factory=list)`` for mutable ones) and may override ``check``. Class keywords:
     ``frozen=False`` makes fields assignable, ``forbid_extra=True`` makes unknown keys an error
     (pydantic's ``extra="forbid"``)."""
 
@@ -201,8 +201,11 @@ class Record:
             elif not field.required:
                 schema = core_schema.with_default_schema(schema, default=field.default)
             fields[name] = core_schema.typed_dict_field(schema, required=field.required)
-        extra = "forbid" if cls._forbid_extra else "ignore"
-        as_dict = core_schema.typed_dict_schema(fields, cls_name=cls.__name__, extra_behavior=extra)
+        as_dict = core_schema.typed_dict_schema(
+            fields,
+            cls_name=cls.__name__,
+            extra_behavior="forbid" if cls._forbid_extra else "ignore",
+        )
 
         def build(values: dict[str, Any]) -> Any:
             obj = object.__new__(cls)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from cairn.util.records import Record, factory
+from cairn.util.records import Record, field
 
 SkipReason = Literal["too_large", "nested_repo", "over_budget", "special_file"]
 
@@ -29,9 +29,9 @@ class SaveResult(Record):
     elapsed_ms: int
     ticket: str
     reason: str
-    conflicted: list[str] = factory(list)
+    conflicted: list[str] = field(default_factory=list)
     previous: str | None = None
-    warnings: list[str] = factory(list)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def summary(self) -> str:
@@ -85,7 +85,7 @@ class RestoreResult(Record):
     deleted: list[str]
     obstacles: list[str]
     skipped_in_snapshot: list[Skipped]
-    warnings: list[str] = factory(list)
+    warnings: list[str] = field(default_factory=list)
 
 
 class PrunedTicket(Record):

@@ -191,8 +191,8 @@ def _trees_via_edits(
             worktree[path] = in_index
         else:
             to_hash[path] = Known(in_index[0] if in_index else None, change.worktree_mode)
-    for path in status.conflicted + untracked:
-        to_hash[os.fsencode(path)] = Known(None, None)
+    for name in status.conflicted + untracked:
+        to_hash[os.fsencode(name)] = Known(None, None)
     if to_hash:
         worktree.update(hash_worktree(git, repo.toplevel, scratch, to_hash, deadline))
     with TreeWriter(git, objects, repo.object_format, deadline) as trees:
