@@ -9,15 +9,18 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cairn import summary, tickets
 from cairn.errors import BadInput
-from cairn.run import evaluation, review
 from cairn.state import journal, marker
 from cairn.state.layout import Layout, artifacts, discover, latest_artifact
 from cairn.state.runstate import RunRef, change_summary
 from cairn.summary import Summary
 from cairn.util import clock, durable
+
+if TYPE_CHECKING:
+    from cairn.run import evaluation, review
 
 RUN_DIR_ENV = "CAIRN_RUN_DIR"
 
@@ -124,6 +127,8 @@ def add_finding(
     ref: RunRef, finding_id: str, title: str, location: str | None, details: str | None
 ) -> review.Review:
     """Add a reviewer's finding to the run's current review."""
+    from cairn.run import review  # pydantic models: loaded only by the reviewers' command
+
     with durable.locked(ref.lock_path):
         found = latest_artifact(ref.run_dir, "reviewer", "review")
         if found is None:
@@ -139,6 +144,8 @@ def add_finding(
 
 def record_ac(ref: RunRef, ident: str, result: str, reason: str | None) -> evaluation.Evaluation:
     """Record the evaluator's verdict on one acceptance criterion of the current evaluation."""
+    from cairn.run import evaluation  # pydantic models: loaded only by the evaluators' command
+
     with durable.locked(ref.lock_path):
         found = [
             a
