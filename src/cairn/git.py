@@ -11,7 +11,6 @@ import contextlib
 import os
 import re
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -59,6 +58,12 @@ _BASE_CONFIG = (
     "log.showSignature=false",
     "commit.gpgSign=false",
     "core.pager=cat",
+)
+
+
+# Subcommands that write an index file: on git >= 2.40 they skip the index's trailing hash.
+INDEX_WRITERS = frozenset(
+    {"update-index", "write-tree", "read-tree", "checkout-index", "add", "rm", "reset", "stash"}
 )
 
 
@@ -134,6 +139,17 @@ class Git:
     cwd: Path
     env: Mapping[str, str] = field(default_factory=scrubbed_env)
     config: tuple[str, ...] = _BASE_CONFIG
+    # Ask git's version (one more process) only when a command writes an index.
+    skip_index_hash: bool = False
+
+    def _argv(self, args: Sequence[str]) -> list[str]:
+        config = self.config
+        if self.skip_index_hash and args and args[0] in INDEX_WRITERS and version() >= (2, 40):
+            config = (*config, "index.skipHash=true")
+        argv = ["git"]
+        for entry in config:
+            argv += ["-c", entry]
+        return argv + list(args)
 
     def with_index(self, index_file: Path) -> Git:
         return replace(self, env={**self.env, "GIT_INDEX_FILE": str(index_file)})
@@ -157,10 +173,7 @@ class Git:
         it is only started while time remains and then allowed to finish, because a killed
         update-ref would leave a stale ``.lock`` behind.
         """
-        argv = ["git"]
-        for entry in self.config:
-            argv += ["-c", entry]
-        argv += list(args)
+        argv = self._argv(args)
         timeout = None
         if deadline is not None:
             timeout = deadline.remaining()
@@ -201,10 +214,7 @@ class Git:
 
     def session(self, args: Sequence[str], deadline: Deadline | None = None) -> Session:
         """A long-running ``git <args>`` that answers requests on stdin (``--batch`` modes)."""
-        argv = ["git"]
-        for entry in self.config:
-            argv += ["-c", entry]
-        return Session(argv + list(args), args[0], self.cwd, self.env, deadline)
+        return Session(self._argv(args), args[0], self.cwd, self.env, deadline)
 
 
 class Session:
@@ -219,6 +229,8 @@ class Session:
         env: Mapping[str, str],
         deadline: Deadline | None,
     ) -> None:
+        import tempfile  # only sessions need it, and it loads shutil and random
+
         self.name = name
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed by __exit__
         self._proc = subprocess.Popen(
@@ -340,7 +352,7 @@ class Repo:
         start = Path(path).expanduser()
         if not start.is_dir():
             raise NotARepository(f"{start} is not a directory; pass -C <path of a git work tree>")
-        git = base_runner(start.resolve())
+        git = Git(start.resolve(), skip_index_hash=True)
         result = git.run(
             [
                 "rev-parse",
@@ -354,11 +366,12 @@ class Repo:
             ],
             check=False,
         )
-        if not result.ok:
+        lines = result.stdout.decode("utf-8", "surrogateescape").splitlines()
+        if not result.ok or len(lines) < 5 or not all(os.path.isabs(p) for p in lines[:4]):
+            base_runner(start)  # a git older than 2.31 does not know --path-format: say so
             raise NotARepository(
                 f"{start} is not inside a git work tree; run `git init` there or pass -C <repo>"
             )
-        lines = result.stdout.decode("utf-8", "surrogateescape").splitlines()
         toplevel, git_dir, common_dir, index = (Path(p) for p in lines[:4])
         return cls(toplevel, git_dir, common_dir, index, lines[4], replace(git, cwd=toplevel))
 

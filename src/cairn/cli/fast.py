@@ -16,7 +16,6 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -33,11 +32,17 @@ def as_path(value: str) -> Path:
     return Path(value)
 
 
-@dataclass(frozen=True)
 class IntAtLeast:
     """An integer option with a lower bound (Typer's ``min=``)."""
 
-    minimum: int
+    def __init__(self, minimum: int) -> None:
+        self.minimum = minimum
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, IntAtLeast) and other.minimum == self.minimum
+
+    def __hash__(self) -> int:
+        return hash(self.minimum)
 
     def __call__(self, value: str) -> int:
         if not (value.isascii() and value.isdigit()):
@@ -48,29 +53,44 @@ class IntAtLeast:
         return number
 
 
-@dataclass(frozen=True)
+# Plain classes, not dataclasses: building a dataclass costs more than parsing a command line.
+
+
 class Opt:
     """An option: the handler parameter it sets, how it takes a value, how that converts."""
 
-    dest: str
-    kind: Literal["value", "flag", "multiple"] = "value"
-    convert: Callable[[str], Any] = str
+    __slots__ = ("convert", "dest", "kind")
+
+    def __init__(
+        self,
+        dest: str,
+        kind: Literal["value", "flag", "multiple"] = "value",
+        convert: Callable[[str], Any] = str,
+    ) -> None:
+        self.dest, self.kind, self.convert = dest, kind, convert
 
 
-@dataclass(frozen=True)
 class Arg:
     """A positional argument: ``variadic`` takes all the remaining ones (at least one)."""
 
-    dest: str
-    required: bool = True
-    variadic: bool = False
+    __slots__ = ("dest", "required", "variadic")
+
+    def __init__(self, dest: str, required: bool = True, variadic: bool = False) -> None:
+        self.dest, self.required, self.variadic = dest, required, variadic
 
 
-@dataclass(frozen=True)
 class Command:
-    handler: str  # "module:function"
-    arguments: tuple[Arg, ...] = ()
-    options: Mapping[str, Opt] = field(default_factory=dict)
+    """A command of the table: its handler (``"module:function"``), arguments and options."""
+
+    __slots__ = ("arguments", "handler", "options")
+
+    def __init__(
+        self,
+        handler: str,
+        arguments: tuple[Arg, ...] = (),
+        options: Mapping[str, Opt] | None = None,
+    ) -> None:
+        self.handler, self.arguments, self.options = handler, arguments, options or {}
 
 
 def _options(*groups: Mapping[str, Opt], **single: Opt) -> dict[str, Opt]:

@@ -7,7 +7,6 @@ with only the five original fields (``skill``, ``phase``, ``round``, ``started_a
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -63,58 +62,14 @@ class Marker(Record):
         return self.model_copy(update={"last_updated": clock.now(), **changes})
 
 
-_LINE = re.compile(r"( {2})?([a-z_]+):(?: (.*))?")
-_PLAIN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./@+-]*")
-_INT = re.compile(r"0|[1-9][0-9]*")
-
-
-def _fast_load(text: str) -> dict[str, Any] | None:
-    """The mapping of a marker in the simple shape cairn writes; None for anything else.
-
-    A marker rewritten at every transition is read by every ``cairn status``; PyYAML's
-    constructor costs ~150 µs a marker even with libyaml, this ~15 µs. Every value it is not
-    sure of sends the whole text to the full YAML parser, so both always agree.
-    """
-    data: dict[str, Any] = {}
-    section: dict[str, Any] | None = None
-    for line in text.split("\n"):
-        if not line:
-            continue
-        match = _LINE.fullmatch(line)
-        if match is None:
-            return None
-        nested, key, raw = match.groups()
-        if raw is None:
-            if nested:
-                return None
-            section = data[key] = {}
-            continue
-        if nested:
-            if section is None:
-                return None
-            target = section
-        else:
-            section, target = None, data
-        if len(raw) >= 2 and raw[0] == raw[-1] == "'" and "'" not in raw[1:-1].replace("''", ""):
-            target[key] = raw[1:-1].replace("''", "'")
-        elif not _PLAIN.fullmatch(raw):
-            return None
-        else:
-            kind = yaml_io.plain_scalar_tag(raw)
-            if kind == "str":
-                target[key] = raw
-            elif kind == "int" and _INT.fullmatch(raw):
-                target[key] = int(raw)
-            else:
-                return None
-    return data or None
+# The marker is read by every ``cairn status`` and rewritten at every transition: in the flat
+# shape cairn writes it, it is read and written without PyYAML (see yaml_io).
+_fast_load = yaml_io.load_flat
 
 
 def parse(text: str, path: Path) -> Marker:
     try:
-        data = _fast_load(text)
-        if data is None:
-            data = yaml_io.safe_load(text)
+        data = yaml_io.safe_load(text)
     except yaml_io.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""

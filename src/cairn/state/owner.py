@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import os
-import socket
 from datetime import UTC, datetime
 from typing import Annotated, Literal
 
@@ -38,6 +37,8 @@ class Owner(Record):
 
 
 def this_host() -> str:
+    import socket  # only when an owner is recorded or checked: most commands never ask
+
     return socket.gethostname()
 
 

@@ -13,7 +13,6 @@ import contextlib
 import errno
 import fcntl
 import os
-import secrets
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -52,7 +51,7 @@ def atomic_write(path: Path, data: bytes | str, *, fsync: bool = True) -> None:
     """Replace ``path`` with ``data`` so that readers only ever see a complete file."""
     payload = data.encode("utf-8") if isinstance(data, str) else data
     directory = path.parent
-    temp = directory / f"{TEMP_PREFIX}{path.name}.{os.getpid()}.{secrets.token_hex(4)}"
+    temp = directory / f"{TEMP_PREFIX}{path.name}.{os.getpid()}.{os.urandom(4).hex()}"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
     try:
         try:
