@@ -47,12 +47,13 @@ def cairn(
 
 
 def state_of(root: Path) -> dict[str, str]:
-    """Every file of cairn's state, normalised, and every snapshot ref's tree."""
+    """Every file of cairn's state, normalised, and every snapshot ref's tree; not the
+    scratch space, nor the stat cache (named after the worktree's path, full of inodes)."""
     state = root / ".git" / "cairn"
     files = {
         str(p.relative_to(state)): normal(p.read_text(errors="replace"), root)
         for p in sorted(state.rglob("*"))
-        if p.is_file() and "tmp" not in p.relative_to(state).parts
+        if p.is_file() and not {"tmp", "cache"} & set(p.relative_to(state).parts)
     }
     refs = git(root, "for-each-ref", "--format=%(refname) %(objectname)", "refs/cairn")
     for line in refs.splitlines():

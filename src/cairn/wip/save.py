@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import shutil
 import time
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from cairn.config import Config
 from cairn.config import load as load_config
 from cairn.errors import BadInput, CairnError, GitError, SaveTimeout
 from cairn.git import Deadline, Git, Repo, null_oid, version
+from cairn.wip.hashcache import HashCache, digest, stamp_now
 from cairn.wip.meta import SnapshotMeta, clean_reason
 from cairn.wip.models import SaveResult, Skipped
 from cairn.wip.objects import CommitObject, ObjectReader, read_commits
@@ -48,6 +50,7 @@ class Prepared:
     conflicted: list[str]
     prev: CommitObject | None
     prev_meta: SnapshotMeta | None
+    cache: HashCache | None = None
 
     def same_as_prev(self) -> bool:
         return (
@@ -63,7 +66,23 @@ def wip_ref(config: Config, ticket: str) -> str:
     return f"{config.snapshot.ref_prefix.rstrip('/')}/{ticket}"
 
 
+# A ref whose components all look like this is valid for git (no "..", no leading "." or "-",
+# no ".lock" ending), so the usual snapshot ref needs no ``git check-ref-format``.
+_PLAIN_COMPONENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*")
+
+
+def plainly_valid(ref: str) -> bool:
+    parts = ref.split("/")
+    return (
+        len(parts) > 1
+        and parts[0] == "refs"
+        and all(_PLAIN_COMPONENT.fullmatch(p) and not p.endswith(".lock") for p in parts)
+    )
+
+
 def checked_ref(git: Git, ref: str) -> str:
+    if plainly_valid(ref):
+        return ref
     if not git.run(["check-ref-format", ref], check=False).ok:
         raise BadInput(f"{ref!r} is not a valid git ref name; choose another ticket id")
     return ref
@@ -96,6 +115,8 @@ def save(
         with scratch_dir(repo.state_root(), "save") as scratch:
             prepared = prepare(repo, config, scratch, ticket, deadline)
             result = record(prepared, reason, run_id, deadline, mirror_branch=mirror_branch)
+            if prepared.cache is not None and result.commit:
+                prepared.cache.save(anchor=result.commit)
     except SaveTimeout as exc:
         raise SaveTimeout(
             f"snapshot abandoned after {timeout * 1000:.0f} ms ({exc}); no ref was moved; "
@@ -132,19 +153,34 @@ def prepare(
     ref = checked_ref(git, wip_ref(config, ticket))
     chosen = select_untracked(repo.toplevel, status.untracked, status.nested, config.snapshot)
 
+    cache: HashCache | None = None
     with ObjectReader(git, deadline) as objects:
         head_commit = objects.commit(status.head) if status.head else None
         prev = objects.commit(ref)
+        prev_meta = SnapshotMeta.parse(prev.message) if prev else None
         head_tree = head_commit.tree if head_commit else None
         if via_index or any(c.submodule and c.y != "." for c in status.changes):
             index_tree, tree = _trees_via_index(git, status, chosen.included, head_tree, deadline)
         else:
+            cache = HashCache.load(repo, stamp_now(scratch))  # the stamp: before any read
+            cache.verify(git, prev.oid if prev else None, deadline)
+            last = (prev_meta.index_tree if prev_meta else None, prev.tree if prev else None)
             try:
                 index_tree, tree = _trees_via_edits(
-                    repo, git, objects, scratch, status, chosen.included, head_tree, deadline
+                    repo,
+                    git,
+                    objects,
+                    scratch,
+                    status,
+                    chosen.included,
+                    head_tree,
+                    deadline,
+                    cache,
+                    last,
                 )
             except (GitError, OSError, ValueError):
                 # a file vanished or turned unreadable mid-way: let git's own index code decide
+                cache = None
                 index_tree, tree = _trees_via_index(
                     git, status, chosen.included, head_tree, deadline
                 )
@@ -164,7 +200,8 @@ def prepare(
         skipped=chosen.skipped,
         conflicted=status.conflicted,
         prev=prev,
-        prev_meta=SnapshotMeta.parse(prev.message) if prev else None,
+        prev_meta=prev_meta,
+        cache=cache,
     )
 
 
@@ -177,8 +214,12 @@ def _trees_via_edits(
     untracked: list[str],
     head_tree: str | None,
     deadline: Deadline | None,
+    cache: HashCache,
+    last: tuple[str | None, str | None],
 ) -> tuple[str | None, str]:
-    """(staged tree, work tree) as HEAD's tree plus edits, hashing only changed files."""
+    """(staged tree, work tree) as HEAD's tree plus edits, hashing only changed files (and
+    only those the cache does not know). ``last`` is the (staged, work) trees of the ticket's
+    latest snapshot: built from the same edits, they are taken as they are."""
     staged: dict[bytes, Edit] = {}
     worktree: dict[bytes, Edit] = {}
     to_hash: dict[bytes, Known] = {}
@@ -194,10 +235,17 @@ def _trees_via_edits(
     for name in status.conflicted + untracked:
         to_hash[os.fsencode(name)] = Known(None, None)
     if to_hash:
-        worktree.update(hash_worktree(git, repo.toplevel, scratch, to_hash, deadline))
+        worktree.update(hash_worktree(git, repo.toplevel, scratch, to_hash, deadline, cache))
     with TreeWriter(git, objects, repo.object_format, deadline) as trees:
-        index_tree = None if status.conflicted else trees.build(head_tree, staged)
-        return index_tree, trees.build(head_tree, worktree)
+
+        def build(kind: str, edits: dict[bytes, Edit], expected: str | None) -> str:
+            key = digest(head_tree, edits)
+            tree = cache.tree(kind, key, expected) or trees.build(head_tree, edits)
+            cache.remember_tree(kind, key, tree)
+            return tree
+
+        index_tree = None if status.conflicted else build("staged", staged, last[0])
+        return index_tree, build("work", worktree, last[1])
 
 
 def _trees_via_index(
