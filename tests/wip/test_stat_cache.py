@@ -79,7 +79,13 @@ def dirty(repo: Path) -> Path:
     return repo
 
 
+def index_state(repo: Path) -> tuple[bytes, int]:
+    index = repo / ".git" / "index"
+    return index.read_bytes(), index.stat().st_mtime_ns
+
+
 def test_a_no_op_save_hashes_nothing_and_builds_no_tree(dirty: Path) -> None:
+    before = index_state(dirty)  # the status pass reads the index in place: never writes it
     first = wip.save(dirty, ticket="T")
     assert first.created
     with git_calls() as calls:
@@ -89,6 +95,7 @@ def test_a_no_op_save_hashes_nothing_and_builds_no_tree(dirty: Path) -> None:
     assert "cat-file" not in calls  # the blobs are the latest snapshot's: no check needed
     data = json.loads(cache_file(dirty).read_text())
     assert data["anchor"] == first.commit and len(data["entries"]) == 21
+    assert index_state(dirty) == before
 
 
 def test_another_ticket_checks_the_blobs_once_instead_of_hashing(dirty: Path) -> None:

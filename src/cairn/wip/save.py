@@ -9,7 +9,6 @@ The user's index is only ever read.
 from __future__ import annotations
 
 import os
-import random
 import re
 import shutil
 import time
@@ -20,12 +19,12 @@ from cairn import tickets
 from cairn.config import Config
 from cairn.config import load as load_config
 from cairn.errors import BadInput, CairnError, GitError, SaveTimeout
-from cairn.git import Deadline, Git, Repo, null_oid, version
+from cairn.git import Deadline, Git, Repo, null_oid
 from cairn.wip.hashcache import HashCache, digest, stamp_now
 from cairn.wip.meta import SnapshotMeta, clean_reason
 from cairn.wip.models import SaveResult, Skipped
 from cairn.wip.objects import CommitObject, ObjectReader, read_commits
-from cairn.wip.scan import StatusScan, scan_status, select_untracked
+from cairn.wip.scan import Selection, StatusScan, scan_status, select_untracked
 from cairn.wip.scratch import scratch_dir
 from cairn.wip.treebuild import Edit, Known, TreeWriter, hash_worktree
 
@@ -136,54 +135,44 @@ def prepare(
 ) -> Prepared:
     """Write the snapshot's trees (the work tree, the staged state); record nothing.
 
-    The trees are built from HEAD plus the changed paths (see treebuild.py). ``via_index``
-    builds them instead with ``update-index`` and ``write-tree`` on the private copy of the
-    index: slower on big repositories, and the fallback for submodule changes and for files
-    that vanish while they are read.
+    The status pass reads the user's index where it is (git never writes it: optional locks
+    are off), so git's stat cache decides which files to read. The trees are built from HEAD
+    plus the changed paths (see treebuild.py). ``via_index`` builds them instead with
+    ``update-index`` and ``write-tree`` on a private copy of the index, scanned again: slower
+    on big repositories, and the fallback for submodule changes and for files that vanish
+    while they are read.
     """
-    index = scratch / "index"
-    if repo.index_path.exists():
-        shutil.copy2(repo.index_path, index)  # copy2 keeps the mtime: git's racy-clean check
-    git = repo.git.with_index(index)
-    if config.snapshot.fsync and version() >= (2, 36):
-        git = git.with_config("core.fsync=loose-object,reference", "core.fsyncMethod=batch")
-    status = scan_status(git, deadline)
+    git = _runner(repo, config, repo.index_path)
+    status, chosen = _scan(repo, config, git, deadline)
     if ticket is None:
         ticket = tickets.from_branch(status.branch if status.head else None)
     ref = checked_ref(git, wip_ref(config, ticket))
-    chosen = select_untracked(repo.toplevel, status.untracked, status.nested, config.snapshot)
 
     cache: HashCache | None = None
     with ObjectReader(git, deadline) as objects:
-        head_commit = objects.commit(status.head) if status.head else None
         prev = objects.commit(ref)
         prev_meta = SnapshotMeta.parse(prev.message) if prev else None
+        head_commit = objects.commit(status.head) if status.head else None
         head_tree = head_commit.tree if head_commit else None
-        if via_index or any(c.submodule and c.y != "." for c in status.changes):
-            index_tree, tree = _trees_via_index(git, status, chosen.included, head_tree, deadline)
-        else:
+        if not via_index and not any(c.submodule and c.y != "." for c in status.changes):
             cache = HashCache.load(repo, stamp_now(scratch))  # the stamp: before any read
             cache.verify(git, prev.oid if prev else None, deadline)
             last = (prev_meta.index_tree if prev_meta else None, prev.tree if prev else None)
             try:
                 index_tree, tree = _trees_via_edits(
-                    repo,
-                    git,
-                    objects,
-                    scratch,
-                    status,
-                    chosen.included,
-                    head_tree,
-                    deadline,
-                    cache,
-                    last,
+                    repo, git, objects, scratch, status, chosen, head_tree, deadline, cache, last
                 )
             except (GitError, OSError, ValueError):
-                # a file vanished or turned unreadable mid-way: let git's own index code decide
-                cache = None
-                index_tree, tree = _trees_via_index(
-                    git, status, chosen.included, head_tree, deadline
-                )
+                cache = None  # a file vanished or turned unreadable: git's index code decides
+        if cache is None:
+            index = scratch / "index"
+            if repo.index_path.exists():
+                shutil.copy2(repo.index_path, index)  # copy2 keeps the mtime: racy-clean check
+            git = _runner(repo, config, index)
+            status, chosen = _scan(repo, config, git, deadline)
+            head_commit = objects.commit(status.head) if status.head else None
+            head_tree = head_commit.tree if head_commit else None
+            index_tree, tree = _trees_via_index(git, status, chosen.included, head_tree, deadline)
     return Prepared(
         repo=repo,
         git=git,
@@ -205,13 +194,27 @@ def prepare(
     )
 
 
+def _runner(repo: Repo, config: Config, index: Path) -> Git:
+    git = repo.git.with_index(index)
+    if config.snapshot.fsync:  # git before 2.36 ignores these keys (it has no core.fsync)
+        git = git.with_config("core.fsync=loose-object,reference", "core.fsyncMethod=batch")
+    return git
+
+
+def _scan(
+    repo: Repo, config: Config, git: Git, deadline: Deadline | None
+) -> tuple[StatusScan, Selection]:
+    status = scan_status(git, deadline)
+    return status, select_untracked(repo.toplevel, status.untracked, status.nested, config.snapshot)
+
+
 def _trees_via_edits(
     repo: Repo,
     git: Git,
     objects: ObjectReader,
     scratch: Path,
     status: StatusScan,
-    untracked: list[str],
+    chosen: Selection,
     head_tree: str | None,
     deadline: Deadline | None,
     cache: HashCache,
@@ -232,10 +235,12 @@ def _trees_via_edits(
             worktree[path] = in_index
         else:
             to_hash[path] = Known(in_index[0] if in_index else None, change.worktree_mode)
-    for name in status.conflicted + untracked:
+    for name in status.conflicted + chosen.included:
         to_hash[os.fsencode(name)] = Known(None, None)
     if to_hash:
-        worktree.update(hash_worktree(git, repo.toplevel, scratch, to_hash, deadline, cache))
+        stats = {os.fsencode(p): st for p, st in chosen.stats.items()}
+        edits = hash_worktree(git, repo.toplevel, scratch, to_hash, deadline, cache, stats)
+        worktree.update(edits)
     with TreeWriter(git, objects, repo.object_format, deadline) as trees:
 
         def build(kind: str, edits: dict[bytes, Edit], expected: str | None) -> str:
@@ -330,6 +335,8 @@ def record(
         if (current.oid if current else None) == (p.prev.oid if p.prev else None):
             if "lock" not in moved.error_text:
                 raise CairnError(f"cannot update {p.ref}: {moved.error_line}")
+            import random
+
             time.sleep(random.uniform(0.005, 0.05))  # another writer holds the ref lock
         p.prev = current
         p.prev_meta = SnapshotMeta.parse(current.message) if current else None

@@ -141,6 +141,7 @@ def _header(result: StatusScan, line: str) -> None:
 class Selection:
     included: list[str]
     skipped: list[Skipped]
+    stats: dict[str, os.stat_result] = field(default_factory=dict)  # lstat of the included
 
 
 def select_untracked(
@@ -149,12 +150,14 @@ def select_untracked(
     """Untracked files to capture: per-file cap, no nested repos, and a total budget."""
     skipped = [Skipped(path=p, reason="nested_repo") for p in nested]
     sizes: dict[str, int] = {}
+    stats: dict[str, os.stat_result] = {}
     cap = limits.max_new_file_bytes
     for path in untracked:
         try:
             st = os.lstat(toplevel / path)
         except OSError:
             continue  # vanished since the status pass: nothing to save
+        stats[path] = st
         if stat.S_ISLNK(st.st_mode):
             sizes[path] = st.st_size
         elif not stat.S_ISREG(st.st_mode):
@@ -164,7 +167,7 @@ def select_untracked(
         else:
             sizes[path] = st.st_size
     skipped += _enforce_budget(sizes, limits.max_new_files, limits.max_new_bytes)
-    return Selection(included=sorted(sizes), skipped=skipped)
+    return Selection(included=sorted(sizes), skipped=skipped, stats={p: stats[p] for p in sizes})
 
 
 def _enforce_budget(sizes: dict[str, int], max_files: int, max_bytes: int) -> list[Skipped]:

@@ -9,9 +9,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import secrets
 import shutil
-import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +20,7 @@ STALE_AFTER_SECONDS = 24 * 3600
 
 
 def _host() -> str:
-    return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+    return hashlib.sha256(os.uname().nodename.encode()).hexdigest()[:8]  # gethostname()
 
 
 @contextlib.contextmanager
@@ -30,7 +28,7 @@ def scratch_dir(state_root: Path, purpose: str) -> Iterator[Path]:
     base = state_root / "tmp"
     base.mkdir(parents=True, exist_ok=True)
     remove_abandoned(base)
-    path = base / f"{purpose}.{_host()}.{os.getpid()}.{secrets.token_hex(4)}"
+    path = base / f"{purpose}.{_host()}.{os.getpid()}.{os.urandom(4).hex()}"
     path.mkdir()
     try:
         yield path

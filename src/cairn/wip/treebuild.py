@@ -102,6 +102,7 @@ def hash_worktree(
     paths: dict[bytes, Known],
     deadline: Deadline | None,
     cache: HashCache | None = None,
+    stats: dict[bytes, os.stat_result] | None = None,
 ) -> dict[bytes, Edit]:
     """Blobs for work-tree paths, written to the store.
 
@@ -109,7 +110,8 @@ def hash_worktree(
     link text. A path that is missing, a directory, or a special file is an edit that removes it.
     The mode is the one ``git status`` reported when the file is still of that kind; otherwise
     it follows the repository's ``core.fileMode``/``core.symlinks`` (read only when needed).
-    A regular file the ``cache`` knows for exactly its lstat is not read again.
+    A regular file the ``cache`` knows for exactly its lstat is not read again. ``stats`` are
+    lstats already taken (before the cache's stamp, before any read), to take none twice.
     """
     edits: dict[bytes, Edit] = {}
     files: list[tuple[bytes, str, os.stat_result]] = []
@@ -118,8 +120,9 @@ def hash_worktree(
     if cache is not None and cache.modes is not None:
         modes = WorktreeModes(*cache.modes)
     for path, known in paths.items():
+        st = stats.get(path) if stats else None
         try:
-            st = os.lstat(top / os.fsdecode(path))
+            st = st or os.lstat(top / os.fsdecode(path))
         except (FileNotFoundError, NotADirectoryError):
             edits[path] = None
             continue
