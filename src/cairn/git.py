@@ -14,10 +14,9 @@ import subprocess
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
-from typing import NoReturn
+from typing import NamedTuple, NoReturn
 
 from cairn.errors import CairnError, GitError, NotARepository, SaveTimeout
 from cairn.util.procs import kill_group
@@ -98,8 +97,7 @@ class Deadline:
         return left is not None and left <= 0
 
 
-@dataclass(frozen=True)
-class GitResult:
+class GitResult(NamedTuple):
     args: list[str]
     returncode: int
     stdout: bytes
@@ -132,15 +130,27 @@ def telling_line(text: str) -> str:
     return next((line for line in lines if not line.startswith("hint:")), "")
 
 
-@dataclass(frozen=True)
 class Git:
-    """A git runner bound to a directory (and optionally a private index file)."""
+    """A git runner bound to a directory (and optionally a private index file). Treat it as
+    immutable: ``with_index`` and ``with_config`` return new runners."""
 
-    cwd: Path
-    env: Mapping[str, str] = field(default_factory=scrubbed_env)
-    config: tuple[str, ...] = _BASE_CONFIG
-    # Ask git's version (one more process) only when a command writes an index.
-    skip_index_hash: bool = False
+    __slots__ = ("config", "cwd", "env", "skip_index_hash")
+
+    def __init__(
+        self,
+        cwd: Path,
+        env: Mapping[str, str] | None = None,
+        config: tuple[str, ...] = _BASE_CONFIG,
+        skip_index_hash: bool = False,  # ask git's version only when a command writes an index
+    ) -> None:
+        self.cwd = cwd
+        self.env = scrubbed_env() if env is None else env
+        self.config = config
+        self.skip_index_hash = skip_index_hash
+
+    def replace(self, **changes: object) -> Git:
+        fields = {name: getattr(self, name) for name in self.__slots__}
+        return Git(**{**fields, **changes})  # type: ignore[arg-type]
 
     def _argv(self, args: Sequence[str]) -> list[str]:
         config = self.config
@@ -152,10 +162,10 @@ class Git:
         return argv + list(args)
 
     def with_index(self, index_file: Path) -> Git:
-        return replace(self, env={**self.env, "GIT_INDEX_FILE": str(index_file)})
+        return self.replace(env={**self.env, "GIT_INDEX_FILE": str(index_file)})
 
     def with_config(self, *entries: str) -> Git:
-        return replace(self, config=self.config + entries)
+        return self.replace(config=self.config + entries)
 
     def run(
         self,
@@ -336,8 +346,7 @@ def base_runner(cwd: Path) -> Git:
     return git
 
 
-@dataclass(frozen=True)
-class Repo:
+class Repo(NamedTuple):
     """A work tree and its git directories, all as absolute paths."""
 
     toplevel: Path
@@ -373,7 +382,7 @@ class Repo:
                 f"{start} is not inside a git work tree; run `git init` there or pass -C <repo>"
             )
         toplevel, git_dir, common_dir, index = (Path(p) for p in lines[:4])
-        return cls(toplevel, git_dir, common_dir, index, lines[4], replace(git, cwd=toplevel))
+        return cls(toplevel, git_dir, common_dir, index, lines[4], git.replace(cwd=toplevel))
 
     def state_root(self) -> Path:
         return self.common_dir / "cairn"

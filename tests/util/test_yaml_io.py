@@ -13,7 +13,10 @@ from cairn.util import yaml_io
 
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-KEYS = st.from_regex(r"[a-z_]{1,12}", fullmatch=True)
+KEYS = st.one_of(
+    st.from_regex(r"[a-z_]{1,12}", fullmatch=True),
+    st.sampled_from(["no", "yes", "on", "off", "null", "true", "y", "n"]),
+)
 SCALARS = st.one_of(
     st.none(),
     st.integers(-(10**12), 10**12),
@@ -86,7 +89,9 @@ def test_reads_what_pyyaml_reads(data: dict[str, Any]) -> None:
 @given(
     st.lists(
         st.tuples(
-            st.sampled_from(["phase", "skill", "round", "owner", "  pid", "  host", "x_y"]),
+            st.sampled_from(
+                ["phase", "skill", "round", "owner", "  pid", "  host", "x_y", "no", "  on"]
+            ),
             st.text(st.characters(codec="ascii", exclude_categories=("Cc",)), max_size=12),
         ),
         max_size=6,

@@ -22,7 +22,7 @@ from cairn import git as cairn_git
 from cairn import wip
 from cairn.config import load
 from cairn.git import Repo
-from cairn.wip.hashcache import RACY_WINDOW_NS, HashCache
+from cairn.wip.hashcache import FORMAT, RACY_WINDOW_NS, HashCache
 from cairn.wip.save import plainly_valid, prepare
 from cairn.wip.scratch import scratch_dir
 from helpers import git, make_repo, snapshot_files, write
@@ -42,7 +42,7 @@ def git_calls() -> Iterator[list[str]]:
     original = cairn_git.Git.run
 
     def listening(self: Any, args: Any, **kwargs: Any) -> Any:
-        calls.append(args[0])
+        calls.append(" ".join(args[:2]) if args[0] == "cat-file" else args[0])
         return original(self, args, **kwargs)
 
     cairn_git.Git.run = listening  # type: ignore[method-assign]
@@ -92,19 +92,29 @@ def test_a_no_op_save_hashes_nothing_and_builds_no_tree(dirty: Path) -> None:
         again = wip.save(dirty, ticket="T")
     assert not again.created and again.commit == first.commit
     assert "hash-object" not in calls and "config" not in calls
-    assert "cat-file" not in calls  # the blobs are the latest snapshot's: no check needed
+    assert "cat-file --batch-check" not in calls  # the blobs are the snapshot's: no check
     data = json.loads(cache_file(dirty).read_text())
-    assert data["anchor"] == first.commit and len(data["entries"]) == 21
+    assert data["anchors"] == {"refs/cairn/wip/T": first.commit}
+    assert len(data["entries"]) == 21
     assert index_state(dirty) == before
 
 
-def test_another_ticket_checks_the_blobs_once_instead_of_hashing(dirty: Path) -> None:
-    wip.save(dirty, ticket="T")
+def test_another_ticket_needs_no_hashing_while_an_anchor_stands(dirty: Path) -> None:
+    first = wip.save(dirty, ticket="T")
     with git_calls() as calls:
         other = wip.save(dirty, ticket="U")
     assert other.created
-    assert "hash-object" not in calls and calls.count("cat-file") == 1  # --batch-check
+    assert "hash-object" not in calls
+    assert "cat-file --batch-check" not in calls  # T's ref still holds them all
     assert snapshot_files(dirty, other.commit)["new/file3.txt"] == b"untracked 3\n"
+    anchors = json.loads(cache_file(dirty).read_text())["anchors"]
+    assert anchors == {"refs/cairn/wip/T": first.commit, "refs/cairn/wip/U": other.commit}
+    git(dirty, "update-ref", "-d", "refs/cairn/wip/T")
+    git(dirty, "update-ref", "-d", "refs/cairn/wip/U")
+    with git_calls() as calls:
+        third = wip.save(dirty, ticket="V")
+    assert "hash-object" not in calls and calls.count("cat-file --batch-check") == 1
+    assert tree_of(dirty, third.commit) == tree_of(dirty, other.commit)
 
 
 def test_a_changed_file_is_hashed_again(dirty: Path) -> None:
@@ -178,9 +188,31 @@ def test_a_pruned_tree_is_built_again_even_when_its_blobs_survive(repo: Path) ->
     assert tree_of(repo, result.commit) == tree == uncached_tree(repo, "T")
 
 
+def test_a_new_blob_is_anchored_only_to_the_snapshot_that_holds_it(dirty: Path) -> None:
+    wip.save(dirty, ticket="T")
+    write(dirty, "new/file5.txt", "a brand new blob\n")
+    age(dirty, "new/file5.txt", seconds=OLD + 1)
+    second = wip.save(dirty, ticket="U")  # T's tree does not have the new blob
+    assert json.loads(cache_file(dirty).read_text())["anchors"] == {
+        "refs/cairn/wip/U": second.commit
+    }
+    git(dirty, "update-ref", "-d", "refs/cairn/wip/U")
+    git(dirty, "reflog", "expire", "--expire=now", "--all")
+    git(dirty, "gc", "-q", "--prune=now")  # the new blob is gone; T's snapshot is not
+    result = wip.save(dirty, ticket="V")
+    git(dirty, "fsck", "--no-dangling", "--connectivity-only")
+    assert snapshot_files(dirty, result.commit)["new/file5.txt"] == b"a brand new blob\n"
+
+
 @pytest.mark.parametrize(
     "content",
-    [b"not json", b"\x00\xff", b'{"format": 0, "entries": []}', b"[]", b'{"format": 1}'],
+    [
+        b"not json",
+        b"\x00\xff",
+        b'{"format": 1, "stamp": 0, "anchor": null, "entries": [], "fingerprint": []}',
+        b"[]",
+        b'{"format": 2}',
+    ],
 )
 def test_a_corrupt_or_old_cache_is_replaced_silently(dirty: Path, content: bytes) -> None:
     wip.save(dirty, ticket="T")
@@ -189,7 +221,7 @@ def test_a_corrupt_or_old_cache_is_replaced_silently(dirty: Path, content: bytes
     result = wip.save(dirty, ticket="T")
     assert result.created and result.warnings == []
     assert tree_of(dirty, result.commit) == uncached_tree(dirty, "T")
-    assert json.loads(cache_file(dirty).read_text())["format"] == 1
+    assert json.loads(cache_file(dirty).read_text())["format"] == FORMAT
 
 
 def test_new_attributes_invalidate_the_cache(repo: Path) -> None:

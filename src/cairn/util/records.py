@@ -17,7 +17,6 @@ code and tests written for pydantic models keep working.
 
 from __future__ import annotations
 
-import inspect
 import json
 import sys
 import typing
@@ -90,7 +89,8 @@ class Record:
     def __init_subclass__(cls, *, frozen: bool = True, forbid_extra: bool = False) -> None:
         super().__init_subclass__()
         fields = dict(cls.model_fields)
-        for name, annotation in inspect.get_annotations(cls).items():
+        # not inspect.get_annotations: importing inspect costs more than the whole lookup
+        for name, annotation in cls.__dict__.get("__annotations__", {}).items():  # noqa: RUF063
             if _is_classvar(annotation):
                 continue
             default = cls.__dict__.get(name, _MISSING)

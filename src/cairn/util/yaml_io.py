@@ -86,6 +86,8 @@ def load_flat(text: str) -> dict[str, Any] | None:
         if match is None:
             return None
         nested, key, raw = match.groups()
+        if plain_scalar_tag(key) != "str":  # "no:" is a boolean key to YAML
+            return None
         if raw is None:
             if nested:
                 return None
@@ -127,14 +129,14 @@ def dump_flat(data: dict[str, Any]) -> str | None:
     when it has the flat shape; None for anything else."""
     lines: list[str] = []
     for key, value in data.items():
-        if not (isinstance(key, str) and _KEY.fullmatch(key)):
+        if not _plain_key(key):
             return None
         if isinstance(value, dict):
             if not value:
                 return None
             lines.append(f"{key}:")
             for sub, item in value.items():
-                text = _scalar_text(item) if isinstance(sub, str) and _KEY.fullmatch(sub) else None
+                text = _scalar_text(item) if _plain_key(sub) else None
                 if text is None:
                     return None
                 lines.append(f"  {sub}: {text}")
@@ -144,6 +146,10 @@ def dump_flat(data: dict[str, Any]) -> str | None:
             return None
         lines.append(f"{key}: {text}")
     return "\n".join(lines) + "\n" if lines else None
+
+
+def _plain_key(key: Any) -> bool:
+    return isinstance(key, str) and bool(_KEY.fullmatch(key)) and plain_scalar_tag(key) == "str"
 
 
 def _scalar_text(value: Any) -> str | None:

@@ -19,9 +19,10 @@ An entry is used only when all of these hold, otherwise the file is hashed as be
   timestamps (git's rule, taken before the read instead of at the index write, plus the window);
 - git would filter the file the same way: the ``.gitattributes`` of its directories, the
   repository's and the user's attributes and config files have the stat they had;
-- its blob cannot be missing: the cache is anchored to the snapshot that holds every cached
-  blob, and trusted as is while that is still the ticket's latest snapshot (so ``git gc`` cannot
-  have pruned them); otherwise the blobs are checked with one ``git cat-file --batch-check``.
+- its blob cannot be missing: the cache is anchored to snapshots whose trees hold every cached
+  blob (the last snapshots saved or matched, up to ``MAX_ANCHORS``, while no new blob came in),
+  and trusted as is while one of their refs still points at it, so ``git gc`` cannot have pruned
+  the blobs; otherwise they are checked with one ``git cat-file --batch-check``.
 
 A corrupt, unreadable or older cache file is ignored and replaced, without a word.
 """
@@ -38,8 +39,9 @@ from typing import Any
 from cairn.git import Deadline, Git, Repo
 from cairn.util import durable
 
-FORMAT = 1
+FORMAT = 2
 RACY_WINDOW_NS = 2_000_000_000
+MAX_ANCHORS = 8
 Signature = tuple[int, int, int, int, int]  # size, mtime_ns, ctime_ns, inode, mode
 Edits = dict[bytes, tuple[str, str] | None]
 
@@ -74,9 +76,10 @@ class HashCache:
         self.stamp = stamp  # of this save: entries hashed now are judged against it
         self.old: dict[bytes, tuple[Signature, str]] = {}
         self.new: dict[bytes, tuple[Signature, str]] = {}
-        self.anchor: str | None = None
+        self.anchors: dict[str, str] = {}  # ref → snapshot commit whose tree holds every blob
         self.trees: dict[str, list[str]] = {}
         self.modes: list[bool] | None = None
+        self.hashed = False  # a new blob came in: only this save's snapshot holds them all
         self.changed = False
 
     @classmethod
@@ -92,7 +95,7 @@ class HashCache:
             for path, size, mtime, ctime, ino, mode, oid in data["entries"]:
                 if mtime < limit:  # a racy entry is dirty: hash the file again
                     cache.old[os.fsencode(path)] = ((size, mtime, ctime, ino, mode), str(oid))
-            cache.anchor = data["anchor"]
+            cache.anchors = {str(ref): str(commit) for ref, commit in data["anchors"].items()}
             cache.trees = {k: [str(d), str(t)] for k, (d, t) in data["trees"].items()}
             cache.modes = data["modes"]
         except Exception:  # missing, unreadable, corrupt, older: start afresh, say nothing
@@ -102,11 +105,10 @@ class HashCache:
     def _fingerprint(self, paths: Iterable[str]) -> list[Any]:
         """Stat of every file that decides how git filters the cached paths."""
         directories = {b""}
-        for path in paths:
-            parent = os.fsencode(path)
-            while b"/" in parent:
-                parent = parent.rpartition(b"/")[0]
+        for parent in {os.path.dirname(os.fsencode(path)) for path in paths}:
+            while parent not in directories:
                 directories.add(parent)
+                parent = os.path.dirname(parent)
         found: list[Any] = [[f, _stat_of(f)] for f in self.config_files]
         for directory in sorted(directories):
             name = os.fsdecode(os.path.join(self.top, directory, b".gitattributes"))
@@ -115,10 +117,14 @@ class HashCache:
 
     # --- use ---------------------------------------------------------------------------------
 
-    def verify(self, git: Git, head_of_ticket: str | None, deadline: Deadline | None) -> None:
-        """Keep the entries only if their blobs are sure to be in the object store."""
-        if not self.old or head_of_ticket == self.anchor:
-            return  # the ticket's latest snapshot holds every cached blob: reachable
+    def verify(self, git: Git, anchors_now: dict[str, str], deadline: Deadline | None) -> None:
+        """Keep the entries only if their blobs are sure to be in the object store: an anchor
+        ref still points at its snapshot (``anchors_now``: ref → commit, read by the caller),
+        or ``cat-file --batch-check`` finds every blob."""
+        if not self.old:
+            return
+        if any(anchors_now.get(ref) == commit for ref, commit in self.anchors.items()):
+            return  # that snapshot is reachable, and its tree holds every cached blob
         oids = sorted({oid for _, oid in self.old.values()})
         payload = "".join(f"{oid}\n" for oid in oids).encode()
         out = git.run(["cat-file", "--batch-check"], input=payload, deadline=deadline)
@@ -136,7 +142,7 @@ class HashCache:
 
     def remember(self, path: bytes, st: os.stat_result, oid: str) -> None:
         self.new[path] = (signature(st), oid)
-        self.changed = True
+        self.hashed = True
 
     def tree(self, kind: str, key: str, expected: str | None) -> str | None:
         """The tree built last time from the same inputs, if it is ``expected`` (the tree of
@@ -158,16 +164,22 @@ class HashCache:
 
     # --- save ----------------------------------------------------------------------------------
 
-    def save(self, anchor: str) -> None:
-        """Write what this snapshot hashed, anchored to the snapshot that holds it all."""
-        if not self.changed and anchor == self.anchor and self.new.keys() == self.old.keys():
+    def save(self, ref: str, commit: str) -> None:
+        """Write what this snapshot hashed, anchored to ``commit`` (at ``ref``), the snapshot
+        that holds it all; earlier anchors still hold it all when no new blob came in."""
+        anchors = {} if self.hashed else {r: c for r, c in self.anchors.items() if r != ref}
+        anchors[ref] = commit
+        anchors = dict(list(anchors.items())[-MAX_ANCHORS:])
+        unchanged = anchors == self.anchors and self.new.keys() == self.old.keys()
+        if unchanged and not (self.changed or self.hashed):
             return
-        entries = [[os.fsdecode(path), *sig, oid] for path, (sig, oid) in sorted(self.new.items())]
+        names = {path: os.fsdecode(path) for path in self.new}
+        entries = [[names[path], *sig, oid] for path, (sig, oid) in sorted(self.new.items())]
         data = {
             "format": FORMAT,
             "stamp": self.stamp,
-            "anchor": anchor,
-            "fingerprint": self._fingerprint(e[0] for e in entries),
+            "anchors": anchors,
+            "fingerprint": self._fingerprint(names.values()),
             "modes": self.modes,
             "trees": self.trees,
             "entries": entries,

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from cairn import tickets
@@ -23,33 +21,42 @@ from cairn.git import Deadline, Git, Repo, null_oid
 from cairn.wip.hashcache import HashCache, digest, stamp_now
 from cairn.wip.meta import SnapshotMeta, clean_reason
 from cairn.wip.models import SaveResult, Skipped
-from cairn.wip.objects import CommitObject, ObjectReader, read_commits
+from cairn.wip.objects import CommitObject, ObjectReader, parse_commit, read_commits, read_objects
 from cairn.wip.scan import Selection, StatusScan, scan_status, select_untracked
 from cairn.wip.scratch import scratch_dir
 from cairn.wip.treebuild import Edit, Known, TreeWriter, hash_worktree
 
 
-@dataclass
 class Prepared:
     """The trees of a snapshot, written to the object store but not yet recorded by a ref."""
 
-    repo: Repo
-    git: Git
-    ticket: str
-    ref: str
-    head: str | None
-    head_tree: str | None
-    branch: str | None
-    index_tree: str | None
-    staged: bool
-    tree: str
-    files_changed: int
-    clean: bool
-    skipped: list[Skipped]
-    conflicted: list[str]
-    prev: CommitObject | None
-    prev_meta: SnapshotMeta | None
-    cache: HashCache | None = None
+    def __init__(
+        self,
+        *,
+        repo: Repo,
+        git: Git,
+        ticket: str,
+        ref: str,
+        head: str | None,
+        head_tree: str | None,
+        branch: str | None,
+        index_tree: str | None,
+        staged: bool,
+        tree: str,
+        files_changed: int,
+        clean: bool,
+        skipped: list[Skipped],
+        conflicted: list[str],
+        prev: CommitObject | None,
+        prev_meta: SnapshotMeta | None,
+        cache: HashCache | None = None,
+    ) -> None:
+        self.repo, self.git, self.ticket, self.ref = repo, git, ticket, ref
+        self.head, self.head_tree, self.branch = head, head_tree, branch
+        self.index_tree, self.staged, self.tree = index_tree, staged, tree
+        self.files_changed, self.clean = files_changed, clean
+        self.skipped, self.conflicted = skipped, conflicted
+        self.prev, self.prev_meta, self.cache = prev, prev_meta, cache
 
     def same_as_prev(self) -> bool:
         return (
@@ -115,7 +122,7 @@ def save(
             prepared = prepare(repo, config, scratch, ticket, deadline)
             result = record(prepared, reason, run_id, deadline, mirror_branch=mirror_branch)
             if prepared.cache is not None and result.commit:
-                prepared.cache.save(anchor=result.commit)
+                prepared.cache.save(prepared.ref, result.commit)
     except SaveTimeout as exc:
         raise SaveTimeout(
             f"snapshot abandoned after {timeout * 1000:.0f} ms ({exc}); no ref was moved; "
@@ -148,15 +155,21 @@ def prepare(
         ticket = tickets.from_branch(status.branch if status.head else None)
     ref = checked_ref(git, wip_ref(config, ticket))
 
-    cache: HashCache | None = None
-    with ObjectReader(git, deadline) as objects:
-        prev = objects.commit(ref)
-        prev_meta = SnapshotMeta.parse(prev.message) if prev else None
-        head_commit = objects.commit(status.head) if status.head else None
-        head_tree = head_commit.tree if head_commit else None
-        if not via_index and not any(c.submodule and c.y != "." for c in status.changes):
-            cache = HashCache.load(repo, stamp_now(scratch))  # the stamp: before any read
-            cache.verify(git, prev.oid if prev else None, deadline)
+    use_edits = not via_index and not any(c.submodule and c.y != "." for c in status.changes)
+    cache = HashCache.load(repo, stamp_now(scratch)) if use_edits else None  # stamp: before reads
+    anchors = list(cache.anchors) if cache else []
+    found = read_objects(git, [ref, status.head or ref, *anchors], deadline)  # one process
+    prev, head_commit = (
+        parse_commit(o[0], o[2]) if o and o[1] == "commit" else None for o in found[:2]
+    )
+    head_commit = head_commit if status.head else None
+    prev_meta = SnapshotMeta.parse(prev.message) if prev else None
+    head_tree = head_commit.tree if head_commit else None
+    with ObjectReader(git, deadline) as objects:  # a session only when trees are built
+        if cache is not None:
+            cache.verify(
+                git, {a: o[0] for a, o in zip(anchors, found[2:], strict=True) if o}, deadline
+            )
             last = (prev_meta.index_tree if prev_meta else None, prev.tree if prev else None)
             try:
                 index_tree, tree = _trees_via_edits(
@@ -165,6 +178,8 @@ def prepare(
             except (GitError, OSError, ValueError):
                 cache = None  # a file vanished or turned unreadable: git's index code decides
         if cache is None:
+            import shutil
+
             index = scratch / "index"
             if repo.index_path.exists():
                 shutil.copy2(repo.index_path, index)  # copy2 keeps the mtime: racy-clean check

@@ -10,8 +10,8 @@ import os
 import stat
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from cairn.config import SnapshotConfig
 from cairn.git import Deadline, Git
@@ -52,8 +52,7 @@ HEAVY_DIRS = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class Change:
+class Change(NamedTuple):
     """A tracked path that differs from HEAD: ``x`` in the index, ``y`` in the work tree."""
 
     path: str
@@ -65,14 +64,16 @@ class Change:
     worktree_mode: str
 
 
-@dataclass
 class StatusScan:
-    head: str | None
-    branch: str | None
-    changes: list[Change] = field(default_factory=list)
-    conflicted: list[str] = field(default_factory=list)
-    untracked: list[str] = field(default_factory=list)
-    nested: list[str] = field(default_factory=list)
+    """What one ``git status`` said: HEAD, the branch, and the paths by kind."""
+
+    def __init__(self, head: str | None, branch: str | None) -> None:
+        self.head = head
+        self.branch = branch
+        self.changes: list[Change] = []
+        self.conflicted: list[str] = []
+        self.untracked: list[str] = []
+        self.nested: list[str] = []
 
     @property
     def staged(self) -> bool:
@@ -137,11 +138,10 @@ def _header(result: StatusScan, line: str) -> None:
         result.branch = value
 
 
-@dataclass
-class Selection:
+class Selection(NamedTuple):
     included: list[str]
     skipped: list[Skipped]
-    stats: dict[str, os.stat_result] = field(default_factory=dict)  # lstat of the included
+    stats: dict[str, os.stat_result]  # lstat of the included files
 
 
 def select_untracked(
@@ -152,9 +152,10 @@ def select_untracked(
     sizes: dict[str, int] = {}
     stats: dict[str, os.stat_result] = {}
     cap = limits.max_new_file_bytes
+    top = os.fspath(toplevel) + "/"  # plain strings: a Path per file costs more than its lstat
     for path in untracked:
         try:
-            st = os.lstat(toplevel / path)
+            st = os.lstat(top + path)
         except OSError:
             continue  # vanished since the status pass: nothing to save
         stats[path] = st

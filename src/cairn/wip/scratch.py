@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,6 +32,20 @@ def scratch_dir(state_root: Path, purpose: str) -> Iterator[Path]:
     try:
         yield path
     finally:
+        _remove(path)
+
+
+def _remove(path: Path) -> None:
+    """Remove a scratch directory; most hold a file or two, which need no shutil."""
+    try:
+        for entry in os.scandir(path):
+            if entry.is_dir(follow_symlinks=False):
+                raise IsADirectoryError(entry.path)
+            os.unlink(entry.path)
+        os.rmdir(path)
+    except OSError:
+        import shutil
+
         shutil.rmtree(path, ignore_errors=True)
 
 
@@ -47,4 +60,4 @@ def remove_abandoned(base: Path) -> None:
         except (OSError, ValueError):
             continue
         if dead or age > STALE_AFTER_SECONDS:
-            shutil.rmtree(entry, ignore_errors=True)
+            _remove(entry)

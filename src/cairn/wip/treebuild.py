@@ -12,9 +12,8 @@ from __future__ import annotations
 import os
 import stat
 from collections import defaultdict
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from cairn.git import Deadline, Git, Session
 from cairn.wip.objects import ObjectReader
@@ -47,8 +46,7 @@ def quote(path: bytes) -> bytes:
     return bytes(out + b'"')
 
 
-@dataclass(frozen=True)
-class Known:
+class Known(NamedTuple):
     """What git already said of a path: its mode in the index, and the mode ``git status``
     derived from the work tree (which honours ``core.fileMode`` and ``core.symlinks``)."""
 
@@ -56,8 +54,7 @@ class Known:
     status_mode: str | None
 
 
-@dataclass(frozen=True)
-class WorktreeModes:
+class WorktreeModes(NamedTuple):
     """How git turns an lstat into a file mode (``core.fileMode``, ``core.symlinks``)."""
 
     trust_exec_bit: bool = True
@@ -119,10 +116,11 @@ def hash_worktree(
     modes: WorktreeModes | None = None
     if cache is not None and cache.modes is not None:
         modes = WorktreeModes(*cache.modes)
+    root = os.fsencode(top) + b"/"
     for path, known in paths.items():
         st = stats.get(path) if stats else None
         try:
-            st = st or os.lstat(top / os.fsdecode(path))
+            st = st or os.lstat(root + path)
         except (FileNotFoundError, NotADirectoryError):
             edits[path] = None
             continue
