@@ -219,12 +219,60 @@ class Git:
             raise GitError(list(args), result.returncode, result.error_line)
         return result
 
+    def start(self, args: Sequence[str]) -> Started:
+        """Start ``git <args>`` now (no input) and collect it later with ``Started.result``:
+        the caller works meanwhile."""
+        try:
+            proc = subprocess.Popen(
+                self._argv(args),
+                cwd=self.cwd,
+                env=dict(self.env),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
+        except FileNotFoundError as exc:
+            raise CairnError("git is not installed or not on PATH; install git 2.31+") from exc
+        return Started(list(args), proc)
+
     def out(self, args: Sequence[str], **kwargs: object) -> str:
         return self.run(args, **kwargs).text  # type: ignore[arg-type]
 
     def session(self, args: Sequence[str], deadline: Deadline | None = None) -> Session:
         """A long-running ``git <args>`` that answers requests on stdin (``--batch`` modes)."""
         return Session(self._argv(args), args[0], self.cwd, self.env, deadline)
+
+
+class Started:
+    """A git command started by ``Git.start``. ``result`` waits for it like ``Git.run`` would;
+    ``abandon`` stops it when the caller no longer needs it."""
+
+    def __init__(self, args: list[str], proc: subprocess.Popen[bytes]) -> None:
+        self.args = args
+        self._proc = proc
+
+    def result(self, *, check: bool = True, deadline: Deadline | None = None) -> GitResult:
+        timeout = deadline.remaining() if deadline is not None else None
+        try:
+            if timeout is not None and timeout <= 0:
+                raise subprocess.TimeoutExpired(self.args, 0)
+            out, err = self._proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(self._proc)
+            name = self.args[0]
+            raise SaveTimeout(f"`git {name}` did not finish within the time budget") from None
+        except BaseException:
+            _kill_group(self._proc)
+            raise
+        result = GitResult(self.args, self._proc.returncode, out, err)
+        if check and not result.ok:
+            raise GitError(self.args, result.returncode, result.error_line)
+        return result
+
+    def abandon(self) -> None:
+        if self._proc.returncode is None:
+            _kill_group(self._proc)
 
 
 class Session:

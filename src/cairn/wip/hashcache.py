@@ -117,14 +117,12 @@ class HashCache:
 
     # --- use ---------------------------------------------------------------------------------
 
-    def verify(self, git: Git, anchors_now: dict[str, str], deadline: Deadline | None) -> None:
+    def verify(self, git: Git, anchored: bool, deadline: Deadline | None) -> None:
         """Keep the entries only if their blobs are sure to be in the object store: an anchor
-        ref still points at its snapshot (``anchors_now``: ref → commit, read by the caller),
-        or ``cat-file --batch-check`` finds every blob."""
-        if not self.old:
-            return
-        if any(anchors_now.get(ref) == commit for ref, commit in self.anchors.items()):
-            return  # that snapshot is reachable, and its tree holds every cached blob
+        ref still points at its snapshot (``anchored``, which the caller read), or
+        ``cat-file --batch-check`` finds every blob."""
+        if not self.old or anchored:
+            return  # a reachable snapshot's tree holds every cached blob
         oids = sorted({oid for _, oid in self.old.values()})
         payload = "".join(f"{oid}\n" for oid in oids).encode()
         out = git.run(["cat-file", "--batch-check"], input=payload, deadline=deadline)
@@ -144,13 +142,12 @@ class HashCache:
         self.new[path] = (signature(st), oid)
         self.hashed = True
 
-    def tree(self, kind: str, key: str, expected: str | None) -> str | None:
-        """The tree built last time from the same inputs, if it is ``expected`` (the tree of
-        the ticket's latest snapshot, so it exists)."""
+    def tree(self, kind: str, key: str, existing: set[str]) -> str | None:
+        """The tree built last time from the same inputs, if it is one of ``existing``."""
         found = self.trees.get(kind)
-        if found is None or found[0] != key or found[1] != expected:
+        if found is None or found[0] != key or found[1] not in existing:
             return None
-        return expected
+        return found[1]
 
     def remember_tree(self, kind: str, key: str, tree: str) -> None:
         if self.trees.get(kind) != [key, tree]:

@@ -17,12 +17,12 @@ from cairn import tickets
 from cairn.config import Config
 from cairn.config import load as load_config
 from cairn.errors import BadInput, CairnError, GitError, SaveTimeout
-from cairn.git import Deadline, Git, Repo, null_oid
+from cairn.git import Deadline, Git, Repo, Started, null_oid
 from cairn.wip.hashcache import HashCache, digest, stamp_now
 from cairn.wip.meta import SnapshotMeta, clean_reason
 from cairn.wip.models import SaveResult, Skipped
 from cairn.wip.objects import CommitObject, ObjectReader, parse_commit, read_commits, read_objects
-from cairn.wip.scan import Selection, StatusScan, scan_status, select_untracked
+from cairn.wip.scan import STATUS_ARGS, Selection, StatusScan, scan_status, select_untracked
 from cairn.wip.scratch import scratch_dir
 from cairn.wip.treebuild import Edit, Known, TreeWriter, hash_worktree
 
@@ -103,31 +103,41 @@ def save(
     config: Config | None = None,
     mirror_branch: bool | None = None,
 ) -> SaveResult:
-    """Snapshot ``workspace``; ``timeout`` seconds (default ``agent.cutoff_timeout_ms``)."""
+    """Snapshot ``workspace``; ``timeout`` seconds (default ``agent.cutoff_timeout_ms``).
+
+    ``git status``, the bulk of a save on a big repository, starts first and runs while the
+    repository is discovered, the config read and the stat cache loaded. It reads the index
+    in place and reports paths from the top of the work tree, from any directory of it.
+    """
     started = time.monotonic()
-    repo = Repo.discover(workspace)
-    config = config or load_config(repo.toplevel)
-    if ticket is not None:
-        tickets.validate(ticket)
-    if run_id is not None:
-        tickets.validate(run_id)
-    reason = clean_reason(reason)
-    if timeout is None:
-        timeout = config.agent.cutoff_timeout_ms / 1000
-    if mirror_branch is None:
-        mirror_branch = config.agent.preserve_uncommitted_work_branch
-    deadline = Deadline(timeout)
+    where = Path(workspace).expanduser()
+    status = Git(where.resolve()).start(STATUS_ARGS) if where.is_dir() else None
     try:
-        with scratch_dir(repo.state_root(), "save") as scratch:
-            prepared = prepare(repo, config, scratch, ticket, deadline)
-            result = record(prepared, reason, run_id, deadline, mirror_branch=mirror_branch)
-            if prepared.cache is not None and result.commit:
-                prepared.cache.save(prepared.ref, result.commit)
-    except SaveTimeout as exc:
-        raise SaveTimeout(
-            f"snapshot abandoned after {timeout * 1000:.0f} ms ({exc}); no ref was moved; "
-            "raise agent.cutoff_timeout_ms or pass --timeout-ms"
-        ) from None
+        repo = Repo.discover(workspace)
+        config = config or load_config(repo.toplevel)
+        if ticket is not None:
+            tickets.validate(ticket)
+        if run_id is not None:
+            tickets.validate(run_id)
+        reason = clean_reason(reason)
+        seconds = timeout if timeout is not None else config.agent.cutoff_timeout_ms / 1000
+        if mirror_branch is None:
+            mirror_branch = config.agent.preserve_uncommitted_work_branch
+        deadline = Deadline(seconds)
+        try:
+            with scratch_dir(repo.state_root(), "save") as scratch:
+                prepared = prepare(repo, config, scratch, ticket, deadline, status=status)
+                result = record(prepared, reason, run_id, deadline, mirror_branch=mirror_branch)
+                if prepared.cache is not None and result.commit:
+                    prepared.cache.save(prepared.ref, result.commit)
+        except SaveTimeout as exc:
+            raise SaveTimeout(
+                f"snapshot abandoned after {seconds * 1000:.0f} ms ({exc}); no ref was moved; "
+                "raise agent.cutoff_timeout_ms or pass --timeout-ms"
+            ) from None
+    finally:
+        if status is not None:
+            status.abandon()  # after an early error; nothing to do once its result was read
     return result.model_copy(update={"elapsed_ms": int((time.monotonic() - started) * 1000)})
 
 
@@ -139,6 +149,7 @@ def prepare(
     deadline: Deadline | None,
     *,
     via_index: bool = False,
+    status: Started | None = None,
 ) -> Prepared:
     """Write the snapshot's trees (the work tree, the staged state); record nothing.
 
@@ -150,30 +161,33 @@ def prepare(
     while they are read.
     """
     git = _runner(repo, config, repo.index_path)
-    status, chosen = _scan(repo, config, git, deadline)
+    scan, chosen = _scan(repo, config, git, deadline, status)
     if ticket is None:
-        ticket = tickets.from_branch(status.branch if status.head else None)
+        ticket = tickets.from_branch(scan.branch if scan.head else None)
     ref = checked_ref(git, wip_ref(config, ticket))
 
-    use_edits = not via_index and not any(c.submodule and c.y != "." for c in status.changes)
+    use_edits = not via_index and not any(c.submodule and c.y != "." for c in scan.changes)
     cache = HashCache.load(repo, stamp_now(scratch)) if use_edits else None  # stamp: before reads
     anchors = list(cache.anchors) if cache else []
-    found = read_objects(git, [ref, status.head or ref, *anchors], deadline)  # one process
+    found = read_objects(git, [ref, scan.head or ref, *anchors], deadline)  # one process
     prev, head_commit = (
         parse_commit(o[0], o[2]) if o and o[1] == "commit" else None for o in found[:2]
     )
-    head_commit = head_commit if status.head else None
+    head_commit = head_commit if scan.head else None
     prev_meta = SnapshotMeta.parse(prev.message) if prev else None
     head_tree = head_commit.tree if head_commit else None
+    standing = [  # anchors still at their refs: their trees exist and hold every cached blob
+        parse_commit(o[0], o[2])
+        for a, o in zip(anchors, found[2:], strict=True)
+        if o and o[1] == "commit" and cache is not None and cache.anchors[a] == o[0]
+    ]
     with ObjectReader(git, deadline) as objects:  # a session only when trees are built
         if cache is not None:
-            cache.verify(
-                git, {a: o[0] for a, o in zip(anchors, found[2:], strict=True) if o}, deadline
-            )
-            last = (prev_meta.index_tree if prev_meta else None, prev.tree if prev else None)
+            cache.verify(git, bool(standing), deadline)
+            existing = {t for c in [prev, *standing] if c for t in _trees_of(c)}
             try:
                 index_tree, tree = _trees_via_edits(
-                    repo, git, objects, scratch, status, chosen, head_tree, deadline, cache, last
+                    repo, git, objects, scratch, scan, chosen, head_tree, deadline, cache, existing
                 )
             except (GitError, OSError, ValueError):
                 cache = None  # a file vanished or turned unreadable: git's index code decides
@@ -184,29 +198,35 @@ def prepare(
             if repo.index_path.exists():
                 shutil.copy2(repo.index_path, index)  # copy2 keeps the mtime: racy-clean check
             git = _runner(repo, config, index)
-            status, chosen = _scan(repo, config, git, deadline)
-            head_commit = objects.commit(status.head) if status.head else None
+            scan, chosen = _scan(repo, config, git, deadline)
+            head_commit = objects.commit(scan.head) if scan.head else None
             head_tree = head_commit.tree if head_commit else None
-            index_tree, tree = _trees_via_index(git, status, chosen.included, head_tree, deadline)
+            index_tree, tree = _trees_via_index(git, scan, chosen.included, head_tree, deadline)
     return Prepared(
         repo=repo,
         git=git,
         ticket=ticket,
         ref=ref,
-        head=status.head,
+        head=scan.head,
         head_tree=head_tree,
-        branch=status.branch,
+        branch=scan.branch,
         index_tree=index_tree,
-        staged=status.staged,
+        staged=scan.staged,
         tree=tree,
-        files_changed=status.changed + len(chosen.included),
-        clean=status.changed == 0 and not chosen.included,
+        files_changed=scan.changed + len(chosen.included),
+        clean=scan.changed == 0 and not chosen.included,
         skipped=chosen.skipped,
-        conflicted=status.conflicted,
+        conflicted=scan.conflicted,
         prev=prev,
         prev_meta=prev_meta,
         cache=cache,
     )
+
+
+def _trees_of(commit: CommitObject) -> list[str]:
+    """A snapshot's work-tree tree and, from its trailers, its staged tree."""
+    meta = SnapshotMeta.parse(commit.message)
+    return [commit.tree, *([meta.index_tree] if meta and meta.index_tree else [])]
 
 
 def _runner(repo: Repo, config: Config, index: Path) -> Git:
@@ -217,9 +237,9 @@ def _runner(repo: Repo, config: Config, index: Path) -> Git:
 
 
 def _scan(
-    repo: Repo, config: Config, git: Git, deadline: Deadline | None
+    repo: Repo, config: Config, git: Git, deadline: Deadline | None, started: Started | None = None
 ) -> tuple[StatusScan, Selection]:
-    status = scan_status(git, deadline)
+    status = scan_status(git, deadline, started)
     return status, select_untracked(repo.toplevel, status.untracked, status.nested, config.snapshot)
 
 
@@ -233,11 +253,12 @@ def _trees_via_edits(
     head_tree: str | None,
     deadline: Deadline | None,
     cache: HashCache,
-    last: tuple[str | None, str | None],
+    existing: set[str],
 ) -> tuple[str | None, str]:
     """(staged tree, work tree) as HEAD's tree plus edits, hashing only changed files (and
-    only those the cache does not know). ``last`` is the (staged, work) trees of the ticket's
-    latest snapshot: built from the same edits, they are taken as they are."""
+    only those the cache does not know). A tree the cache says was built from the same edits
+    is taken as it is when it is one of ``existing`` (the trees of snapshots still at their
+    refs, so it is in the object store)."""
     staged: dict[bytes, Edit] = {}
     worktree: dict[bytes, Edit] = {}
     to_hash: dict[bytes, Known] = {}
@@ -258,14 +279,14 @@ def _trees_via_edits(
         worktree.update(edits)
     with TreeWriter(git, objects, repo.object_format, deadline) as trees:
 
-        def build(kind: str, edits: dict[bytes, Edit], expected: str | None) -> str:
+        def build(kind: str, edits: dict[bytes, Edit]) -> str:
             key = digest(head_tree, edits)
-            tree = cache.tree(kind, key, expected) or trees.build(head_tree, edits)
+            tree = cache.tree(kind, key, existing) or trees.build(head_tree, edits)
             cache.remember_tree(kind, key, tree)
             return tree
 
-        index_tree = None if status.conflicted else build("staged", staged, last[0])
-        return index_tree, build("work", worktree, last[1])
+        index_tree = None if status.conflicted else build("staged", staged)
+        return index_tree, build("work", worktree)
 
 
 def _trees_via_index(

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from cairn.config import SnapshotConfig
-from cairn.git import Deadline, Git
+from cairn.git import Deadline, Git, Started
 from cairn.wip.models import Skipped
 
 STATUS_ARGS = [
@@ -88,9 +88,12 @@ class StatusScan:
         return len(self.changes) + len(self.conflicted)
 
 
-def scan_status(git: Git, deadline: Deadline | None) -> StatusScan:
-    out = git.run(STATUS_ARGS, deadline=deadline).stdout
-    return parse_status(out)
+def scan_status(git: Git, deadline: Deadline | None, started: Started | None = None) -> StatusScan:
+    """The status of the work tree: from ``started`` (``git.start(STATUS_ARGS)``, run while the
+    caller did other work), else from a status run now."""
+    if started is not None:
+        return parse_status(started.result(deadline=deadline).stdout)
+    return parse_status(git.run(STATUS_ARGS, deadline=deadline).stdout)
 
 
 def parse_status(out: bytes) -> StatusScan:
