@@ -422,6 +422,7 @@ def instrumented(steps: dict[str, float]) -> Iterator[None]:
     cairn_save = importlib.import_module("cairn.wip.save")
 
     original_run = cairn_git.Git.run
+    original_result = cairn_git.Started.result
     original_session = {n: getattr(cairn_git.Session, n) for n in ("__init__", "readline", "read")}
     original_copy = shutil.copy2
     original_select = cairn_save.select_untracked
@@ -432,6 +433,13 @@ def instrumented(steps: dict[str, float]) -> Iterator[None]:
             return original_run(self, args, **kwargs)
         finally:
             steps[f"git {args[0]}"] += time.perf_counter() - started
+
+    def result(self: Any, **kwargs: Any) -> Any:  # a command started early (git status)
+        started = time.perf_counter()
+        try:
+            return original_result(self, **kwargs)
+        finally:
+            steps[f"git {self.args[0]} (wait)"] += time.perf_counter() - started
 
     def timed_session(name: str) -> Any:
         def method(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -459,6 +467,7 @@ def instrumented(steps: dict[str, float]) -> Iterator[None]:
             steps["select untracked (lstat)"] += time.perf_counter() - started
 
     cairn_git.Git.run = run  # type: ignore[method-assign]
+    cairn_git.Started.result = result  # type: ignore[method-assign]
     for name in original_session:
         setattr(cairn_git.Session, name, timed_session(name))
     shutil.copy2 = copy  # type: ignore[assignment]
@@ -467,6 +476,7 @@ def instrumented(steps: dict[str, float]) -> Iterator[None]:
         yield
     finally:
         cairn_git.Git.run = original_run  # type: ignore[method-assign]
+        cairn_git.Started.result = original_result  # type: ignore[method-assign]
         for name, method in original_session.items():
             setattr(cairn_git.Session, name, method)
         shutil.copy2 = original_copy
