@@ -82,7 +82,12 @@ class MarkerConfig(Record, forbid_extra=True):
     stale_after: Duration = "24h"
 
 
-DEFAULT_ROLES = {"reviewer": RoleConfig(max_turns=60), "evaluator": RoleConfig(max_turns=45)}
+# The defaults are built without validation (they are valid by construction): validating them
+# would cost every command the validators of every section, file or no file.
+DEFAULT_ROLES = {
+    "reviewer": RoleConfig.model_construct(max_turns=60),
+    "evaluator": RoleConfig.model_construct(max_turns=45),
+}
 
 
 def _keep_default_roles(value: Any) -> Any:
@@ -93,13 +98,13 @@ def _keep_default_roles(value: Any) -> Any:
 
 
 class Config(Record, forbid_extra=True):
-    agent: AgentConfig = AgentConfig()
+    agent: AgentConfig = AgentConfig.model_construct()
     roles: Annotated[dict[str, RoleConfig], Before(_keep_default_roles)] = field(
         default_factory=lambda: dict(DEFAULT_ROLES)
     )
-    loop: LoopConfig = LoopConfig()
-    marker: MarkerConfig = MarkerConfig()
-    snapshot: SnapshotConfig = SnapshotConfig()
+    loop: LoopConfig = LoopConfig.model_construct()
+    marker: MarkerConfig = MarkerConfig.model_construct()
+    snapshot: SnapshotConfig = SnapshotConfig.model_construct()
     state_dir: str | None = None
     # Where the values came from (None: every value is a default), and the file's raw tables.
     _source: ClassVar[Path | None] = None
@@ -120,10 +125,10 @@ def load(toplevel: Path) -> Config:
     else:
         path = toplevel / "pyproject.toml"
         if not path.is_file():
-            return Config()
+            return Config.model_construct()
         tool = _read_toml(path).get("tool", {})
         if not isinstance(tool, dict) or "cairn" not in tool:
-            return Config()
+            return Config.model_construct()
         data = tool["cairn"]
         if not isinstance(data, dict):
             raise BadInput(f"{path}: [tool.cairn] must be a table")
