@@ -5,6 +5,9 @@ Run with the project's interpreter (it imports cairn and the other benchmarks)::
     .venv/bin/python bench/hooks.py            # about 5 minutes with the repositories built
     .venv/bin/python bench/hooks.py --quick    # about 2 minutes: fewer runs
 
+    git archive 5b99551 src | tar -x -C /tmp/before   # an older cairn, to compare with:
+    .venv/bin/python bench/hooks.py --before /tmp/before/src
+
 Three groups, each timed round-robin (every method once per round, so background noise spreads
 evenly over them) after one untimed warm-up round; every figure is a median:
 
@@ -131,7 +134,9 @@ class SmallRepo:
         marker.write(self.ref.marker_path, current.model_copy(update={"last_updated": earlier}))
 
 
-def hot_methods(small: SmallRepo, cairn: Path) -> dict[str, Callable[[], object]]:
+def hot_methods(
+    small: SmallRepo, cairn: Path, before: Path | None
+) -> dict[str, Callable[[], object]]:
     from cairn.integrations import claude_hooks
     from cairn.run import progress
 
@@ -148,7 +153,23 @@ def hot_methods(small: SmallRepo, cairn: Path) -> dict[str, Callable[[], object]
     def heartbeat_api() -> None:
         claude_hooks.heartbeat(as_payload, by_hand)
 
-    return {
+    old: dict[str, Callable[[], object]] = {}
+    if before is not None:  # an older cairn's source tree, run through -m the same way
+        old_hand = {**by_hand, "PYTHONPATH": str(before)}
+        old_run = {**in_run, "PYTHONPATH": str(before)}
+        old = {
+            "heartbeat (before)": lambda: run_cmd([*hook, "heartbeat"], env=old_hand, data=payload),
+            "post-tool-use (before)": lambda: run_cmd(
+                [*hook, "post-tool-use"], env=old_run, data=payload
+            ),
+            "snapshot (before)": lambda: run_cmd(
+                [*hook, "snapshot", "--reason", "stop"], env=old_hand, data=payload
+            ),
+            "task done (before)": lambda: run_cmd(
+                [PY, "-m", "cairn", *done], cwd=path, env=old_run
+            ),
+        }
+    return old | {
         "python -c pass": lambda: run_cmd([PY, "-c", "pass"]),
         "git status": lambda: run_cmd(["git", "status", "--porcelain", "-uall"], cwd=path),
         "heartbeat (CLI)": heartbeat_cli,
@@ -166,8 +187,8 @@ def hot_methods(small: SmallRepo, cairn: Path) -> dict[str, Callable[[], object]
     }
 
 
-def measure_hot(small: SmallRepo, cairn: Path, runs: int) -> dict[str, Stat]:
-    methods = hot_methods(small, cairn)
+def measure_hot(small: SmallRepo, cairn: Path, runs: int, before: Path | None) -> dict[str, Stat]:
+    methods = hot_methods(small, cairn, before)
     times: dict[str, list[float]] = {name: [] for name in methods}
     for round_ in range(runs + 1):  # round 0 warms up: page cache, the first snapshot
         for name, fn in methods.items():
@@ -348,6 +369,15 @@ def report(rows: list[list[Any]]) -> str:
     return table([header, *body], text_columns=1)
 
 
+def before_table(hot: dict[str, Stat]) -> str:
+    rows = [["command", "before", "now", "before, over python", "now, over python"]]
+    python = hot["python -c pass"].median
+    for name in ("heartbeat", "post-tool-use", "snapshot", "task done"):
+        old, new = hot[f"{name} (before)"].median, hot[f"{name} (CLI)"].median
+        rows.append([name, ms(old), ms(new), f"+{ms(old - python)}", f"+{ms(new - python)}"])
+    return table(rows)
+
+
 def times_table(groups: dict[str, dict[str, Stat]]) -> str:
     rows = [["group", "method", "median", "min", "runs"]]
     for group, stats in groups.items():
@@ -364,6 +394,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--files", type=int, default=100_000, help="files of the save repository")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the cached repositories")
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    parser.add_argument(
+        "--before",
+        type=Path,
+        help="the src/ of an older cairn (git archive REV src): its hooks and task done too",
+    )
     add_cairn_argument(parser)
     args = parser.parse_args(argv)
     args.runs = args.runs or (5 if args.quick else 15)
@@ -381,7 +416,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     compileall.compile_dir(Path(cairn.__file__).parent, quiet=1)
     log(f"per tool call and per task: {args.runs} runs…")
-    hot = measure_hot(SmallRepo(), args.cairn, args.runs)
+    if args.before is not None:
+        compileall.compile_dir(args.before / "cairn", quiet=1)
+    hot = measure_hot(SmallRepo(), args.cairn, args.runs, args.before)
     load_hot = os.getloadavg()[0]
     status = measure_status(args.cairn, max(3, args.save_runs), args.rebuild)
     save = measure_save(args.cairn, args.save_runs, args.files, args.rebuild)
@@ -405,6 +442,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"status and save {args.save_runs} runs, round-robin\n"
     )
     print(report(rows))
+    if args.before is not None:
+        print()
+        print(before_table(hot))
     print()
     print(times_table(groups))
     return 0 if all(row[-1] for row in rows) else 1
