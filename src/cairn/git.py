@@ -7,19 +7,20 @@ cairn never fires a user's hook or rewrites anything it did not ask for.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import subprocess
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
-from typing import NamedTuple, NoReturn
+from typing import TYPE_CHECKING, NamedTuple
 
 from cairn.errors import CairnError, GitError, NotARepository, SaveTimeout
 from cairn.util.procs import kill_group
+
+if TYPE_CHECKING:
+    from cairn.git_sessions import Session, Started
 
 MIN_VERSION = (2, 31)
 
@@ -206,13 +207,13 @@ class Git:
         try:
             out, err = proc.communicate(input, timeout=timeout)
         except subprocess.TimeoutExpired:
-            _kill_group(proc)
+            kill_and_reap(proc)
             raise SaveTimeout(f"`git {args[0]}` did not finish within the time budget") from None
         except BaseException:
             if critical:
                 proc.communicate()
             else:
-                _kill_group(proc)
+                kill_and_reap(proc)
             raise
         result = GitResult(list(args), proc.returncode, out, err)
         if check and not result.ok:
@@ -234,6 +235,8 @@ class Git:
             )
         except FileNotFoundError as exc:
             raise CairnError("git is not installed or not on PATH; install git 2.31+") from exc
+        from cairn.git_sessions import Started
+
         return Started(list(args), proc)
 
     def out(self, args: Sequence[str], **kwargs: object) -> str:
@@ -241,133 +244,13 @@ class Git:
 
     def session(self, args: Sequence[str], deadline: Deadline | None = None) -> Session:
         """A long-running ``git <args>`` that answers requests on stdin (``--batch`` modes)."""
+        from cairn.git_sessions import Session
+
         return Session(self._argv(args), args[0], self.cwd, self.env, deadline)
 
 
-class Started:
-    """A git command started by ``Git.start``. ``result`` waits for it like ``Git.run`` would;
-    ``abandon`` stops it when the caller no longer needs it."""
-
-    def __init__(self, args: list[str], proc: subprocess.Popen[bytes]) -> None:
-        self.args = args
-        self._proc = proc
-
-    def result(self, *, check: bool = True, deadline: Deadline | None = None) -> GitResult:
-        timeout = deadline.remaining() if deadline is not None else None
-        try:
-            if timeout is not None and timeout <= 0:
-                raise subprocess.TimeoutExpired(self.args, 0)
-            out, err = self._proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _kill_group(self._proc)
-            name = self.args[0]
-            raise SaveTimeout(f"`git {name}` did not finish within the time budget") from None
-        except BaseException:
-            _kill_group(self._proc)
-            raise
-        result = GitResult(self.args, self._proc.returncode, out, err)
-        if check and not result.ok:
-            raise GitError(self.args, result.returncode, result.error_line)
-        return result
-
-    def abandon(self) -> None:
-        if self._proc.returncode is None:
-            _kill_group(self._proc)
-
-
-class Session:
-    """A git process spoken to request by request. When the deadline passes it is killed with
-    its process group, and the read that was waiting raises SaveTimeout."""
-
-    def __init__(
-        self,
-        argv: list[str],
-        name: str,
-        cwd: Path,
-        env: Mapping[str, str],
-        deadline: Deadline | None,
-    ) -> None:
-        import tempfile  # only sessions need it, and it loads shutil and random
-
-        self.name = name
-        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed by __exit__
-        self._proc = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            env=dict(env),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._stderr,
-            start_new_session=True,
-        )
-        self._closed = False
-        self._expired = False
-        self._timer: threading.Timer | None = None
-        left = deadline.remaining() if deadline else None
-        if left is not None:
-            self._timer = threading.Timer(max(left, 0), self._expire)
-            self._timer.daemon = True
-            self._timer.start()
-
-    def _expire(self) -> None:
-        self._expired = True
-        kill_group(self._proc.pid)
-
-    def send(self, data: bytes) -> None:
-        assert self._proc.stdin is not None
-        try:
-            self._proc.stdin.write(data)
-            self._proc.stdin.flush()
-        except BrokenPipeError:
-            self._fail()
-
-    def readline(self) -> bytes:
-        assert self._proc.stdout is not None
-        line = self._proc.stdout.readline()
-        if not line.endswith(b"\n"):
-            self._fail()
-        return line[:-1]
-
-    def read(self, size: int) -> bytes:
-        assert self._proc.stdout is not None
-        data = self._proc.stdout.read(size)
-        if len(data) != size:
-            self._fail()
-        return data
-
-    def _fail(self) -> NoReturn:
-        self.close()
-        if self._expired:
-            raise SaveTimeout(f"`git {self.name}` did not finish within the time budget")
-        self._stderr.seek(0)
-        problem = telling_line(self._stderr.read().decode("utf-8", "replace"))
-        raise GitError([self.name], self._proc.returncode or 1, problem or "unexpected end")
-
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        if self._timer is not None:
-            self._timer.cancel()
-        with contextlib.suppress(OSError):
-            assert self._proc.stdin is not None
-            self._proc.stdin.close()
-        try:
-            self._proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            _kill_group(self._proc)
-        assert self._proc.stdout is not None
-        self._proc.stdout.close()
-
-    def __enter__(self) -> Session:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-        self._stderr.close()
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+def kill_and_reap(proc: subprocess.Popen[bytes]) -> None:
+    """Kill a git process with its process group, and collect it."""
     kill_group(proc.pid)
     proc.kill()
     proc.communicate()

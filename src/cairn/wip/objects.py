@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from cairn.git import Deadline, Git, Session
+from cairn.git import Deadline, Git
+from cairn.git_sessions import Session
 
 
 class CommitObject(NamedTuple):

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from cairn.config import SnapshotConfig
-from cairn.git import Deadline, Git, Started
+from cairn.git import Deadline, Git
+from cairn.git_sessions import Started
 from cairn.wip.models import Skipped
 
 STATUS_ARGS = [

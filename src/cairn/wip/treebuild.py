@@ -15,7 +15,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from cairn.git import Deadline, Git, Session
+from cairn.git import Deadline, Git
+from cairn.git_sessions import Session
 from cairn.wip.objects import ObjectReader
 
 if TYPE_CHECKING:
