@@ -2,14 +2,16 @@
 
 Run with the project's interpreter (it imports cairn and the other benchmarks)::
 
-    .venv/bin/python bench/hooks.py            # about 5 minutes with the repositories built
-    .venv/bin/python bench/hooks.py --quick    # about 2 minutes: fewer runs
+    .venv/bin/python bench/hooks.py            # about 2 minutes with the repositories built
+    .venv/bin/python bench/hooks.py --quick    # about 1 minute: fewer runs
 
     git archive 5b99551 src | tar -x -C /tmp/before   # an older cairn, to compare with:
     .venv/bin/python bench/hooks.py --before /tmp/before/src
 
 Three groups, each timed round-robin (every method once per round, so background noise spreads
-evenly over them) after one untimed warm-up round; every figure is a median:
+evenly over them) after one untimed warm-up round; every figure is a median, and a target is
+judged on the median of the per-round differences or ratios (a command against the baseline
+timed just before it):
 
 1. **Per tool call and per task**, in a small repository on branch ``BENCH-1`` with a run in
    progress (a marker), 3 modified and 5 untracked files: ``python -c pass`` and ``git status``
