@@ -417,12 +417,15 @@ def check_created(path: Path, state: State, runner: Runner) -> None:
 def instrumented(steps: dict[str, float]) -> Iterator[None]:
     """Time every git process cairn starts, and the index copy, inside this process."""
     from cairn import git as cairn_git
+    from cairn.git import sessions as git_sessions
 
     # ``cairn.wip.save`` is re-exported as a function by ``cairn.wip``; fetch the module itself.
     cairn_save = importlib.import_module("cairn.wip.save")
 
     original_run = cairn_git.Git.run
-    original_session = {n: getattr(cairn_git.Session, n) for n in ("__init__", "readline", "read")}
+    original_result = git_sessions.Started.result
+    methods = ("__init__", "readline", "read")
+    original_session = {n: getattr(git_sessions.Session, n) for n in methods}
     original_copy = shutil.copy2
     original_select = cairn_save.select_untracked
 
@@ -432,6 +435,13 @@ def instrumented(steps: dict[str, float]) -> Iterator[None]:
             return original_run(self, args, **kwargs)
         finally:
             steps[f"git {args[0]}"] += time.perf_counter() - started
+
+    def result(self: Any, **kwargs: Any) -> Any:  # a command started early (git status)
+        started = time.perf_counter()
+        try:
+            return original_result(self, **kwargs)
+        finally:
+            steps[f"git {self.args[0]} (wait)"] += time.perf_counter() - started
 
     def timed_session(name: str) -> Any:
         def method(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -459,16 +469,18 @@ def instrumented(steps: dict[str, float]) -> Iterator[None]:
             steps["select untracked (lstat)"] += time.perf_counter() - started
 
     cairn_git.Git.run = run  # type: ignore[method-assign]
+    git_sessions.Started.result = result  # type: ignore[method-assign]
     for name in original_session:
-        setattr(cairn_git.Session, name, timed_session(name))
+        setattr(git_sessions.Session, name, timed_session(name))
     shutil.copy2 = copy  # type: ignore[assignment]
     cairn_save.select_untracked = select  # type: ignore[assignment]
     try:
         yield
     finally:
         cairn_git.Git.run = original_run  # type: ignore[method-assign]
+        git_sessions.Started.result = original_result  # type: ignore[method-assign]
         for name, method in original_session.items():
-            setattr(cairn_git.Session, name, method)
+            setattr(git_sessions.Session, name, method)
         shutil.copy2 = original_copy
         cairn_save.select_untracked = original_select
 

@@ -1,3 +1,3 @@
-from cairn.cli.app import main
+from cairn.cli.main import main
 
 main()

@@ -6,25 +6,15 @@ Every key has a default, so no file is needed. An unknown key or an invalid valu
 
 from __future__ import annotations
 
+import os
 import re
-import tomllib
 from pathlib import Path
-from typing import Annotated, Any
-
-from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    PrivateAttr,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+from typing import Annotated, Any, ClassVar
 
 from cairn.errors import BadInput
 from cairn.terms import LoopPhase
 from cairn.util.durations import parse_duration
+from cairn.util.records import Before, Ge, Gt, MinLen, Record, field, first_error
 
 MiB = 1024 * 1024
 MAX_CONFIG_BYTES = MiB
@@ -48,82 +38,82 @@ def _duration(value: Any) -> Any:
     return value
 
 
-Size = Annotated[int, BeforeValidator(_size), Field(ge=0)]
-Duration = Annotated[str, BeforeValidator(_duration)]
+Size = Annotated[int, Before(_size), Ge(0)]
+Duration = Annotated[str, Before(_duration)]
 
 
-class _Section(BaseModel):
-    # strict: "yes" is not a boolean and "5" not a number; sizes and durations parse their own
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-
-class SnapshotConfig(_Section):
+class SnapshotConfig(Record, forbid_extra=True, strict=True):
     max_new_file_bytes: Size = 10 * MiB
-    max_new_files: int = Field(default=5000, ge=0)
+    max_new_files: Annotated[int, Ge(0)] = 5000
     max_new_bytes: Size = 100 * MiB
     ref_prefix: str = "refs/cairn/wip"
     fsync: bool = True
 
-    @model_validator(mode="after")
-    def _prefix_is_private(self) -> SnapshotConfig:
+    def check(self) -> None:
         prefix = self.ref_prefix.rstrip("/")
         if not prefix.startswith("refs/") or prefix.split("/")[1] in {"heads", "tags", "remotes"}:
             raise ValueError("ref_prefix must be under refs/ and outside refs/heads, tags, remotes")
-        return self
 
 
-class AgentConfig(_Section):
+class AgentConfig(Record, forbid_extra=True, strict=True):
     kind: str | None = None
     command: str | list[str] | None = None
     script: str | None = None
-    max_turns: int = Field(default=150, ge=1)
-    budget_pressure_turns: int = Field(default=2, ge=0)
+    max_turns: Annotated[int, Ge(1)] = 150
+    budget_pressure_turns: Annotated[int, Ge(0)] = 2
     preserve_uncommitted_work: bool = True
     preserve_uncommitted_work_branch: bool = False
-    cutoff_timeout_ms: int = Field(default=60000, ge=1)
-    max_continuations: int = Field(default=2, ge=0)
-    max_seconds: float | None = Field(default=None, gt=0)
+    cutoff_timeout_ms: Annotated[int, Ge(1)] = 60000
+    max_continuations: Annotated[int, Ge(0)] = 2
+    max_seconds: Annotated[float, Gt(0)] | None = None
 
-    @model_validator(mode="after")
-    def _pressure_below_cap(self) -> AgentConfig:
+    def check(self) -> None:
         if self.budget_pressure_turns >= self.max_turns:
             raise ValueError("budget_pressure_turns must be smaller than max_turns")
-        return self
 
 
-class RoleConfig(_Section):
-    max_turns: int | None = Field(default=None, ge=1)
+class RoleConfig(Record, forbid_extra=True, strict=True):
+    max_turns: Annotated[int, Ge(1)] | None = None
 
 
-class LoopConfig(_Section):
-    phases: list[LoopPhase] = Field(default=["implement", "review", "fix"], min_length=1)
-    max_rounds: int = Field(default=3, ge=1)
+class LoopConfig(Record, forbid_extra=True, strict=True):
+    phases: Annotated[list[LoopPhase], MinLen(1)] = field(
+        default_factory=lambda: ["implement", "review", "fix"]
+    )
+    max_rounds: Annotated[int, Ge(1)] = 3
 
 
-class MarkerConfig(_Section):
+class MarkerConfig(Record, forbid_extra=True, strict=True):
     stale_after: Duration = "24h"
 
 
-DEFAULT_ROLES = {"reviewer": RoleConfig(max_turns=60), "evaluator": RoleConfig(max_turns=45)}
+# The defaults are built without validation (they are valid by construction): validating them
+# would cost every command the validators of every section, file or no file.
+DEFAULT_ROLES = {
+    "reviewer": RoleConfig.model_construct(max_turns=60),
+    "evaluator": RoleConfig.model_construct(max_turns=45),
+}
 
 
-class Config(_Section):
-    agent: AgentConfig = AgentConfig()
-    roles: dict[str, RoleConfig] = DEFAULT_ROLES
-    loop: LoopConfig = LoopConfig()
-    marker: MarkerConfig = MarkerConfig()
-    snapshot: SnapshotConfig = SnapshotConfig()
+def _keep_default_roles(value: Any) -> Any:
+    """A ``[roles.x]`` table adds to or overrides the default roles; it does not drop them."""
+    if isinstance(value, dict):
+        return {**DEFAULT_ROLES, **value}
+    return value
+
+
+class Config(Record, forbid_extra=True, strict=True):
+    agent: AgentConfig = AgentConfig.model_construct()
+    roles: Annotated[dict[str, RoleConfig], Before(_keep_default_roles)] = field(
+        default_factory=lambda: dict(DEFAULT_ROLES)
+    )
+    loop: LoopConfig = LoopConfig.model_construct()
+    marker: MarkerConfig = MarkerConfig.model_construct()
+    snapshot: SnapshotConfig = SnapshotConfig.model_construct()
     state_dir: str | None = None
-    _source: Path | None = PrivateAttr(default=None)
-    _roles_set: frozenset[str] = PrivateAttr(default=frozenset())
-
-    @field_validator("roles", mode="before")
-    @classmethod
-    def _keep_default_roles(cls, value: Any) -> Any:
-        """A ``[roles.x]`` table adds to or overrides the default roles; it does not drop them."""
-        if isinstance(value, dict):
-            return {**DEFAULT_ROLES, **value}
-        return value
+    # Where the values came from (None: every value is a default), and the file's raw tables.
+    _source: ClassVar[Path | None] = None
+    _given: ClassVar[dict[str, Any]] = {}
 
     @property
     def source(self) -> Path | None:
@@ -132,42 +122,36 @@ class Config(_Section):
 
 
 def load(toplevel: Path) -> Config:
-    """The effective config for the work tree at ``toplevel``."""
+    """The effective config for the work tree at ``toplevel``; without a file, the defaults
+    (two stats, no parser imported)."""
     path = toplevel / "cairn.toml"
-    if _present(path):
+    if os.path.lexists(path):  # a directory or a dangling link is reported, not skipped
         data = _read_toml(path)
     else:
         path = toplevel / "pyproject.toml"
-        if not _present(path):
-            return Config()
+        if not os.path.lexists(path):
+            return Config.model_construct()
         tool = _read_toml(path).get("tool", {})
         if not isinstance(tool, dict) or "cairn" not in tool:
-            return Config()
+            return Config.model_construct()
         data = tool["cairn"]
         if not isinstance(data, dict):
             raise BadInput(f"{path}: [tool.cairn] must be a table; put its keys under [tool.cairn]")
     try:
         config = Config.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        key = ".".join(str(part) for part in first["loc"]) or "(top level)"
-        why = first["msg"].removeprefix("Value error, ")
-        if first["type"] == "extra_forbidden":
+    except ValueError as exc:  # pydantic's ValidationError: the file is not in shape
+        key, why, kind = first_error(exc)
+        if kind == "extra_forbidden":
             why = "unknown key"
-        raise BadInput(f"{path}: {key}: {why}; fix or remove it") from None
-    config._source = path
-    roles = data.get("roles")
-    config._roles_set = frozenset(roles) if isinstance(roles, dict) else frozenset()
+        raise BadInput(f"{path}: {key or '(top level)'}: {why}; fix or remove it") from None
+    object.__setattr__(config, "_source", path)
+    object.__setattr__(config, "_given", data)
     return config
 
 
-def _present(path: Path) -> bool:
-    """Whether ``path`` is there to be read: a file, or anything else (a directory, a dangling
-    link) that is then reported rather than silently ignored."""
-    return path.is_file() or path.exists() or path.is_symlink()
-
-
 def _read_toml(path: Path) -> dict[str, Any]:
+    import tomllib
+
     if not path.is_file():
         raise BadInput(f"{path} is not a regular file; make it a TOML file or remove it")
     try:
@@ -192,26 +176,25 @@ def effective(config: Config) -> list[tuple[str, Any, str]]:
     source = str(config.source) if config.source else "default"
     rows: list[tuple[str, Any, str]] = []
 
-    def walk(model: BaseModel, prefix: str, explicit: bool) -> None:
-        for name in type(model).model_fields:
-            value = getattr(model, name)
+    def walk(node: Record, prefix: str, given: dict[str, Any] | None) -> None:
+        for name in type(node).model_fields:
+            value = getattr(node, name)
             key = f"{prefix}{name}"
-            here = explicit and name in model.model_fields_set
-            if isinstance(value, BaseModel):
-                walk(value, f"{key}.", here)
+            here = given is not None and name in given
+            table = given.get(name) if given is not None and here else None
+            table = table if isinstance(table, dict) else None
+            if isinstance(value, Record):
+                walk(value, f"{key}.", table)
             elif (
                 isinstance(value, dict)
                 and value
-                and all(isinstance(v, BaseModel) for v in value.values())
+                and all(isinstance(v, Record) for v in value.values())
             ):
                 for sub, item in sorted(value.items()):
-                    walk(item, f"{key}.{sub}.", here and sub in (_set_roles(config)))
+                    inner = table.get(sub) if table is not None else None
+                    walk(item, f"{key}.{sub}.", inner if isinstance(inner, dict) else None)
             else:
                 rows.append((key, value, source if here else "default"))
 
-    walk(config, "", config.source is not None)
+    walk(config, "", config._given if config.source is not None else None)
     return rows
-
-
-def _set_roles(config: Config) -> set[str]:
-    return set(config._roles_set)

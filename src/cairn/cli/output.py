@@ -1,4 +1,8 @@
-"""Printing results: JSON for machines, short plain lines for people, errors as one line."""
+"""Printing results: JSON for machines, short plain lines for people, errors as one line.
+
+Nothing here imports Typer, Click, Rich or pydantic: the commands the fast path serves print
+through it, and so do the same commands under Typer, so both print the same bytes.
+"""
 
 from __future__ import annotations
 
@@ -8,33 +12,33 @@ import sys
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
-import typer
-
 from cairn.errors import explain
+from cairn.util.records import Record, plain, pydantic_json
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
+# What Rich, which printed these lines before, dropped: bell, backspace, vertical tab, form
+# feed and carriage return (a line that rewrites itself on a terminal).
+_CONTROL = str.maketrans("", "", "\a\b\v\f\r")
 
-class LazyConsole:
-    """A Rich console created on first use, so commands that print JSON never import Rich."""
+
+class PlainConsole:
+    """``print`` for lines of text, the way the old Rich console printed them (tabs expanded,
+    terminal control characters dropped), without Rich."""
 
     def __init__(self, stderr: bool = False) -> None:
         self._stderr = stderr
-        self._console: Any = None
 
-    def print(self, *objects: Any, **kwargs: Any) -> None:
-        if self._console is None:
-            from rich.console import Console
-
-            self._console = Console(
-                stderr=self._stderr, markup=False, highlight=False, soft_wrap=True
-            )
-        self._console.print(*objects, **kwargs)
+    def print(self, *objects: Any, **_style: Any) -> None:
+        stream = sys.stderr if self._stderr else sys.stdout
+        text = " ".join(str(item) for item in objects)
+        lines = (line.translate(_CONTROL).expandtabs(8) for line in text.split("\n"))
+        stream.write("\n".join(lines) + "\n")
 
 
-console = LazyConsole()
-err_console = LazyConsole(stderr=True)
+console = PlainConsole()
+err_console = PlainConsole(stderr=True)
 
 
 def _plain(data: Any) -> Any:
@@ -42,33 +46,37 @@ def _plain(data: Any) -> Any:
 
 
 def emit_json(data: Any) -> None:
-    if isinstance(data, list) and data and all(hasattr(d, "model_dump_json") for d in data):
-        from pydantic import TypeAdapter
+    """A result as indented JSON: a list of records as pydantic wrote lists of models, anything
+    else through ``json``."""
+    if isinstance(data, list) and data and all(isinstance(d, Record) for d in data):
+        text = pydantic_json(plain(data, json_mode=True), indent=2)
+    else:
+        payload = [_plain(d) for d in data] if isinstance(data, list) else _plain(data)
+        text = json.dumps(payload, indent=2, ensure_ascii=False)
+    sys.stdout.write(text + "\n")
 
-        encoded = TypeAdapter(list[type(data[0])]).dump_json(data, indent=2)  # type: ignore[misc]
-        sys.stdout.write(encoded.decode() + "\n")
-        return
-    payload = [_plain(d) for d in data] if isinstance(data, list) else _plain(data)
-    sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
 
-
-def fail(message: str, code: int) -> typer.Exit:
+def report_error(exc: BaseException) -> int:
+    """Print an error as ``cairn: error: …`` and return its exit code; an unexpected error is
+    re-raised when ``CAIRN_DEBUG`` is set, so its traceback shows."""
+    code, message = explain(exc)
     err_console.print(f"cairn: error: {message}")
-    return typer.Exit(code)
+    return int(code)
 
 
 def guarded(fn: Callable[P, R]) -> Callable[P, R]:
-    """Turn errors into one line on stderr and their exit code; never a traceback."""
+    """For Typer commands: errors become one line on stderr and their exit code."""
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        from typer import Exit  # loaded already: only Typer commands are guarded this way
+
         try:
             return fn(*args, **kwargs)
-        except typer.Exit:
+        except Exit:
             raise
         except (Exception, KeyboardInterrupt) as exc:
-            code, message = explain(exc)
-            raise fail(message, code) from None
+            raise Exit(report_error(exc)) from None
 
     return wrapper
 

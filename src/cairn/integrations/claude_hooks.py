@@ -23,10 +23,20 @@ from pathlib import Path
 from typing import Any
 
 TRANSCRIPT_LIMIT = 64 * 1024 * 1024
+# Claude Code appends to the transcript asynchronously: the hook can start before the message
+# that made this tool call is written. It waits for it this long at most, then counts anyway.
+TRANSCRIPT_WAIT = 2.0
 
 
 def count_turns(transcript: Path) -> int | None:
     """Model turns in a Claude Code transcript: distinct assistant message ids."""
+    counted = _scan(transcript, None)
+    return None if counted is None else counted[0]
+
+
+def _scan(transcript: Path, tool_use_id: str | None) -> tuple[int, bool] | None:
+    """(model turns, whether an assistant message names ``tool_use_id``); None when the
+    transcript cannot be read."""
     try:
         if transcript.stat().st_size > TRANSCRIPT_LIMIT:
             return None
@@ -34,6 +44,8 @@ def count_turns(transcript: Path) -> int | None:
     except OSError:
         return None
     seen: set[str] = set()
+    named = f'"{tool_use_id}"' if tool_use_id else None
+    found = False
     for line in text.splitlines():
         if '"assistant"' not in line:
             continue
@@ -47,7 +59,22 @@ def count_turns(transcript: Path) -> int | None:
         ident = message.get("id") or entry.get("uuid")
         if ident:
             seen.add(str(ident))
-    return len(seen)
+        found = found or (named is not None and named in line)
+    return len(seen), found
+
+
+def _turns_so_far(transcript: Path, tool_use_id: str | None) -> int | None:
+    """The turns up to this tool call, once the transcript holds the message that made it
+    (waiting at most ``TRANSCRIPT_WAIT``)."""
+    deadline = time.monotonic() + TRANSCRIPT_WAIT
+    while True:
+        counted = _scan(transcript, tool_use_id)
+        if counted is None:
+            return None
+        turns, found = counted
+        if found or not tool_use_id or time.monotonic() > deadline:
+            return turns
+        time.sleep(0.01)
 
 
 def post_tool_use(payload: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any] | None:
@@ -66,7 +93,8 @@ def post_tool_use(payload: Mapping[str, Any], env: Mapping[str, str]) -> dict[st
     transcript = payload.get("transcript_path")
     if not transcript:
         return None
-    turns = count_turns(Path(str(transcript)))
+    tool_use_id = payload.get("tool_use_id")
+    turns = _turns_so_far(Path(str(transcript)), str(tool_use_id) if tool_use_id else None)
     if turns is None:
         return None
     turns -= _dispatch_baseline(env, turns)

@@ -29,6 +29,7 @@ from cairn.state.catchup import CatchupReport
 from cairn.state.runstate import RunRef
 from cairn.summary import Summary
 from cairn.terms import ENV_RUN_DIR, FindingResolution, SetAside, Verdict
+from cairn.util.records import Record
 from cairn.wip.models import SaveResult
 
 P = ParamSpec("P")
@@ -137,7 +138,7 @@ def _tool(fn: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
-def _reply(text: str, data: BaseModel) -> CallToolResult:
+def _reply(text: str, data: BaseModel | Record) -> CallToolResult:
     return CallToolResult(
         content=[TextContent(type="text", text=text)],
         structured_content=data.model_dump(mode="json"),

@@ -10,17 +10,19 @@ import contextlib
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cairn import summary, tickets
 from cairn.errors import BadInput
-from cairn.run import evaluation, review
 from cairn.state import journal, marker
 from cairn.state.layout import Layout, artifacts, discover, latest_artifact
 from cairn.state.runstate import RunRef, edit_summary, record
 from cairn.summary import Summary
 from cairn.terms import ENV_RUN_DIR, FINDING_RESOLUTIONS, JournalEvent
 from cairn.util import clock, durable
+
+if TYPE_CHECKING:
+    from cairn.run import evaluation, review
 
 
 def locate(
@@ -107,6 +109,8 @@ def add_finding(
 ) -> review.Review:
     """Add a reviewer's finding to the run's current review: journalled first, like every
     transition, then written."""
+    from cairn.run import review  # pydantic models: loaded only by the reviewers' command
+
     with durable.locked(ref.lock_path):
         found = latest_artifact(ref.run_dir, "reviewer", "review")
         if found is None:
@@ -131,6 +135,8 @@ def add_finding(
 
 def record_ac(ref: RunRef, ident: str, result: str, reason: str | None) -> evaluation.Evaluation:
     """Record the evaluator's verdict on one acceptance criterion of the current evaluation."""
+    from cairn.run import evaluation  # pydantic models: loaded only by the evaluators' command
+
     with durable.locked(ref.lock_path):
         found = [
             a
@@ -162,6 +168,8 @@ def catch_up_review(ref: RunRef, path: Path) -> review.Review:
     """The review at ``path`` with every finding the journal says was added to it. A
     ``cairn finding add`` killed between its journal event and the file is completed here, by
     the next writer of the review or by the loop reading it."""
+    from cairn.run import review
+
     with durable.locked(ref.lock_path):
         current = repaired = review.load(path)
         for event in _events_for(ref, "finding", "review", path):
@@ -182,6 +190,8 @@ def catch_up_review(ref: RunRef, path: Path) -> review.Review:
 
 def catch_up_evaluation(ref: RunRef, path: Path) -> evaluation.Evaluation:
     """The evaluation at ``path`` with every verdict the journal records for it, in order."""
+    from cairn.run import evaluation
+
     with durable.locked(ref.lock_path):
         current = repaired = evaluation.load(path)
         for event in _events_for(ref, "gate", "evaluation", path):

@@ -11,8 +11,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
 from cairn import summary, tickets
 from cairn.config import Config
 from cairn.errors import BadInput
@@ -26,11 +24,12 @@ from cairn.summary import Summary
 from cairn.summary.render import status_line
 from cairn.util import clock
 from cairn.util.durations import parse_duration
+from cairn.util.records import Record, field
 
 FORMAT = 1
 
 
-class SnapshotBrief(BaseModel):
+class SnapshotBrief(Record, frozen=False):
     ref: str
     commit: str
     time: str
@@ -38,13 +37,13 @@ class SnapshotBrief(BaseModel):
     run: str | None = None
 
 
-class TaskBrief(BaseModel):
+class TaskBrief(Record, frozen=False):
     id: str
     title: str
     status: str
 
 
-class CatchupReport(BaseModel):
+class CatchupReport(Record, frozen=False):
     format: int = FORMAT
     ticket: str
     state: TicketState
@@ -57,9 +56,9 @@ class CatchupReport(BaseModel):
     finding: str | None = None
     mode: str | None = None
     total: int = 0
-    done: list[str] = []
-    remaining: list[str] = []
-    items: list[TaskBrief] = []
+    done: list[str] = field(default_factory=list)
+    remaining: list[str] = field(default_factory=list)
+    items: list[TaskBrief] = field(default_factory=list)
     run: str | None = None
     run_dir: str | None = None
     summary_path: str | None = None
@@ -73,8 +72,8 @@ class CatchupReport(BaseModel):
     owner_detail: str | None = None
     snapshot: SnapshotBrief | None = None
     last_event: dict[str, Any] | None = None
-    artifacts: list[str] = []
-    warnings: list[str] = []
+    artifacts: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
     next_command: str | None = None
     cleared: bool = False
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import NamedTuple
 
 from cairn import tickets
 from cairn.config import Config
@@ -60,16 +60,14 @@ def discover(workspace: Path | str) -> tuple[Repo, Config, Layout]:
     return repo, config, Layout.for_repo(repo, config)
 
 
-@dataclass(frozen=True)
-class Artifact:
+class Artifact(NamedTuple):
     number: int
     role: str
     name: str
     path: Path
 
 
-@dataclass(frozen=True)
-class Layout:
+class Layout(NamedTuple):  # not a dataclass: dataclasses costs every hook call ~4 ms
     root: Path
 
     @classmethod

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import functools
 import os
-import socket
 from datetime import UTC, datetime
-
-from pydantic import BaseModel, ConfigDict, field_validator
+from typing import Annotated
 
 from cairn.terms import Liveness as Liveness  # re-exported: marker and catch-up name it here
 from cairn.util.procs import pid_alive, process_start_time
+from cairn.util.records import After, Record
 
 START_TIME_TOLERANCE = 2.0
 # The system's first process never is a cairn run, unless a recorded start time proves it is
@@ -24,26 +23,24 @@ START_TIME_TOLERANCE = 2.0
 INIT_PID = 1
 
 
-class Owner(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
+def with_offset(value: datetime) -> datetime:
+    """A time without an offset is taken as UTC."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value
 
+
+class Owner(Record):
     host: str
     pid: int
-    pid_started_at: datetime | None = None
+    pid_started_at: Annotated[datetime, After(with_offset)] | None = None
     boot_id: str | None = None
-
-    @field_validator("pid_started_at", mode="after")
-    @classmethod
-    def _with_offset(cls, value: datetime | None) -> datetime | None:
-        if value is not None and value.tzinfo is None:
-            return value.replace(tzinfo=UTC)
-        return value
 
     def describe(self) -> str:
         return f"pid {self.pid} on {self.host}"
 
 
 def this_host() -> str:
+    import socket  # only when an owner is recorded or checked: most commands never ask
+
     return socket.gethostname()
 
 

@@ -12,12 +12,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
-
-from pydantic import ValidationError
 
 from cairn import summary
 from cairn.errors import BadInput
@@ -35,22 +32,31 @@ _SUMMARY_EVENTS = frozenset(
 _ENDS = frozenset({"run_finished", "marker_cleared"})
 
 
-@dataclass
 class RunState:
     """A run's files as read under the lock, and what they need to catch up with the journal.
 
     ``summary`` and ``marker`` are as they should be (repaired in memory when they lag);
     ``marker`` is None when the ticket's marker is not this run's."""
 
-    run_dir: Path
-    marker_path: Path
-    last: dict[str, Any] | None
-    summary_path: Path | None
-    summary: Summary | None
-    marker: marker.Marker | None
-    summary_lags: bool = False
-    marker_lags: bool = False
-    remove_marker: bool = False
+    # a plain class, not a dataclass: importing dataclasses costs every hook call ~10 ms
+    def __init__(
+        self,
+        run_dir: Path,
+        marker_path: Path,
+        last: dict[str, Any] | None,
+        summary_path: Path | None,
+        summary: Summary | None,
+        marker: marker.Marker | None,
+    ) -> None:
+        self.run_dir = run_dir
+        self.marker_path = marker_path
+        self.last = last
+        self.summary_path = summary_path
+        self.summary = summary
+        self.marker = marker
+        self.summary_lags = False
+        self.marker_lags = False
+        self.remove_marker = False
 
     @property
     def lagging(self) -> bool:
@@ -174,7 +180,7 @@ def _catch_up_marker(state: RunState, last: dict[str, Any]) -> None:
     if changes:
         try:
             state.marker = current.model_copy(update={**changes, "last_updated": clock.now()})
-        except ValidationError:
+        except ValueError:  # pydantic's ValidationError
             return
         state.marker_lags = True
 
@@ -222,7 +228,7 @@ def _snapshot(event: dict[str, Any]) -> marker.SnapshotRef | None:
             return marker.SnapshotRef.model_validate(data)
         if isinstance(data, str) and isinstance(event.get("ref"), str):
             return marker.SnapshotRef(ref=event["ref"], commit=data, at=_time(event))
-    except ValidationError:
+    except ValueError:  # pydantic's ValidationError
         return None
     return None
 
@@ -230,7 +236,7 @@ def _snapshot(event: dict[str, Any]) -> marker.SnapshotRef | None:
 def _record(data: Any) -> marker.DispatchRecord | None:
     try:
         return marker.DispatchRecord.model_validate(data)
-    except ValidationError:
+    except ValueError:  # pydantic's ValidationError
         return None
 
 

@@ -10,9 +10,8 @@ instant leaves a truthful record.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from cairn import summary
 from cairn.errors import BadInput
@@ -35,8 +34,7 @@ from cairn.util import clock, durable
 MIN_FREE_BYTES = 1024 * 1024
 
 
-@dataclass(frozen=True)
-class RunRef:
+class RunRef(NamedTuple):
     layout: Layout
     ticket: str
     run_id: str

@@ -13,8 +13,6 @@ import re
 from datetime import datetime
 from pathlib import Path
 
-from pydantic import BaseModel
-
 from cairn import tickets
 from cairn.state import marker, owner
 from cairn.state.layout import (
@@ -29,6 +27,7 @@ from cairn.state.layout import (
 from cairn.state.marker import TicketState
 from cairn.util import clock
 from cairn.util.durations import parse_duration
+from cairn.util.records import Record
 
 HEAD_BYTES = 8192
 _STATUS = re.compile(r"^## Status[ \t]*\r?\n(?:[ \t]*\r?\n)*([^\r\n]+)", re.MULTILINE)
@@ -37,7 +36,7 @@ _COUNT = re.compile(r"(\d+) of (\d+) (?:tasks|findings)")
 _SUMMARY_SUFFIX = f"_{SUMMARY_ROLE}_{SUMMARY_ARTIFACT}.md"
 
 
-class StatusRow(BaseModel):
+class StatusRow(Record, frozen=False):
     ticket: str
     state: TicketState
     phase: str | None = None

@@ -6,15 +6,14 @@ from __future__ import annotations
 import re
 from collections import Counter
 from datetime import datetime
-from typing import Annotated, Literal
-
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from typing import Annotated, Any, Literal
 
 from cairn import tickets
 from cairn.errors import CorruptState
 from cairn.terms import FindingStatus as FindingStatus  # re-exported: cairn.summary's API
 from cairn.terms import SummaryState, Verdict
 from cairn.terms import TaskStatus as TaskStatus  # re-exported: cairn.summary's API
+from cairn.util.records import After, Before, Ge, Record, field
 
 Mode = Literal["implementation", "review"]
 ProseKey = Literal["preamble", "status", "tasks", "findings", "files", "gates", "deferred"]
@@ -140,65 +139,79 @@ def _gate_name(value: str) -> str:
     return value
 
 
-Title = Annotated[str, AfterValidator(_title)]
-OptText = Annotated[str | None, AfterValidator(_opt_text)]
-FilePath = Annotated[str, AfterValidator(_path)]
-Prose = Annotated[list[str], AfterValidator(_prose)]
-DeferredItem = Annotated[str, AfterValidator(_title)]
-Ticket = Annotated[str, AfterValidator(_ticket)]
-RunId = Annotated[str, AfterValidator(_no_space("run id"))]
+def _lower(value: Any) -> Any:
+    return value.lower() if isinstance(value, str) else value
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+def _iso(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value)
+        except ValueError:
+            raise ValueError(f"updated {value!r} is not an ISO-8601 time") from None
+    return value
 
 
-class Task(_Model):
-    number: int = Field(ge=0)
+def _aware(value: datetime) -> datetime:
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError("updated must carry a UTC offset")
+    return value.replace(microsecond=0)
+
+
+def _drop_empty(value: dict[str, list[str]]) -> dict[str, list[str]]:
+    return {key: lines for key, lines in value.items() if lines}
+
+
+Title = Annotated[str, After(_title)]
+OptText = Annotated[str | None, After(_opt_text)]
+FilePath = Annotated[str, After(_path)]
+Prose = Annotated[list[str], After(_prose)]
+DeferredItem = Annotated[str, After(_title)]
+Ticket = Annotated[str, After(_ticket)]
+RunId = Annotated[str, After(_no_space("run id"))]
+Commit = Annotated[str, After(_pattern(_COMMIT, "commit"))]
+
+
+class Task(Record, forbid_extra=True):
+    number: Annotated[int, Ge(0)]
     title: Title
     status: TaskStatus = "pending"
     files: list[FilePath] | None = None
     outcome: OptText = None
     notes: OptText = None
-    prose: Prose = []
+    prose: Prose = field(default_factory=list)
 
     @property
     def resolved(self) -> bool:
         return self.status in RESOLVED_TASK
 
 
-class Finding(_Model):
-    id: Annotated[str, AfterValidator(_pattern(FINDING_ID, "finding id"))]
+class Finding(Record, forbid_extra=True):
+    id: Annotated[str, After(_pattern(FINDING_ID, "finding id"))]
     title: Title
     status: FindingStatus = "pending"
     action: OptText = None
-    prose: Prose = []
+    prose: Prose = field(default_factory=list)
 
     @property
     def resolved(self) -> bool:
         return self.status != "pending"
 
 
-class Gate(_Model):
-    name: Annotated[str, AfterValidator(_gate_name)]
+class Gate(Record, forbid_extra=True):
+    name: Annotated[str, After(_gate_name)]
     command: OptText = None
     result: Verdict
 
 
-class Status(_Model):
+class Status(Record, forbid_extra=True):
     state: SummaryState
     item: int | str | None = None
-    reason: Annotated[str, AfterValidator(_pattern(_SLUG, "reason"))] | None = None
-    ref: Annotated[str, AfterValidator(_no_space("ref"))] | None = None
-    commit: Annotated[str, AfterValidator(_pattern(_COMMIT, "commit"))] | None = None
+    reason: Annotated[str, After(_pattern(_SLUG, "reason"))] | None = None
+    ref: Annotated[str, After(_no_space("ref"))] | None = None
+    commit: Annotated[Commit | None, Before(_lower)] = None
 
-    @field_validator("commit", mode="before")
-    @classmethod
-    def _lower(cls, value: object) -> object:
-        return value.lower() if isinstance(value, str) else value
-
-    @model_validator(mode="after")
-    def _consistent(self) -> Status:
+    def check(self) -> None:
         if self.state == "interrupted":
             if self.reason is None:
                 raise ValueError("an interrupted status needs a reason")
@@ -208,48 +221,24 @@ class Status(_Model):
             raise ValueError("reason, ref and commit are only for an interrupted status")
         if self.item is not None and self.state in ("not_started", "completed"):
             raise ValueError(f"a {self.state} status has no current item")
-        return self
 
 
-class Summary(_Model):
+class Summary(Record, forbid_extra=True):
     format: int = 1
     ticket: Ticket
     run: RunId | None = None
     mode: Mode
-    round: int | None = Field(default=None, ge=0)
-    updated: datetime
+    round: Annotated[int, Ge(0)] | None = None
+    updated: Annotated[datetime, Before(_iso), After(_aware)]
     status: Status
-    tasks: list[Task] = []
-    findings: list[Finding] = []
+    tasks: list[Task] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
     files_changed: list[FilePath] | None = None
     gates: list[Gate] | None = None
     deferred: list[DeferredItem] | None = None
-    prose: dict[ProseKey, Prose] = {}
+    prose: Annotated[dict[ProseKey, Prose], After(_drop_empty)] = field(default_factory=dict)
 
-    @field_validator("updated", mode="before")
-    @classmethod
-    def _iso(cls, value: object) -> object:
-        if isinstance(value, str):
-            try:
-                return datetime.fromisoformat(value)
-            except ValueError:
-                raise ValueError(f"updated {value!r} is not an ISO-8601 time") from None
-        return value
-
-    @field_validator("updated")
-    @classmethod
-    def _aware(cls, value: datetime) -> datetime:
-        if value.tzinfo is None or value.utcoffset() is None:
-            raise ValueError("updated must carry a UTC offset")
-        return value.replace(microsecond=0)
-
-    @field_validator("prose")
-    @classmethod
-    def _drop_empty(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
-        return {key: lines for key, lines in value.items() if lines}
-
-    @model_validator(mode="after")
-    def _consistent(self) -> Summary:
+    def check(self) -> None:
         if self.format != 1:
             raise ValueError(f"format must be 1, not {self.format}")
         if self.mode == "implementation":
@@ -257,7 +246,6 @@ class Summary(_Model):
         else:
             self._check_review()
         self._check_prose()
-        return self
 
     def _check_implementation(self) -> None:
         if self.round is not None:
@@ -298,22 +286,22 @@ class Summary(_Model):
         ]
         blocks += [(f"task {t.number}", t.prose, TASK_FIELD) for t in self.tasks]
         blocks += [(f"finding {f.id}", f.prose, FINDING_FIELD) for f in self.findings]
-        for where, lines, field in blocks:
+        for where, lines, field_line in blocks:
             for line in lines:
                 if line in headings:
                     raise ValueError(f"{where} prose line {line!r} would read as a section")
-                in_blocks = field is not None or where in ("tasks", "findings")
+                in_blocks = field_line is not None or where in ("tasks", "findings")
                 if in_blocks and line.startswith("### "):
                     raise ValueError(f"{where} prose line {line!r} would read as a heading")
-                if field is not None and field.match(line):
+                if field_line is not None and field_line.match(line):
                     raise ValueError(f"{where} prose line {line!r} would read as a field")
         for key, items in (
             ("files", self.files_changed),
             ("gates", self.gates),
             ("deferred", self.deferred),
         ):
-            lines = self.prose.get(key)
-            if items and lines and lines[0].startswith("- "):
+            after = self.prose.get(key)
+            if items and after and after[0].startswith("- "):
                 raise ValueError(f"{key} prose must not start with a '- ' bullet after the list")
 
     def task(self, number: int) -> Task | None:

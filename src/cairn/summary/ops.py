@@ -6,13 +6,12 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
-
 from cairn.errors import BadInput
 from cairn.summary.model import Finding, Gate, Status, Summary, Task, TaskStatus
 from cairn.terms import FINDING_RESOLUTIONS
+from cairn.util.records import Record, first_error
 
-M = TypeVar("M", bound=BaseModel)
+M = TypeVar("M", bound=Record)
 
 _NEXT: dict[str, frozenset[str]] = {
     "pending": frozenset({"in progress", "completed", "skipped", "deferred"}),
@@ -26,16 +25,15 @@ _NEXT: dict[str, frozenset[str]] = {
 def _make(cls: type[M], **data: Any) -> M:
     """Build and validate; model_copy(update=...) would skip the normalising validators."""
     try:
-        return cls(**data)
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        where = ".".join(str(part) for part in error["loc"]) or cls.__name__.lower()
-        message = str(error["msg"]).removeprefix("Value error, ")
+        return cls.model_validate(data)
+    except ValueError as exc:  # pydantic's ValidationError: the data was not in shape
+        where, message, _ = first_error(exc)
+        where = where or cls.__name__.lower()
         raise BadInput(f"invalid change summary {where}: {message}; pass a valid value") from None
 
 
 def _replace(model: M, **changes: Any) -> M:
-    return _make(type(model), **{**dict(model), **changes})
+    return _make(type(model), **{**model.__dict__, **changes})
 
 
 def scaffold_tasks(

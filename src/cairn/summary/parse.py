@@ -8,8 +8,6 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, NoReturn
 
-from pydantic import TypeAdapter, ValidationError
-
 from cairn.summary.model import (
     FINDING_FIELD,
     FINDING_ID,
@@ -28,6 +26,8 @@ from cairn.summary.render import title as render_title
 from cairn.terms import FINDING_STATUSES, TASK_STATUSES, VERDICTS
 from cairn.util import frontmatter
 from cairn.util.codespans import parse_code_spans
+from cairn.util.records import first_error
+from cairn.util.shapes import check_value
 
 Line = tuple[int, str]
 Section = tuple[int, list[Line]]  # the heading's line number, and the lines under it
@@ -44,8 +44,6 @@ _INTERRUPTED = re.compile(
     r"(?:during (task|finding) ([0-9]+) of ([0-9]+)|after ([0-9]+) of ([0-9]+) (tasks|findings)); "
     r"(?:no snapshot|work saved at (\S+)(?: \(([0-9a-fA-F]{7,40})\))?)"
 )
-_TICKET: TypeAdapter[str] = TypeAdapter(Ticket)
-_RUN: TypeAdapter[str | None] = TypeAdapter(RunId | None)
 _STATES = {"Not started": "not_started", "In progress": "in_progress", "Completed": "completed"}
 _GATE = re.compile(rf"([A-Za-z0-9][A-Za-z0-9 _./+-]*?)(?: \((.*)\))?: ({'|'.join(VERDICTS)})")
 
@@ -100,11 +98,11 @@ class _Parser:
 
     def _build(self, cls: type[Any], data: dict[str, Any], line: int) -> Any:
         try:
-            return cls(**data)
-        except ValidationError as exc:
-            loc = exc.errors()[0]["loc"]
-            if cls is Summary and loc and loc[0] in _KEYS:
-                line = self.line_of(str(loc[0]))
+            return cls.model_validate(data)
+        except ValueError as exc:  # pydantic's ValidationError: the data was not in shape
+            where = first_error(exc)[0].split(".")[0]
+            if cls is Summary and where in _KEYS:
+                line = self.line_of(where)
             self.fail(line, _first_error(exc))
 
     def _front_matter(self) -> tuple[dict[str, Any], int]:
@@ -157,10 +155,10 @@ class _Parser:
                 line_of("updated"),
                 f"updated {str(updated)!r} is not an ISO-8601 time with a UTC offset",
             )
-        for key, adapter in (("ticket", _TICKET), ("run", _RUN)):
+        for key, kind in (("ticket", Ticket), ("run", RunId | None)):
             try:
-                adapter.validate_python(header[key])
-            except ValidationError as exc:
+                check_value(kind, header[key])
+            except ValueError as exc:  # pydantic's ValidationError
                 self.fail(line_of(key), f"{key}: {_first_error(exc)}")
         return header, close + 1
 
@@ -391,8 +389,6 @@ class _Parser:
         return [self._build(Gate, {"name": name, "command": command, "result": result}, number)]
 
 
-def _first_error(exc: ValidationError) -> str:
-    error = exc.errors()[0]
-    where = ".".join(str(part) for part in error["loc"])
-    message = str(error["msg"]).removeprefix("Value error, ")
+def _first_error(exc: ValueError) -> str:
+    where, message, _ = first_error(exc)
     return f"{where}: {message}" if where else message

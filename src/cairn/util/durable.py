@@ -15,12 +15,11 @@ import contextlib
 import errno
 import fcntl
 import os
-import secrets
 import stat
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from cairn.errors import BadInput
 from cairn.util.procs import pid_alive
@@ -96,8 +95,7 @@ def ensure_dir(path: Path) -> None:
         fsync_dir(directory.parent)
 
 
-@dataclass(frozen=True)
-class Staged:
+class Staged(NamedTuple):
     """A new version of ``target``, complete and fsynced in ``temp`` beside it, not yet in
     place: ``put_in_place`` renames it over the target, ``discard`` drops it."""
 
@@ -108,7 +106,7 @@ class Staged:
 def stage(path: Path, data: bytes | str, *, fsync: bool = True) -> Staged:
     """Write ``data`` to a temp file in ``path``'s directory; nothing is replaced yet."""
     payload = data.encode("utf-8") if isinstance(data, str) else data
-    temp = path.parent / f"{TEMP_PREFIX}{path.name}.{os.getpid()}.{secrets.token_hex(4)}"
+    temp = path.parent / f"{TEMP_PREFIX}{path.name}.{os.getpid()}.{os.urandom(4).hex()}"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
     try:
         try:

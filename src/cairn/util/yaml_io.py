@@ -1,32 +1,204 @@
-"""Safe YAML with libyaml's C loader and dumper when PyYAML was built with them (5-10x faster)."""
+"""Safe YAML: the flat mappings cairn rewrites all the time (the marker, a change summary's front
+matter) without PyYAML, anything else with PyYAML (libyaml's C loader and dumper when PyYAML was
+built with them), imported only then.
+
+``load_flat`` and ``dump_flat`` handle one shape: a mapping of plain keys to strings, integers
+and nulls, with at most one level of nested mappings, written one ``key: value`` a line. They
+return None for anything they are not sure of, and ``safe_load``/``safe_dump`` then ask PyYAML,
+so both always give what PyYAML gives (``tests/util/test_yaml_io.py`` checks it on generated
+input). PyYAML's constructor costs ~150 µs a marker even with libyaml, these ~15 µs, and the
+commands that read or write a marker do not import PyYAML at all.
+"""
 
 from __future__ import annotations
 
 import functools
+import re
 from typing import Any
 
-import yaml
+# PyYAML's implicit resolvers (yaml/resolver.py, MIT licence): the type a plain scalar gets,
+# tried in this order, each only for the first characters listed.
+_RESOLVERS = (
+    (
+        "bool",
+        "yYnNtTfFoO",
+        r"yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF",
+    ),
+    (
+        "float",
+        "-+0123456789.",
+        r"[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?"
+        r"|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)",
+    ),
+    (
+        "int",
+        "-+0123456789",
+        r"[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+"
+        r"|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+",
+    ),
+    ("merge", "<", r"<<"),
+    ("null", "~nN", r"~|null|Null|NULL|"),
+    (
+        "timestamp",
+        "0123456789",
+        r"[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]|[0-9][0-9][0-9][0-9]-[0-9][0-9]?-[0-9][0-9]?"
+        r"(?:[Tt]|[ \t]+)[0-9][0-9]?:[0-9][0-9]:[0-9][0-9](?:\.[0-9]*)?"
+        r"(?:[ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?",
+    ),
+    ("value", "=", r"="),
+)
 
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
-YAMLError = yaml.YAMLError
-
-
-def safe_load(text: str) -> Any:
-    return yaml.load(text, Loader=_Loader)
-
-
-def safe_dump(data: Any, **options: Any) -> str:
-    text: str = yaml.dump(data, Dumper=_Dumper, **options)
-    return text
-
-
-_resolver = yaml.resolver.Resolver()
+@functools.cache
+def _resolver(pattern: str) -> re.Pattern[str]:
+    return re.compile(rf"^(?:{pattern})$")  # compiled on first use: most values need none
 
 
 @functools.lru_cache(maxsize=4096)
 def plain_scalar_tag(value: str) -> str:
     """The type YAML gives an unquoted scalar: ``str``, ``int``, ``null``, ``bool``, …"""
-    tag: str = _resolver.resolve(yaml.nodes.ScalarNode, value, (True, False))  # type: ignore[no-untyped-call]
-    return tag.rsplit(":", 1)[-1]
+    first = value[:1]
+    for tag, firsts, pattern in _RESOLVERS:
+        if (first in firsts or (tag == "null" and not value)) and _resolver(pattern).match(value):
+            return tag
+    return "str"
+
+
+# --- the flat shape ---------------------------------------------------------------------------
+
+_LINE = re.compile(r"( {2})?([a-z_]{1,64}):(?: (.*))?")
+_PLAIN_IN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./@+-]*")  # read as itself when plain
+# Strings PyYAML may write plain (no indicator, no space): it does unless they would read back
+# as another type (a number, a time, a boolean), and then it single-quotes them.
+_SIMPLE_OUT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./+:@-]*(?<!:)")
+_INT = re.compile(r"0|-?[1-9][0-9]*")
+_KEY = re.compile(r"[a-z_]{1,64}")
+
+
+def load_flat(text: str) -> dict[str, Any] | None:
+    """The mapping in ``text`` when it has the flat shape; None for anything else."""
+    data: dict[str, Any] = {}
+    section: dict[str, Any] | None = None
+    for line in text.split("\n"):
+        if not line:
+            continue
+        match = _LINE.fullmatch(line)
+        if match is None:
+            return None
+        nested, key, raw = match.groups()
+        if plain_scalar_tag(key) != "str":  # "no:" is a boolean key to YAML
+            return None
+        if raw is None:
+            if nested:
+                return None
+            section = data[key] = {}
+            continue
+        if nested:
+            if section is None:
+                return None
+            target = section
+        else:
+            section, target = None, data
+        value = _scalar(raw)
+        if value is _NOT_FLAT:
+            return None
+        target[key] = value
+    return data or None
+
+
+_NOT_FLAT: Any = object()
+
+
+def _scalar(raw: str) -> Any:
+    if len(raw) >= 2 and raw[0] == raw[-1] == "'" and "'" not in raw[1:-1].replace("''", ""):
+        return raw[1:-1].replace("''", "'")
+    if not _PLAIN_IN.fullmatch(raw):
+        return _NOT_FLAT
+    kind = plain_scalar_tag(raw)
+    if kind == "str":
+        return raw
+    if kind == "int" and _INT.fullmatch(raw):
+        return int(raw)
+    if kind == "null":
+        return None
+    return _NOT_FLAT
+
+
+def dump_flat(data: dict[str, Any]) -> str | None:
+    """``data`` as PyYAML's block style writes it (``sort_keys=False``, ``allow_unicode=True``)
+    when it has the flat shape; None for anything else."""
+    lines: list[str] = []
+    for key, value in data.items():
+        if not _plain_key(key):
+            return None
+        if isinstance(value, dict):
+            if not value:
+                return None
+            lines.append(f"{key}:")
+            for sub, item in value.items():
+                text = _scalar_text(item) if _plain_key(sub) else None
+                if text is None:
+                    return None
+                lines.append(f"  {sub}: {text}")
+            continue
+        text = _scalar_text(value)
+        if text is None:
+            return None
+        lines.append(f"{key}: {text}")
+    return "\n".join(lines) + "\n" if lines else None
+
+
+def _plain_key(key: Any) -> bool:
+    return isinstance(key, str) and bool(_KEY.fullmatch(key)) and plain_scalar_tag(key) == "str"
+
+
+def _scalar_text(value: Any) -> str | None:
+    if value is None:
+        return "null"
+    if type(value) is int:
+        return str(value)
+    if type(value) is not str:
+        return None
+    if not _SIMPLE_OUT.fullmatch(value):
+        return None
+    return value if plain_scalar_tag(value) == "str" else f"'{value}'"
+
+
+# --- everything else: PyYAML ------------------------------------------------------------------
+
+
+@functools.cache
+def _yaml() -> tuple[Any, Any, Any]:
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    return yaml, loader, dumper
+
+
+def safe_load(text: str) -> Any:
+    flat = load_flat(text)
+    if flat is not None:
+        return flat
+    yaml, loader, _ = _yaml()
+    return yaml.load(text, Loader=loader)
+
+
+def safe_dump(data: Any, **options: Any) -> str:
+    if (
+        isinstance(data, dict)
+        and options.get("sort_keys") is False
+        and options.get("allow_unicode") is True
+        and set(options) <= {"sort_keys", "allow_unicode", "width"}
+    ):
+        flat = dump_flat(data)
+        if flat is not None:
+            return flat
+    yaml, _, dumper = _yaml()
+    return yaml.dump(data, Dumper=dumper, **options)  # type: ignore[no-any-return]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "YAMLError":  # read only when an error is being handled
+        return _yaml()[0].YAMLError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

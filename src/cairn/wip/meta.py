@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 
 from cairn import __version__
 from cairn.util.text import printable
@@ -23,21 +22,37 @@ def clean_reason(reason: str) -> str:
     return printable(reason)[:MAX_REASON] or "manual"
 
 
-@dataclass
 class SnapshotMeta:
-    ticket: str
-    reason: str
-    base: str | None
-    branch: str | None
-    index_tree: str | None
-    files_changed: int
-    seq: int = 1
-    run: str | None = None
-    skipped: list[Skipped] = field(default_factory=list)
-    conflicted: list[str] = field(default_factory=list)
-    skipped_count: int = 0
-    conflicted_count: int = 0
-    version: str = __version__
+    """What a snapshot commit's message records."""
+
+    def __init__(
+        self,
+        *,
+        ticket: str,
+        reason: str,
+        base: str | None,
+        branch: str | None,
+        index_tree: str | None,
+        files_changed: int,
+        seq: int = 1,
+        run: str | None = None,
+        skipped: list[Skipped] | None = None,
+        conflicted: list[str] | None = None,
+        skipped_count: int = 0,
+        conflicted_count: int = 0,
+        version: str = __version__,
+    ) -> None:
+        self.ticket, self.reason, self.base, self.branch = ticket, reason, base, branch
+        self.index_tree, self.files_changed, self.seq, self.run = (
+            index_tree,
+            files_changed,
+            seq,
+            run,
+        )
+        self.skipped = skipped if skipped is not None else []
+        self.conflicted = conflicted if conflicted is not None else []
+        self.skipped_count, self.conflicted_count = skipped_count, conflicted_count
+        self.version = version
 
     def render(self) -> str:
         lines = [

@@ -4,16 +4,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from cairn.util.records import Record, field
 
 SkipReason = Literal["too_large", "nested_repo", "over_budget", "special_file"]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-
-class Skipped(_Model):
+class Skipped(Record):
     """An untracked path the snapshot does not hold. ``files`` is set for skipped directories."""
 
     path: str
@@ -22,7 +18,7 @@ class Skipped(_Model):
     files: int | None = None
 
 
-class SaveResult(_Model):
+class SaveResult(Record):
     ref: str
     commit: str | None
     created: bool
@@ -33,9 +29,9 @@ class SaveResult(_Model):
     elapsed_ms: int
     ticket: str
     reason: str
-    conflicted: list[str] = []
+    conflicted: list[str] = field(default_factory=list)
     previous: str | None = None
-    warnings: list[str] = []
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def summary(self) -> str:
@@ -46,7 +42,7 @@ class SaveResult(_Model):
         return "nothing to save: the work tree is clean and there is no earlier snapshot"
 
 
-class SnapshotInfo(_Model):
+class SnapshotInfo(Record):
     """One snapshot commit, read back from its trailers."""
 
     ticket: str
@@ -67,19 +63,19 @@ class SnapshotInfo(_Model):
     cairn_version: str
 
 
-class DiffStat(_Model):
+class DiffStat(Record):
     path: str
     added: int | None
     deleted: int | None
 
 
-class ShowResult(_Model):
+class ShowResult(Record):
     snapshot: SnapshotInfo
     against: str
     diffstat: list[DiffStat]
 
 
-class RestoreResult(_Model):
+class RestoreResult(Record):
     commit: str
     target: str
     to: str | None
@@ -89,17 +85,17 @@ class RestoreResult(_Model):
     deleted: list[str]
     obstacles: list[str]
     skipped_in_snapshot: list[Skipped]
-    warnings: list[str] = []
+    warnings: list[str] = field(default_factory=list)
 
 
-class PrunedTicket(_Model):
+class PrunedTicket(Record):
     ticket: str
     ref: str
     commit: str
     last_snapshot: str
 
 
-class PruneResult(_Model):
+class PruneResult(Record):
     dry_run: bool
     older_than_seconds: float
     pruned: list[PrunedTicket]
@@ -108,7 +104,7 @@ class PruneResult(_Model):
     disk_bytes_after: int
 
 
-class PushResult(_Model):
+class PushResult(Record):
     remote: str
     refspec: str
     pushed: list[str]

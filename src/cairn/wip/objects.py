@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
-from cairn.git import Deadline, Git, Session
+from cairn.git import Deadline, Git
+from cairn.git.sessions import Session
 
 
-@dataclass(frozen=True)
-class CommitObject:
+class CommitObject(NamedTuple):
     oid: str
     tree: str
     parents: tuple[str, ...]

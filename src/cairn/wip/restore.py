@@ -10,9 +10,7 @@ With ``to``: materialise the snapshot in a new directory and leave the live tree
 from __future__ import annotations
 
 import os
-import shutil
 import stat
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from cairn.config import Config
@@ -26,12 +24,14 @@ from cairn.wip.scratch import scratch_dir
 GITLINK = "160000"
 
 
-@dataclass
 class Plan:
-    writes: list[str] = field(default_factory=list)
-    deletes: list[str] = field(default_factory=list)
-    obstacles: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    """What an in-place restore would write and delete, and what stands in its way."""
+
+    def __init__(self) -> None:
+        self.writes: list[str] = []
+        self.deletes: list[str] = []
+        self.obstacles: list[str] = []
+        self.warnings: list[str] = []
 
 
 def restore(
@@ -184,6 +184,8 @@ def _apply(repo: Repo, scratch: Path, commit: str, plan: Plan, force: bool) -> N
 
 def _remove(full: Path) -> None:
     if full.is_dir() and not full.is_symlink():
+        import shutil  # only for a directory in the way
+
         shutil.rmtree(full)
     elif os.path.lexists(full):
         os.unlink(full)

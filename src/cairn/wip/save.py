@@ -1,69 +1,55 @@
 """``save``: snapshot the work tree into ``refs/cairn/wip/<ticket>`` without touching it.
 
-Pipeline (see docs/snapshots.md): copy the real index keeping its mtime → ``status`` on the copy
-→ choose untracked files → hash the changed files and write the trees on their paths (HEAD's
-tree plus edits) → ``commit-tree`` → ``update-ref`` with the old value (compare-and-swap).
-The user's index is only ever read.
+Pipeline (see docs/snapshots.md): ``status`` reading the real index in place → choose untracked
+files → hash the changed files the stat cache does not know and write the trees on their paths
+(HEAD's tree plus edits) → ``commit-tree`` → ``update-ref`` with the old value
+(compare-and-swap; ``wip/recording.py``). The user's index is only ever read.
 """
 
 from __future__ import annotations
 
 import os
-import random
-import shutil
+import re
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from cairn import tickets
 from cairn.config import Config
 from cairn.config import load as load_config
-from cairn.errors import BadInput, CairnError, GitError, SaveTimeout
-from cairn.git import Deadline, Git, Repo, null_oid, version
+from cairn.errors import BadInput, GitError, SaveTimeout
+from cairn.git import Deadline, Git, Repo
+from cairn.git.sessions import Started
+from cairn.wip.hashcache import HashCache, digest, stamp_now
 from cairn.wip.meta import SnapshotMeta, clean_reason
-from cairn.wip.models import SaveResult, Skipped
-from cairn.wip.objects import CommitObject, ObjectReader, read_commits
-from cairn.wip.scan import StatusScan, scan_status, select_untracked
+from cairn.wip.models import SaveResult
+from cairn.wip.objects import CommitObject, ObjectReader, parse_commit, read_objects
+from cairn.wip.recording import Prepared, record
+from cairn.wip.scan import STATUS_ARGS, Selection, StatusScan, scan_status, select_untracked
 from cairn.wip.scratch import scratch_dir
 from cairn.wip.treebuild import Edit, Known, TreeWriter, hash_worktree
-
-
-@dataclass
-class Prepared:
-    """The trees of a snapshot, written to the object store but not yet recorded by a ref."""
-
-    repo: Repo
-    git: Git
-    ticket: str
-    ref: str
-    head: str | None
-    head_tree: str | None
-    branch: str | None
-    index_tree: str | None
-    staged: bool
-    tree: str
-    files_changed: int
-    clean: bool
-    skipped: list[Skipped]
-    conflicted: list[str]
-    prev: CommitObject | None
-    prev_meta: SnapshotMeta | None
-
-    def same_as_prev(self) -> bool:
-        return (
-            self.prev is not None
-            and self.prev_meta is not None
-            and self.prev.tree == self.tree
-            and self.prev_meta.base == self.head
-            and self.prev_meta.index_tree == self.index_tree
-        )
 
 
 def wip_ref(config: Config, ticket: str) -> str:
     return f"{config.snapshot.ref_prefix.rstrip('/')}/{ticket}"
 
 
+# A ref whose components all look like this is valid for git (no "..", no leading "." or "-",
+# no ".lock" ending), so the usual snapshot ref needs no ``git check-ref-format``.
+_PLAIN_COMPONENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*")
+
+
+def plainly_valid(ref: str) -> bool:
+    parts = ref.split("/")
+    return (
+        len(parts) > 1
+        and parts[0] == "refs"
+        and all(_PLAIN_COMPONENT.fullmatch(p) and not p.endswith(".lock") for p in parts)
+    )
+
+
 def checked_ref(git: Git, ref: str) -> str:
+    if plainly_valid(ref):
+        return ref
     if not git.run(["check-ref-format", ref], check=False).ok:
         raise BadInput(f"{ref!r} is not a valid git ref name; choose another ticket id")
     return ref
@@ -78,31 +64,43 @@ def save(
     config: Config | None = None,
     mirror_branch: bool | None = None,
 ) -> SaveResult:
-    """Snapshot ``workspace``; ``timeout`` seconds (default ``agent.cutoff_timeout_ms``)."""
+    """Snapshot ``workspace``; ``timeout`` seconds (default ``agent.cutoff_timeout_ms``).
+
+    ``git status``, the bulk of a save on a big repository, starts first and runs while the
+    repository is discovered, the config read and the stat cache loaded. It reads the index
+    in place and reports paths from the top of the work tree, from any directory of it.
+    """
     started = time.monotonic()
-    repo = Repo.discover(workspace)
-    warnings: list[str] = []
-    if config is None:
-        config, warnings = config_or_defaults(repo.toplevel)
-    if ticket is not None:
-        tickets.validate(ticket)
-    if run_id is not None:
-        tickets.validate(run_id)
-    reason = clean_reason(reason)
-    if timeout is None:
-        timeout = config.agent.cutoff_timeout_ms / 1000
-    if mirror_branch is None:
-        mirror_branch = config.agent.preserve_uncommitted_work_branch
-    deadline = Deadline(timeout)
+    where = Path(workspace).expanduser()
+    status = Git(where.resolve()).start(STATUS_ARGS) if where.is_dir() else None
     try:
-        with scratch_dir(repo.state_root(), "save") as scratch:
-            prepared = prepare(repo, config, scratch, ticket, deadline)
-            result = record(prepared, reason, run_id, deadline, mirror_branch=mirror_branch)
-    except SaveTimeout as exc:
-        raise SaveTimeout(
-            f"snapshot abandoned after {timeout * 1000:.0f} ms ({exc}); no ref was moved; "
-            "raise agent.cutoff_timeout_ms or pass --timeout-ms"
-        ) from None
+        repo = Repo.discover(workspace)
+        warnings: list[str] = []
+        if config is None:
+            config, warnings = config_or_defaults(repo.toplevel)
+        if ticket is not None:
+            tickets.validate(ticket)
+        if run_id is not None:
+            tickets.validate(run_id)
+        reason = clean_reason(reason)
+        seconds = timeout if timeout is not None else config.agent.cutoff_timeout_ms / 1000
+        if mirror_branch is None:
+            mirror_branch = config.agent.preserve_uncommitted_work_branch
+        deadline = Deadline(seconds)
+        try:
+            with scratch_dir(repo.state_root(), "save") as scratch:
+                prepared = prepare(repo, config, scratch, ticket, deadline, status=status)
+                result = record(prepared, reason, run_id, deadline, mirror_branch=mirror_branch)
+                if prepared.cache is not None and result.commit:
+                    prepared.cache.save(prepared.ref, result.commit)
+        except SaveTimeout as exc:
+            raise SaveTimeout(
+                f"snapshot abandoned after {seconds * 1000:.0f} ms ({exc}); no ref was moved; "
+                "raise agent.cutoff_timeout_ms or pass --timeout-ms"
+            ) from None
+    finally:
+        if status is not None:
+            status.abandon()  # after an early error; nothing to do once its result was read
     elapsed = int((time.monotonic() - started) * 1000)
     return result.model_copy(
         update={"elapsed_ms": elapsed, "warnings": [*warnings, *result.warnings]}
@@ -115,7 +113,7 @@ def config_or_defaults(toplevel: Path) -> tuple[Config, list[str]]:
     try:
         return load_config(toplevel), []
     except BadInput as exc:
-        return Config(), [f"{exc} (the snapshot used the default settings)"]
+        return Config.model_construct(), [f"{exc} (the snapshot used the default settings)"]
 
 
 def prepare(
@@ -126,60 +124,98 @@ def prepare(
     deadline: Deadline | None,
     *,
     via_index: bool = False,
+    status: Started | None = None,
 ) -> Prepared:
     """Write the snapshot's trees (the work tree, the staged state); record nothing.
 
-    The trees are built from HEAD plus the changed paths (see treebuild.py). ``via_index``
-    builds them instead with ``update-index`` and ``write-tree`` on the private copy of the
-    index: slower on big repositories, and the fallback for submodule changes and for files
-    that vanish while they are read.
+    The status pass reads the user's index where it is (git never writes it: optional locks
+    are off), so git's stat cache decides which files to read. The trees are built from HEAD
+    plus the changed paths (see treebuild.py). ``via_index`` builds them instead with
+    ``update-index`` and ``write-tree`` on a private copy of the index, scanned again: slower
+    on big repositories, and the fallback for submodule changes and for files that vanish
+    while they are read.
     """
-    index = scratch / "index"
-    if repo.index_path.exists():
-        shutil.copy2(repo.index_path, index)  # copy2 keeps the mtime: git's racy-clean check
-    git = repo.git.with_index(index)
-    if config.snapshot.fsync and version() >= (2, 36):
-        git = git.with_config("core.fsync=loose-object,reference", "core.fsyncMethod=batch")
-    status = scan_status(git, deadline)
+    git = _runner(repo, config, repo.index_path)
+    scan, chosen = _scan(repo, config, git, deadline, status)
     if ticket is None:
-        ticket = tickets.from_branch(status.branch if status.head else None)
+        ticket = tickets.from_branch(scan.branch if scan.head else None)
     ref = checked_ref(git, wip_ref(config, ticket))
-    chosen = select_untracked(repo.toplevel, status.untracked, status.nested, config.snapshot)
 
-    with ObjectReader(git, deadline) as objects:
-        head_commit = objects.commit(status.head) if status.head else None
-        prev = objects.commit(ref)
-        head_tree = head_commit.tree if head_commit else None
-        if via_index or any(c.submodule and c.y != "." for c in status.changes):
-            index_tree, tree = _trees_via_index(git, status, chosen.included, head_tree, deadline)
-        else:
+    use_edits = not via_index and not any(c.submodule and c.y != "." for c in scan.changes)
+    cache = HashCache.load(repo, stamp_now(scratch)) if use_edits else None  # stamp: before reads
+    anchors = list(cache.anchors) if cache else []
+    found = read_objects(git, [ref, scan.head or ref, *anchors], deadline)  # one process
+    prev, head_commit = (
+        parse_commit(o[0], o[2]) if o and o[1] == "commit" else None for o in found[:2]
+    )
+    head_commit = head_commit if scan.head else None
+    prev_meta = SnapshotMeta.parse(prev.message) if prev else None
+    head_tree = head_commit.tree if head_commit else None
+    standing = [  # anchors still at their refs: their trees exist and hold every cached blob
+        parse_commit(o[0], o[2])
+        for a, o in zip(anchors, found[2:], strict=True)
+        if o and o[1] == "commit" and cache is not None and cache.anchors[a] == o[0]
+    ]
+    with ObjectReader(git, deadline) as objects:  # a session only when trees are built
+        if cache is not None:
+            cache.verify(git, bool(standing), deadline)
+            existing = {t for c in [prev, *standing] if c for t in _trees_of(c)}
             try:
                 index_tree, tree = _trees_via_edits(
-                    repo, git, objects, scratch, status, chosen.included, head_tree, deadline
+                    repo, git, objects, scratch, scan, chosen, head_tree, deadline, cache, existing
                 )
             except (GitError, OSError, ValueError):
-                # a file vanished or turned unreadable mid-way: let git's own index code decide
-                index_tree, tree = _trees_via_index(
-                    git, status, chosen.included, head_tree, deadline
-                )
+                cache = None  # a file vanished or turned unreadable: git's index code decides
+        if cache is None:
+            import shutil
+
+            index = scratch / "index"
+            if repo.index_path.exists():
+                shutil.copy2(repo.index_path, index)  # copy2 keeps the mtime: racy-clean check
+            git = _runner(repo, config, index)
+            scan, chosen = _scan(repo, config, git, deadline)
+            head_commit = objects.commit(scan.head) if scan.head else None
+            head_tree = head_commit.tree if head_commit else None
+            index_tree, tree = _trees_via_index(git, scan, chosen.included, head_tree, deadline)
     return Prepared(
         repo=repo,
         git=git,
         ticket=ticket,
         ref=ref,
-        head=status.head,
+        head=scan.head,
         head_tree=head_tree,
-        branch=status.branch,
+        branch=scan.branch,
         index_tree=index_tree,
-        staged=status.staged,
+        staged=scan.staged,
         tree=tree,
-        files_changed=status.changed + len(chosen.included),
-        clean=status.changed == 0 and not chosen.included,
+        files_changed=scan.changed + len(chosen.included),
+        clean=scan.changed == 0 and not chosen.included,
         skipped=chosen.skipped,
-        conflicted=status.conflicted,
+        conflicted=scan.conflicted,
         prev=prev,
-        prev_meta=SnapshotMeta.parse(prev.message) if prev else None,
+        prev_meta=prev_meta,
+        cache=cache,
     )
+
+
+def _trees_of(commit: CommitObject) -> list[str]:
+    """A snapshot's work-tree tree and, from its trailers, its staged tree."""
+    meta = SnapshotMeta.parse(commit.message)
+    return [commit.tree, *([meta.index_tree] if meta and meta.index_tree else [])]
+
+
+def _runner(repo: Repo, config: Config, index: Path) -> Git:
+    git = repo.git.with_index(index)
+    if config.snapshot.fsync:  # git before 2.36 ignores these keys (it has no core.fsync)
+        git = git.with_config("core.fsync=loose-object,reference", "core.fsyncMethod=batch")
+    return git
+
+
+def _scan(
+    repo: Repo, config: Config, git: Git, deadline: Deadline | None, started: Started | None = None
+) -> tuple[StatusScan, Selection]:
+    status = scan_status(git, deadline, started)
+    return status, select_untracked(repo.toplevel, status.untracked, status.nested, config.snapshot)
 
 
 def _trees_via_edits(
@@ -188,11 +224,16 @@ def _trees_via_edits(
     objects: ObjectReader,
     scratch: Path,
     status: StatusScan,
-    untracked: list[str],
+    chosen: Selection,
     head_tree: str | None,
     deadline: Deadline | None,
+    cache: HashCache,
+    existing: set[str],
 ) -> tuple[str | None, str]:
-    """(staged tree, work tree) as HEAD's tree plus edits, hashing only changed files."""
+    """(staged tree, work tree) as HEAD's tree plus edits, hashing only changed files (and
+    only those the cache does not know). A tree the cache says was built from the same edits
+    is taken as it is when it is one of ``existing`` (the trees of snapshots still at their
+    refs, so it is in the object store)."""
     staged: dict[bytes, Edit] = {}
     worktree: dict[bytes, Edit] = {}
     to_hash: dict[bytes, Known] = {}
@@ -205,13 +246,22 @@ def _trees_via_edits(
             worktree[path] = in_index
         else:
             to_hash[path] = Known(in_index[0] if in_index else None, change.worktree_mode)
-    for path in status.conflicted + untracked:
-        to_hash[os.fsencode(path)] = Known(None, None)
+    for name in status.conflicted + chosen.included:
+        to_hash[os.fsencode(name)] = Known(None, None)
     if to_hash:
-        worktree.update(hash_worktree(git, repo.toplevel, scratch, to_hash, deadline))
+        stats = {os.fsencode(p): st for p, st in chosen.stats.items()}
+        edits = hash_worktree(git, repo.toplevel, scratch, to_hash, deadline, cache, stats)
+        worktree.update(edits)
     with TreeWriter(git, objects, repo.object_format, deadline) as trees:
-        index_tree = None if status.conflicted else trees.build(head_tree, staged)
-        return index_tree, trees.build(head_tree, worktree)
+
+        def build(kind: str, edits: dict[bytes, Edit]) -> str:
+            key = digest(head_tree, edits)
+            tree = cache.tree(kind, key, existing) or trees.build(head_tree, edits)
+            cache.remember_tree(kind, key, tree)
+            return tree
+
+        index_tree = None if status.conflicted else build("staged", staged)
+        return index_tree, build("work", worktree)
 
 
 def _trees_via_index(
@@ -239,114 +289,3 @@ def _trees_via_index(
         deadline=deadline,
     )
     return index_tree, git.out(["write-tree"], deadline=deadline)
-
-
-def record(
-    prepared: Prepared,
-    reason: str,
-    run_id: str | None,
-    deadline: Deadline | None,
-    *,
-    mirror_branch: bool = False,
-    force: bool = False,
-) -> SaveResult:
-    """Commit the prepared trees and move the ref by compare-and-swap (retrying on races).
-
-    Without ``force`` nothing is recorded when the tree matches the last snapshot, or when it
-    is clean and there is no snapshot yet. ``force`` still reuses an identical last snapshot.
-    """
-    p = prepared
-    git = p.git
-    index_commit: str | None = None
-    while True:
-        if p.same_as_prev() or (p.clean and p.prev is None and not force):
-            return _result(p, reason, p.prev.oid if p.prev else None, created=False)
-        index_commit = index_commit or _index_commit(p, deadline)
-        meta = SnapshotMeta(
-            ticket=p.ticket,
-            reason=reason,
-            base=p.head,
-            branch=p.branch,
-            index_tree=p.index_tree,
-            files_changed=p.files_changed,
-            seq=(p.prev_meta.seq + 1) if p.prev_meta else 1,
-            run=run_id,
-            skipped=p.skipped,
-            conflicted=p.conflicted,
-        )
-        parents = [c for c in (p.prev.oid if p.prev else None, p.head, index_commit) if c]
-        args = ["commit-tree", "--no-gpg-sign"]
-        for parent in parents:
-            args += ["-p", parent]
-        commit = git.out(
-            [*args, p.tree, "-F", "-"], input=meta.render().encode(), deadline=deadline
-        )
-        if deadline is not None and deadline.expired():
-            raise SaveTimeout("time budget spent before the ref update")
-        old = p.prev.oid if p.prev else null_oid(commit)
-        moved = git.run(
-            ["update-ref", "--create-reflog", "-m", f"cairn wip: {reason}", p.ref, commit, old],
-            check=False,
-            deadline=deadline,
-            critical=True,
-        )
-        if moved.ok:
-            break
-        (current,) = read_commits(git, [p.ref], deadline)
-        if (current.oid if current else None) == (p.prev.oid if p.prev else None):
-            if "lock" not in moved.error_text:
-                raise CairnError(f"cannot update {p.ref}: {moved.error_line}")
-            time.sleep(random.uniform(0.005, 0.05))  # another writer holds the ref lock
-        p.prev = current
-        p.prev_meta = SnapshotMeta.parse(current.message) if current else None
-    warnings = _mirror_branch(p, commit, reason, deadline) if mirror_branch else []
-    return _result(p, reason, commit, created=True, warnings=warnings)
-
-
-def _index_commit(p: Prepared, deadline: Deadline | None) -> str | None:
-    """A commit of the staged state, kept as a parent so it stays reachable; None if nothing is
-    staged beyond HEAD."""
-    if p.index_tree is None or not p.staged or p.index_tree == p.head_tree:
-        return None
-    args = ["commit-tree", "--no-gpg-sign", p.index_tree, "-m", f"cairn index of {p.ticket}"]
-    if p.head:
-        args += ["-p", p.head]
-    return p.git.out(args, deadline=deadline)
-
-
-def _mirror_branch(p: Prepared, commit: str, reason: str, deadline: Deadline | None) -> list[str]:
-    branch = f"cairn/wip/{p.ticket}"
-    if p.branch == branch:
-        return [f"branch {branch} is checked out here; it was not moved"]
-    moved = p.git.run(
-        ["update-ref", "-m", f"cairn wip: {reason}", f"refs/heads/{branch}", commit],
-        check=False,
-        deadline=deadline,
-        critical=True,
-    )
-    return [] if moved.ok else [f"branch {branch} not updated: {moved.error_line}"]
-
-
-def _result(
-    p: Prepared,
-    reason: str,
-    commit: str | None,
-    *,
-    created: bool,
-    warnings: list[str] | None = None,
-) -> SaveResult:
-    return SaveResult(
-        ref=p.ref,
-        commit=commit,
-        created=created,
-        base=p.head,
-        branch=p.branch,
-        files_changed=p.files_changed,
-        skipped=p.skipped,
-        elapsed_ms=0,
-        ticket=p.ticket,
-        reason=reason,
-        conflicted=p.conflicted,
-        previous=p.prev.oid if p.prev and created else None,
-        warnings=warnings or [],
-    )

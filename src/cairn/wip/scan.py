@@ -10,11 +10,12 @@ import os
 import stat
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from cairn.config import SnapshotConfig
 from cairn.git import Deadline, Git
+from cairn.git.sessions import Started
 from cairn.wip.models import Skipped
 
 STATUS_ARGS = [
@@ -52,8 +53,7 @@ HEAVY_DIRS = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class Change:
+class Change(NamedTuple):
     """A tracked path that differs from HEAD: ``x`` in the index, ``y`` in the work tree."""
 
     path: str
@@ -65,14 +65,16 @@ class Change:
     worktree_mode: str
 
 
-@dataclass
 class StatusScan:
-    head: str | None
-    branch: str | None
-    changes: list[Change] = field(default_factory=list)
-    conflicted: list[str] = field(default_factory=list)
-    untracked: list[str] = field(default_factory=list)
-    nested: list[str] = field(default_factory=list)
+    """What one ``git status`` said: HEAD, the branch, and the paths by kind."""
+
+    def __init__(self, head: str | None, branch: str | None) -> None:
+        self.head = head
+        self.branch = branch
+        self.changes: list[Change] = []
+        self.conflicted: list[str] = []
+        self.untracked: list[str] = []
+        self.nested: list[str] = []
 
     @property
     def staged(self) -> bool:
@@ -87,9 +89,12 @@ class StatusScan:
         return len(self.changes) + len(self.conflicted)
 
 
-def scan_status(git: Git, deadline: Deadline | None) -> StatusScan:
-    out = git.run(STATUS_ARGS, deadline=deadline).stdout
-    return parse_status(out)
+def scan_status(git: Git, deadline: Deadline | None, started: Started | None = None) -> StatusScan:
+    """The status of the work tree: from ``started`` (``git.start(STATUS_ARGS)``, run while the
+    caller did other work), else from a status run now."""
+    if started is not None:
+        return parse_status(started.result(deadline=deadline).stdout)
+    return parse_status(git.run(STATUS_ARGS, deadline=deadline).stdout)
 
 
 def parse_status(out: bytes) -> StatusScan:
@@ -137,10 +142,10 @@ def _header(result: StatusScan, line: str) -> None:
         result.branch = value
 
 
-@dataclass
-class Selection:
+class Selection(NamedTuple):
     included: list[str]
     skipped: list[Skipped]
+    stats: dict[str, os.stat_result]  # lstat of the included files
 
 
 def select_untracked(
@@ -149,12 +154,15 @@ def select_untracked(
     """Untracked files to capture: per-file cap, no nested repos, and a total budget."""
     skipped = [Skipped(path=p, reason="nested_repo") for p in nested]
     sizes: dict[str, int] = {}
+    stats: dict[str, os.stat_result] = {}
     cap = limits.max_new_file_bytes
+    top = os.fspath(toplevel) + "/"  # plain strings: a Path per file costs more than its lstat
     for path in untracked:
         try:
-            st = os.lstat(toplevel / path)
+            st = os.lstat(top + path)
         except OSError:
             continue  # vanished since the status pass: nothing to save
+        stats[path] = st
         if stat.S_ISLNK(st.st_mode):
             sizes[path] = st.st_size
         elif not stat.S_ISREG(st.st_mode):
@@ -164,7 +172,7 @@ def select_untracked(
         else:
             sizes[path] = st.st_size
     skipped += _enforce_budget(sizes, limits.max_new_files, limits.max_new_bytes)
-    return Selection(included=sorted(sizes), skipped=skipped)
+    return Selection(included=sorted(sizes), skipped=skipped, stats={p: stats[p] for p in sizes})
 
 
 def _enforce_budget(sizes: dict[str, int], max_files: int, max_bytes: int) -> list[Skipped]:

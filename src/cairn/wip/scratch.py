@@ -9,9 +9,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import secrets
-import shutil
-import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +19,7 @@ STALE_AFTER_SECONDS = 24 * 3600
 
 
 def _host() -> str:
-    return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+    return hashlib.sha256(os.uname().nodename.encode()).hexdigest()[:8]  # gethostname()
 
 
 @contextlib.contextmanager
@@ -30,11 +27,25 @@ def scratch_dir(state_root: Path, purpose: str) -> Iterator[Path]:
     base = state_root / "tmp"
     base.mkdir(parents=True, exist_ok=True)
     remove_abandoned(base)
-    path = base / f"{purpose}.{_host()}.{os.getpid()}.{secrets.token_hex(4)}"
+    path = base / f"{purpose}.{_host()}.{os.getpid()}.{os.urandom(4).hex()}"
     path.mkdir()
     try:
         yield path
     finally:
+        _remove(path)
+
+
+def _remove(path: Path) -> None:
+    """Remove a scratch directory; most hold a file or two, which need no shutil."""
+    try:
+        for entry in os.scandir(path):
+            if entry.is_dir(follow_symlinks=False):
+                raise IsADirectoryError(entry.path)
+            os.unlink(entry.path)
+        os.rmdir(path)
+    except OSError:
+        import shutil
+
         shutil.rmtree(path, ignore_errors=True)
 
 
@@ -49,4 +60,4 @@ def remove_abandoned(base: Path) -> None:
         except (OSError, ValueError):
             continue
         if dead or age > STALE_AFTER_SECONDS:
-            shutil.rmtree(entry, ignore_errors=True)
+            _remove(entry)

@@ -12,11 +12,15 @@ from __future__ import annotations
 import os
 import stat
 from collections import defaultdict
-from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
 
-from cairn.git import Deadline, Git, Session
+from cairn.git import Deadline, Git
+from cairn.git.sessions import Session
 from cairn.wip.objects import ObjectReader
+
+if TYPE_CHECKING:
+    from cairn.wip.hashcache import HashCache
 
 TREE_MODE = "040000"
 EMPTY_TREE = {
@@ -43,8 +47,7 @@ def quote(path: bytes) -> bytes:
     return bytes(out + b'"')
 
 
-@dataclass(frozen=True)
-class Known:
+class Known(NamedTuple):
     """What git already said of a path: its mode in the index, and the mode ``git status``
     derived from the work tree (which honours ``core.fileMode`` and ``core.symlinks``)."""
 
@@ -52,8 +55,7 @@ class Known:
     status_mode: str | None
 
 
-@dataclass(frozen=True)
-class WorktreeModes:
+class WorktreeModes(NamedTuple):
     """How git turns an lstat into a file mode (``core.fileMode``, ``core.symlinks``)."""
 
     trust_exec_bit: bool = True
@@ -97,6 +99,8 @@ def hash_worktree(
     scratch: Path,
     paths: dict[bytes, Known],
     deadline: Deadline | None,
+    cache: HashCache | None = None,
+    stats: dict[bytes, os.stat_result] | None = None,
 ) -> dict[bytes, Edit]:
     """Blobs for work-tree paths, written to the store.
 
@@ -104,31 +108,44 @@ def hash_worktree(
     link text. A path that is missing, a directory, or a special file is an edit that removes it.
     The mode is the one ``git status`` reported when the file is still of that kind; otherwise
     it follows the repository's ``core.fileMode``/``core.symlinks`` (read only when needed).
+    A regular file the ``cache`` knows for exactly its lstat is not read again. ``stats`` are
+    lstats already taken (before the cache's stamp, before any read), to take none twice.
     """
     edits: dict[bytes, Edit] = {}
-    files: list[tuple[bytes, str]] = []
+    files: list[tuple[bytes, str, os.stat_result]] = []
     links: list[tuple[bytes, str]] = []
     modes: WorktreeModes | None = None
+    if cache is not None and cache.modes is not None:
+        modes = WorktreeModes(*cache.modes)
+    root = os.fsencode(top) + b"/"
     for path, known in paths.items():
+        st = stats.get(path) if stats else None
         try:
-            st = os.lstat(top / os.fsdecode(path))
+            st = st or os.lstat(root + path)
         except (FileNotFoundError, NotADirectoryError):
             edits[path] = None
             continue
         if _same_kind(st, known.status_mode):
             mode: str | None = known.status_mode
         else:
-            modes = modes or WorktreeModes.read(git, deadline)
+            if modes is None:
+                modes = WorktreeModes.read(git, deadline)
+                if cache is not None:
+                    cache.remember_modes([modes.trust_exec_bit, modes.symlinks])
             mode = modes.mode(st, known.index_mode)
         if mode is None:
             edits[path] = None
         elif stat.S_ISLNK(st.st_mode):
             links.append((path, mode))
+        elif cache is not None and (oid := cache.blob(path, st)) is not None:
+            edits[path] = (mode, oid)
         else:
-            files.append((path, mode))
-    blobs = _hash_paths(git, [quote(p) for p, _ in files], [], deadline)
-    for (path, mode), oid in zip(files, blobs, strict=True):
+            files.append((path, mode, st))
+    blobs = _hash_paths(git, [quote(p) for p, _, _ in files], [], deadline)
+    for (path, mode, st), oid in zip(files, blobs, strict=True):
         edits[path] = (mode, oid)
+        if cache is not None:
+            cache.remember(path, st, oid)
     if links:
         link_files = []
         for i, (path, _) in enumerate(links):

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from cairn.cli.commands.options import Json, Workspace
-from cairn.cli.output import console, emit_json, guarded
-from cairn.errors import BadInput
-
-if TYPE_CHECKING:
-    from cairn.state.catchup import CatchupReport
+from cairn.cli.handlers import catchup as handler
+from cairn.cli.output import guarded
 
 
 @guarded
@@ -30,58 +27,4 @@ def catchup(
     workspace: Workspace = Path("."),
 ) -> None:
     """Report a ticket's state: marker, summary, snapshot, journal, then artifacts."""
-    if format_ not in ("text", "context"):
-        raise BadInput(f"--format must be text or context (got {format_!r}); pass one of them")
-    from cairn.state.catchup import catchup as build_report
-    from cairn.state.catchup import context_paragraph
-
-    report = build_report(workspace, ticket, clear_stale=clear_stale)
-    if json:
-        emit_json(report)
-    elif format_ == "context":
-        console.print(context_paragraph(report))
-    else:
-        for line in _lines(report):
-            console.print(line)
-
-
-def _lines(report: CatchupReport) -> list[str]:
-    from cairn.state.owner import format_age
-
-    head = f"ticket {report.ticket}: {report.state.replace('_', ' ')}"
-    if report.inferred:
-        head += " (inferred from the run's files; no marker)"
-    if report.cleared:
-        head += " · stale marker removed"
-    lines = [head]
-    if report.owner_detail and not report.inferred:
-        age = f", last update {format_age(report.age_seconds)} ago" if report.age_seconds else ""
-        lines.append(f"  owner: {report.owner_detail}{age}")
-    where = [f"{report.skill or 'impl'} at {report.phase or '?'}"]
-    if report.round is not None:
-        where.append(f"round {report.round}")
-    if report.task is not None:
-        title = f' "{report.task_title}"' if report.task_title else ""
-        where.append(f"task {report.task} of {report.total}{title}")
-    if report.finding is not None:
-        where.append(f"finding {report.finding} of {report.total}")
-    if report.state != "none":
-        lines.append(f"  where: {', '.join(where)}")
-    if report.items:
-        lines.append(
-            f"  done: {', '.join(report.done) or 'none'} · "
-            f"remaining: {', '.join(report.remaining) or 'none'}"
-        )
-    if report.summary_status:
-        lines.append(f"  summary: {report.summary_status} ({report.summary_path})")
-    if report.snapshot:
-        snap = report.snapshot
-        lines.append(f"  snapshot: {snap.ref} {snap.commit[:12]} ({snap.reason}, {snap.time})")
-    if report.last_event:
-        event = report.last_event
-        lines.append(f"  last event: {event.get('event')} at {event.get('t')}")
-    for warning in report.warnings:
-        lines.append(f"  warning: {warning}")
-    if report.next_command:
-        lines.append(f"  next: {report.next_command}")
-    return lines
+    handler.catchup(**locals())

@@ -2,46 +2,14 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from cairn.cli.commands.options import Json, Workspace
-from cairn.cli.output import console, emit_json, guarded
+from cairn.cli.handlers import status as handler
+from cairn.cli.output import guarded
 
 
 @guarded
 def status(json: Json = False, workspace: Workspace = Path(".")) -> None:
     """List tickets: state, phase, round, task N/K, age, owner."""
-    from cairn.state.status import age_text
-    from cairn.state.status import status as rows_of
-
-    rows = rows_of(workspace)
-    if json:
-        emit_json(rows)
-        return
-    if not rows:
-        console.print("no tickets: no markers, runs or snapshots")
-        return
-    header = ("ticket", "state", "phase", "round", "task", "age", "owner")
-    table = [header]
-    for row in rows:
-        task = "-"
-        if row.task is not None:
-            task = f"{row.task}/{row.total if row.total is not None else '?'}"
-        table.append(
-            (
-                row.ticket,
-                row.state.replace("_", " "),
-                row.phase or "-",
-                str(row.round) if row.round is not None else "-",
-                task,
-                age_text(row.age_seconds),
-                row.owner or "-",
-            )
-        )
-    widths = [max(len(line[i]) for line in table) for i in range(len(header))]
-    text = "\n".join(
-        "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
-        for line in table
-    )
-    sys.stdout.write(text + "\n")
+    handler.status(**locals())

@@ -3,36 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from cairn.cli.commands.options import Json, TicketOpt, Workspace
+from cairn.cli.handlers import wip as handler
+from cairn.cli.handlers.wip import skipped_line
 from cairn.cli.output import console, emit_json, guarded, human_bytes
 from cairn.errors import BadInput
 from cairn.util.durations import format_duration, parse_duration
 
-if TYPE_CHECKING:
-    from cairn.wip.models import Skipped
-
 app = typer.Typer(
     help="Snapshots of uncommitted work under refs/cairn/wip/<ticket>.", no_args_is_help=True
 )
-
-
-def _skipped_line(item: Skipped) -> str:
-    what = {
-        "too_large": "over the size cap",
-        "nested_repo": "nested repository",
-        "over_budget": "over the snapshot budget",
-        "special_file": "not a regular file",
-    }[item.reason]
-    extra = []
-    if item.files is not None:
-        extra.append(f"{item.files} files")
-    if item.bytes is not None:
-        extra.append(human_bytes(item.bytes))
-    return f"  skipped {item.path} ({what}{', ' + ', '.join(extra) if extra else ''})"
 
 
 @app.command()
@@ -51,25 +35,7 @@ def save(
     workspace: Workspace = Path("."),
 ) -> None:
     """Snapshot tracked, staged and untracked (not ignored) files; touches nothing else."""
-    from cairn import wip
-
-    timeout = timeout_ms / 1000 if timeout_ms is not None else None
-    result = wip.save(workspace, ticket=ticket, reason=reason, timeout=timeout, run_id=run)
-    if json:
-        emit_json(result)
-        return
-    console.print(result.summary)
-    if result.created:
-        base = result.base[:12] if result.base else "no commit yet"
-        console.print(
-            f"  base {base} on {result.branch or 'detached HEAD'} · {result.elapsed_ms} ms"
-        )
-    if result.conflicted:
-        console.print(f"  conflicted (saved with their markers): {', '.join(result.conflicted)}")
-    for item in result.skipped:
-        console.print(_skipped_line(item))
-    for warning in result.warnings:
-        console.print(f"  warning: {warning}")
+    handler.save(**locals())
 
 
 @app.command("list")
@@ -140,7 +106,7 @@ def show(
     for path in snap.conflicted:
         console.print(f"  conflicted {path}")
     for item in snap.skipped:
-        console.print(_skipped_line(item))
+        console.print(skipped_line(item))
     for stat in result.diffstat:
         change = "binary" if stat.added is None else f"+{stat.added} -{stat.deleted}"
         console.print(f"  {change:>14}  {stat.path}")
@@ -200,7 +166,7 @@ def restore(
             f"cairn wip restore {result.safety_commit}"
         )
     for item in result.skipped_in_snapshot:
-        console.print(_skipped_line(item) + " — not in the snapshot")
+        console.print(skipped_line(item) + " — not in the snapshot")
     for warning in result.warnings:
         console.print(f"  warning: {warning}")
 

@@ -7,21 +7,19 @@ cairn never fires a user's hook or rewrites anything it did not ask for.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import subprocess
-import tempfile
-import threading
-import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NamedTuple
 
 from cairn.errors import CairnError, GitError, NotARepository, SaveTimeout
-from cairn.util.procs import kill_group
+from cairn.git.process import Deadline, GitResult, kill_and_reap, telling_line
+
+if TYPE_CHECKING:
+    from cairn.git.sessions import Session, Started
 
 MIN_VERSION = (2, 31)
 
@@ -62,6 +60,12 @@ _BASE_CONFIG = (
 )
 
 
+# Subcommands that write an index file: on git >= 2.40 they skip the index's trailing hash.
+INDEX_WRITERS = frozenset(
+    {"update-index", "write-tree", "read-tree", "checkout-index", "add", "rm", "reset", "stash"}
+)
+
+
 def scrubbed_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     source = os.environ if base is None else base
     env = {k: v for k, v in source.items() if not k.startswith("GIT_") or k in _KEPT_GIT_VARS}
@@ -76,70 +80,42 @@ def scrubbed_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-class Deadline:
-    """A wall-clock budget shared by every git call of one operation."""
-
-    def __init__(self, seconds: float | None) -> None:
-        self.seconds = seconds
-        self._end = None if seconds is None else time.monotonic() + seconds
-
-    def remaining(self) -> float | None:
-        if self._end is None:
-            return None
-        return self._end - time.monotonic()
-
-    def expired(self) -> bool:
-        left = self.remaining()
-        return left is not None and left <= 0
-
-
-@dataclass(frozen=True)
-class GitResult:
-    args: list[str]
-    returncode: int
-    stdout: bytes
-    stderr: bytes
-
-    @property
-    def ok(self) -> bool:
-        return self.returncode == 0
-
-    @property
-    def text(self) -> str:
-        return self.stdout.decode("utf-8", "surrogateescape").strip()
-
-    @property
-    def error_text(self) -> str:
-        return self.stderr.decode("utf-8", "replace").strip()
-
-    @property
-    def error_line(self) -> str:
-        """The line of stderr that names the problem (git ends with hints and usage notes)."""
-        return telling_line(self.error_text) or f"exit status {self.returncode}"
-
-
-def telling_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    for prefix in ("fatal:", "error:", "! ["):
-        for line in lines:
-            if line.startswith(prefix):
-                return line
-    return next((line for line in lines if not line.startswith("hint:")), "")
-
-
-@dataclass(frozen=True)
 class Git:
-    """A git runner bound to a directory (and optionally a private index file)."""
+    """A git runner bound to a directory (and optionally a private index file). Treat it as
+    immutable: ``with_index`` and ``with_config`` return new runners."""
 
-    cwd: Path
-    env: Mapping[str, str] = field(default_factory=scrubbed_env)
-    config: tuple[str, ...] = _BASE_CONFIG
+    __slots__ = ("config", "cwd", "env", "skip_index_hash")
+
+    def __init__(
+        self,
+        cwd: Path,
+        env: Mapping[str, str] | None = None,
+        config: tuple[str, ...] = _BASE_CONFIG,
+        skip_index_hash: bool = False,  # ask git's version only when a command writes an index
+    ) -> None:
+        self.cwd = cwd
+        self.env = scrubbed_env() if env is None else env
+        self.config = config
+        self.skip_index_hash = skip_index_hash
+
+    def replace(self, **changes: object) -> Git:
+        fields = {name: getattr(self, name) for name in self.__slots__}
+        return Git(**{**fields, **changes})  # type: ignore[arg-type]
+
+    def _argv(self, args: Sequence[str]) -> list[str]:
+        config = self.config
+        if self.skip_index_hash and args and args[0] in INDEX_WRITERS and version() >= (2, 40):
+            config = (*config, "index.skipHash=true")
+        argv = ["git"]
+        for entry in config:
+            argv += ["-c", entry]
+        return argv + list(args)
 
     def with_index(self, index_file: Path) -> Git:
-        return replace(self, env={**self.env, "GIT_INDEX_FILE": str(index_file)})
+        return self.replace(env={**self.env, "GIT_INDEX_FILE": str(index_file)})
 
     def with_config(self, *entries: str) -> Git:
-        return replace(self, config=self.config + entries)
+        return self.replace(config=self.config + entries)
 
     def run(
         self,
@@ -157,10 +133,7 @@ class Git:
         it is only started while time remains and then allowed to finish, because a killed
         update-ref would leave a stale ``.lock`` behind.
         """
-        argv = ["git"]
-        for entry in self.config:
-            argv += ["-c", entry]
-        argv += list(args)
+        argv = self._argv(args)
         timeout = None
         if deadline is not None:
             timeout = deadline.remaining()
@@ -183,124 +156,46 @@ class Git:
         try:
             out, err = proc.communicate(input, timeout=timeout)
         except subprocess.TimeoutExpired:
-            _kill_group(proc)
+            kill_and_reap(proc)
             raise SaveTimeout(f"`git {args[0]}` did not finish within the time budget") from None
         except BaseException:
             if critical:
                 proc.communicate()
             else:
-                _kill_group(proc)
+                kill_and_reap(proc)
             raise
         result = GitResult(list(args), proc.returncode, out, err)
         if check and not result.ok:
             raise GitError(list(args), result.returncode, result.error_line)
         return result
 
+    def start(self, args: Sequence[str]) -> Started:
+        """Start ``git <args>`` now (no input) and collect it later with ``Started.result``:
+        the caller works meanwhile."""
+        try:
+            proc = subprocess.Popen(
+                self._argv(args),
+                cwd=self.cwd,
+                env=dict(self.env),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
+        except FileNotFoundError as exc:
+            raise CairnError("git is not installed or not on PATH; install git 2.31+") from exc
+        from cairn.git.sessions import Started
+
+        return Started(list(args), proc)
+
     def out(self, args: Sequence[str], **kwargs: object) -> str:
         return self.run(args, **kwargs).text  # type: ignore[arg-type]
 
     def session(self, args: Sequence[str], deadline: Deadline | None = None) -> Session:
         """A long-running ``git <args>`` that answers requests on stdin (``--batch`` modes)."""
-        argv = ["git"]
-        for entry in self.config:
-            argv += ["-c", entry]
-        return Session(argv + list(args), args[0], self.cwd, self.env, deadline)
+        from cairn.git.sessions import Session
 
-
-class Session:
-    """A git process spoken to request by request. When the deadline passes it is killed with
-    its process group, and the read that was waiting raises SaveTimeout."""
-
-    def __init__(
-        self,
-        argv: list[str],
-        name: str,
-        cwd: Path,
-        env: Mapping[str, str],
-        deadline: Deadline | None,
-    ) -> None:
-        self.name = name
-        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed by __exit__
-        self._proc = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            env=dict(env),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._stderr,
-            start_new_session=True,
-        )
-        self._closed = False
-        self._expired = False
-        self._timer: threading.Timer | None = None
-        left = deadline.remaining() if deadline else None
-        if left is not None:
-            self._timer = threading.Timer(max(left, 0), self._expire)
-            self._timer.daemon = True
-            self._timer.start()
-
-    def _expire(self) -> None:
-        self._expired = True
-        kill_group(self._proc.pid)
-
-    def send(self, data: bytes) -> None:
-        assert self._proc.stdin is not None
-        try:
-            self._proc.stdin.write(data)
-            self._proc.stdin.flush()
-        except BrokenPipeError:
-            self._fail()
-
-    def readline(self) -> bytes:
-        assert self._proc.stdout is not None
-        line = self._proc.stdout.readline()
-        if not line.endswith(b"\n"):
-            self._fail()
-        return line[:-1]
-
-    def read(self, size: int) -> bytes:
-        assert self._proc.stdout is not None
-        data = self._proc.stdout.read(size)
-        if len(data) != size:
-            self._fail()
-        return data
-
-    def _fail(self) -> NoReturn:
-        self.close()
-        if self._expired:
-            raise SaveTimeout(f"`git {self.name}` did not finish within the time budget")
-        self._stderr.seek(0)
-        problem = telling_line(self._stderr.read().decode("utf-8", "replace"))
-        raise GitError([self.name], self._proc.returncode or 1, problem or "unexpected end")
-
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        if self._timer is not None:
-            self._timer.cancel()
-        with contextlib.suppress(OSError):
-            assert self._proc.stdin is not None
-            self._proc.stdin.close()
-        try:
-            self._proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            _kill_group(self._proc)
-        assert self._proc.stdout is not None
-        self._proc.stdout.close()
-
-    def __enter__(self) -> Session:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-        self._stderr.close()
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    kill_group(proc.pid)
-    proc.kill()
-    proc.communicate()
+        return Session(self._argv(args), args[0], self.cwd, self.env, deadline)
 
 
 @cache
@@ -324,8 +219,7 @@ def base_runner(cwd: Path) -> Git:
     return git
 
 
-@dataclass(frozen=True)
-class Repo:
+class Repo(NamedTuple):
     """A work tree and its git directories, all as absolute paths."""
 
     toplevel: Path
@@ -340,7 +234,7 @@ class Repo:
         start = Path(path).expanduser()
         if not start.is_dir():
             raise NotARepository(f"{start} is not a directory; pass -C <path of a git work tree>")
-        git = base_runner(start.resolve())
+        git = Git(start.resolve(), skip_index_hash=True)
         result = git.run(
             [
                 "rev-parse",
@@ -354,13 +248,14 @@ class Repo:
             ],
             check=False,
         )
-        if not result.ok:
+        lines = result.stdout.decode("utf-8", "surrogateescape").splitlines()
+        if not result.ok or len(lines) < 5 or not all(os.path.isabs(p) for p in lines[:4]):
+            base_runner(start)  # a git older than 2.31 does not know --path-format: say so
             raise NotARepository(
                 f"{start} is not inside a git work tree; run `git init` there or pass -C <repo>"
             )
-        lines = result.stdout.decode("utf-8", "surrogateescape").splitlines()
         toplevel, git_dir, common_dir, index = (Path(p) for p in lines[:4])
-        return cls(toplevel, git_dir, common_dir, index, lines[4], replace(git, cwd=toplevel))
+        return cls(toplevel, git_dir, common_dir, index, lines[4], git.replace(cwd=toplevel))
 
     def state_root(self) -> Path:
         return self.common_dir / "cairn"
@@ -373,3 +268,18 @@ class Repo:
 
 def null_oid(like: str) -> str:
     return "0" * len(like)
+
+
+__all__ = [
+    "MIN_VERSION",
+    "Deadline",
+    "Git",
+    "GitResult",
+    "Repo",
+    "base_runner",
+    "kill_and_reap",
+    "null_oid",
+    "scrubbed_env",
+    "telling_line",
+    "version",
+]

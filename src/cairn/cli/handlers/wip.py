@@ -1,0 +1,57 @@
+"""``cairn wip save``: snapshot the work tree now."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cairn.cli.output import console, emit_json, human_bytes
+
+if TYPE_CHECKING:
+    from cairn.wip.models import Skipped
+
+SKIP_REASONS = {
+    "too_large": "over the size cap",
+    "nested_repo": "nested repository",
+    "over_budget": "over the snapshot budget",
+    "special_file": "not a regular file",
+}
+
+
+def skipped_line(item: Skipped) -> str:
+    extra = []
+    if item.files is not None:
+        extra.append(f"{item.files} files")
+    if item.bytes is not None:
+        extra.append(human_bytes(item.bytes))
+    what = SKIP_REASONS[item.reason]
+    return f"  skipped {item.path} ({what}{', ' + ', '.join(extra) if extra else ''})"
+
+
+def save(
+    ticket: str | None = None,
+    reason: str = "manual",
+    run: str | None = None,
+    timeout_ms: int | None = None,
+    json: bool = False,
+    workspace: Path = Path("."),
+) -> None:
+    from cairn.wip.save import save as save_snapshot
+
+    timeout = timeout_ms / 1000 if timeout_ms is not None else None
+    result = save_snapshot(workspace, ticket=ticket, reason=reason, timeout=timeout, run_id=run)
+    if json:
+        emit_json(result)
+        return
+    console.print(result.summary)
+    if result.created:
+        base = result.base[:12] if result.base else "no commit yet"
+        console.print(
+            f"  base {base} on {result.branch or 'detached HEAD'} · {result.elapsed_ms} ms"
+        )
+    if result.conflicted:
+        console.print(f"  conflicted (saved with their markers): {', '.join(result.conflicted)}")
+    for item in result.skipped:
+        console.print(skipped_line(item))
+    for warning in result.warnings:
+        console.print(f"  warning: {warning}")

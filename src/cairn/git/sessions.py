@@ -1,0 +1,141 @@
+"""git processes that outlive one call: a command started now and read later (``Started``),
+and a ``--batch`` process spoken to request by request (``Session``). ``cairn.git.Git`` makes them
+(``Git.start``, ``Git.session``); they live here so that a command that needs neither does not
+import ``threading`` and ``tempfile`` for them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import NoReturn
+
+from cairn.errors import GitError, SaveTimeout
+from cairn.git.process import Deadline, GitResult, kill_and_reap, telling_line
+from cairn.util.procs import kill_group
+
+
+class Started:
+    """A git command started by ``Git.start``. ``result`` waits for it like ``Git.run`` would;
+    ``abandon`` stops it when the caller no longer needs it."""
+
+    def __init__(self, args: list[str], proc: subprocess.Popen[bytes]) -> None:
+        self.args = args
+        self._proc = proc
+
+    def result(self, *, check: bool = True, deadline: Deadline | None = None) -> GitResult:
+        timeout = deadline.remaining() if deadline is not None else None
+        try:
+            if timeout is not None and timeout <= 0:
+                raise subprocess.TimeoutExpired(self.args, 0)
+            out, err = self._proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            kill_and_reap(self._proc)
+            name = self.args[0]
+            raise SaveTimeout(f"`git {name}` did not finish within the time budget") from None
+        except BaseException:
+            kill_and_reap(self._proc)
+            raise
+        result = GitResult(self.args, self._proc.returncode, out, err)
+        if check and not result.ok:
+            raise GitError(self.args, result.returncode, result.error_line)
+        return result
+
+    def abandon(self) -> None:
+        if self._proc.returncode is None:
+            kill_and_reap(self._proc)
+
+
+class Session:
+    """A git process spoken to request by request. When the deadline passes it is killed with
+    its process group, and the read that was waiting raises SaveTimeout."""
+
+    def __init__(
+        self,
+        argv: list[str],
+        name: str,
+        cwd: Path,
+        env: Mapping[str, str],
+        deadline: Deadline | None,
+    ) -> None:
+        import tempfile  # only sessions need it, and it loads shutil and random
+
+        self.name = name
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed by __exit__
+        self._proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            start_new_session=True,
+        )
+        self._closed = False
+        self._expired = False
+        self._timer: threading.Timer | None = None
+        left = deadline.remaining() if deadline else None
+        if left is not None:
+            self._timer = threading.Timer(max(left, 0), self._expire)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _expire(self) -> None:
+        self._expired = True
+        kill_group(self._proc.pid)
+
+    def send(self, data: bytes) -> None:
+        assert self._proc.stdin is not None
+        try:
+            self._proc.stdin.write(data)
+            self._proc.stdin.flush()
+        except BrokenPipeError:
+            self._fail()
+
+    def readline(self) -> bytes:
+        assert self._proc.stdout is not None
+        line = self._proc.stdout.readline()
+        if not line.endswith(b"\n"):
+            self._fail()
+        return line[:-1]
+
+    def read(self, size: int) -> bytes:
+        assert self._proc.stdout is not None
+        data = self._proc.stdout.read(size)
+        if len(data) != size:
+            self._fail()
+        return data
+
+    def _fail(self) -> NoReturn:
+        self.close()
+        if self._expired:
+            raise SaveTimeout(f"`git {self.name}` did not finish within the time budget")
+        self._stderr.seek(0)
+        problem = telling_line(self._stderr.read().decode("utf-8", "replace"))
+        raise GitError([self.name], self._proc.returncode or 1, problem or "unexpected end")
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+        with contextlib.suppress(OSError):
+            assert self._proc.stdin is not None
+            self._proc.stdin.close()
+        try:
+            self._proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            kill_and_reap(self._proc)
+        assert self._proc.stdout is not None
+        self._proc.stdout.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+        self._stderr.close()
