@@ -100,7 +100,7 @@ class Git:
 
     def replace(self, **changes: object) -> Git:
         fields = {name: getattr(self, name) for name in self.__slots__}
-        return Git(**{**fields, **changes})  # type: ignore[arg-type]
+        return Git(**{**fields, **changes})
 
     def _argv(self, args: Sequence[str]) -> list[str]:
         config = self.config

@@ -20,7 +20,10 @@ import os
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cairn.git import Repo
 
 TRANSCRIPT_LIMIT = 64 * 1024 * 1024
 # Claude Code appends to the transcript asynchronously: the hook can start before the message
@@ -236,7 +239,7 @@ def heartbeat(payload: Mapping[str, Any], env: Mapping[str, str]) -> bool:
     return True
 
 
-def _branch(repo: Any) -> str | None:
+def _branch(repo: Repo) -> str | None:
     """The checked-out branch, read from ``HEAD``; git is asked only when that file does not
     say (reftable keeps a placeholder there)."""
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -106,7 +107,7 @@ def _prose(lines: list[str]) -> list[str]:
     return out
 
 
-def _no_space(what: str):
+def _no_space(what: str) -> Callable[[str], str]:
     def check(value: str) -> str:
         if not value or any(c.isspace() for c in _plain(value)):
             raise ValueError(f"{what} must be non-empty with no whitespace")
@@ -115,7 +116,7 @@ def _no_space(what: str):
     return check
 
 
-def _pattern(pattern: re.Pattern[str], what: str):
+def _pattern(pattern: re.Pattern[str], what: str) -> Callable[[str], str]:
     def check(value: str) -> str:
         if not pattern.fullmatch(value):
             raise ValueError(f"{what} {value!r} must match {pattern.pattern}")

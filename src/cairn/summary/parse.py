@@ -6,7 +6,7 @@ import contextlib
 import re
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from cairn.summary.model import (
     FINDING_FIELD,
@@ -26,9 +26,10 @@ from cairn.summary.render import title as render_title
 from cairn.terms import FINDING_STATUSES, TASK_STATUSES, VERDICTS
 from cairn.util import frontmatter
 from cairn.util.codespans import parse_code_spans
-from cairn.util.records import first_error
+from cairn.util.records import Record, first_error
 from cairn.util.shapes import check_value
 
+R = TypeVar("R", bound=Record)
 Line = tuple[int, str]
 Section = tuple[int, list[Line]]  # the heading's line number, and the lines under it
 ProseByKey = dict[str, list[str]]
@@ -96,7 +97,7 @@ class _Parser:
         data["prose"] = prose
         return self._build(Summary, data, status_at)
 
-    def _build(self, cls: type[Any], data: dict[str, Any], line: int) -> Any:
+    def _build(self, cls: type[R], data: dict[str, Any], line: int) -> R:
         try:
             return cls.model_validate(data)
         except ValueError as exc:  # pydantic's ValidationError: the data was not in shape
