@@ -16,51 +16,45 @@ import functools
 import re
 from typing import Any
 
-# PyYAML's implicit resolvers (yaml/resolver.py, MIT licence): the type a plain scalar gets,
-# tried in this order, each only for the first characters listed.
-_RESOLVERS = (
-    (
-        "bool",
-        "yYnNtTfFoO",
-        r"yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF",
-    ),
-    (
-        "float",
-        "-+0123456789.",
-        r"[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?"
-        r"|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)",
-    ),
-    (
-        "int",
-        "-+0123456789",
-        r"[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+"
-        r"|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+",
-    ),
-    ("merge", "<", r"<<"),
-    ("null", "~nN", r"~|null|Null|NULL|"),
-    (
-        "timestamp",
-        "0123456789",
-        r"[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]|[0-9][0-9][0-9][0-9]-[0-9][0-9]?-[0-9][0-9]?"
-        r"(?:[Tt]|[ \t]+)[0-9][0-9]?:[0-9][0-9]:[0-9][0-9](?:\.[0-9]*)?"
-        r"(?:[ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?",
-    ),
-    ("value", "=", r"="),
+# What an unquoted scalar means under YAML 1.1's implicit types (yaml.org/type/: null, bool, int,
+# float, timestamp, merge, value). Only the forms cairn writes are decided; a value that another
+# form of those types might cover answers "other", and the caller leaves it to PyYAML.
+_NULL = frozenset({"", "~", "null", "Null", "NULL"})
+_BOOL = frozenset(
+    spelling
+    for word in ("yes", "no", "true", "false", "on", "off")
+    for spelling in (word, word.capitalize(), word.upper())
 )
-
-
-@functools.cache
-def _resolver(pattern: str) -> re.Pattern[str]:
-    return re.compile(rf"^(?:{pattern})$")  # compiled on first use: most values need none
+# y and n are booleans in the YAML 1.1 spec but strings to PyYAML; a lone !, & or * is an indicator
+_UNDECIDED_CHARACTERS = frozenset("yYnN!&*")
+_DECIMAL = re.compile(r"0|-?[1-9][0-9]*")
+_ISO_TIME = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}"
+    r"(?:T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?(?:Z|[-+][0-9]{2}:[0-9]{2})?)?"
+)
+# A superset of every other number or time form (bases 2, 8 and 16, underscores, sexagesimal,
+# fractions, exponents, .inf and .nan, dates with one-digit parts or a space) and the two
+# one-character types.
+_NUMBER_OR_TIME = re.compile(
+    r"[-+]?(?:0[xXbBoO][0-9a-fA-F_]*|[0-9_]*(?:[.:][0-9_]*)*(?:[eE][-+]?[0-9]+)?|\.[A-Za-z]+)"
+    r"|[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt \t].*)?|<<|="
+)
 
 
 @functools.lru_cache(maxsize=4096)
 def plain_scalar_tag(value: str) -> str:
-    """The type YAML gives an unquoted scalar: ``str``, ``int``, ``null``, ``bool``, …"""
-    first = value[:1]
-    for tag, firsts, pattern in _RESOLVERS:
-        if (first in firsts or (tag == "null" and not value)) and _resolver(pattern).match(value):
-            return tag
+    """The type YAML gives ``value`` written unquoted: ``str``, ``int``, ``null``, ``bool`` or
+    ``timestamp``; ``other`` when it may be another type (or one of these in a rarer form)."""
+    if value in _NULL:
+        return "null"
+    if value in _BOOL:
+        return "bool"
+    if _DECIMAL.fullmatch(value):
+        return "int"
+    if _ISO_TIME.fullmatch(value):
+        return "timestamp"
+    if value in _UNDECIDED_CHARACTERS or _NUMBER_OR_TIME.fullmatch(value):
+        return "other"
     return "str"
 
 
@@ -161,7 +155,10 @@ def _scalar_text(value: Any) -> str | None:
         return None
     if not _SIMPLE_OUT.fullmatch(value):
         return None
-    return value if plain_scalar_tag(value) == "str" else f"'{value}'"
+    kind = plain_scalar_tag(value)
+    if kind == "other":
+        return None  # PyYAML decides whether it needs quotes
+    return value if kind == "str" else f"'{value}'"  # quoted, it stays a string
 
 
 # --- everything else: PyYAML ------------------------------------------------------------------
