@@ -1,17 +1,18 @@
 """git processes that outlive one call: a command started now and read later (``Started``),
 and a ``--batch`` process spoken to request by request (``Session``). ``cairn.git.Git`` makes them
 (``Git.start``, ``Git.session``); they live here so that a command that needs neither does not
-import ``threading`` and ``tempfile`` for them.
+import ``threading`` for them.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import NoReturn
+from typing import IO, NoReturn
 
 from cairn.errors import GitError, SaveTimeout
 from cairn.git.process import Deadline, GitResult, kill_and_reap, telling_line
@@ -61,10 +62,8 @@ class Session:
         env: Mapping[str, str],
         deadline: Deadline | None,
     ) -> None:
-        import tempfile  # only sessions need it, and it loads shutil and random
-
         self.name = name
-        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed by __exit__
+        self._stderr = _anonymous_file()
         self._proc = subprocess.Popen(
             argv,
             cwd=cwd,
@@ -139,3 +138,13 @@ class Session:
     def __exit__(self, *exc: object) -> None:
         self.close()
         self._stderr.close()
+
+
+def _anonymous_file() -> IO[bytes]:
+    """A file with no name, for a session's stderr: in memory on Linux, where importing
+    ``tempfile`` (with ``shutil`` and ``random``) would cost a snapshot ~3 ms."""
+    if hasattr(os, "memfd_create"):
+        return os.fdopen(os.memfd_create("cairn-git-stderr", os.MFD_CLOEXEC), "w+b")
+    import tempfile
+
+    return tempfile.TemporaryFile()
