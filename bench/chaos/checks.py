@@ -32,8 +32,7 @@ from cairn.run import evaluation, review
 from cairn.state import marker
 from cairn.terms import FINDING_RESOLUTIONS
 from cairn.util import procs
-from common import cli
-from helpers import fingerprint, tree_state
+from common import cli, fingerprint, tree_state
 
 TEMP_PREFIX = ".tmp."
 GIT_LOCKS = ("index.lock", "HEAD.lock", "packed-refs.lock", "config.lock")

@@ -34,6 +34,11 @@ ROOT = HERE.parents[1]
 if str(ROOT / "tests") not in sys.path:
     sys.path.append(str(ROOT / "tests"))
 
+# The test helpers the campaigns use, from their one home; the campaigns import them from here.
+from helpers import dead_pid, fingerprint, git, make_repo, tree_state  # noqa: E402
+
+__all__ = ["dead_pid", "fingerprint", "git", "make_repo", "tree_state"]
+
 
 def _bench_common() -> ModuleType:
     """``bench/common.py`` under another name (this module is ``common`` too)."""
@@ -209,8 +214,6 @@ def scripted_config(script: Path, phases: Sequence[str], **agent: object) -> str
 
 def make_project(path: Path, config: str | None, files: dict[str, str] | None = None) -> Path:
     """A repository with ``files`` (and ``cairn.toml``) in its first commit."""
-    from helpers import make_repo
-
     everything = {"README.md": "# project\n", "src/app.py": "print('app')\n", **(files or {})}
     if config is not None:
         everything["cairn.toml"] = config

@@ -60,13 +60,13 @@ from common import (
     cairn_argv,
     case_seeds,
     cli,
+    git,
     log,
     make_project,
     parse_args,
     plan_text,
     scratch,
 )
-from helpers import git
 
 SIZES = Sizes(quick=10, full=50, unit="trials")
 MAX_RESUMES = 12

@@ -55,6 +55,8 @@ from common import (
     Tally,
     cairn_argv,
     cli,
+    dead_pid,
+    git,
     log,
     make_project,
     parse_args,
@@ -62,7 +64,6 @@ from common import (
     scratch,
     scripted_config,
 )
-from helpers import git
 
 SIZES = Sizes(quick=50, full=1000, unit="kills")
 
@@ -616,8 +617,6 @@ def changed_file(family: Family) -> Repair:
 
 
 def leftover_temp(family: Family) -> Repair:
-    from helpers import dead_pid
-
     temp = family.ticket_dir / f".tmp..in-progress.yaml.{dead_pid()}.0badc0de"
     temp.write_bytes(b"phase: implement\n")
     return lambda: temp.unlink(missing_ok=True)
