@@ -166,7 +166,7 @@ STATUSES = {
 
 def _compare(
     what: str,
-    items: Iterable[tuple[Any, str]],
+    items: Iterable[tuple[object, str]],
     history: dict[Any, list[str]],
     last: Any,
     exact: bool,
@@ -207,7 +207,7 @@ def out_of_step(run_dir: Path, exact: bool) -> list[Problem]:
     implementation = [(p, s) for p, s in summaries if s.mode == "implementation"]
     if implementation:
         path, first = implementation[0]
-        items = [
+        items: list[tuple[object, str]] = [
             (t.number, t.status)
             for t in first.tasks
             if not (t.status == "completed" and t.notes == "done in the plan")
@@ -222,7 +222,7 @@ def out_of_step(run_dir: Path, exact: bool) -> list[Problem]:
         since = _after_phase(events, "fix", latest.round)
         finding_events = [e for e in since if e.get("event") == "finding"]
         last = finding_events[-1].get("finding") if finding_events else None
-        items = [(f.id, f.status) for f in latest.findings]
+        items = [(f.id, str(f.status)) for f in latest.findings]
         history = _history(since, "finding", "finding")
         problems += _compare("finding", items, history, last, exact, path)
     added = {e.get("finding") for e in events if e.get("event") == "finding"}

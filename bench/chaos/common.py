@@ -233,7 +233,8 @@ def plan_text(
 
 # --- the tally ------------------------------------------------------------------------------------
 
-EXAMPLES_PER_KIND = 5
+EXAMPLES_PER_KIND = 20  # kept in the JSON; the table prints the first 5
+PRINTED_EXAMPLES = 5
 
 
 @dataclass
@@ -285,8 +286,9 @@ class Tally:
         rows += [["total", str(sum(self.violations.values())), ""]]
         print(table(rows, text_columns=1))
         for kind, examples in self.examples.items():
-            print(f"\n{kind}, first {len(examples)}:")
-            for example in examples:
+            shown = examples[:PRINTED_EXAMPLES]
+            print(f"\n{kind}, first {len(shown)}:")
+            for example in shown:
                 print(f"  - {example}")
         verdict = "FAIL" if self.violations else "ok"
         print(

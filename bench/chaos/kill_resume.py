@@ -16,8 +16,15 @@ a random instant of the run's usual length, in one of two ways:
 - ``cairn``: cairn alone; its agent (its own process group) lives on, and resume must stop it;
 - ``all``: cairn and every process it started, like a container being killed;
 
-and either reaps the dead at once, or ``late``: leaves them unreaped (zombies) until the trial
-ends, as a container whose init does not reap would (this machine's does not).
+the two take turns from one kill to the next. What happens to the dead is the trial's policy,
+the three taking turns from one trial to the next:
+
+- ``reaped``: cairn and every orphan it left are reaped at once (a shell, a systemd init);
+- ``orphans unreaped``: cairn is reaped at once, its orphans (the agent) are not: they stay
+  zombies until the trial ends, as under a container init that does not reap (this machine's
+  does not);
+- ``nothing reaped``: cairn too stays a zombie until the trial ends (a supervisor that has not
+  called wait yet).
 
 Violations:
 
@@ -69,6 +76,12 @@ from common import (
 )
 
 SIZES = Sizes(quick=10, full=50, unit="trials")
+REAPING = ["reaped", "orphans unreaped", "nothing reaped"]
+REAPING_FIGURE = {
+    "reaped": "the dead reaped at once",
+    "orphans unreaped": "orphans left unreaped",
+    "nothing reaped": "nothing reaped",
+}
 MAX_RESUMES = 12
 TICKET = "KR"
 TASKS = ["Parse the input", "Report errors with their line", "Document the format"]
@@ -89,7 +102,9 @@ FIGURES = [
     "kills",
     "kills of cairn alone",
     "kills of cairn and its agent",
-    "kills left unreaped until the trial ended",
+    "trials with the dead reaped at once",
+    "trials with orphans left unreaped",
+    "trials with nothing reaped",
     "resumes",
     "resumes that stopped a live agent",
     "resumes that asked for a new run (killed before it had a plan)",
@@ -130,7 +145,11 @@ class Trial:
     agent_log: Path = field(init=False)
     plan: Path = field(init=False)
     unreaped: list[subprocess.Popen[bytes]] = field(default_factory=list)
-    keep: set[int] = field(default_factory=set)  # dead processes left unreaped on purpose
+
+    @property
+    def reaping(self) -> str:
+        return REAPING[self.number % len(REAPING)]
+
     kills: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -144,7 +163,8 @@ class Trial:
         return {"CHAOS_AGENT_LOG": str(self.agent_log), "CHAOS_AGENT_PAUSE": "0.1"}
 
     def where(self) -> str:
-        return f"trial {self.number} (seed {self.seed}; kills: {', '.join(self.kills) or 'none'})"
+        kills = "; ".join(self.kills) or "none"
+        return f"trial {self.number} (seed {self.seed}, {self.reaping}; kills: {kills})"
 
     def agent_records(self) -> list[dict[str, Any]]:
         if not self.agent_log.exists():
@@ -165,7 +185,6 @@ class Trial:
         for proc in self.unreaped:
             proc.wait()
         self.unreaped.clear()
-        self.keep.clear()
         processes.reap_orphans()
 
 
@@ -173,7 +192,7 @@ class Trial:
 
 
 def attempt(
-    trial: Trial, argv: list[str], kill_after: float | None, rng: random.Random, tally: Tally
+    trial: Trial, argv: list[str], kill_after: float | None, tally: Tally
 ) -> tuple[int | None, str]:
     """Run ``argv``; kill it after ``kill_after`` seconds (None: let it finish). Returns the
     exit code (None when killed) and its output."""
@@ -193,30 +212,24 @@ def attempt(
     if proc.poll() is not None:
         out, err = proc.communicate()
         return proc.returncode, (out + err).decode("utf-8", "replace")
-    everything = rng.random() < 0.5
-    late = rng.random() < 0.4
-    if late:
-        trial.keep |= {proc.pid, *(p.pid for p in processes.descendants(proc.pid))}
+    everything = (trial.number + len(trial.kills)) % 2 == 1
     if everything:
         processes.kill_descendants(proc.pid)
     processes.kill(proc.pid, signal.SIGKILL)
-    trial.kills.append(
-        f"{argv[3]} at {kill_after:.2f} s, {'all' if everything else 'cairn'}"
-        + (", late reap" if late else "")
-    )
+    trial.kills.append(f"{argv[3]} at {kill_after:.2f} s, {'all' if everything else 'cairn'}")
     tally.count("kills")
     tally.count("kills of cairn and its agent" if everything else "kills of cairn alone")
     assert proc.stdout is not None and proc.stderr is not None
     proc.stdout.close()
     proc.stderr.close()
-    if late:
-        tally.count("kills left unreaped until the trial ended")
+    if trial.reaping == "nothing reaped":
         trial.unreaped.append(proc)
-    else:
-        proc.wait()
-        if everything:
-            processes.wait_descendants_gone(5)
-        processes.reap_orphans(trial.keep)
+        return None, ""
+    proc.wait()
+    if everything:
+        processes.wait_descendants_gone(5)
+    if trial.reaping == "reaped":
+        processes.reap_orphans()
     return None, ""
 
 
@@ -246,7 +259,7 @@ def run_trial(trial: Trial, rng: random.Random, typical: float, tally: Tally) ->
         kill_after = rng.uniform(0.1, typical * 1.1) if kills_left else None
         agent = agent_pid_named(trial) if started else None
         agent_state = processes.state_of(agent) if agent else None
-        code, output = attempt(trial, argv, kill_after, rng, tally)
+        code, output = attempt(trial, argv, kill_after, tally)
         if argv[3] == "resume":
             tally.count("resumes")
         if code is None:
@@ -374,7 +387,7 @@ def check_state(trial: Trial, tally: Tally) -> None:
 
 
 def after_trial(trial: Trial, tally: Tally) -> None:
-    processes.quiesce(3, trial.keep)
+    processes.wait_descendants_gone(3)
     check_redone(trial, tally)
     check_bytes(trial, tally, "at the end")
     check_state(trial, tally)
@@ -438,6 +451,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             trial = Trial(number, seed, root)
             rng = random.Random(seed)
             tally.count("trials")
+            tally.count(f"trials with {REAPING_FIGURE[trial.reaping]}")
             try:
                 run_trial(trial, rng, typical, tally)
                 if args.self_test:
@@ -455,7 +469,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 processes.kill_descendants()
                 trial.reap()
                 processes.quiesce(5)
-            log(f"trial {number}: {'; '.join(trial.kills) or 'no kill'}")
+            log(f"trial {number} ({trial.reaping}): {'; '.join(trial.kills) or 'no kill'}")
     return tally.report(args, FIGURES)
 
 

@@ -42,6 +42,7 @@ import random
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import checks
@@ -495,7 +496,7 @@ def temp_files(family: Family) -> list[Path]:
 def after_kill(family: Family, before: checks.Before) -> list[Problem]:
     problems = checks.unreadable_state(family.repo)
     for run_dir in checks.run_dirs(family.ticket_dir) if family.ticket_dir.is_dir() else []:
-        problems += guarded(lambda d=run_dir: checks.out_of_step(d, exact=False))
+        problems += guarded(partial(checks.out_of_step, run_dir, exact=False))
     problems += checks.cli_reads(family.repo, [family.ticket])
     problems += checks.git_health(family.repo)
     problems += checks.untouched(family.repo, before, worktree=not family.agent_writes_tree)
@@ -567,9 +568,13 @@ def _summary_path(family: Family) -> Path:
     return sorted(run_dir.glob("*_coder_change-summary.md"))[-1]
 
 
-def _restoring(path: Path) -> Callable[[], None]:
+def _restoring(path: Path) -> Repair:
     saved = path.read_bytes()
-    return lambda: path.write_bytes(saved)
+
+    def restore() -> None:
+        path.write_bytes(saved)
+
+    return restore
 
 
 def torn_summary(family: Family) -> Repair:

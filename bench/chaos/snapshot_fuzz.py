@@ -3,7 +3,7 @@ be the work tree, byte for byte, and the save must not touch anything of the use
 
     .venv/bin/python bench/chaos/snapshot_fuzz.py --quick        # CI: 50 trees, about 1 minute
     .venv/bin/python bench/chaos/snapshot_fuzz.py                # 300 trees, about 6 minutes
-    .venv/bin/python bench/chaos/snapshot_fuzz.py --replay SEED  # rebuild one tree, keep it
+    .venv/bin/python bench/chaos/snapshot_fuzz.py --replay SEED --keep  # rebuild one tree
     .venv/bin/python bench/chaos/snapshot_fuzz.py --self-test    # damaged restores: exit 1
 
 Each tree is a fresh repository built from its own seed by ``trees.build`` (odd names,
@@ -19,7 +19,8 @@ real CLI:
    symlinks (content, exec bit, link text), less the ignored files and the untracked files over
    the cap, and each of those over the cap must be named ``too_large`` in the save's report.
 
-A violation prints the tree's seed; ``--replay SEED`` builds that tree again and keeps it.
+A violation prints the tree's seed; ``--replay SEED`` builds that tree again (``--keep`` keeps
+it to look at).
 """
 
 from __future__ import annotations
@@ -138,6 +139,11 @@ def index_tree(repo: Path, scratch_dir: Path) -> str | None:
     return done.stdout.strip() if done.returncode == 0 else None
 
 
+def executable(file: object) -> bool:
+    """``tree_state`` describes a file as (executable, content)."""
+    return isinstance(file, tuple) and bool(file[0])
+
+
 def odd(path: str) -> bool:
     return any(c in path for c in ' \t\n"\\*?') or not path.isascii() or path.startswith("-")
 
@@ -162,6 +168,7 @@ def check_case(case: Case, tally: Tally, damage: Damage | None = None) -> set[st
         tally.violation(kind, case.where(), detail)
 
     expected, over, ignored = expected_tree(case.repo)
+    dirty = bool(zlist(case.repo, "status", "--porcelain", "--untracked-files=all"))
     before = fingerprint(case.repo)
     saved = cli("wip", "save", "--ticket", TICKET, "--json", cwd=case.repo)
     if saved.returncode != 0:
@@ -174,8 +181,8 @@ def check_case(case: Case, tally: Tally, damage: Damage | None = None) -> set[st
     changed = [k for k in before if before[k] != after.get(k)]
     if changed:
         violation("user_state_changed", f"{', '.join(changed)} changed by the save")
-    if report.get("commit") is None:
-        if expected or over:
+    if report.get("commit") is None:  # a clean tree with no snapshot yet: nothing to record
+        if dirty:
             violation("save_failed", f"nothing recorded for a dirty tree: {report}")
         return found
     commit = report["commit"]
@@ -211,7 +218,7 @@ def check_case(case: Case, tally: Tally, damage: Damage | None = None) -> set[st
         tally.count("symlinks restored", sum(1 for v in got.values() if v[0] == "link"))
         tally.count(
             "executable files restored",
-            sum(1 for v in got.values() if v[0] == "file" and v[1][0]),  # type: ignore[index]
+            sum(1 for kind, what in got.values() if kind == "file" and executable(what)),
         )
         tally.count("paths with odd names restored", sum(1 for p in got if odd(p)))
     return found
@@ -265,13 +272,12 @@ FAULTS: dict[str, tuple[Damage, str]] = {
 
 
 def add_replay(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--replay", type=int, metavar="SEED", help="rebuild one tree and keep it")
+    parser.add_argument("--replay", type=int, metavar="SEED", help="rebuild and check one tree")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(__doc__ or "", SIZES, argv, extra=add_replay)
     if args.replay is not None:
-        args.keep = True
         seeds = [args.replay]
     elif args.self_test:
         seeds = case_seeds(args.seed, len(FAULTS))
@@ -299,7 +305,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 shutil.rmtree(case.restored, ignore_errors=True)
             if number % 50 == 0:
                 log(f"{number} trees, {sum(tally.violations.values())} violations")
-        if args.replay is not None:
+        if args.replay is not None and args.keep:
             log(f"tree: {root / 'tree-1'}, restored: {root / 'restored-1'}")
     return tally.report(args, FIGURES)
 
