@@ -48,7 +48,7 @@ from pathlib import Path
 import checks
 import processes
 from checks import Problem
-from killing import pick_instant, shoot, watching
+from killing import observe, pick_instant, shoot
 
 from cairn import summary
 from common import (
@@ -407,17 +407,15 @@ def calibrate(lab: Lab, rng: random.Random) -> Calibration:
     for target in lab.targets():
         family, args = lab.argv(target, rng)
         lab.prepare(family, rng)
-        with watching(family.watch) as watch:
-            done = cli(*args, cwd=family.repo)
-            events = len(watch.events(0))
+        done = observe(cairn_argv(*args), family.repo, family.watch)
         if done.returncode not in (0, 3):
             raise SystemExit(
                 f"calibration: cairn {' '.join(args)} exited {done.returncode}: "
                 f"{done.stderr.strip()}"
             )
         found.seconds[target] = done.seconds
-        found.events[target] = events
-        log(f"calibrated {target}: {done.seconds:.2f} s, {events} state changes")
+        found.events[target] = done.events
+        log(f"calibrated {target}: {done.seconds:.2f} s, {done.events} state changes")
     return found
 
 

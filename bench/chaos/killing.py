@@ -47,7 +47,17 @@ class Watch:
             raise OSError(ctypes.get_errno(), "inotify_init1")
         self.dirs: dict[int, Path] = {}
         for root in roots:
-            self.add_tree(root)
+            self.add_root(root)
+
+    def add_root(self, root: Path) -> None:
+        """Watch ``root``'s tree; a root that does not exist yet is watched for from its
+        nearest existing parent, and added with everything below it once it is created."""
+        while not root.is_dir() and root != root.parent:
+            root = root.parent
+            if root.is_dir():
+                self.add(root)
+                return
+        self.add_tree(root)
 
     def add(self, directory: Path) -> None:
         wd = self.libc.inotify_add_watch(self.fd, os.fsencode(directory), MASK)
@@ -168,10 +178,9 @@ def shoot(
                 if time.monotonic() > deadline:
                     break
                 events += len(watch.events(0.05))
-        if instant.delay:
-            end = time.monotonic() + instant.delay
-            while proc.poll() is None and time.monotonic() < end:
-                time.sleep(min(0.002, max(0.0, end - time.monotonic())))
+        end = time.monotonic() + instant.delay
+        while proc.poll() is None and (left := end - time.monotonic()) > 0:
+            events += len(watch.events(min(left, 0.002)))
         if proc.poll() is None:
             if instant.tree:
                 kill_descendants(proc.pid)
@@ -182,6 +191,31 @@ def shoot(
     return Shot(
         code == -signal.SIGKILL,
         code,
+        events,
+        time.monotonic() - started,
+        out.decode("utf-8", "replace"),
+        err.decode("utf-8", "replace"),
+    )
+
+
+def observe(
+    argv: Sequence[str], cwd: Path, watch_roots: Sequence[Path], timeout: float = 300.0
+) -> Shot:
+    """Run ``argv`` to the end (no kill), counting the changes it makes where state lives."""
+    with watching(watch_roots) as watch:
+        started = time.monotonic()
+        proc = spawn(argv, cwd)
+        events = 0
+        while proc.poll() is None and time.monotonic() < started + timeout:
+            events += len(watch.events(0.05))
+        if proc.poll() is None:
+            kill_descendants(proc.pid)
+            kill(proc.pid)
+        out, err = proc.communicate()
+        events += len(watch.events(0))
+    return Shot(
+        False,
+        proc.returncode,
         events,
         time.monotonic() - started,
         out.decode("utf-8", "replace"),
