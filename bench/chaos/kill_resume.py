@@ -28,7 +28,8 @@ the three taking turns from one trial to the next:
 
 Violations:
 
-- ``not_completed``: no exit 0 after 12 resumes;
+- ``not_completed``: the run did not finish after 12 resumes (no exit 0, and catch-up does not
+  say it is done: a kill may come after the run finished);
 - ``task_redone``: the agent started a task after the journal recorded it completed (the task
   was dispatched again);
 - ``bytes_lost``: a file the agent wrote (and logged) is neither in the work tree nor in any
@@ -99,6 +100,7 @@ KINDS = {
 FIGURES = [
     "trials",
     "completed runs",
+    "runs that finished just before their kill",
     "kills",
     "kills of cairn alone",
     "kills of cairn and its agent",
@@ -288,6 +290,11 @@ def run_trial(trial: Trial, rng: random.Random, typical: float, tally: Tally) ->
             started = True
             continue
         # exit 2: refused
+        if "there is nothing to resume" in output and finished(trial):
+            # the kill came after the run had finished (summary completed, marker removed)
+            tally.count("completed runs")
+            tally.count("runs that finished just before their kill")
+            return
         if "start a new run with cairn run" in output:
             tally.count("resumes that asked for a new run (killed before it had a plan)")
             started = False
@@ -296,6 +303,16 @@ def run_trial(trial: Trial, rng: random.Random, typical: float, tally: Tally) ->
         trial.reap()  # the owner may be a zombie: let its parent finally reap it, and go on
         started = trial.run_dir() is not None
     tally.violation("not_completed", trial.where(), f"no exit 0 after {MAX_RESUMES} resumes")
+
+
+def finished(trial: Trial) -> bool:
+    """``cairn catchup`` says the ticket's last run is done, and the journal agrees."""
+    done = cli("catchup", TICKET, "--json", cwd=trial.repo)
+    if done.returncode != 0 or json.loads(done.stdout).get("state") != "done":
+        return False
+    run_dir = trial.run_dir()
+    events = checks.read_journal(run_dir / "run-log.jsonl").events if run_dir else []
+    return any(e.get("event") == "run_finished" for e in events)
 
 
 def tail(output: str) -> str:
