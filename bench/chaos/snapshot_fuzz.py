@@ -120,6 +120,15 @@ def expected_tree(repo: Path) -> tuple[dict[str, tuple[str, object]], set[str], 
     return expected, over, ignored
 
 
+def changed_beyond(repo: Path, over: set[str]) -> bool:
+    """Whether anything differs from HEAD but the untracked files over the cap (and the
+    ignored ones): when nothing does, a save rightly records nothing."""
+    for entry in zlist(repo, "status", "--porcelain", "--untracked-files=all"):
+        if entry[:3] != "?? " or entry[3:] not in over:
+            return True
+    return False
+
+
 def index_tree(repo: Path, scratch_dir: Path) -> str | None:
     """The tree of the real index, written from a copy of it (the real one is never touched)."""
     index = repo / ".git" / "index"
@@ -168,7 +177,7 @@ def check_case(case: Case, tally: Tally, damage: Damage | None = None) -> set[st
         tally.violation(kind, case.where(), detail)
 
     expected, over, ignored = expected_tree(case.repo)
-    dirty = bool(zlist(case.repo, "status", "--porcelain", "--untracked-files=all"))
+    dirty = changed_beyond(case.repo, over)
     before = fingerprint(case.repo)
     saved = cli("wip", "save", "--ticket", TICKET, "--json", cwd=case.repo)
     if saved.returncode != 0:

@@ -273,9 +273,9 @@ class Lab:
             return args, [family.ticket_dir, run_dir]
         if family.name == "snap":
             dirty(family.repo, rng, self.next_number())
-            return ["wip", "save", "--ticket", family.ticket], [
-                checks.state_root(family.repo) / "tmp"
-            ]
+            # a save takes a fraction of a second; 10 s bounds one that cannot finish
+            args = ["wip", "save", "--ticket", family.ticket, "--timeout-ms", "10000"]
+            return args, [checks.state_root(family.repo) / "tmp"]
         choices = [t for t, (f, _) in self.targets().items() if f == family.name]
         _, args = self.argv(rng.choice(choices), rng)
         run_dir = family.current_run_dir()
