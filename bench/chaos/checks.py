@@ -184,14 +184,9 @@ def _compare(
         before = seen[-2] if len(seen) >= 2 else "pending"
         if not exact and item == last and status == before:
             continue
-        behind = status == "pending" or status in seen[:-1]
-        how = "behind" if behind else "ahead of"
+        journal = f"its journal events say {seen}" if seen else "the journal has no event for it"
         problems.append(
-            Problem(
-                "out_of_step",
-                f"{where.name}: {what} {item} is {status!r}, {how} the journal "
-                f"(its events: {seen or 'none'})",
-            )
+            Problem("out_of_step", f"{where.name}: {what} {item} is {status!r}; {journal}")
         )
     return problems
 

@@ -176,7 +176,8 @@ def one_kill(
     problems += after_next_write(lab, family, rng, tally, fault if fault and fault.late else None)
     if fault is not None:
         record_injection(tally, kill, fault, problems)
-    report(tally, kill, problems, lab.known)
+    report(tally, kill, problems, lab.known.get(family.name, set()))
+    lab.known[family.name] = set(problems)
     if any(p.kind == "git_lock_left" for p in problems):
         # counted; now do what git's message advises, so later kills are measured on their own
         tally.count("stale git locks removed by the campaign", remove_git_locks(family.repo))
@@ -253,14 +254,14 @@ def guarded(check: Callable[[], list[Problem]]) -> list[Problem]:
         return []
 
 
-def report(tally: Tally, kill: Kill, problems: list[Problem], known: set[Problem]) -> None:
-    """Count each kind once per kill, and a problem a kill left behind only at the kill that
-    caused it (a summary left ahead of its journal stays so; later kills do not own it)."""
+def report(tally: Tally, kill: Kill, problems: list[Problem], before: set[Problem]) -> None:
+    """Count each kind once per kill, and a problem only at the kill that caused it: one the
+    previous check of the same repository saw already (a summary left ahead of its journal
+    stays so) belongs to an earlier kill; one that was gone and is back is new."""
     seen: dict[str, str] = {}
     for problem in problems:
-        if problem not in known:
+        if problem not in before:
             seen.setdefault(problem.kind, problem.detail)
-    known.update(problems)
     for kind, detail in seen.items():
         tally.violation(kind, kill.where(), detail)
 

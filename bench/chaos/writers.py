@@ -60,7 +60,7 @@ class Lab:
         self.root = root
         self.families: dict[str, Family] = {}
         self.counter = 0
-        self.known: set[Problem] = set()  # problems reported so far
+        self.known: dict[str, set[Problem]] = {}  # each family's problems at its last check
 
     # --- setting up -------------------------------------------------------------------------
 
