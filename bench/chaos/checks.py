@@ -23,6 +23,7 @@ import os
 import re
 import subprocess
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -290,9 +291,12 @@ def _fold(text: object) -> str:
 
 
 def cli_reads(repo: Path, tickets: Sequence[str]) -> list[Problem]:
+    """``cairn status`` and ``cairn catchup`` of each ticket, all at once (they only read)."""
+    commands = [("status", "--json"), *(("catchup", t, "--json") for t in tickets)]
+    with ThreadPoolExecutor(len(commands)) as pool:
+        results = list(pool.map(lambda args: cli(*args, cwd=repo, timeout=60), commands))
     problems = []
-    for args in [("status", "--json"), *(("catchup", t, "--json") for t in tickets)]:
-        done = cli(*args, cwd=repo, timeout=60)
+    for args, done in zip(commands, results, strict=True):
         if done.returncode != 0 or done.traceback():
             problems.append(
                 Problem(

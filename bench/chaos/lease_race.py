@@ -55,7 +55,7 @@ from common import (
 SIZES = Sizes(quick=20, full=100, unit="rounds")
 TICKET = "LR"
 HOLD_TIMEOUT = 60.0  # for a winner to take the ticket and start its agent
-LOSER_TIMEOUT = 20.0  # for every loser to exit (they take about a second)
+LOSER_TIMEOUT = 10.0  # for every loser to exit (they take a second or two)
 
 KINDS = {
     "no_winner": "every contender exited: nobody holds the ticket",
