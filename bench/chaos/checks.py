@@ -329,12 +329,21 @@ def git_health(repo: Path) -> list[Problem]:
         kind, _, name = line.partition(" ")
         if kind != "commit":
             problems.append(Problem("git_unhealthy", f"{name} names a {kind or 'missing'} object"))
+    return problems + git_locks(repo)
+
+
+def git_locks(repo: Path) -> list[Problem]:
+    """Every git lock file in the repository (``git_lock_left``)."""
     gitdir = repo / ".git"
     locks = [gitdir / name for name in GIT_LOCKS if (gitdir / name).exists()]
     locks += list((gitdir / "refs").rglob("*.lock"))
-    for lock in locks:
-        problems.append(Problem("git_lock_left", f"{lock.relative_to(repo)} is left behind"))
-    return problems
+    return [Problem("git_lock_left", f"{lock.relative_to(repo)} is left behind") for lock in locks]
+
+
+def is_cairn_ref_lock(problem: Problem) -> bool:
+    """A ``.lock`` of a ``refs/cairn`` ref: what a SIGKILL inside ``git update-ref`` leaves,
+    and the next snapshot of that ticket removes."""
+    return problem.kind == "git_lock_left" and problem.detail.startswith(".git/refs/cairn/")
 
 
 # --- nothing of the user's was touched --------------------------------------------------------

@@ -391,6 +391,21 @@ def test_oversized_untracked_files_are_skipped_and_named(repo: Path) -> None:
     assert "big.bin" in human.stdout and "size cap" in human.stdout
 
 
+def test_an_oversized_file_whose_name_is_not_utf8_is_named_and_the_rest_saved(repo: Path) -> None:
+    """Found by snapshot_fuzz: the skipped name's lone surrogates made every save fail."""
+    write(repo, "cairn.toml", '[snapshot]\nmax_new_file_bytes = "1KiB"\n')
+    git(repo, "add", "cairn.toml")
+    git(repo, "commit", "-q", "-m", "config")
+    (repo / os.fsdecode(b"big-\xff\xfe.bin")).write_bytes(b"\0" * 2048)
+    write(repo, "small.txt", "s")
+    name = os.fsdecode(b"big-\xff\xfe.bin")
+    out = save_json(repo)
+    assert out["skipped"] == [{"path": name, "reason": "too_large", "bytes": 2048, "files": None}]
+    assert "small.txt" in snapshot_files(repo, out["commit"])
+    listed = json.loads(cairn("wip", "show", out["commit"], "--json", cwd=repo).stdout)
+    assert name in json.dumps(listed, ensure_ascii=False)
+
+
 def test_budget_drops_generated_directories_first(repo: Path) -> None:
     write(repo, "cairn.toml", "[snapshot]\nmax_new_files = 50\n")
     for i in range(5):

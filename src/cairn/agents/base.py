@@ -29,14 +29,69 @@ class Event:
 
 
 @dataclass(frozen=True)
+class Usage:
+    """Tokens (and the cost, where the agent reports one) of a dispatch or a run."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float | None = None
+
+    @property
+    def total_tokens(self) -> int:
+        return (
+            self.input_tokens
+            + self.output_tokens
+            + self.cache_read_tokens
+            + self.cache_write_tokens
+        )
+
+    def __add__(self, other: Usage) -> Usage:
+        costs = [c for c in (self.cost_usd, other.cost_usd) if c is not None]
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+            sum(costs) if costs else None,
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+            "total_tokens": self.total_tokens,
+            "cost_usd": self.cost_usd,
+        }
+
+
+@dataclass(frozen=True)
+class Denial:
+    """A tool call the agent was refused: the tool (``Bash``, ``Write``, Codex's ``exec``) and
+    what it asked for (the command or the path), on one line."""
+
+    tool: str
+    target: str = ""
+
+
+@dataclass(frozen=True)
 class Result:
+    """How a dispatch ended. ``detail`` is the agent's own error text for an ``error`` (the
+    API's message, ``turn.failed``, a crash's stderr tail); ``transcript`` the file name, in
+    the run directory, of the agent's raw event stream."""
+
     reason: StopReason
     num_turns: int
     final_message: str | None = None
     session_id: str | None = None
     exit_code: int | None = None
-    usage: dict[str, Any] = field(default_factory=dict)
+    usage: Usage = Usage()
     detail: str | None = None
+    denials: tuple[Denial, ...] = ()
+    transcript: str | None = None
 
 
 @dataclass

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cairn.agents import process
-from cairn.agents.base import DispatchRequest, Event
+from cairn.agents.base import DispatchRequest, Event, Usage
 from cairn.agents.streaming import StreamingAdapter, StreamingDispatch
 from cairn.terms import ENV_DISPATCH_ID, ENV_MAX_TURNS, ENV_PRESSURE_TURNS
 
@@ -143,11 +143,7 @@ class ClaudeDispatch(StreamingDispatch):
                 detail += f" ({state.malformed} malformed stream lines)"
             self._set(reason, returncode if returncode > 0 else None, child.with_stderr(detail))
             return False
-        self._usage = {
-            "total_cost_usd": result.get("total_cost_usd"),
-            "usage": result.get("usage"),
-            "num_turns_reported": result.get("num_turns"),
-        }
+        self._usage = self._usage + claude_usage(result)
         subtype = result.get("subtype")
         if subtype == "error_max_turns" or result.get("terminal_reason") == "max_turns":
             self._set("max_turns", returncode if returncode > 0 else None)
@@ -164,6 +160,24 @@ class ClaudeDispatch(StreamingDispatch):
             self._set("error", None, "claude finished without a single model turn")
             return False
         return True
+
+
+def claude_usage(result: dict[str, Any]) -> Usage:
+    """The tokens and cost of one ``claude -p`` invocation, from its ``result`` line."""
+    found = result.get("usage")
+    usage: dict[str, Any] = found if isinstance(found, dict) else {}
+    cost = result.get("total_cost_usd")
+    return Usage(
+        input_tokens=_count(usage.get("input_tokens")),
+        output_tokens=_count(usage.get("output_tokens")),
+        cache_read_tokens=_count(usage.get("cache_read_input_tokens")),
+        cache_write_tokens=_count(usage.get("cache_creation_input_tokens")),
+        cost_usd=float(cost) if isinstance(cost, int | float) and cost >= 0 else None,
+    )
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and value >= 0 else 0
 
 
 class ClaudeCodeAdapter(StreamingAdapter):

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cairn.agents import process
-from cairn.agents.base import DispatchRequest, Event
+from cairn.agents.base import DispatchRequest, Event, Usage
 from cairn.agents.streaming import StreamingAdapter, StreamingDispatch
 
 DEFAULT = ("codex", "exec")
@@ -124,7 +124,7 @@ class CodexDispatch(StreamingDispatch):
 
     def _continue(self, state: ExecState, returncode: int, child: process.Child) -> bool:
         if state.usage:
-            self._usage = {"usage": state.usage}
+            self._usage = self._usage + codex_usage(state.usage)
         if self._interrupt is not None:
             self._set(self._interrupt)
             return False
@@ -144,6 +144,23 @@ class CodexDispatch(StreamingDispatch):
             self._set("error", None, "codex finished a turn without a single step")
             return False
         return True
+
+
+def codex_usage(usage: dict[str, Any]) -> Usage:
+    """The tokens of one Codex turn, from its ``turn.completed`` line (Codex reports no cost).
+    Codex counts cached input inside ``input_tokens``; here it is counted once, as cached."""
+
+    def count(key: str) -> int:
+        value = usage.get(key)
+        return value if isinstance(value, int) and value >= 0 else 0
+
+    cached = count("cached_input_tokens")
+    return Usage(
+        input_tokens=max(count("input_tokens") - cached, 0),
+        output_tokens=count("output_tokens"),
+        cache_read_tokens=cached,
+        cache_write_tokens=count("cache_write_input_tokens"),
+    )
 
 
 class CodexAdapter(StreamingAdapter):

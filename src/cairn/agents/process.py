@@ -19,9 +19,9 @@ import threading
 from abc import abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
-from cairn.agents.base import Dispatch, DispatchRequest, Event, Result
+from cairn.agents.base import Dispatch, DispatchRequest, Event, Result, Usage
 from cairn.terms import StopReason
 from cairn.util.procs import kill_group, signal_group
 
@@ -234,7 +234,7 @@ class ChildDispatch(Dispatch):
         self._turns = 0
         self._final: str | None = None
         self._session_id: str | None = None  # the agent's own conversation id, if it has one
-        self._usage: dict[str, Any] = {}
+        self._usage = Usage()
 
     @property
     def pid(self) -> int | None:

@@ -53,7 +53,17 @@ def emit_json(data: Any) -> None:
     else:
         payload = [_plain(d) for d in data] if isinstance(data, list) else _plain(data)
         text = json.dumps(payload, indent=2, ensure_ascii=False)
-    sys.stdout.write(text + "\n")
+    sys.stdout.write(_escape_surrogates(text) + "\n")
+
+
+def _escape_surrogates(text: str) -> str:
+    """A path that is not UTF-8 is held with lone surrogates (``surrogateescape``); in JSON they
+    are written as ``\\udcXX`` escapes, which read back to the same path, not as "?"."""
+    try:
+        text.encode()
+        return text
+    except UnicodeEncodeError:
+        return "".join(f"\\u{ord(c):04x}" if "\ud800" <= c <= "\udfff" else c for c in text)
 
 
 def report_error(exc: BaseException) -> int:

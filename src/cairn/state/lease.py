@@ -80,7 +80,7 @@ def acquire(
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = _recorded_owner(layout, ticket, fd)
-            who = holder.describe() if holder else "another cairn process"
+            who = holder.describe() if holder else _lock_holder(fd)
             raise LeaseBusy(
                 f"ticket {ticket} is already being run by {who}; wait for it to finish "
                 f"or stop it (cairn status shows it)"
@@ -146,6 +146,24 @@ def _recorded_owner(layout: Layout, ticket: str, fd: int) -> Owner | None:
         if owner.check(candidate, now, 0, now)[0] in ("alive", "remote"):
             return candidate
     return None
+
+
+def _lock_holder(fd: int) -> str:
+    """The lock holder as the kernel knows it, for a holder that has not recorded itself yet
+    (between its ``flock`` and its owner record): ``pid N on <this host>`` from /proc/locks."""
+    info = os.fstat(fd)
+    device = f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}:{info.st_ino}"
+    with (
+        contextlib.suppress(OSError, ValueError, IndexError),
+        open("/proc/locks", encoding="ascii", errors="replace") as locks,
+    ):
+        for line in locks:
+            fields = line.split()
+            if "->" not in fields and fields[1] == "FLOCK" and fields[5] == device:
+                pid = int(fields[4])
+                if pid > 0:
+                    return f"pid {pid} on {owner.this_host()}"
+    return "another cairn process"
 
 
 def _mirror_owner(fd: int, me: Owner) -> None:

@@ -1,6 +1,7 @@
 """The snapshot commit message: a subject line and ``Cairn-*`` trailers, written and read back.
 
-Paths go into trailers as JSON strings, so names with newlines or non-UTF-8 bytes survive.
+Paths go into trailers as JSON strings with every non-ASCII character escaped, so names with
+newlines or non-UTF-8 bytes (lone surrogates after ``surrogateescape``) survive.
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ class SnapshotMeta:
             lines.append(f"Cairn-Run: {self.run}")
         lines.append(f"Cairn-Version: {self.version}")
         for item in self.skipped[:MAX_LISTED_PATHS]:
-            lines.append(f"Cairn-Skipped-Path: {item.model_dump_json(exclude_none=True)}")
+            lines.append(f"Cairn-Skipped-Path: {json.dumps(item.model_dump(exclude_none=True))}")
         for path in self.conflicted[:MAX_LISTED_PATHS]:
             lines.append(f"Cairn-Conflicted-Path: {json.dumps(path)}")
         return "\n".join(lines) + "\n"

@@ -1,13 +1,25 @@
 """Recording a prepared snapshot: ``commit-tree``, then ``update-ref`` from the old value to the
 new one (compare-and-swap), so two concurrent saves never lose each other's snapshot.
+
+Only one cairn process at a time moves a ticket's ref: each holds an ``flock`` on
+``<git-common-dir>/cairn/locks/ref-<ticket>`` around its ``update-ref``. While it does, a
+``<ref>.lock`` beside the ref can only be the left-over of a git killed half-way through an
+update (the kernel drops the flock of a killed holder, git's lock file stays); it is removed,
+with a warning, instead of failing every later snapshot of the ticket.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
+import os
 import time
+from collections.abc import Iterator
 
 from cairn.errors import CairnError, SaveTimeout
 from cairn.git import Deadline, Git, Repo, null_oid
+from cairn.util import durable
 from cairn.wip.hashcache import HashCache
 from cairn.wip.meta import SnapshotMeta
 from cairn.wip.models import SaveResult, Skipped
@@ -72,9 +84,14 @@ def record(
     p = prepared
     git = p.git
     index_commit: str | None = None
+    warnings: list[str] = []
     while True:
         if p.same_as_prev() or (p.clean and p.prev is None and not force):
-            return _result(p, reason, p.prev.oid if p.prev else None, created=False)
+            if os.path.lexists(p.repo.common_dir / f"{p.ref}.lock"):
+                with _ref_writer(p, deadline) as cleared:
+                    warnings += cleared
+            prev = p.prev.oid if p.prev else None
+            return _result(p, reason, prev, created=False, warnings=warnings)
         index_commit = index_commit or _index_commit(p, deadline)
         meta = SnapshotMeta(
             ticket=p.ticket,
@@ -98,12 +115,14 @@ def record(
         if deadline is not None and deadline.expired():
             raise SaveTimeout("time budget spent before the ref update")
         old = p.prev.oid if p.prev else null_oid(commit)
-        moved = git.run(
-            ["update-ref", "--create-reflog", "-m", f"cairn wip: {reason}", p.ref, commit, old],
-            check=False,
-            deadline=deadline,
-            critical=True,
-        )
+        with _ref_writer(p, deadline) as cleared:
+            warnings += cleared
+            moved = git.run(
+                ["update-ref", "--create-reflog", "-m", f"cairn wip: {reason}", p.ref, commit, old],
+                check=False,
+                deadline=deadline,
+                critical=True,
+            )
         if moved.ok:
             break
         (current,) = read_commits(git, [p.ref], deadline)
@@ -115,8 +134,38 @@ def record(
             time.sleep(random.uniform(0.005, 0.05))  # another writer holds the ref lock
         p.prev = current
         p.prev_meta = SnapshotMeta.parse(current.message) if current else None
-    warnings = _mirror_branch(p, commit, reason, deadline) if mirror_branch else []
+    if mirror_branch:
+        warnings += _mirror_branch(p, commit, reason, deadline)
     return _result(p, reason, commit, created=True, warnings=warnings)
+
+
+@contextlib.contextmanager
+def _ref_writer(p: Prepared, deadline: Deadline | None) -> Iterator[list[str]]:
+    """Hold the ticket's ref-writer lock, clearing a git lock left by a killed update; yields
+    the warnings to report."""
+    locks = p.repo.common_dir / "cairn" / "locks"
+    durable.ensure_dir(locks)
+    fd = durable.open_state(locks / f"ref-{p.ticket}", os.O_RDWR | os.O_CREAT, "ref lock")
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if deadline is not None and deadline.expired():
+                    raise SaveTimeout(f"time budget spent waiting to update {p.ref}") from None
+                time.sleep(0.002)
+        warnings = []
+        left_over = p.repo.common_dir / f"{p.ref}.lock"
+        try:
+            left_over.unlink()
+            warnings.append(f"removed {p.ref}.lock, left by a git killed while updating {p.ref}")
+        except OSError as exc:
+            if exc.errno not in (errno.ENOENT, errno.EISDIR):
+                raise
+        yield warnings
+    finally:
+        os.close(fd)
 
 
 def _index_commit(p: Prepared, deadline: Deadline | None) -> str | None:
