@@ -294,3 +294,33 @@ def test_a_role_table_keeps_the_other_default_roles(tmp_path: Path) -> None:
     assert roles["reviewer"].max_turns == 10
     assert roles["evaluator"].max_turns == 45
     assert roles["tester"].max_turns is None
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "value"),
+    [
+        ('[agent]\ncutoff_timeout_ms = "90s"\n', "cutoff_timeout_ms", 90000),
+        ("[agent]\ncutoff_timeout_ms = 1500\n", "cutoff_timeout_ms", 1500),
+        ('[agent]\nmax_seconds = "1h"\n', "max_seconds", 3600.0),
+        ("[agent]\nmax_seconds = 90\n", "max_seconds", 90),
+    ],
+)
+def test_keys_named_in_a_unit_take_that_unit_or_a_duration(
+    tmp_path: Path, text: str, key: str, value: float
+) -> None:
+    write(tmp_path, "cairn.toml", text)
+    assert getattr(config.load(tmp_path).agent, key) == value
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '[marker]\nstale_after = "3600"\n',
+        "[marker]\nstale_after = 3600\n",
+        '[agent]\nmax_seconds = "60"\n',
+    ],
+)
+def test_a_duration_key_without_a_unit_in_its_name_needs_one(tmp_path: Path, text: str) -> None:
+    message = bad(tmp_path, cairn_toml=text)
+    assert str(tmp_path / "cairn.toml") in message
+    assert "has no unit" in message

@@ -33,9 +33,24 @@ def _size(value: Any) -> Any:
 
 
 def _duration(value: Any) -> Any:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        parse_duration(str(value))  # refused: a bare number, and the message says which unit
     if isinstance(value, str):
         parse_duration(value)
     return value
+
+
+def _in_unit(scale: float, whole: bool) -> Any:
+    """A key whose name says its unit (``_ms``, ``_seconds``) takes a number in that unit or a
+    duration with its own unit (``"90s"``), converted."""
+
+    def convert(value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        amount = parse_duration(value) * scale
+        return round(amount) if whole else amount
+
+    return Before(convert)
 
 
 Size = Annotated[int, Before(_size), Ge(0)]
@@ -63,9 +78,9 @@ class AgentConfig(Record, forbid_extra=True, strict=True):
     budget_pressure_turns: Annotated[int, Ge(0)] = 2
     preserve_uncommitted_work: bool = True
     preserve_uncommitted_work_branch: bool = False
-    cutoff_timeout_ms: Annotated[int, Ge(1)] = 60000
+    cutoff_timeout_ms: Annotated[int, _in_unit(1000, whole=True), Ge(1)] = 60000
     max_continuations: Annotated[int, Ge(0)] = 2
-    max_seconds: Annotated[float, Gt(0)] | None = None
+    max_seconds: Annotated[float, _in_unit(1, whole=False), Gt(0)] | None = None
 
     def check(self) -> None:
         if self.budget_pressure_turns >= self.max_turns:

@@ -15,8 +15,7 @@ from cairn.util.durations import format_duration, parse_duration
         ("24h", 86400),
         ("14d", 14 * 86400),
         ("2w", 14 * 86400),
-        ("10", 10),
-        ("0", 0),
+        ("0s", 0),
         ("1.5h", 5400),
         (" 14D ", 14 * 86400),
         ("1 d", 86400),
@@ -28,7 +27,8 @@ def test_parse_duration(text: str, seconds: float) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["abc", "-3d", "14x", "", " ", "d", "1e3", "3 days", "1h30m", "1.d", "+3d", "1,5h"]
+    "text",
+    ["abc", "-3d", "14x", "", " ", "d", "1e3", "3 days", "1h30m", "1.d", "+3d", "1,5h", "5", "0"],
 )
 def test_parse_duration_rejects(text: str) -> None:
     with pytest.raises(ValueError) as caught:
@@ -57,3 +57,11 @@ def test_parse_duration_rejects(text: str) -> None:
 def test_format_duration(seconds: float, text: str) -> None:
     assert format_duration(seconds) == text
     assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["5", "0", " 14 ", "1.5"])
+def test_a_bare_number_is_refused_naming_the_unit_to_add(text: str) -> None:
+    with pytest.raises(ValueError, match="has no unit") as caught:
+        parse_duration(text)
+    bare = text.strip()
+    assert f"{bare}s" in str(caught.value) and f"{bare}d" in str(caught.value)

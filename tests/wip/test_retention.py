@@ -194,6 +194,10 @@ def test_prune_refuses_bad_durations(aged: dict) -> None:
         assert_one_line_error(result, 2)
         assert value in result.stderr and "--older-than" in result.stderr
     assert_one_line_error(cairn("wip", "prune", "--older-than", "-3d", cwd=repo), 2)
+    for bare in ("5", "0"):  # once read as seconds: every ticket pruned
+        result = cairn("wip", "prune", "--older-than", bare, cwd=repo)
+        assert_one_line_error(result, 2)
+        assert f"'{bare}' has no unit" in result.stderr and f"{bare}d" in result.stderr
     with pytest.raises(BadInput, match="negative"):
         wip.prune(repo, older_than=-1)
     assert refs(repo) == before_refs
