@@ -51,6 +51,36 @@ def test_demo_runs_end_to_end(tmp_path: Path) -> None:
     assert git(project, "status", "--porcelain").strip() == ""
 
 
+def test_demo_removes_its_temporary_directory_unless_kept(tmp_path: Path) -> None:
+    """The README's quick start: a bare ``cairn demo`` leaves nothing behind."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    result = cairn("demo", env={"TMPDIR": str(scratch)})
+    assert result.returncode == 0, result.stderr
+    assert "→ completed, exit code 0" in result.stdout
+    assert "is removed now; `cairn demo --keep` keeps it" in result.stdout
+    assert list(scratch.iterdir()) == []
+
+    kept = cairn("demo", "--keep", env={"TMPDIR": str(scratch)})
+    assert kept.returncode == 0, kept.stderr
+    (made,) = scratch.iterdir()
+    assert made.name.startswith("cairn-demo-") and (made / "project" / ".git").is_dir()
+    assert f"cairn status -C {made / 'project'}" in kept.stdout
+
+
+def test_demo_json_and_a_given_directory_is_never_removed(tmp_path: Path) -> None:
+    import json
+
+    result = cairn("demo", "--dir", str(tmp_path / "mine"), "--json")
+    assert result.returncode == 0 and result.stderr == ""
+    facts = json.loads(result.stdout)
+    assert facts["directory"] == str(tmp_path / "mine") and facts["kept"] is True
+    assert facts["interrupted"]["status"] == "interrupted"
+    assert facts["interrupted"]["reason"] == "max_turns"
+    assert facts["resumed"]["status"] == "completed" and facts["exit_code"] == 0
+    assert (tmp_path / "mine" / "project" / ".git").is_dir()
+
+
 def test_demo_refuses_a_non_empty_directory(tmp_path: Path) -> None:
     write(tmp_path / "busy", "file.txt", "mine")
     assert_one_line_error(cairn("demo", "--dir", str(tmp_path / "busy")))

@@ -8,15 +8,17 @@ the resumed run through review and fix, and where everything is.
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from cairn.cli.output import console, guarded
+from cairn.cli.commands.options import Json
+from cairn.cli.output import console, emit_json, guarded
 
 if TYPE_CHECKING:
     from cairn.run.events import EventSink
@@ -25,21 +27,37 @@ if TYPE_CHECKING:
 @guarded
 def demo(
     directory: Annotated[
-        Path | None, typer.Option("--dir", help="An empty directory to use (default: a new one).")
+        Path | None,
+        typer.Option("--dir", help="An empty directory to use and keep (default: a new one)."),
     ] = None,
+    keep: Annotated[
+        bool, typer.Option("--keep", help="Keep the new temporary directory to look around.")
+    ] = False,
+    json: Json = False,
 ) -> None:
     """Run a 4-task plan, get cut off at the turn cap, catch up, resume, review and finish."""
     from cairn.cli.display import Display
 
-    if directory is None:
-        directory = Path(tempfile.mkdtemp(prefix="cairn-demo-"))
-    code = tour(directory, console.print, Display("plain"))
-    if code:
-        raise typer.Exit(code)
+    temporary = directory is None
+    where = Path(tempfile.mkdtemp(prefix="cairn-demo-")) if directory is None else directory
+    removed = temporary and not keep
+    say: Callable[[str], None] = (lambda _line: None) if json else console.print
+    try:
+        facts = tour(where, say, Display("quiet" if json else "plain"), removed=removed)
+    finally:
+        if removed:
+            shutil.rmtree(where, ignore_errors=True)
+    if json:
+        emit_json({"directory": str(where), "kept": not removed, **facts})
+    if facts["exit_code"]:
+        raise typer.Exit(facts["exit_code"])
 
 
-def tour(directory: Path, say: Callable[[str], None], sink: EventSink) -> int:
-    """Play the demo; returns the exit code of the final resume (0 when all went well)."""
+def tour(
+    directory: Path, say: Callable[[str], None], sink: EventSink, *, removed: bool = False
+) -> dict[str, Any]:
+    """Play the demo; returns what happened: the project, both outcomes, and the exit code of
+    the final resume (0 when all went well). ``removed``: the directory goes when it ends."""
     from cairn import summary
     from cairn.git import base_runner
     from cairn.run import launch
@@ -81,7 +99,7 @@ def tour(directory: Path, say: Callable[[str], None], sink: EventSink) -> int:
     say(f"→ {second.status}, exit code {second.exit_code}\n")
 
     final = summary.load(Path(second.summary_path or ""))
-    say("4. Where everything is:")
+    say("4. Where everything is:" if not removed else "4. Where everything was:")
     say(f"   project:         {repo}")
     say(f"   run directory:   {second.run_dir}")
     say(f"   change summary:  {first.summary_path}")
@@ -89,5 +107,14 @@ def tour(directory: Path, say: Callable[[str], None], sink: EventSink) -> int:
         say(f"   review fixes:    {second.summary_path}")
     say(f"   journal:         {Path(second.run_dir) / 'run-log.jsonl'}")
     say(f"   snapshots:       git log {ref}")
-    say(f"   try:             cairn status -C {repo}")
-    return second.exit_code
+    if removed:
+        say(f"   ({directory} is removed now; `cairn demo --keep` keeps it to look around)")
+    else:
+        say(f"   try:             cairn status -C {repo}")
+    return {
+        "project": str(repo),
+        "ticket": first.ticket,
+        "interrupted": first.model_dump(mode="json"),
+        "resumed": second.model_dump(mode="json"),
+        "exit_code": second.exit_code,
+    }
