@@ -5,6 +5,7 @@ and every command gives the same output, exit code and state files either way.""
 from __future__ import annotations
 
 import inspect
+import typing
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -86,6 +87,8 @@ def test_the_table_agrees_with_the_typer_tree(path: tuple[str, ...]) -> None:
             assert opt.convert == fast.IntAtLeast(param.min), name
         elif annotation is Path:
             assert opt.convert is fast.as_path
+        elif typing.get_origin(annotation) is typing.Literal:
+            assert opt.convert == fast.OneOf(*typing.get_args(annotation)), name
         else:
             assert opt.convert is str
     assert {flag: (o.dest, o.kind) for flag, o in entry.options.items()} == declared

@@ -142,7 +142,7 @@ def test_findings_in_a_review_run(repo: Path) -> None:
         (["task", "defer", "1", "--notes", "  "], "--notes"),
         (["finding", "F1", "--status", "FIXED"], "review"),
         (["finding", "F1", "--status", "MAYBE"], "--status"),
-        (["gate", "Tests", "--result", "maybe"], "pass or fail"),
+        (["gate", "Tests", "--result", "maybe"], "'pass', 'fail'"),
         (["gate", "bad\nname", "--result", "pass"], "gate"),
     ],
 )

@@ -20,7 +20,7 @@ from cairn.cli.commands import (
     status,
     wip,
 )
-from cairn.cli.output import err_console
+from cairn.cli.output import say_error, wants_json
 from cairn.errors import ExitCode
 
 app = typer.Typer(
@@ -29,6 +29,9 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Plain help: a flag shows as a flag and a choice as its values (Rich's panels print
+    # "<bool>" after every flag), and no Rich is loaded to print it.
+    rich_markup_mode=None,
 )
 # Runs first, then snapshots, then what agents call while they work, then set-up.
 app.command("run")(run.run)
@@ -65,15 +68,16 @@ def root(
 
 
 def main() -> None:
-    """Run the CLI; usage errors become one line, like every other cairn error."""
+    """Run the CLI; usage errors become one line, like every other cairn error (or, under
+    ``--json``, the same error object)."""
     try:
         code = app(standalone_mode=False)
     except Exception as exc:
-        sys.exit(_usage_error(exc))
+        sys.exit(_usage_error(exc, wants_json(sys.argv[1:])))
     sys.exit(code if isinstance(code, int) else 0)
 
 
-def _usage_error(exc: Exception) -> int:
+def _usage_error(exc: Exception, json: bool) -> int:
     """Print a command-line parsing error (Typer's click exceptions, matched by shape)."""
     name = type(exc).__name__
     ctx = getattr(exc, "ctx", None)
@@ -81,10 +85,11 @@ def _usage_error(exc: Exception) -> int:
         typer.echo(ctx.get_help())
         return ExitCode.OK
     if name == "Abort":
-        err_console.print("cairn: error: interrupted")
+        say_error("interrupted", ExitCode.SIGINT, json)
         return ExitCode.SIGINT
     if not (hasattr(exc, "format_message") and hasattr(exc, "exit_code")):
         raise exc
+    problem = exc.format_message().rstrip(".").replace("Value error, ", "")
     where = f"; see `{ctx.command_path} --help`" if ctx is not None else ""
-    err_console.print(f"cairn: error: {exc.format_message().rstrip('.')}{where}")
+    say_error(f"{problem}{where}", int(exc.exit_code), json)
     return int(exc.exit_code)

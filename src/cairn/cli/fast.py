@@ -53,6 +53,25 @@ class IntAtLeast:
         return number
 
 
+class OneOf:
+    """A choice option (a ``Literal`` in the Typer declaration): any other value is Typer's
+    usage error to report."""
+
+    def __init__(self, *choices: str) -> None:
+        self.choices = choices
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, OneOf) and other.choices == self.choices
+
+    def __hash__(self) -> int:
+        return hash(self.choices)
+
+    def __call__(self, value: str) -> str:
+        if value not in self.choices:
+            raise Unsure
+        return value
+
+
 # Plain classes, not dataclasses: building a dataclass costs more than parsing a command line.
 
 
@@ -109,6 +128,7 @@ WORKSPACE = {
 TICKET = {"--ticket": Opt("ticket"), "-t": Opt("ticket")}
 REPORT = _options(TICKET, JSON, WORKSPACE)
 NUMBER = (Arg("number"),)
+VERDICT = OneOf("pass", "fail")
 HOOKS = "cairn.cli.handlers.hook:"
 PROGRESS = "cairn.cli.handlers.progress:"
 
@@ -152,7 +172,7 @@ COMMANDS: dict[tuple[str, ...], Command] = {
         (Arg("words", variadic=True),),
         _options(
             REPORT,
-            status=Opt("status"),
+            status=Opt("status", convert=OneOf("FIXED", "NOT_FIXED", "ALREADY_RESOLVED")),
             action=Opt("action"),
             location=Opt("location"),
             details=Opt("details"),
@@ -161,13 +181,13 @@ COMMANDS: dict[tuple[str, ...], Command] = {
     ("gate",): Command(
         PROGRESS + "gate",
         (Arg("name"),),
-        _options(REPORT, result=Opt("result"), command=Opt("command")),
+        _options(REPORT, result=Opt("result", convert=VERDICT), command=Opt("command")),
     ),
     ("defer",): Command(PROGRESS + "defer", (Arg("item"),), REPORT),
     ("ac",): Command(
         PROGRESS + "ac",
         (Arg("criterion"),),
-        _options(REPORT, result=Opt("result"), reason=Opt("reason")),
+        _options(REPORT, result=Opt("result", convert=VERDICT), reason=Opt("reason")),
     ),
     ("catchup",): Command(
         "cairn.cli.handlers.catchup:catchup",
@@ -175,7 +195,7 @@ COMMANDS: dict[tuple[str, ...], Command] = {
         _options(
             JSON,
             WORKSPACE,
-            format=Opt("format_"),
+            format=Opt("format_", convert=OneOf("text", "context")),
             clear_stale=Opt("clear_stale", "flag"),
         ),
     ),
@@ -266,5 +286,5 @@ def dispatch(argv: Sequence[str]) -> int | None:
     except (Exception, KeyboardInterrupt) as exc:
         from cairn.cli.output import report_error
 
-        return report_error(exc)
+        return report_error(exc, bool(kwargs.get("json")))
     return 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, ParamSpec, TypeVar
 
 from cairn.errors import explain
@@ -66,16 +66,44 @@ def _escape_surrogates(text: str) -> str:
         return "".join(f"\\u{ord(c):04x}" if "\ud800" <= c <= "\udfff" else c for c in text)
 
 
-def report_error(exc: BaseException) -> int:
-    """Print an error as ``cairn: error: …`` and return its exit code; an unexpected error is
-    re-raised when ``CAIRN_DEBUG`` is set, so its traceback shows."""
+def report_error(exc: BaseException, json: bool = False) -> int:
+    """Print an error and return its exit code: ``cairn: error: …`` on stderr, or under
+    ``--json`` the error object on stdout (``error_json``). An unexpected error is re-raised
+    when ``CAIRN_DEBUG`` is set, so its traceback shows."""
     code, message = explain(exc)
-    err_console.print(f"cairn: error: {message}")
+    say_error(message, int(code), json)
     return int(code)
 
 
+def say_error(message: str, code: int, json: bool) -> None:
+    if json:
+        sys.stdout.write(_escape_surrogates(error_json(message, code)) + "\n")
+    else:
+        err_console.print(f"cairn: error: {message}")
+
+
+def error_json(message: str, code: int) -> str:
+    """``{"error": {"message", "problem", "fix", "exit_code"}}`` on one line: ``message`` is the
+    line ``cairn: error:`` would show, split at its first ``; `` into the problem and the fix
+    (``fix`` is null when the message names none)."""
+    problem, sep, fix = message.partition("; ")
+    error = {"message": message, "problem": problem, "fix": fix if sep else None}
+    return json.dumps({"error": {**error, "exit_code": code}}, ensure_ascii=False)
+
+
+def wants_json(argv: Sequence[str]) -> bool:
+    """Whether a command line asks for JSON: ``--json`` among its options (before ``--``)."""
+    for word in argv:
+        if word == "--":
+            return False
+        if word == "--json":
+            return True
+    return False
+
+
 def guarded(fn: Callable[P, R]) -> Callable[P, R]:
-    """For Typer commands: errors become one line on stderr and their exit code."""
+    """For Typer commands: errors become their exit code and one line on stderr, or the error
+    object on stdout when the command was given ``--json``."""
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -86,7 +114,7 @@ def guarded(fn: Callable[P, R]) -> Callable[P, R]:
         except Exit:
             raise
         except (Exception, KeyboardInterrupt) as exc:
-            raise Exit(report_error(exc)) from None
+            raise Exit(report_error(exc, bool(kwargs.get("json")))) from None
 
     return wrapper
 

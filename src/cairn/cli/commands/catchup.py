@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -19,7 +19,8 @@ def catchup(
     ] = None,
     json: Json = False,
     format_: Annotated[
-        str, typer.Option("--format", help="text, or context: a paragraph for an agent.")
+        Literal["text", "context"],
+        typer.Option("--format", help="text, or context: a paragraph for an agent."),
     ] = "text",
     clear_stale: Annotated[
         bool, typer.Option("--clear-stale", help="Remove the ticket's marker if it is stale.")

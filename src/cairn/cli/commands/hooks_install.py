@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cairn.cli.commands.options import Workspace
-from cairn.cli.output import console, guarded
+from cairn.cli.commands.options import Json, Workspace
+from cairn.cli.output import console, emit_json, guarded
 from cairn.errors import BadInput
 
 if TYPE_CHECKING:
@@ -44,6 +44,7 @@ def install(
     project: Project = False,
     local: Local = False,
     user: User = False,
+    json: Json = False,
     workspace: Workspace = Path("."),
 ) -> None:
     """Add cairn's hooks to Claude Code's settings; every other key and hook is kept."""
@@ -52,7 +53,10 @@ def install(
     _check(agent)
     scope = _scope(project, local, user)
     result = claude_settings.install(claude_settings.settings_path(scope, workspace))
-    _report(result, scope, installing=True)
+    if json:
+        emit_json(_as_json(result, scope))
+    else:
+        _report(result, scope, installing=True)
 
 
 @app.command()
@@ -62,6 +66,7 @@ def uninstall(
     project: Project = False,
     local: Local = False,
     user: User = False,
+    json: Json = False,
     workspace: Workspace = Path("."),
 ) -> None:
     """Remove cairn's hooks (and only them) from Claude Code's settings."""
@@ -70,7 +75,10 @@ def uninstall(
     _check(agent)
     scope = _scope(project, local, user)
     result = claude_settings.uninstall(claude_settings.settings_path(scope, workspace))
-    _report(result, scope, installing=False)
+    if json:
+        emit_json(_as_json(result, scope))
+    else:
+        _report(result, scope, installing=False)
 
 
 def _check(agent: str) -> None:
@@ -84,6 +92,19 @@ def _scope(project: bool, local: bool, user: bool) -> Scope:
         flags = " and ".join(f"--{name}" for name in chosen)
         raise BadInput(f"{flags} cannot be combined; pick one settings file")
     return chosen[0] if chosen else "project"  # type: ignore[return-value]
+
+
+def _as_json(result: SettingsResult, scope: Scope) -> dict[str, object]:
+    return {
+        "path": str(result.path),
+        "scope": scope,
+        "changed": result.changed,
+        "written": result.written,
+        "changes": [
+            {"event": c.event, "command": c.command, "action": c.action, "purpose": c.purpose}
+            for c in result.changes
+        ],
+    }
 
 
 def _report(result: SettingsResult, scope: Scope, *, installing: bool) -> None:

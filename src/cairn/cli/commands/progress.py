@@ -11,6 +11,7 @@ import typer
 from cairn.cli.commands.options import Json, Workspace
 from cairn.cli.handlers import progress as handler
 from cairn.cli.output import guarded
+from cairn.terms import FindingResolution, Verdict
 
 task_app = typer.Typer(help="Report progress on a plan task.", no_args_is_help=True)
 
@@ -87,8 +88,8 @@ def finding(
         ),
     ],
     status: Annotated[
-        str, typer.Option("--status", help="FIXED, NOT_FIXED or ALREADY_RESOLVED.")
-    ] = "",
+        FindingResolution | None, typer.Option("--status", help="How it was addressed.")
+    ] = None,
     action: Annotated[str | None, typer.Option("--action", help="What was done.")] = None,
     location: Annotated[str | None, typer.Option("--location", help="path:line (add)")] = None,
     details: Annotated[str | None, typer.Option("--details", help="What is wrong (add)")] = None,
@@ -103,7 +104,7 @@ def finding(
 @guarded
 def gate(
     name: Annotated[str, typer.Argument(help="Gate name, e.g. Tests or Lint.")],
-    result: Annotated[str, typer.Option("--result", help="pass or fail.")] = "",
+    result: Annotated[Verdict | None, typer.Option("--result", help="Whether it passed.")] = None,
     command: Annotated[str | None, typer.Option("--command", help="The command run.")] = None,
     ticket: RunTicket = None,
     json: Json = False,
@@ -127,7 +128,7 @@ def defer(
 @guarded
 def ac(
     criterion: Annotated[str, typer.Argument(help="Acceptance criterion id, e.g. AC-2.")],
-    result: Annotated[str, typer.Option("--result", help="pass or fail.")] = "",
+    result: Annotated[Verdict | None, typer.Option("--result", help="Whether it passed.")] = None,
     reason: Annotated[str | None, typer.Option("--reason", help="Why it fails.")] = None,
     ticket: RunTicket = None,
     json: Json = False,

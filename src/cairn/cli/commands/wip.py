@@ -118,12 +118,17 @@ def diff(
     a: Annotated[str, typer.Argument(help="Snapshot (ticket, ticket~N or commit).")],
     b: Annotated[str | None, typer.Argument(help="Second snapshot or commit.")] = None,
     stat: Annotated[bool, typer.Option("--stat", help="Only the diffstat.")] = False,
+    json: Json = False,
     workspace: Workspace = Path("."),
 ) -> None:
     """Patch from A's base to A, or from A to B."""
     from cairn import wip
 
-    typer.echo(wip.diff(workspace, a, b, stat=stat), nl=False)
+    text = wip.diff(workspace, a, b, stat=stat)
+    if json:
+        emit_json({"a": a, "b": b, "stat": stat, "diff": text})
+        return
+    typer.echo(text, nl=False)
 
 
 @app.command()

@@ -106,7 +106,7 @@ def _set_aside(
 
 def finding(
     words: list[str],
-    status: str = "",
+    status: str | None = None,
     action: str | None = None,
     location: str | None = None,
     details: str | None = None,
@@ -131,7 +131,7 @@ def finding(
     finding_id = words[0]
     if status not in FINDING_RESOLUTIONS:
         allowed = ", ".join(FINDING_RESOLUTIONS)
-        raise BadInput(f"--status must be one of {allowed} (got {status!r}); pass one of them")
+        raise BadInput(f"finding {finding_id} needs --status; pass one of {allowed}")
     ref = _locate(workspace, ticket)
     after = progress.finding(ref, finding_id, status, action)
     _report(ref, after, f"{finding_id} {status}", json)
@@ -139,7 +139,7 @@ def finding(
 
 def gate(
     name: str,
-    result: str = "",
+    result: str | None = None,
     command: str | None = None,
     ticket: str | None = None,
     json: bool = False,
@@ -148,7 +148,7 @@ def gate(
     from cairn.run import progress
 
     if result not in VERDICTS:
-        raise BadInput(f"--result must be pass or fail (got {result!r}); pass one of them")
+        raise BadInput("--result is missing; pass --result pass or --result fail")
     ref = _locate(workspace, ticket)
     _report(ref, progress.gate(ref, name, result, command), f"gate {name}: {result}", json)
 
@@ -164,7 +164,7 @@ def defer(
 
 def ac(
     criterion: str,
-    result: str = "",
+    result: str | None = None,
     reason: str | None = None,
     ticket: str | None = None,
     json: bool = False,
@@ -173,7 +173,7 @@ def ac(
     from cairn.run import progress
 
     if result not in VERDICTS:
-        raise BadInput(f"--result must be pass or fail (got {result!r}); pass one of them")
+        raise BadInput("--result is missing; pass --result pass or --result fail")
     ref = _locate(workspace, ticket)
     after = progress.record_ac(ref, criterion, result, reason)
     if json:
