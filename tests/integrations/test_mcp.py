@@ -145,7 +145,11 @@ def test_without_run_dir_the_ticket_argument_finds_the_run(repo: Path, tmp_path:
     async def body(session: ClientSession) -> None:
         missing = await session.call_tool("progress", {})
         assert missing.is_error
-        assert "ticket main has no run in progress" in text_of(missing)
+        assert text_of(missing) == (
+            "Error executing tool progress: "
+            "ticket main has no run in progress; start one with cairn run, "
+            "or pass the `ticket` argument for another ticket"
+        )
 
         invalid = await session.call_tool("task_start", {"task": 0, "ticket": "no spaces"})
         assert invalid.is_error and "invalid ticket id 'no spaces'" in text_of(invalid)
@@ -153,11 +157,13 @@ def test_without_run_dir_the_ticket_argument_finds_the_run(repo: Path, tmp_path:
         wrong_type = await session.call_tool("task_start", {"task": "one", "ticket": "T-2"})
         assert wrong_type.is_error
         assert text_of(wrong_type) == (
-            "Error executing tool task_start: task: Input should be a valid integer, "
-            "unable to parse string as an integer (got 'one')"
+            "Error executing tool task_start: argument `task`: Input should be a valid integer "
+            "(got 'one')"
         )
         no_result = await session.call_tool("gate_result", {"name": "Tests", "ticket": "T-2"})
-        assert text_of(no_result) == "Error executing tool gate_result: result: Field required"
+        assert text_of(no_result) == (
+            "Error executing tool gate_result: argument `result` is required"
+        )
 
         started = ok(await session.call_tool("task_start", {"task": 0, "ticket": "T-2"}))
         assert started["ticket"] == "T-2" and started["run"] == ref.run_id
@@ -166,6 +172,56 @@ def test_without_run_dir_the_ticket_argument_finds_the_run(repo: Path, tmp_path:
 
     try:
         serve(repo, tmp_path / "server.err", server_env(), body)
+    finally:
+        lease.release()
+
+
+def test_arguments_are_strict_and_errors_name_them(repo: Path, tmp_path: Path) -> None:
+    ref, lease = begin_run(repo, "T-3", ["A", "B"])
+    journal = ref.run_dir / "run-log.jsonl"
+
+    async def body(session: ClientSession) -> None:
+        for tool in (await session.list_tools()).tools:
+            assert tool.input_schema.get("additionalProperties") is False, tool.name
+        before = (summary.load(ref.summary_path()), journal.read_bytes())
+        refused = {
+            "task_start": [
+                ({"task": True}, "argument `task`: Input should be a valid integer (got True)"),
+                ({"task": 1.0}, "argument `task`: Input should be a valid integer (got 1.0)"),
+                ({"task": "1"}, "argument `task`: Input should be a valid integer (got '1')"),
+                ({"task": -1}, "argument `task`: Input should be greater than or equal to 0"),
+                (
+                    {"task": 0, "tiket": "T-3"},
+                    "unknown argument `tiket`; the arguments are task, ticket",
+                ),
+                ({}, "argument `task` is required"),
+            ],
+            "task_done": [
+                ({"task": 0, "files": "a.py"}, "argument `files`: Input should be a valid list"),
+                ({"task": 0, "notes": 3}, "argument `notes`: Input should be a valid string"),
+            ],
+            "gate_result": [
+                ({"name": "Tests", "result": "PASS"}, "argument `result`: Input should be"),
+            ],
+            "wip_save": [({"reason": "x", "force": True}, "unknown argument `force`")],
+        }
+        for tool, cases in refused.items():
+            for arguments, says in cases:
+                result = await session.call_tool(tool, arguments)
+                assert result.is_error, (tool, arguments)
+                text = text_of(result)
+                assert text.startswith(f"Error executing tool {tool}: {says}"), text
+                assert "\n" not in text and "--" not in text
+        assert (summary.load(ref.summary_path()), journal.read_bytes()) == before
+
+        aside = await session.call_tool(
+            "task_set_aside", {"task": 0, "status": "skipped", "notes": "  "}
+        )
+        assert aside.is_error and "the `notes` argument" in text_of(aside)
+        assert "--" not in text_of(aside)
+
+    try:
+        serve(repo, tmp_path / "server.err", server_env(CAIRN_RUN_DIR=str(ref.run_dir)), body)
     finally:
         lease.release()
 

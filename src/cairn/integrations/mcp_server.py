@@ -13,6 +13,7 @@ content that its advertised output schema describes.
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -25,6 +26,19 @@ from pydantic import BaseModel, Field, ValidationError
 
 from cairn import __version__
 from cairn.errors import BadInput, explain
+from cairn.integrations.mcp_schema import (
+    Files,
+    FindingAdded,
+    Item,
+    Notes,
+    Progress,
+    Reported,
+    RunTicket,
+    TaskNumber,
+    as_arguments,
+    problem,
+    strict,
+)
 from cairn.state.catchup import CatchupReport
 from cairn.state.runstate import RunRef
 from cairn.summary import Summary
@@ -43,64 +57,9 @@ INSTRUCTIONS = (
 )
 
 
-class Reported(BaseModel):
-    """The change summary after a progress report."""
-
-    ticket: str
-    run: str
-    summary_path: str | None
-    status: str = Field(description="The summary's status line.")
-    resolved: int = Field(description="Tasks or findings resolved so far.")
-    total: int
-
-
-class Item(BaseModel):
-    id: str = Field(description="Task number or finding id.")
-    title: str
-    status: str
-
-
-class Progress(BaseModel):
-    """Where the run stands: its summary, its tasks or findings, and its marker."""
-
-    ticket: str
-    run: str
-    summary_path: str | None
-    mode: str = Field(description="implementation (tasks) or review (findings).")
-    status: str = Field(description="The summary's status line.")
-    resolved: int
-    total: int
-    done: list[Item]
-    remaining: list[Item]
-    phase: str | None = Field(description="The marker's phase; null when there is no marker.")
-    round: int | None
-    task: int | None = Field(description="The task the marker says is current.")
-
-
-class FindingAdded(BaseModel):
-    ticket: str
-    run: str
-    finding: str
-    round: int
-    findings: int = Field(description="Findings in the review now.")
-
-
-TaskNumber = Annotated[int, Field(description="Task number as the plan gives it ('### Task N').")]
-RunTicket = Annotated[
-    str | None,
-    Field(
-        description="Ticket whose live run gets the report "
-        "(default: the server's CAIRN_RUN_DIR, else the branch's)."
-    ),
-]
-Notes = Annotated[str | None, Field(description="Why, or what is left.")]
-Files = Annotated[
-    list[str] | None, Field(description="Files the task changed (commas also separate).")
-]
-
-
 class _Server(MCPServer):
-    """MCPServer whose argument errors are one line, like every other cairn error."""
+    """MCPServer whose argument errors are one line naming the argument, like every other
+    cairn error."""
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         try:
@@ -109,22 +68,22 @@ class _Server(MCPServer):
             cause = exc.__cause__
             if not isinstance(cause, ValidationError) or isinstance(exc, UnexpectedToolError):
                 raise
-            problems = "; ".join(_problem(error) for error in cause.errors())
+            declared = list(self._tool_manager._tools[name].fn_metadata.arg_model.model_fields)
+            problems = "; ".join(problem(error, declared) for error in cause.errors())
             raise ToolError(f"Error executing tool {name}: {problems}") from cause
 
-
-def _problem(error: Any) -> str:
-    """One argument error on one line: ``task: Input should be … (got 'one')``."""
-    where = ".".join(str(part) for part in error["loc"]) or "arguments"
-    text = f"{where}: {error['msg']}"
-    if error["type"] != "missing" and "input" in error:
-        got = repr(error["input"])
-        text += f" (got {got if len(got) <= 60 else got[:57] + '...'})"
-    return " ".join(text.split())
+    def make_strict(self) -> None:
+        """Every tool's arguments: no unknown key, no loose type (``true`` is not task 1)."""
+        for tool in self._tool_manager.list_tools():
+            model = strict(tool.fn_metadata.arg_model)
+            tool.fn_metadata.arg_model = model  # type: ignore[assignment]
+            tool.parameters = model.model_json_schema(by_alias=True)
 
 
 def _tool(fn: Callable[P, R]) -> Callable[P, R]:
-    """Turn cairn errors into a tool error with their one-line message; never a crash."""
+    """Turn cairn errors into a tool error with their one-line message, naming the tool's
+    arguments where the CLI's message names a flag; never a crash."""
+    declared = list(inspect.signature(fn).parameters)
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -133,7 +92,8 @@ def _tool(fn: Callable[P, R]) -> Callable[P, R]:
         except ToolError:
             raise
         except Exception as exc:
-            raise ToolError(explain(exc, debug_hint="logs the traceback")[1]) from None
+            message = explain(exc, debug_hint="logs the traceback")[1]
+            raise ToolError(as_arguments(message, declared)) from None
 
     return wrapper
 
@@ -143,12 +103,6 @@ def _reply(text: str, data: BaseModel | Record) -> CallToolResult:
         content=[TextContent(type="text", text=text)],
         structured_content=data.model_dump(mode="json"),
     )
-
-
-def _number(task: int) -> int:
-    if task < 0:
-        raise BadInput(f"task number {task} is negative; pass N as in '### Task N'")
-    return task
 
 
 def _reported(ref: RunRef, after: Summary, what: str) -> CallToolResult:
@@ -209,7 +163,7 @@ def build(workspace: Path | str = ".", environ: Mapping[str, str] | None = None)
         from cairn.run import progress
 
         ref = locate(ticket)
-        n = _number(task)
+        n = task
         return _reported(ref, progress.task_start(ref, n), f"task {n} in progress")
 
     @server.tool()
@@ -225,7 +179,7 @@ def build(workspace: Path | str = ".", environ: Mapping[str, str] | None = None)
         from cairn.run import progress
 
         ref = locate(ticket)
-        n = _number(task)
+        n = task
         paths = [part.strip() for value in files or [] for part in value.split(",") if part.strip()]
         after = progress.task_done(ref, n, files=paths, outcome=outcome, notes=notes)
         return _reported(ref, after, f"task {n} completed")
@@ -242,7 +196,7 @@ def build(workspace: Path | str = ".", environ: Mapping[str, str] | None = None)
         from cairn.run import progress
 
         ref = locate(ticket)
-        n = _number(task)
+        n = task
         after = progress.task_set_aside(ref, n, status, notes)
         return _reported(ref, after, f"task {n} {status}")
 
@@ -375,6 +329,7 @@ def build(workspace: Path | str = ".", environ: Mapping[str, str] | None = None)
         result = wip.save(workspace, ticket=found, reason=reason, run_id=run_id)
         return _reply(result.summary, result)
 
+    server.make_strict()
     return server
 
 
