@@ -180,7 +180,12 @@ def restore(
 @guarded
 def prune(
     older_than: Annotated[
-        str, typer.Option("--older-than", help="Age of a ticket's latest snapshot, e.g. 14d.")
+        str,
+        typer.Option(
+            "--older-than",
+            metavar="<duration>",
+            help="Age of a ticket's latest snapshot, with a unit: 90s, 30m, 24h, 14d, 2w.",
+        ),
     ] = "14d",
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only list what would go.")] = False,
     json: Json = False,
