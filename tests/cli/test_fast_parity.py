@@ -29,6 +29,8 @@ def normal(text: str, root: Path) -> str:
     text = text.replace(str(root), "<ROOT>")
     text = _TIME.sub("<TIME>", text)
     text = _AGES.sub(lambda m: (m.group(1) or m.group(2) or "") + "<AGE>", text)
+    # An age column is as wide as its text: "9s" on one copy, "12s" on the one run later.
+    text = re.sub(r"<AGE> +", "<AGE> ", text)
     return _OID.sub("<OID>", text)
 
 
