@@ -13,6 +13,7 @@ import pytest
 import typer.main
 from typer.testing import CliRunner
 
+from cairn.agents import ADAPTERS
 from cairn.cli.app import app
 from helpers import CliResult, cairn, save, write
 
@@ -66,6 +67,8 @@ def test_help_shows_flags_as_flags_and_choices_as_values(path: tuple[str, ...]) 
         (("gate",), "--result <pass|fail>"),
         (("ac",), "--result <pass|fail>"),
         (("finding",), "--status <FIXED|NOT_FIXED|ALREADY_RESOLVED>"),
+        (("run",), f"--agent <{'|'.join(ADAPTERS)}>"),
+        (("wip", "prune"), "--older-than <duration>"),
     ],
 )
 def test_help_lists_the_choices(path: tuple[str, ...], shown: str) -> None:

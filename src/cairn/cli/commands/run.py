@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from cairn.agents import ADAPTERS
 from cairn.cli.commands.options import Json, Workspace
 from cairn.cli.output import console, guarded
 
@@ -16,7 +17,12 @@ if TYPE_CHECKING:
     from cairn.run.orchestrator import RunOutcome
 
 Agent = Annotated[
-    str | None, typer.Option("--agent", help="Agent kind (default: agent.kind in cairn.toml).")
+    str | None,
+    typer.Option(
+        "--agent",
+        metavar=f"<{'|'.join(ADAPTERS)}>",
+        help="Agent kind (default: agent.kind in cairn.toml).",
+    ),
 ]
 MaxTurns = Annotated[
     int | None, typer.Option("--max-turns", min=1, help="Turn cap of every dispatch.")
