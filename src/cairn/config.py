@@ -66,6 +66,7 @@ class AgentConfig(Record, forbid_extra=True, strict=True):
     cutoff_timeout_ms: Annotated[int, Ge(1)] = 60000
     max_continuations: Annotated[int, Ge(0)] = 2
     max_seconds: Annotated[float, Gt(0)] | None = None
+    max_cost_usd: Annotated[float, Gt(0)] | None = None
 
     def check(self) -> None:
         if self.budget_pressure_turns >= self.max_turns:

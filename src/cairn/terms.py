@@ -39,8 +39,9 @@ STOP_REASONS: tuple[StopReason, ...] = get_args(StopReason)
 # A cutoff: a dispatch that ended without finishing its work. The names are what the summary's
 # status line, the marker and the journal say; a stop reason maps to one by CUTOFF_FOR.
 # "disk_full": cairn could not write its state (ENOSPC): the run stops, resumable.
+# "budget": the run's cost passed agent.max_cost_usd: the run stops, resumable.
 CutoffReason = Literal[
-    "max_turns", "timeout", "signal", "crash", "error", "incomplete", "disk_full"
+    "max_turns", "timeout", "signal", "crash", "error", "incomplete", "disk_full", "budget"
 ]
 CUTOFF_FOR: dict[StopReason, CutoffReason] = {
     "completed": "incomplete",  # the agent stopped, but its tasks are not all done

@@ -114,6 +114,7 @@ class DispatchRequest:
     session_id: str | None = None
     pressure_turns: int = 0
     writable: list[Path] = field(default_factory=list)
+    transcript: Path | None = None  # where to keep the agent's raw event stream, if anywhere
 
 
 def next_turn(

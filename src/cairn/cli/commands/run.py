@@ -96,6 +96,9 @@ def _finish(outcome: RunOutcome, json: bool) -> None:
         console.print(
             f"{outcome.status.replace('_', ' ')}: ticket {outcome.ticket}, run {outcome.run}"
         )
+        if outcome.status == "interrupted":
+            why = f"{outcome.reason}: {outcome.error}" if outcome.error else outcome.reason
+            console.print(f"  Interrupted — {why}")
         console.print(f"  change summary: {outcome.summary_path}")
         if outcome.snapshot:
             console.print(f"  last snapshot: {outcome.snapshot[:12]}")
