@@ -6,6 +6,7 @@ command or path, messages cut to one line. Knows the scripted agent's events, Cl
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 MESSAGE_LIMIT = 160  # characters of a message or a tool's input on its line
@@ -55,7 +56,7 @@ def _scripted_tool(record: dict[str, Any]) -> str:
     return line
 
 
-_SCRIPTED = {
+_SCRIPTED: dict[str, Callable[[dict[str, Any]], str]] = {
     "turn_started": lambda r: f"turn {r.get('turn')}",
     "turn_completed": lambda r: f"turn {r.get('turn')} done",
     "tool_use": _scripted_tool,
