@@ -194,7 +194,8 @@ class RecordedDispatch:
         runstate.update_marker(ctx.ref, "dispatch_finished", said, dispatch=None)
         ctx.usage = accounting.add(ctx.usage, usage)
         ctx.denials += denials
-        ctx.last_error = None if ctx.over_budget else error
+        if not ctx.over_budget:  # else it says what the budget does
+            ctx.last_error = error
         self.spent = accounting.usage()
         shown: dict[str, Any] = {"usage": usage, "denials": denials, "error": error}
         ctx.sink.event(
