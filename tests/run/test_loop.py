@@ -645,9 +645,12 @@ def test_every_stop_reason_is_a_saved_cutoff_with_its_cutoff_reason(
     assert [e["reason"] for e in p.journal("run_interrupted")] == [cutoff]
     commit = p.wip()
     assert snapshot_files(p.repo, commit)["partial.txt"] == b"p\n"
+    detail = f"; fake agent: {reason}" if cutoff in ("error", "crash") else ""
     assert status_line(p.summary()) == (
         f"Interrupted — {cutoff} during task 1 of 1; work saved at {WIP_REF} ({commit[:12]})"
+        + detail
     )
+    assert p.summary().status.detail == (detail[2:] or None)
     current = p.marker()
     assert current is not None and current.owner is None
 

@@ -495,7 +495,8 @@ def test_agent_crash_is_a_saved_cutoff_and_resume_finishes(
     commit = p.wip()
     assert snapshot_files(p.repo, commit)["b.txt"] == b"bee\n"
     assert status_line(p.summary()) == (
-        f"Interrupted — crash during task 2 of 2; work saved at {WIP_REF} ({commit[:12]})"
+        f"Interrupted — crash during task 2 of 2; work saved at {WIP_REF} ({commit[:12]}); "
+        "scripted agent killed by SIGKILL"
     )
     assert p.catchup()["state"] == "interrupted"
     p.wait_agents_gone()

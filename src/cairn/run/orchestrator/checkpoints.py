@@ -86,12 +86,9 @@ def cutoff(ctx: RunContext, role: str, reason: CutoffReason) -> None:
     snap = snapshot(ctx, f"cutoff: {reason}")
     detail = ctx.last_error if reason in ("error", "crash", "budget") else None
     runstate.record_cutoff(ctx.ref, reason, snap, detail)
+    said = {"detail": detail} if detail else {}
     ctx.sink.event(
-        "cutoff",
-        reason=reason,
-        role=role,
-        snapshot=snap.commit[:12] if snap else None,
-        detail=detail,
+        "cutoff", reason=reason, role=role, snapshot=snap.commit[:12] if snap else None, **said
     )
 
 
