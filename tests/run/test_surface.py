@@ -225,3 +225,21 @@ def test_status_json_shows_usage(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     (row,) = json.loads(result.stdout)
     assert row["usage"]["total_tokens"] == 122_000 and row["usage"]["cost_usd"] == 0.5
+
+
+@pytest.mark.parametrize(
+    ("action", "problem"),
+    [
+        ({"usage": {"input_tokens": 1.5}}, "usage: input_tokens must be a number ≥ 0"),
+        ({"usage": {"tokens": 1}}, "usage takes a mapping of"),
+        ({"deny": {"target": "x"}}, "deny takes {tool, target}"),
+        ({"fail": ""}, "fail takes the error text"),
+    ],
+)
+def test_a_bad_report_action_is_refused_before_anything_is_written(
+    tmp_path: Path, action: dict[str, Any], problem: str
+) -> None:
+    repo, plan = scripted_project(tmp_path, {"coder": [[action]]})
+    result = cairn("run", str(plan), cwd=repo)
+    assert result.returncode == 2 and problem in result.stderr, result.stderr
+    assert not (repo / ".git/cairn/tickets").exists()
