@@ -26,6 +26,7 @@ from cairn.util.text import one_line
 
 PROGRAM = "claude"
 MINIMUM_VERSION = (2, 1, 0)
+SYNTHETIC = "<synthetic>"
 FILE_TOOLS = {"Write", "Edit", "MultiEdit", "NotebookEdit"}
 TARGET_KEYS = ("command", "file_path", "notebook_path", "path", "url", "pattern", "query")
 
@@ -90,6 +91,8 @@ class StreamState:
 
     def _assistant(self, data: dict[str, Any]) -> list[Event]:
         message = data.get("message") or {}
+        if message.get("model") == SYNTHETIC:
+            return []  # Claude's own note (an API error's text), not a model call
         ident = message.get("id") or data.get("uuid")
         events = []
         if ident != self._message:

@@ -24,6 +24,24 @@ def file_name(number: int, role: str) -> str:
     return f"{number:02d}_{safe}_transcript.jsonl"
 
 
+def claim(run_dir: Path, role: str) -> Path:
+    """A new dispatch's transcript: numbered after the run's transcripts so far (a resumed run
+    goes on counting), created empty at once so the number is taken."""
+    prefixes = [p.name.split("_", 1)[0] for p in run_dir.glob("[0-9][0-9]*_transcript.jsonl")]
+    taken = [int(prefix) for prefix in prefixes if prefix.isdigit()]
+    number = max(taken, default=0) + 1
+    while True:
+        path = run_dir / file_name(number, role)
+        try:
+            path.touch(exist_ok=False)
+        except FileExistsError:
+            number += 1
+            continue
+        except OSError:
+            return path
+        return path
+
+
 class Transcript:
     """Lines appended to ``path``, rotated to ``path.1`` past ``limit`` bytes."""
 

@@ -165,7 +165,7 @@ class RecordedDispatch:
             writable=sorted({ctx.repo.common_dir, ctx.ref.layout.root}),
             permissions=ctx.config.agent.permissions,
             allow=list(ctx.config.agent.allow),
-            transcript=ctx.ref.run_dir / transcript.file_name(self.number, self.role),
+            transcript=transcript.claim(ctx.ref.run_dir, self.role),
         )
 
     def _timer(self, running: Dispatch) -> threading.Timer | None:
