@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
 from cairn.errors import BadInput
-from cairn.terms import LoopPhase
+from cairn.terms import AgentPermissions, LoopPhase
 from cairn.util.durations import parse_duration
 from cairn.util.records import Before, Ge, Gt, MinLen, Record, field, first_error
 
@@ -66,10 +66,20 @@ class AgentConfig(Record, forbid_extra=True, strict=True):
     cutoff_timeout_ms: Annotated[int, Ge(1)] = 60000
     max_continuations: Annotated[int, Ge(0)] = 2
     max_seconds: Annotated[float, Gt(0)] | None = None
+    permissions: AgentPermissions = "preset"
+    allow: list[str] = field(default_factory=list)
+    api_retries: Annotated[int, Ge(0)] = 2
+    api_retry_backoff: Annotated[float, Ge(0)] = 1.0
 
     def check(self) -> None:
         if self.budget_pressure_turns >= self.max_turns:
             raise ValueError("budget_pressure_turns must be smaller than max_turns")
+        for command in self.allow:
+            if not command.strip() or any(c in command for c in "()\n*"):
+                raise ValueError(
+                    f"allow: {command!r} is not a command; give a program and its leading "
+                    'arguments, e.g. "pytest" or "npm test"'
+                )
 
 
 class RoleConfig(Record, forbid_extra=True, strict=True):

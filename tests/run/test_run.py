@@ -456,7 +456,15 @@ def test_continuation_within_the_run_completes(project: Callable[..., Project]) 
     assert p.marker() is None
     assert [e["reason"] for e in p.named("cutoff")] == ["max_turns"]
     assert p.named("run_interrupted") == []
-    assert [e["reason"] for e in p.named("dispatch_finished")] == ["max_turns", "completed"]
+    finished = p.named("dispatch_finished")
+    assert [e["reason"] for e in finished] == ["max_turns", "completed"]
+    # Each dispatch's events are kept as its transcript; nothing was denied, nothing failed.
+    names = [e["transcript"] for e in finished]
+    assert names == ["01_coder_transcript.jsonl", "02_coder_transcript.jsonl"]
+    kept = [json.loads(x) for x in (p.run_dir / names[0]).read_text().splitlines()]
+    assert [x["type"] for x in kept if x["type"] == "turn_completed"] == ["turn_completed"] * 2
+    assert all(e["denials"] == [] and "error" not in e for e in finished)
+    assert finished[0]["usage"]["total_tokens"] == 0
 
     coder = p.prompts("coder")
     assert [(r["turn"], r["played_turn"]) for r in coder] == [(1, 1), (2, 2), (1, 3)]

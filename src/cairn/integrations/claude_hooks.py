@@ -102,7 +102,9 @@ def post_tool_use(payload: Mapping[str, Any], env: Mapping[str, str]) -> dict[st
         return None
     turns -= _dispatch_baseline(env, turns)
     left = max_turns - turns
-    if left > pressure:
+    if left > pressure or left <= 0:
+        # At 0 the turn cap ends the dispatch before the model is asked again: the directive
+        # would only wait in the session and greet whoever resumes it ("0 turn(s) left").
         return None
     from cairn.run import prompts
 

@@ -255,6 +255,7 @@ class ScriptedDispatch(process.ChildDispatch):
 
     def _relay(self) -> Iterator[Event]:
         for line in self.child.lines():
+            self._keep(line)
             event = _parse_event(line)
             if event is None:
                 continue
