@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from cairn import summary
 from cairn.agents.base import Adapter, DispatchRequest
-from cairn.config import Config
+from cairn.config import Config, pressure_given
 from cairn.errors import BadInput
 from cairn.git import Repo
 from cairn.run.events import EventSink, NoEvents
@@ -52,10 +52,12 @@ def check_plan_size(path: Path, tasks: int, scaffold: Summary) -> None:
 def adapter_for(config: Config, kind: str | None, max_turns: int | None) -> tuple[str, Adapter]:
     from cairn import agents
 
-    if max_turns is not None and max_turns <= config.agent.budget_pressure_turns:
+    pressure = config.agent.budget_pressure_turns
+    if max_turns is not None and max_turns <= pressure and pressure_given(config):
         raise BadInput(
             f"--max-turns {max_turns} must be larger than agent.budget_pressure_turns "
-            f"({config.agent.budget_pressure_turns}); pass a larger --max-turns"
+            f"({pressure}, set in {config.source}); pass a larger --max-turns, or leave "
+            "budget_pressure_turns out (its default stays below the cap)"
         )
     chosen = kind or config.agent.kind
     if not chosen:
