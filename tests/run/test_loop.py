@@ -735,7 +735,7 @@ def test_ctrl_c_stops_the_agent_saves_and_restores_the_handler(
     assert [e["reason"] for e in p.journal("run_interrupted")] == ["signal"]
     commit = p.wip()
     assert snapshot_files(p.repo, commit)["b.txt"] == b"partial\n"
-    assert status_line(p.summary()).startswith("Interrupted — signal during task 1 of 1")
+    assert status_line(p.summary()).startswith("Interrupted — signal after task 0 of 1")
     assert signal.getsignal(signal.SIGINT) is before
 
 
