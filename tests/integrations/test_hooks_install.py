@@ -321,6 +321,26 @@ def test_heartbeat_moves_last_updated(repo: Path) -> None:
     assert now.model_copy(update={"last_updated": old.last_updated}) == old  # nothing else
 
 
+def test_heartbeat_finds_the_ticket_run_from_this_branch(repo: Path) -> None:
+    """On branch main, a run of ticket ``plan`` (remembered in branches.json) gets the beat."""
+    from cairn.state import branches
+
+    ref, lease = begin_run(repo, "plan", ["A"])
+    runstate.interrupt(ref, lease, "signal")
+    _, _, layout = discover(repo)
+    branches.remember(layout, "main", "plan")
+    path = layout.marker_path("plan")
+    old = marker.read(path)
+    assert old is not None
+    earlier = old.last_updated - timedelta(hours=1)
+    marker.write(path, old.model_copy(update={"last_updated": earlier}))
+    done = run_hook("heartbeat", payload("PostToolUse", repo), repo)
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    now = marker.read(path)
+    assert now is not None and now.last_updated > earlier
+    assert not layout.marker_path("main").exists()
+
+
 def test_heartbeat_without_a_marker_writes_nothing(repo: Path) -> None:
     _, _, layout = discover(repo)
     done = run_hook("heartbeat", payload("PostToolUse", repo), repo)
