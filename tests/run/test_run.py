@@ -439,6 +439,29 @@ def test_resume_first_prompt_is_the_handoff(project: Callable[..., Project]) -> 
     assert "max_turns" in resumed["prompt"]
 
 
+def test_handoff_lists_the_snapshots_uncommitted_files(project: Callable[..., Project]) -> None:
+    """The handoff names files the agent changed but never reported, from the snapshot."""
+    p = project(
+        {
+            "coder": [
+                [
+                    {"write": {"path": "src/greet.py", "content": "hi\n"}},
+                    {"write": {"path": "src/extra.py", "content": "unreported\n"}},
+                    {"append": {"path": "README.md", "content": "more\n"}},
+                    done(1, "src/greet.py"),
+                ],
+                [done(2)],
+            ]
+        },
+        max_turns=1,
+        budget_pressure_turns=0,
+    )
+    assert code(p.run()) == 3
+    assert code(p.resume()) == 0
+    resumed = p.prompts("coder")[1]["prompt"]
+    assert "Files touched so far: README.md, src/extra.py, src/greet.py\n" in resumed
+
+
 # --- 3. continuation inside one run -------------------------------------------------------------
 
 
@@ -503,7 +526,7 @@ def test_agent_crash_is_a_saved_cutoff_and_resume_finishes(
     commit = p.wip()
     assert snapshot_files(p.repo, commit)["b.txt"] == b"bee\n"
     assert status_line(p.summary()) == (
-        f"Interrupted — crash during task 2 of 2; work saved at {WIP_REF} ({commit[:12]})"
+        f"Interrupted — crash after task 1 of 2; work saved at {WIP_REF} ({commit[:12]})"
     )
     assert p.catchup()["state"] == "interrupted"
     p.wait_agents_gone()
@@ -544,7 +567,7 @@ def test_hang_is_cut_off_by_max_seconds(
     assert elapsed < max_seconds + grace + 4
     assert [e["reason"] for e in p.named("dispatch_finished")] == ["timeout"]
     assert [e["reason"] for e in p.named("run_interrupted")] == ["timeout"]
-    assert status_line(p.summary()).startswith("Interrupted — timeout during task 1 of 1")
+    assert status_line(p.summary()).startswith("Interrupted — timeout after task 0 of 1")
     assert snapshot_files(p.repo, p.wip())["h.txt"] == b"h\n"
     p.wait_agents_gone(2)
 
@@ -600,7 +623,7 @@ def test_signal_to_cairn_interrupts_and_saves(
     commit = p.wip()
     assert snapshot_files(p.repo, commit)["b.txt"] == b"partial\n"
     assert status_line(p.summary()) == (
-        f"Interrupted — signal during task 1 of 1; work saved at {WIP_REF} ({commit[:12]})"
+        f"Interrupted — signal after task 0 of 1; work saved at {WIP_REF} ({commit[:12]})"
     )
     current = p.marker()
     assert current is not None and current.owner is None and current.dispatch is None

@@ -22,6 +22,7 @@ _LINES = {
     "cutoff": "cutoff: {reason} in {role} dispatch; work saved at {snapshot_text}",
     "dispatch_finished": "dispatch {dispatch} ended: {reason} after {turns} turns",
     "warning": "warning: {message}",
+    "note": "{message}",
     "run_finished": "run {run} {status} in {elapsed}",
 }
 

@@ -225,8 +225,17 @@ def heartbeat(payload: Mapping[str, Any], env: Mapping[str, str]) -> bool:
     from cairn.state.layout import discover
 
     repo, _config, layout = discover(workspace)
-    ticket = tickets.from_branch(_branch(repo))
+    branch = _branch(repo)
+    ticket = tickets.from_branch(branch)
     path = layout.marker_path(ticket)
+    if not path.is_file() and branch is not None:
+        from cairn.state import branches
+
+        mapped = [t for t in branches.read(layout).get(branch, []) if t != ticket]
+        for other in reversed(mapped):  # the ticket last run from this branch, with a marker
+            if layout.marker_path(other).is_file():
+                ticket, path = other, layout.marker_path(other)
+                break
     if not path.is_file():
         return False
     with _lock(layout.lock_path(ticket)) as held:
