@@ -33,6 +33,9 @@ SummaryState = Literal["not_started", "in_progress", "completed", "interrupted"]
 RunStatus = Literal["completed", "interrupted", "needs_manual_review"]
 
 # Why a dispatch ended, as the agent adapter reports it.
+# agent.permissions: cairn's permission preset for the agent, or only the user's own flags.
+AgentPermissions = Literal["preset", "user"]
+
 StopReason = Literal["completed", "max_turns", "timeout", "interrupted", "crashed", "error"]
 STOP_REASONS: tuple[StopReason, ...] = get_args(StopReason)
 
@@ -71,6 +74,7 @@ JournalEvent = Literal[
     "phase",
     "dispatch_started",
     "dispatch_finished",
+    "dispatch_retried",
     "turn",
     "task",
     "finding",

@@ -23,6 +23,7 @@ _LINES = {
     "dispatch_finished": "dispatch {dispatch} ended: {reason} after {turns} turns{error_text}",
     "denials": "  {message}",
     "warning": "warning: {message}",
+    "note": "{message}",
     "run_finished": "run {run} {status} in {elapsed}{usage_suffix}",
 }
 

@@ -23,6 +23,7 @@ RunEvent = Literal[
     "evaluation",  # round, status, failed
     "review",  # round, findings, blocking
     "warning",  # message
+    "note",  # message (and branch: which ticket a run on another branch's name is)
     "run_finished",  # run, status, elapsed, usage, usage_text
 ]
 

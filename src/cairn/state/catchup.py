@@ -15,7 +15,7 @@ from cairn import summary, tickets
 from cairn.config import Config
 from cairn.errors import BadInput
 from cairn.git import Repo
-from cairn.state import accounting, journal, marker, runstate, transcripts
+from cairn.state import accounting, branches, journal, marker, runstate, transcripts
 from cairn.state.layout import Layout, artifacts, discover
 from cairn.state.marker import TicketState
 from cairn.state.owner import Liveness, Owner
@@ -84,6 +84,8 @@ class CatchupReport(Record, frozen=False):
 
 
 def default_ticket(repo: Repo) -> str:
+    """The current branch's own ticket (see ``branches.default_ticket`` for the one a command
+    uses when none is given)."""
     return tickets.from_branch(repo.current_branch())
 
 
@@ -94,10 +96,16 @@ def catchup(
     clear_stale: bool = False,
 ) -> CatchupReport:
     repo, config, layout = discover(workspace)
-    ticket = tickets.validate(ticket) if ticket is not None else default_ticket(repo)
+    note = None
+    if ticket is None:
+        ticket, note = branches.default_ticket(repo, layout)
+    else:
+        ticket = tickets.validate(ticket)
     stale_after = parse_duration(config.marker.stale_after)
     runstate.catch_up_ticket(layout, ticket)
     report = build(repo, config, layout, ticket, stale_after)
+    if note is not None:
+        report.warnings.insert(0, note)
     if clear_stale:
         if report.state != "stale":
             raise BadInput(
@@ -110,6 +118,8 @@ def catchup(
         marker.remove(layout.marker_path(ticket))
         report = build(repo, config, layout, ticket, stale_after)
         report.cleared = True
+        if note is not None:
+            report.warnings.insert(0, note)
     return report
 
 

@@ -34,13 +34,6 @@ def listing(run_dir: Path) -> list[Transcript]:
     return sorted(found)
 
 
-def next_path(run_dir: Path, role: str) -> Path:
-    """Where the next dispatch of the run keeps its transcript."""
-    taken = [t.number for t in listing(run_dir)]
-    number = max(taken, default=0) + 1
-    return run_dir / f"{number:02d}_{role}_transcript.jsonl"
-
-
 def records(lines: Iterator[str] | list[str]) -> Iterator[dict[str, Any]]:
     """The JSON objects of transcript lines; a line that is not one (torn, or not JSON) is
     given as ``{"type": "unreadable", "text": …}``."""

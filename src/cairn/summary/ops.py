@@ -167,14 +167,12 @@ def mark_interrupted(
     detail: str | None = None,
 ) -> Summary:
     """Record that the run stopped, where its work was saved if it was, and the agent's error
-    text (``detail``) if it gave one."""
-    item: int | str | None
+    text (``detail``) if it gave one. The status names a task ("during task N") only when that
+    task is in progress; otherwise it counts the resolved ones ("after task K of M"). A finding
+    has no in-progress state, so a review response always counts."""
+    item: int | str | None = None
     if s.mode == "implementation":
-        active = [t for t in s.tasks if t.status == "in progress"]
-        pending = [t for t in s.tasks if t.status == "pending"]
-        item = (active or pending)[0].number if active or pending else None
-    else:
-        item = next((f.id for f in s.findings if not f.resolved), None)
+        item = next((t.number for t in s.tasks if t.status == "in progress"), None)
     status = _make(
         Status,
         state="interrupted",

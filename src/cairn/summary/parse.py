@@ -43,7 +43,8 @@ _COUNTS = re.compile(r"(Not started|In progress|Completed) — ([0-9]+) of ([0-9
 _AT_ITEM = re.compile(r"In progress — (task|finding) ([0-9]+) of ([0-9]+)")
 _INTERRUPTED = re.compile(
     r"Interrupted — ([a-z0-9_-]+) "
-    r"(?:during (task|finding) ([0-9]+) of ([0-9]+)|after ([0-9]+) of ([0-9]+) (tasks|findings)); "
+    r"(?:during (task|finding) ([0-9]+) of ([0-9]+)|after ([0-9]+) of ([0-9]+) (tasks|findings)"
+    r"|after (task|finding) ([0-9]+) of ([0-9]+)); "
     r"(?:no snapshot|work saved at (\S+)(?: \(([0-9a-fA-F]{7,40})\))?)"
     r"(?:; (.+))?"
 )
@@ -241,7 +242,9 @@ class _Parser:
             fields["state"] = "in_progress"
         else:
             reason, said_noun, position, of, done, of_after, said_unit = match.groups()[:7]
-            ref, commit, detail = match.group(8), match.group(9), match.group(10)
+            if match.group(8) is not None:  # "after task K of M"; older files say "K of M tasks"
+                said_unit, done, of_after = match.group(8) + "s", match.group(9), match.group(10)
+            ref, commit, detail = match.group(11), match.group(12), match.group(13)
             fields.update(state="interrupted", reason=reason, ref=ref, commit=commit)
             fields.update(detail=detail)
             if position is None:

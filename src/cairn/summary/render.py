@@ -48,7 +48,7 @@ def status_line(s: Summary) -> str:
         position = st.item if s.mode == "implementation" else ids.index(str(st.item)) + 1
     if st.state == "interrupted":
         where = (
-            f"after {resolved} of {total} {unit}"
+            f"after {noun} {resolved} of {total}"
             if position is None
             else f"during {noun} {position} of {total}"
         )

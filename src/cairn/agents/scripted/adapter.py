@@ -15,12 +15,11 @@ unplayed turn and a turn that killed its process is never replayed.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any, get_args
+from typing import Any, get_args
 
 from cairn.agents import process
 from cairn.agents.base import (
@@ -42,7 +41,6 @@ CURSOR_SUFFIX = ".cursor"
 PROMPTS_FILE = "prompts.jsonl"
 STOP_WAIT = 5.0  # seconds an agent gets to exit after its stdin is closed
 STOP_GRACE = 1.0
-TRANSCRIPT_LIMIT = 8 << 20  # bytes of a dispatch's transcript; the rest is left out
 
 ACTIONS = (
     "write",
@@ -247,12 +245,7 @@ class ScriptedDispatch(process.ChildDispatch):
 
     def __init__(self, request: DispatchRequest, argv: list[str]) -> None:
         super().__init__(request, argv)
-        self._denials: list[Denial] = []
         self._error: str | None = None  # the agent's own error text (a ``fail`` action)
-        self._transcript: IO[str] | None = None
-        self._written = 0
-        if request.transcript is not None:
-            self._transcript = open(request.transcript, "a", encoding="utf-8")  # noqa: SIM115
         self._child = process.Child(argv, cwd=Path(request.workspace), env=request.env)
 
     @property
@@ -288,13 +281,6 @@ class ScriptedDispatch(process.ChildDispatch):
                 return
             n += 1
 
-    def events(self) -> Iterator[Event]:
-        try:
-            yield from super().events()
-        finally:
-            if self._transcript is not None:
-                self._transcript.close()
-
     def _relay(self) -> Iterator[Event]:
         for line in self.child.lines():
             self._keep(line)
@@ -311,16 +297,6 @@ class ScriptedDispatch(process.ChildDispatch):
                 self._usage = self._usage + Usage(**event.data["usage"])
             yield event
 
-    def _keep(self, line: str) -> None:
-        """The agent's event line, in the dispatch's transcript (up to TRANSCRIPT_LIMIT)."""
-        if self._transcript is None or self._written > TRANSCRIPT_LIMIT:
-            return
-        self._written += len(line) + 1
-        if self._written > TRANSCRIPT_LIMIT:
-            line = json.dumps({"type": "transcript_truncated", "limit": TRANSCRIPT_LIMIT})
-        self._transcript.write(line + "\n")
-        self._transcript.flush()
-
     def _note_error(self, line: str) -> None:
         """``{"type": "error", "text": …}``: the agent's error text, the dispatch's detail."""
         try:
@@ -334,13 +310,6 @@ class ScriptedDispatch(process.ChildDispatch):
         self, reason: StopReason, exit_code: int | None = None, detail: str | None = None
     ) -> None:
         super()._set(reason, exit_code, self._error or detail)
-        assert self.result is not None
-        transcript = self.request.transcript
-        self.result = dataclasses.replace(
-            self.result,
-            denials=tuple(self._denials),
-            transcript=transcript.name if transcript is not None else None,
-        )
 
     def _finish_gracefully(self, reason: StopReason) -> None:
         """Close the agent's stdin (it exits 0) and record ``reason``."""

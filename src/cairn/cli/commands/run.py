@@ -24,6 +24,14 @@ MaxTurns = Annotated[
 Takeover = Annotated[
     bool, typer.Option("--takeover", help="Take over a stale lease held by another host.")
 ]
+AllowShared = Annotated[
+    bool,
+    typer.Option(
+        "--allow-shared",
+        help="Run even while another ticket runs in this work tree (each snapshots the other's "
+        "files).",
+    ),
+]
 
 
 @guarded
@@ -35,6 +43,7 @@ def run(
     agent: Agent = None,
     max_turns: MaxTurns = None,
     takeover: Takeover = False,
+    allow_shared: AllowShared = False,
     json: Json = False,
     workspace: Workspace = Path("."),
 ) -> None:
@@ -50,6 +59,7 @@ def run(
             agent=agent,
             max_turns=max_turns,
             takeover=takeover,
+            allow_shared=allow_shared,
             sink=sink,
         ),
     )
@@ -63,6 +73,7 @@ def resume(
     agent: Agent = None,
     max_turns: MaxTurns = None,
     takeover: Takeover = False,
+    allow_shared: AllowShared = False,
     json: Json = False,
     workspace: Workspace = Path("."),
 ) -> None:
@@ -72,7 +83,13 @@ def resume(
     _drive(
         json,
         lambda sink: launch.resume(
-            workspace, ticket, agent=agent, max_turns=max_turns, takeover=takeover, sink=sink
+            workspace,
+            ticket,
+            agent=agent,
+            max_turns=max_turns,
+            takeover=takeover,
+            allow_shared=allow_shared,
+            sink=sink,
         ),
     )
 

@@ -5,18 +5,21 @@ pump that records what the agent does into the marker, the journal and the event
 from __future__ import annotations
 
 import os
+import re
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
+from cairn.agents import transcript
 from cairn.agents.base import Dispatch, DispatchRequest, Event, Result
 from cairn.run.budget import Budget
 from cairn.run.orchestrator import checkpoints
 from cairn.run.orchestrator.context import RunContext, Stop, agent_script
 from cairn.run.orchestrator.prompting import PressuredPrompts, PromptFor
 from cairn.run.orchestrator.todo_list import complete_checked_tasks
-from cairn.state import accounting, runstate, transcripts
+from cairn.state import accounting, runstate
 from cairn.state.marker import DispatchRecord
 from cairn.terms import ENV_RUN_DIR, ENV_TASK, ENV_TICKET
 from cairn.util.procs import process_start_time
@@ -24,6 +27,15 @@ from cairn.util.procs import process_start_time
 LAST_MESSAGE_LIMIT = 2000  # characters of the agent's last message kept for the next handoff
 
 AfterTurn = Callable[[], None]
+# An agent's error text that says the model's API failed for a while, not for good: a 5xx, an
+# overload, a dropped or refused connection (Claude's "API Error: 500 …", Codex's "We're
+# currently experiencing high demand…").
+TRANSIENT = re.compile(
+    r"API Error: (5\d\d|Connection|Request timed out)|\b(500|502|503|504|529)\b"
+    r"|overloaded|high demand|Internal Server Error|Service Unavailable|Bad Gateway"
+    r"|connection (reset|refused|error)|ECONNRESET|ECONNREFUSED|stream disconnected",
+    re.IGNORECASE,
+)
 
 
 def dispatch(
@@ -42,6 +54,15 @@ def dispatch(
         checkpoints.cutoff(ctx, role, "budget")
         raise Stop("budget")
     return RecordedDispatch(ctx, role, after_turn).run(prompt_for, session_id)
+
+
+def transient(result: Result) -> bool:
+    """Whether ``result`` is an API error the agent hit before its first turn, worth a retry."""
+    return (
+        result.reason == "error"
+        and result.num_turns == 0
+        and bool(result.detail and TRANSIENT.search(result.detail))
+    )
 
 
 class RecordedDispatch:
@@ -70,6 +91,18 @@ class RecordedDispatch:
             "dispatch_started", dispatch=self.number, role=self.role, max_turns=self.max_turns
         )
         ctx.sink.update(turn=0, max_turns=self.max_turns)
+        attempt = 0
+        while True:
+            result = self._attempt(request, prompts)
+            if not self._retry(result, attempt):
+                break
+            attempt += 1
+        self._finished(result)
+        return result
+
+    def _attempt(self, request: DispatchRequest, prompts: PressuredPrompts) -> Result:
+        """Start the agent and pump its events to the end."""
+        ctx = self.ctx
         running = ctx.adapter.start(request)
         ctx.running = running
         if ctx.signalled:
@@ -83,9 +116,35 @@ class RecordedDispatch:
             if timer is not None:
                 timer.cancel()
             ctx.running = None
-        result = running.result or Result(reason="error", num_turns=0, detail="no result")
-        self._finished(result)
-        return result
+        return running.result or Result(reason="error", num_turns=0, detail="no result")
+
+    def _retry(self, result: Result, attempt: int) -> bool:
+        """After a transient API error before any turn, journal a retry and wait out its
+        backoff (``agent.api_retries``, ``agent.api_retry_backoff`` doubling); False when the
+        result stands."""
+        ctx, agent = self.ctx, self.ctx.config.agent
+        if attempt >= agent.api_retries or ctx.signalled or not transient(result):
+            return False
+        delay = agent.api_retry_backoff * 2**attempt
+        error = result.detail or ""
+        runstate.record(
+            ctx.ref,
+            "dispatch_retried",
+            role=self.role,
+            attempt=attempt + 1,
+            of=agent.api_retries,
+            delay=delay,
+            error=error,
+        )
+        ctx.sink.event(
+            "warning",
+            message=f"dispatch {self.number}: {error} — retrying in {delay:g} s "
+            f"({attempt + 1} of {agent.api_retries})",
+        )
+        deadline = time.monotonic() + delay
+        while not ctx.signalled and time.monotonic() < deadline:
+            time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
+        return not ctx.signalled
 
     def _request(
         self, prompts: PressuredPrompts, pressure: int, session_id: str | None
@@ -111,7 +170,9 @@ class RecordedDispatch:
             pressure_turns=pressure,
             session_id=session_id,
             writable=sorted({ctx.repo.common_dir, ctx.ref.layout.root}),
-            transcript=transcripts.next_path(ctx.ref.run_dir, self.role),
+            permissions=ctx.config.agent.permissions,
+            allow=list(ctx.config.agent.allow),
+            transcript=transcript.claim(ctx.ref.run_dir, self.role),
         )
 
     def _timer(self, running: Dispatch) -> threading.Timer | None:
