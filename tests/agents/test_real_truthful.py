@@ -50,6 +50,29 @@ def transcript_lines(p: Real, name: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def assert_surfaced(p: Real, result: Any, denied: str, *, cost: bool) -> None:
+    """What the agent was denied and what the run cost, everywhere cairn reports a run: the
+    ``--json`` events and outcome, the change summary, ``catchup``, ``status --json``, and the
+    dispatch's transcript through ``cairn logs``."""
+    events = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    assert any(e.get("event") == "denials" and denied in json.dumps(e) for e in events), events
+    run_usage = outcome(result)["usage"]
+    assert run_usage["total_tokens"] > 0, run_usage
+    assert (run_usage["cost_usd"] is not None) == cost, run_usage
+    (summary,) = p.run_dir.glob("*change-summary*.md")
+    assert "**Blocked:**" in summary.read_text() and denied in summary.read_text()
+    caught = p.cairn("catchup", TICKET)
+    assert caught.returncode == 0 and "blocked:" in caught.stdout and denied in caught.stdout
+    caught_json = json.loads(p.cairn("catchup", TICKET, "--json").stdout)
+    assert denied in json.dumps(caught_json["denials"])
+    assert caught_json["usage"]["total_tokens"] == run_usage["total_tokens"]
+    status = json.loads(p.cairn("status", "--json").stdout)
+    (row,) = [r for r in status if r["ticket"] == TICKET]
+    assert row["usage"]["output_tokens"] == run_usage["output_tokens"], row
+    logs = p.cairn("logs", TICKET)
+    assert logs.returncode == 0 and denied.split()[0] in logs.stdout, logs.stdout
+
+
 def codex_provider_config(p: Real) -> None:
     """Codex pointed at the model server through its own config.toml, so cairn's config needs
     no ``agent.command`` at all (what a new user has)."""
@@ -108,6 +131,7 @@ def test_claude_preset_edits_commits_reports_and_denies_curl(
     lines = transcript_lines(p, finished["transcript"])
     assert lines[0]["type"] == "system" and lines[-1]["type"] == "result"
     assert lines[-1]["permission_denials"]
+    assert_surfaced(p, result, "curl -s http://127.0.0.1:9/", cost=True)
     # What the model was told about the refusals: Claude's own words.
     told = [latest(r) for r in p.requests()]
     assert any("requires approval" in t for t in told), told
@@ -146,6 +170,7 @@ def test_codex_preset_sandbox_refusals_are_denials(
     assert not (p.tmp / "outside.txt").exists()
     lines = transcript_lines(p, finished["transcript"])
     assert lines[0]["type"] == "thread.started" and lines[-1]["type"] == "turn.completed"
+    assert_surfaced(p, result, "curl -sS -m 5 http://127.0.0.1:9/", cost=False)
 
 
 # --- API errors: the text, and a retry when it is transient -------------------------------------
@@ -170,6 +195,11 @@ def test_api_500_every_time_is_retried_then_an_error_cutoff_with_its_text(
     assert all(expected in e["error"] for e in retried)
     assert len(p.requests()) == 3  # the first call and two retries
     assert "retrying" in result.stdout + result.stderr
+    assert expected in outcome(result)["error"], outcome(result)
+    caught = p.cairn("catchup", TICKET)
+    assert caught.returncode == 0 and expected in caught.stdout, caught.stdout
+    plain = p.cairn("catchup", TICKET, "--json")
+    assert expected in json.loads(plain.stdout)["error"]
 
 
 @pytest.mark.parametrize("kind", ["claude-code", "codex"])
