@@ -15,6 +15,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -395,3 +396,35 @@ def play_dispatch(
     )
     session = get(kind).start(request)
     return session, list(session.events()), asked
+
+
+def scripted_project(
+    root: Path,
+    script: dict[str, Any],
+    tasks: tuple[str, ...] = ("One", "Two"),
+    ticket: str = "T-1",
+    **agent: Any,
+) -> tuple[Path, Path]:
+    """A repository whose committed ``cairn.toml`` runs the scripted agent on ``script``
+    (implement phase only, no continuations unless ``agent`` says), and its plan file:
+    ``(repo, plan)``."""
+    script_path = root / "agent-script.yaml"
+    script_path.write_text(json.dumps(script, indent=1))
+    keys = {
+        "kind": "scripted",
+        "script": str(script_path),
+        "max_turns": 5,
+        "budget_pressure_turns": 1,
+        "max_continuations": 0,
+        "cutoff_timeout_ms": 3000,
+        **agent,
+    }
+    config = "[agent]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in keys.items())
+    config += '\n[loop]\nphases = ["implement"]\n'
+    repo = make_repo(root / "repo", {"README.md": "hello\n", "cairn.toml": config})
+    git(repo, "config", "user.name", "Scripted Agent")
+    git(repo, "config", "user.email", "agent@example.com")
+    plan = root / f"{ticket}.md"
+    sections = [f"### Task {n}: {title}\n\nDo {title}.\n" for n, title in enumerate(tasks, 1)]
+    plan.write_text("# Plan: test plan\n\n" + "\n".join(sections))
+    return repo, plan

@@ -324,3 +324,23 @@ def test_a_duration_key_without_a_unit_in_its_name_needs_one(tmp_path: Path, tex
     message = bad(tmp_path, cairn_toml=text)
     assert str(tmp_path / "cairn.toml") in message
     assert "has no unit" in message
+
+
+# --- budget_pressure_turns derived from max_turns ---------------------------------------------
+
+
+@pytest.mark.parametrize(("cap", "pressure"), [(1, 0), (2, 1), (3, 2), (40, 2)])
+def test_pressure_default_follows_a_small_turn_cap(tmp_path: Path, cap: int, pressure: int) -> None:
+    cfg = load_with(tmp_path, cairn_toml=f"[agent]\nmax_turns = {cap}\n")
+    assert (cfg.agent.max_turns, cfg.agent.budget_pressure_turns) == (cap, pressure)
+    assert not config.pressure_given(cfg)
+    rows = {key: (value, source) for key, value, source in config.effective(cfg)}
+    assert rows["agent.budget_pressure_turns"] == (pressure, "default")
+
+
+def test_pressure_set_against_the_cap_names_both_keys_and_the_default(tmp_path: Path) -> None:
+    message = bad(tmp_path, cairn_toml="[agent]\nmax_turns = 2\nbudget_pressure_turns = 2\n")
+    assert "budget_pressure_turns (2) must be smaller than max_turns (2)" in message
+    assert "defaults to 2, or max_turns - 1" in message
+    cfg = load_with(tmp_path, cairn_toml="[agent]\nmax_turns = 3\nbudget_pressure_turns = 1\n")
+    assert config.pressure_given(cfg) and cfg.agent.budget_pressure_turns == 1

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
 from cairn.errors import BadInput
-from cairn.terms import LoopPhase
+from cairn.terms import AgentPermissions, LoopPhase
 from cairn.util.durations import parse_duration
 from cairn.util.records import Before, Ge, Gt, MinLen, Record, field, first_error
 
@@ -70,21 +70,62 @@ class SnapshotConfig(Record, forbid_extra=True, strict=True):
             raise ValueError("ref_prefix must be under refs/ and outside refs/heads, tags, remotes")
 
 
+DEFAULT_PRESSURE_TURNS = 2
+
+
+def pressure_for(max_turns: int) -> int:
+    """The default ``budget_pressure_turns`` for a turn cap: 2, but always below the cap."""
+    return max(0, min(DEFAULT_PRESSURE_TURNS, max_turns - 1))
+
+
+def _derive_pressure(data: dict[str, Any]) -> dict[str, Any]:
+    """A file that sets ``agent.max_turns`` but not ``budget_pressure_turns`` gets the
+    default derived from its cap (``max_turns = 2`` alone is valid)."""
+    agent = data.get("agent")
+    if not isinstance(agent, dict) or "budget_pressure_turns" in agent:
+        return data
+    cap = agent.get("max_turns")
+    if type(cap) is not int or cap < 1:
+        return data
+    return {**data, "agent": {**agent, "budget_pressure_turns": pressure_for(cap)}}
+
+
+def pressure_given(config: Config) -> bool:
+    """Whether the config file itself sets ``agent.budget_pressure_turns``."""
+    agent = config._given.get("agent") if config.source is not None else None
+    return isinstance(agent, dict) and "budget_pressure_turns" in agent
+
+
 class AgentConfig(Record, forbid_extra=True, strict=True):
     kind: str | None = None
     command: str | list[str] | None = None
     script: str | None = None
     max_turns: Annotated[int, Ge(1)] = 150
-    budget_pressure_turns: Annotated[int, Ge(0)] = 2
+    budget_pressure_turns: Annotated[int, Ge(0)] = DEFAULT_PRESSURE_TURNS
     preserve_uncommitted_work: bool = True
     preserve_uncommitted_work_branch: bool = False
     cutoff_timeout_ms: Annotated[int, _in_unit(1000, whole=True), Ge(1)] = 60000
     max_continuations: Annotated[int, Ge(0)] = 2
     max_seconds: Annotated[float, _in_unit(1, whole=False), Gt(0)] | None = None
+    max_cost_usd: Annotated[float, Gt(0)] | None = None
+    permissions: AgentPermissions = "preset"
+    allow: list[str] = field(default_factory=list)
+    api_retries: Annotated[int, Ge(0)] = 2
+    api_retry_backoff_seconds: Annotated[float, _in_unit(1, whole=False), Ge(0)] = 1.0
 
     def check(self) -> None:
         if self.budget_pressure_turns >= self.max_turns:
-            raise ValueError("budget_pressure_turns must be smaller than max_turns")
+            raise ValueError(
+                f"budget_pressure_turns ({self.budget_pressure_turns}) must be smaller than "
+                f"max_turns ({self.max_turns}); left out, budget_pressure_turns defaults to "
+                f"{DEFAULT_PRESSURE_TURNS}, or max_turns - 1 when that is smaller"
+            )
+        for command in self.allow:
+            if not command.strip() or any(c in command for c in "()\n*"):
+                raise ValueError(
+                    f"allow: {command!r} is not a command; give a program and its leading "
+                    'arguments, e.g. "pytest" or "npm test"'
+                )
 
 
 class RoleConfig(Record, forbid_extra=True, strict=True):
@@ -153,7 +194,7 @@ def load(toplevel: Path) -> Config:
         if not isinstance(data, dict):
             raise BadInput(f"{path}: [tool.cairn] must be a table; put its keys under [tool.cairn]")
     try:
-        config = Config.model_validate(data)
+        config = Config.model_validate(_derive_pressure(data))
     except ValueError as exc:  # pydantic's ValidationError: the file is not in shape
         key, why, kind = first_error(exc)
         if kind == "extra_forbidden":

@@ -33,14 +33,18 @@ SummaryState = Literal["not_started", "in_progress", "completed", "interrupted"]
 RunStatus = Literal["completed", "interrupted", "needs_manual_review"]
 
 # Why a dispatch ended, as the agent adapter reports it.
+# agent.permissions: cairn's permission preset for the agent, or only the user's own flags.
+AgentPermissions = Literal["preset", "user"]
+
 StopReason = Literal["completed", "max_turns", "timeout", "interrupted", "crashed", "error"]
 STOP_REASONS: tuple[StopReason, ...] = get_args(StopReason)
 
 # A cutoff: a dispatch that ended without finishing its work. The names are what the summary's
 # status line, the marker and the journal say; a stop reason maps to one by CUTOFF_FOR.
 # "disk_full": cairn could not write its state (ENOSPC): the run stops, resumable.
+# "budget": the run's cost passed agent.max_cost_usd: the run stops, resumable.
 CutoffReason = Literal[
-    "max_turns", "timeout", "signal", "crash", "error", "incomplete", "disk_full"
+    "max_turns", "timeout", "signal", "crash", "error", "incomplete", "disk_full", "budget"
 ]
 CUTOFF_FOR: dict[StopReason, CutoffReason] = {
     "completed": "incomplete",  # the agent stopped, but its tasks are not all done
@@ -70,6 +74,7 @@ JournalEvent = Literal[
     "phase",
     "dispatch_started",
     "dispatch_finished",
+    "dispatch_retried",
     "turn",
     "task",
     "finding",

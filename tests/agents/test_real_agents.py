@@ -257,7 +257,8 @@ def toml_value(value: Any) -> str:
 @pytest.fixture
 def real(tmp_path: Path) -> Iterator[Callable[..., Real]]:
     """A factory: ``real(kind, scenario, **agent keys)``. ``scenario`` is a mapping, or a
-    function of the repository path (Claude Code's ``Write`` wants absolute paths)."""
+    function of the repository path (Claude Code's ``Write`` wants absolute paths); ``agent``
+    adds ``[agent]`` keys, ``no_command`` leaves ``agent.command`` out."""
     made: list[Real] = []
 
     def build(
@@ -271,6 +272,8 @@ def real(tmp_path: Path) -> Iterator[Callable[..., Real]]:
         budget_pressure_turns: int = 0,
         max_continuations: int = 0,
         cutoff_timeout_ms: int = 3000,
+        no_command: bool = False,
+        agent: dict[str, Any] | None = None,
     ) -> Real:
         venv_has_cairn()
         tmp = tmp_path.resolve()
@@ -287,7 +290,10 @@ def real(tmp_path: Path) -> Iterator[Callable[..., Real]]:
             "budget_pressure_turns": budget_pressure_turns,
             "max_continuations": max_continuations,
             "cutoff_timeout_ms": cutoff_timeout_ms,
+            **(agent or {}),
         }
+        if no_command:  # what a new user tries first: cairn's permission preset decides
+            del keys["command"]
         config = "[agent]\n" + "".join(f"{k} = {toml_value(v)}\n" for k, v in keys.items())
         config += '\n[loop]\nphases = ["implement"]\n'
         make_repo(repo, {"README.md": "hello\n", "cairn.toml": config}, branch=branch)
@@ -634,7 +640,10 @@ def test_model_outage_is_an_error_cutoff_not_a_traceback(
 ) -> None:
     request.getfixturevalue("claude_bin" if kind == "claude-code" else "codex_bin")
     outage = {"error": 500, "message": "scripted outage"}
-    p = real(kind, {"after_end": outage}, max_turns=3, max_continuations=0)
+    # No retry by cairn here (agent.api_retries = 0; test_real_truthful.py covers those).
+    p = real(
+        kind, {"after_end": outage}, max_turns=3, max_continuations=0, agent={"api_retries": 0}
+    )
     # Claude Code retries a 500 up to 10 times with backoff (minutes); one retry is enough here.
     # Codex: request_max_retries=0 in the provider, so its first 500 is turn.failed.
     result = p.run(env={"CLAUDE_CODE_MAX_RETRIES": "1"})

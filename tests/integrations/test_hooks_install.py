@@ -139,20 +139,76 @@ def test_merge_keeps_the_users_settings_is_idempotent_and_uninstalls_cleanly(
     removed = cairn("hooks", "uninstall", "claude", cwd=repo)
     assert removed.returncode == 0, removed.stderr
     assert str(path) in removed.stdout
-    assert settings_of(path) == USER_SETTINGS
-    assert path.read_text().endswith("}\n")
+    assert path.read_text() == json.dumps(USER_SETTINGS, indent=4)  # byte for byte
     nothing = cairn("hooks", "uninstall", "claude", cwd=repo)
     assert nothing.returncode == 0 and "no cairn hooks" in nothing.stdout
     assert settings_of(path) == USER_SETTINGS
 
 
-def test_uninstall_leaves_an_empty_object_and_a_missing_file_missing(repo: Path) -> None:
+def test_uninstall_removes_what_install_created(repo: Path) -> None:
     path = repo / ".claude" / "settings.json"
     assert cairn("hooks", "uninstall", "claude", cwd=repo).returncode == 0
     assert not path.exists()
     assert cairn("hooks", "install", "claude", cwd=repo).returncode == 0
-    assert cairn("hooks", "uninstall", "claude", cwd=repo).returncode == 0
-    assert path.read_text() == "{}\n"
+    removed = cairn("hooks", "uninstall", "claude", cwd=repo)
+    assert removed.returncode == 0 and "gone again" in removed.stdout
+    assert not path.exists() and not (repo / ".claude").exists()
+    assert list((repo / ".git" / "cairn" / "claude-settings").iterdir()) == []
+    # a .claude/ that was there (with something else in it) stays
+    write(repo, ".claude/commands/x.md", "mine\n")
+    assert cairn("hooks", "install", "claude", "--local", cwd=repo).returncode == 0
+    assert cairn("hooks", "uninstall", "claude", "--local", cwd=repo).returncode == 0
+    assert sorted(p.name for p in (repo / ".claude").iterdir()) == ["commands"]
+
+
+@pytest.mark.parametrize(
+    "original",
+    [
+        b'{\n\t"model": "opus",\n\t"env": {"A": "1"}\n}',
+        b'{"model":"opus","hooks":{"Stop":[{"hooks":[{"type":"command","command":"echo"}]}]}}\n',
+        b'\xef\xbb\xbf{\n    "model":   "opus"  ,\n    "x": "\\u00e9"\n}\n\n',
+        b"",
+    ],
+    ids=["tabs-no-newline", "minified", "bom-odd-spacing", "empty"],
+)
+def test_uninstall_restores_the_original_bytes(repo: Path, original: bytes) -> None:
+    path = write(repo, ".claude/settings.json", original)
+    path.chmod(0o600)
+    assert cairn("hooks", "install", "claude", cwd=repo).returncode == 0
+    assert cairn("hooks", "install", "claude", cwd=repo).returncode == 0  # again: no change
+    assert set(cairn_commands(settings_of(path))) == EVENTS
+    removed = cairn("hooks", "uninstall", "claude", cwd=repo)
+    assert removed.returncode == 0, removed.stderr
+    assert "byte for byte" in removed.stdout
+    assert path.read_bytes() == original
+    assert path.stat().st_mode & 0o777 == 0o600
+
+
+def test_install_keeps_the_files_indentation(repo: Path) -> None:
+    path = write(repo, ".claude/settings.json", '{\n\t"model": "opus"\n}')
+    assert cairn("hooks", "install", "claude", cwd=repo).returncode == 0
+    text = path.read_text()
+    assert text.startswith('{\n\t"model": "opus",\n\t"hooks": {\n\t\t"SessionStart"')
+    assert not text.endswith("\n")
+
+
+def test_uninstall_after_the_user_edited_the_file_takes_out_only_cairns_entries(
+    repo: Path,
+) -> None:
+    path = write(repo, ".claude/settings.json", '{\n    "model": "opus"\n}\n')
+    assert cairn("hooks", "install", "claude", cwd=repo).returncode == 0
+    edited = settings_of(path)
+    edited["env"] = {"B": "2"}
+    path.write_text(json.dumps(edited, indent=4) + "\n")
+    removed = cairn("hooks", "uninstall", "claude", cwd=repo)
+    assert removed.returncode == 0 and "only cairn's entries" in removed.stdout
+    assert path.read_text() == '{\n    "model": "opus",\n    "env": {\n        "B": "2"\n    }\n}\n'
+    # a file cairn created and the user emptied again goes, as install found it: absent
+    other = repo / ".claude" / "settings.local.json"
+    assert cairn("hooks", "install", "claude", "--local", cwd=repo).returncode == 0
+    other.write_text(json.dumps(settings_of(other)))
+    assert cairn("hooks", "uninstall", "claude", "--local", cwd=repo).returncode == 0
+    assert not other.exists()
 
 
 def test_reinstall_replaces_an_old_interpreter_path(tmp_path: Path) -> None:
@@ -182,7 +238,7 @@ def test_user_scope_edits_home(repo: Path) -> None:
     assert set(cairn_commands(settings_of(path))) == EVENTS
     assert not (repo / ".claude").exists()
     assert cairn("hooks", "uninstall", "claude", "--user", cwd=repo).returncode == 0
-    assert settings_of(path) == {}
+    assert not path.exists() and not path.parent.exists()  # neither was there before
 
 
 def test_invalid_json_is_bad_input_and_nothing_is_written(repo: Path) -> None:
@@ -263,6 +319,26 @@ def test_heartbeat_moves_last_updated(repo: Path) -> None:
     now = marker.read(path)
     assert now is not None and now.last_updated > earlier
     assert now.model_copy(update={"last_updated": old.last_updated}) == old  # nothing else
+
+
+def test_heartbeat_finds_the_ticket_run_from_this_branch(repo: Path) -> None:
+    """On branch main, a run of ticket ``plan`` (remembered in branches.json) gets the beat."""
+    from cairn.state import branches
+
+    ref, lease = begin_run(repo, "plan", ["A"])
+    runstate.interrupt(ref, lease, "signal")
+    _, _, layout = discover(repo)
+    branches.remember(layout, "main", "plan")
+    path = layout.marker_path("plan")
+    old = marker.read(path)
+    assert old is not None
+    earlier = old.last_updated - timedelta(hours=1)
+    marker.write(path, old.model_copy(update={"last_updated": earlier}))
+    done = run_hook("heartbeat", payload("PostToolUse", repo), repo)
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    now = marker.read(path)
+    assert now is not None and now.last_updated > earlier
+    assert not layout.marker_path("main").exists()
 
 
 def test_heartbeat_without_a_marker_writes_nothing(repo: Path) -> None:

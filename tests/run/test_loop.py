@@ -393,7 +393,9 @@ def test_a_plan_completed(project: Callable[..., Project]) -> None:
     assert outcome.snapshot == p.wip()
     # what the sink saw, in order
     kinds = p.sink.kinds()
-    assert kinds[:3] == ["run_started", "phase", "dispatch_started"]
+    # the branch (main) names another ticket than the plan's T-1: a note says which is used
+    assert kinds[:4] == ["run_started", "note", "phase", "dispatch_started"]
+    assert p.sink.named("note")[0]["branch"] == "main"
     assert kinds[-2:] == ["dispatch_finished", "run_finished"]
     assert [t["turn"] for t in p.sink.named("turn")] == [1, 2]
     assert p.sink.named("run_finished")[0]["status"] == "completed"
@@ -645,9 +647,12 @@ def test_every_stop_reason_is_a_saved_cutoff_with_its_cutoff_reason(
     assert [e["reason"] for e in p.journal("run_interrupted")] == [cutoff]
     commit = p.wip()
     assert snapshot_files(p.repo, commit)["partial.txt"] == b"p\n"
+    detail = f"; fake agent: {reason}" if cutoff in ("error", "crash") else ""
     assert status_line(p.summary()) == (
         f"Interrupted — {cutoff} during task 1 of 1; work saved at {WIP_REF} ({commit[:12]})"
+        + detail
     )
+    assert p.summary().status.detail == (detail[2:] or None)
     current = p.marker()
     assert current is not None and current.owner is None
 
@@ -735,7 +740,7 @@ def test_ctrl_c_stops_the_agent_saves_and_restores_the_handler(
     assert [e["reason"] for e in p.journal("run_interrupted")] == ["signal"]
     commit = p.wip()
     assert snapshot_files(p.repo, commit)["b.txt"] == b"partial\n"
-    assert status_line(p.summary()).startswith("Interrupted — signal during task 1 of 1")
+    assert status_line(p.summary()).startswith("Interrupted — signal after task 0 of 1")
     assert signal.getsignal(signal.SIGINT) is before
 
 

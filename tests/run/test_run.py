@@ -439,6 +439,29 @@ def test_resume_first_prompt_is_the_handoff(project: Callable[..., Project]) -> 
     assert "max_turns" in resumed["prompt"]
 
 
+def test_handoff_lists_the_snapshots_uncommitted_files(project: Callable[..., Project]) -> None:
+    """The handoff names files the agent changed but never reported, from the snapshot."""
+    p = project(
+        {
+            "coder": [
+                [
+                    {"write": {"path": "src/greet.py", "content": "hi\n"}},
+                    {"write": {"path": "src/extra.py", "content": "unreported\n"}},
+                    {"append": {"path": "README.md", "content": "more\n"}},
+                    done(1, "src/greet.py"),
+                ],
+                [done(2)],
+            ]
+        },
+        max_turns=1,
+        budget_pressure_turns=0,
+    )
+    assert code(p.run()) == 3
+    assert code(p.resume()) == 0
+    resumed = p.prompts("coder")[1]["prompt"]
+    assert "Files touched so far: README.md, src/extra.py, src/greet.py\n" in resumed
+
+
 # --- 3. continuation inside one run -------------------------------------------------------------
 
 
@@ -456,7 +479,15 @@ def test_continuation_within_the_run_completes(project: Callable[..., Project]) 
     assert p.marker() is None
     assert [e["reason"] for e in p.named("cutoff")] == ["max_turns"]
     assert p.named("run_interrupted") == []
-    assert [e["reason"] for e in p.named("dispatch_finished")] == ["max_turns", "completed"]
+    finished = p.named("dispatch_finished")
+    assert [e["reason"] for e in finished] == ["max_turns", "completed"]
+    # Each dispatch's events are kept as its transcript; nothing was denied, nothing failed.
+    names = [e["transcript"] for e in finished]
+    assert names == ["01_coder_transcript.jsonl", "02_coder_transcript.jsonl"]
+    kept = [json.loads(x) for x in (p.run_dir / names[0]).read_text().splitlines()]
+    assert [x["type"] for x in kept if x["type"] == "turn_completed"] == ["turn_completed"] * 2
+    assert all(e["denials"] == [] and "error" not in e for e in finished)
+    assert finished[0]["usage"]["total_tokens"] == 0
 
     coder = p.prompts("coder")
     assert [(r["turn"], r["played_turn"]) for r in coder] == [(1, 1), (2, 2), (1, 3)]
@@ -495,7 +526,8 @@ def test_agent_crash_is_a_saved_cutoff_and_resume_finishes(
     commit = p.wip()
     assert snapshot_files(p.repo, commit)["b.txt"] == b"bee\n"
     assert status_line(p.summary()) == (
-        f"Interrupted — crash during task 2 of 2; work saved at {WIP_REF} ({commit[:12]})"
+        f"Interrupted — crash after task 1 of 2; work saved at {WIP_REF} ({commit[:12]}); "
+        "scripted agent killed by SIGKILL"
     )
     assert p.catchup()["state"] == "interrupted"
     p.wait_agents_gone()
@@ -536,7 +568,7 @@ def test_hang_is_cut_off_by_max_seconds(
     assert elapsed < max_seconds + grace + 4
     assert [e["reason"] for e in p.named("dispatch_finished")] == ["timeout"]
     assert [e["reason"] for e in p.named("run_interrupted")] == ["timeout"]
-    assert status_line(p.summary()).startswith("Interrupted — timeout during task 1 of 1")
+    assert status_line(p.summary()).startswith("Interrupted — timeout after task 0 of 1")
     assert snapshot_files(p.repo, p.wip())["h.txt"] == b"h\n"
     p.wait_agents_gone(2)
 
@@ -592,7 +624,7 @@ def test_signal_to_cairn_interrupts_and_saves(
     commit = p.wip()
     assert snapshot_files(p.repo, commit)["b.txt"] == b"partial\n"
     assert status_line(p.summary()) == (
-        f"Interrupted — signal during task 1 of 1; work saved at {WIP_REF} ({commit[:12]})"
+        f"Interrupted — signal after task 0 of 1; work saved at {WIP_REF} ({commit[:12]})"
     )
     current = p.marker()
     assert current is not None and current.owner is None and current.dispatch is None

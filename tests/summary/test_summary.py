@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from cairn import summary as S
 from cairn.errors import BadInput
 from cairn.summary import Finding, Gate, Status, Summary, SummaryError, Task, parse, render
+from cairn.summary.render import status_line
 
 NOW = datetime(2026, 11, 30, 10, 15, tzinfo=UTC)
 LATER = NOW + timedelta(minutes=5)
@@ -160,9 +161,38 @@ def test_interrupted_status_lines() -> None:
     done = S.finalise(S.skip_task(S.complete_task(example(), 1, NOW), 2, NOW, "not needed"), NOW)
     stopped = S.mark_interrupted(done, "signal", NOW)
     assert stopped.status.item is None
-    assert "Interrupted — signal after 3 of 3 tasks; no snapshot" in render(stopped)
+    assert "Interrupted — signal after task 3 of 3; no snapshot" in render(stopped)
     for summary in (s, stopped):
         assert parse(render(summary)) == summary
+
+
+def test_a_cutoff_names_only_a_task_in_progress() -> None:
+    """A task that never started is not "during": nothing in progress says "after task K of M",
+    K the tasks resolved (completed, skipped or deferred)."""
+    fresh = S.scaffold_tasks("PROJ-12", "20261130-101500Z", [(1, "a"), (2, "b"), (3, "c")], NOW)
+    stopped = S.mark_interrupted(fresh, "max_turns", NOW)
+    assert stopped.status.item is None
+    assert status_line(stopped) == "Interrupted — max_turns after task 0 of 3; no snapshot"
+    one_done = S.mark_interrupted(S.complete_task(fresh, 1, NOW), "incomplete", NOW)
+    assert status_line(one_done) == "Interrupted — incomplete after task 1 of 3; no snapshot"
+    for summary in (stopped, one_done):
+        assert parse(render(summary)) == summary
+    answered = S.mark_interrupted(review(), "timeout", NOW)
+    assert status_line(answered) == "Interrupted — timeout after finding 1 of 2; no snapshot"
+    assert parse(render(answered)) == answered
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Interrupted — max_turns after 1 of 3 tasks; no snapshot",
+        "Interrupted — max_turns after task 1 of 3; no snapshot",
+        "Interrupted — max_turns during task 1 of 3; no snapshot",
+    ],
+)
+def test_old_and_new_interrupted_lines_parse(line: str) -> None:
+    text = EXAMPLE.replace("In progress — task 1 of 3", line)
+    assert parse(text).status.state == "interrupted"
 
 
 # --- round trip ------------------------------------------------------------------------------
@@ -480,6 +510,8 @@ def test_duplicated_field_names_its_line() -> None:
         "Not started — 0 of 3 tasks",
         "Completed — 3 of 3 tasks",
         "Interrupted — timeout after 0 of 3 tasks; no snapshot",
+        "Interrupted — timeout after task 0 of 3; no snapshot",
+        "Interrupted — timeout after finding 1 of 3; no snapshot",
         "In progress — finding 1 of 3",
         "Interrupted — Time Out during task 1 of 3; no snapshot",
         "Half done",

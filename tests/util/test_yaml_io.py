@@ -21,6 +21,7 @@ SCALARS = st.one_of(
     st.none(),
     st.integers(-(10**12), 10**12),
     st.booleans(),
+    st.floats(min_value=0, max_value=1e17, allow_nan=False, allow_infinity=False),
     st.sampled_from(
         [
             "impl",
@@ -38,6 +39,9 @@ SCALARS = st.one_of(
             "1_000",
             "1e5",
             "1.5",
+            "0.84",
+            "01.5",
+            "1.",
             ".inf",
             "12:30",
             "a:b",
@@ -117,7 +121,12 @@ def test_what_cairn_writes_takes_the_flat_path() -> None:
         "snapshot": {"ref": "refs/cairn/wip/PROJ-12", "commit": "5aa0bec1" * 5},
     }
     front = {"format": 1, "ticket": "PROJ-12", "run": None, "mode": "review", "round": 2}
-    for data in (marker, front):
+    usage = {
+        **front,
+        "usage": {"input_tokens": 181200, "output_tokens": 950, "cost_usd": 0.84},
+        "blocked": None,
+    }
+    for data in (marker, front, usage):
         text = yaml_io.dump_flat(data)
         assert text is not None and text == yaml.dump(
             data, Dumper=DUMPER, sort_keys=False, allow_unicode=True

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from cairn.terms import StopReason
+from cairn.terms import AgentPermissions, StopReason
 
 EventKind = Literal[
     "turn_started", "turn_completed", "tool_use", "file_changed", "plan_updated", "message"
@@ -101,6 +101,9 @@ class DispatchRequest:
     ``next_prompt(n)`` gives the prompt of turn ``n`` (1-based): turn 1 is the dispatch prompt,
     later turns are continuation prompts (with the wrap-up directive when the budget runs low).
     It returns None when the orchestrator considers the dispatch's work done.
+    ``permissions`` is ``agent.permissions`` (``preset``: cairn's permission preset plus the
+    ``allow`` commands; ``user``: only the user's own flags); ``transcript`` is where the
+    agent's raw event stream is kept (None: nowhere).
     """
 
     role: str
@@ -114,6 +117,9 @@ class DispatchRequest:
     session_id: str | None = None
     pressure_turns: int = 0
     writable: list[Path] = field(default_factory=list)
+    permissions: AgentPermissions = "user"
+    allow: list[str] = field(default_factory=list)
+    transcript: Path | None = None
 
 
 def next_turn(

@@ -18,21 +18,39 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from cairn.agents import process
-from cairn.agents.base import DispatchRequest, Event, Usage
+from cairn.agents import permissions, process
+from cairn.agents.base import Denial, DispatchRequest, Event, Usage
 from cairn.agents.streaming import StreamingAdapter, StreamingDispatch
 from cairn.terms import ENV_DISPATCH_ID, ENV_MAX_TURNS, ENV_PRESSURE_TURNS
+from cairn.util.text import one_line
 
 PROGRAM = "claude"
 MINIMUM_VERSION = (2, 1, 0)
+SYNTHETIC = "<synthetic>"
 FILE_TOOLS = {"Write", "Edit", "MultiEdit", "NotebookEdit"}
+TARGET_KEYS = ("command", "file_path", "notebook_path", "path", "url", "pattern", "query")
 
 
-def hook_settings() -> str:
-    """``--settings`` JSON that registers cairn's in-loop budget hook."""
+def hook_settings(extra: dict[str, Any] | None = None) -> str:
+    """``--settings`` JSON that registers cairn's in-loop budget hook (and ``extra`` keys: the
+    permission preset's rules)."""
     command = shlex.join([sys.executable, "-m", "cairn", "hook", "claude", "post-tool-use"])
     hook = {"matcher": "*", "hooks": [{"type": "command", "command": command}]}
-    return json.dumps({"hooks": {"PostToolUse": [hook]}})
+    return json.dumps({"hooks": {"PostToolUse": [hook]}, **(extra or {})})
+
+
+def denials(result: dict[str, Any]) -> list[Denial]:
+    """The tool calls Claude was refused, from its ``result`` line's ``permission_denials``."""
+    found = result.get("permission_denials")
+    refused = []
+    for item in found if isinstance(found, list) else []:
+        if not isinstance(item, dict):
+            continue
+        tool_input = item.get("tool_input")
+        given = tool_input if isinstance(tool_input, dict) else {}
+        target = next((given[k] for k in TARGET_KEYS if isinstance(given.get(k), str)), "")
+        refused.append(Denial(str(item.get("tool_name") or "?"), one_line(target)))
+    return refused
 
 
 @dataclass
@@ -73,6 +91,8 @@ class StreamState:
 
     def _assistant(self, data: dict[str, Any]) -> list[Event]:
         message = data.get("message") or {}
+        if message.get("model") == SYNTHETIC:
+            return []  # Claude's own note (an API error's text), not a model call
         ident = message.get("id") or data.get("uuid")
         events = []
         if ident != self._message:
@@ -114,7 +134,10 @@ class ClaudeDispatch(StreamingDispatch):
     def _invocation(self, prompt: str) -> list[str]:
         argv = [*self.argv, "-p", prompt, "--output-format", "stream-json", "--verbose"]
         argv += ["--max-turns", str(self.request.max_turns - self._turns)]
-        argv += ["--settings", hook_settings()]
+        request = self.request
+        preset = permissions.claude_settings(request.permissions, request.allow)
+        argv += ["--settings", hook_settings(preset)]
+        argv += permissions.claude_flags(request.permissions, self.argv)
         if self._session_id:
             argv += ["--resume", self._session_id]
         return argv
@@ -144,6 +167,7 @@ class ClaudeDispatch(StreamingDispatch):
             self._set(reason, returncode if returncode > 0 else None, child.with_stderr(detail))
             return False
         self._usage = self._usage + claude_usage(result)
+        self._denials += denials(result)
         subtype = result.get("subtype")
         if subtype == "error_max_turns" or result.get("terminal_reason") == "max_turns":
             self._set("max_turns", returncode if returncode > 0 else None)

@@ -12,16 +12,27 @@ the dispatch ends as ``max_turns``. ``todo_list`` items become ``plan_updated`` 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import shlex
+from dataclasses import dataclass, field
 from typing import Any
 
-from cairn.agents import process
-from cairn.agents.base import DispatchRequest, Event, Usage
+from cairn.agents import permissions, process
+from cairn.agents.base import Denial, DispatchRequest, Event, Usage
 from cairn.agents.streaming import StreamingAdapter, StreamingDispatch
+from cairn.util.text import one_line
 
 DEFAULT = ("codex", "exec")
 MINIMUM_VERSION = (0, 100, 0)
 STEP_ITEMS = {"command_execution", "file_change", "mcp_tool_call", "web_search", "agent_message"}
+# What a command's output says when Codex's sandbox refused it (Codex reports no refusal of its
+# own in exec mode: the command just fails). Network errors count only in a sandbox without it.
+REFUSED = ("Read-only file system", "Operation not permitted")
+NO_NETWORK = (
+    "Couldn't connect to server",
+    "Could not resolve host",
+    "Network is unreachable",
+    "Temporary failure in name resolution",
+)
 
 
 @dataclass
@@ -36,6 +47,8 @@ class ExecState:
     last_text: str | None = None
     usage: dict[str, Any] | None = None
     malformed: int = 0
+    sandboxed: bool = True
+    denials: list[Denial] = field(default_factory=list)
 
     def feed(self, line: str) -> list[Event]:
         if not line.strip():
@@ -82,12 +95,34 @@ class ExecState:
             self.last_text = str(item.get("text") or "")
             events.append(Event("message", turn, {"text": self.last_text}))
         else:
+            self._refused(item)
             events.append(Event("tool_use", turn, {"name": item_type, "input": item}))
             for change in item.get("changes") or []:
                 if isinstance(change, dict) and change.get("path"):
                     events.append(Event("file_changed", turn, {"path": change["path"]}))
         events.append(Event("turn_completed", turn))
         return events
+
+    def _refused(self, item: dict[str, Any]) -> None:
+        """A failed command whose output shows the sandbox refused it is a denial."""
+        if item.get("type") != "command_execution" or item.get("status") != "failed":
+            return
+        output = str(item.get("aggregated_output") or "")
+        markers = REFUSED + (NO_NETWORK if self.sandboxed else ())
+        if any(marker in output for marker in markers):
+            command = shell_command(str(item.get("command") or ""))
+            self.denials.append(Denial("exec", one_line(command)))
+
+
+def shell_command(command: str) -> str:
+    """The model's command out of Codex's ``/bin/bash -c '…'`` wrapper."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return command
+    if len(words) == 3 and words[1] in ("-c", "-lc") and words[0].endswith("sh"):
+        return words[2]
+    return command
 
 
 class CodexDispatch(StreamingDispatch):
@@ -106,11 +141,14 @@ class CodexDispatch(StreamingDispatch):
             # without them the agent can neither commit nor report progress
             roots = json.dumps([str(p) for p in self.request.writable])
             options = [*options, "-c", f"sandbox_workspace_write.writable_roots={roots}"]
+        options += permissions.codex_options(self.request.permissions, options)
         resume = ["resume", self._session_id] if self._session_id else []
         return [*head, *options, "--json", "--skip-git-repo-check", *resume, prompt]
 
     def _stream(self) -> ExecState:
-        return ExecState(base=self._turns)
+        options = self.argv[self.argv.index("exec") + 1 :]
+        added = permissions.codex_options(self.request.permissions, options)
+        return ExecState(base=self._turns, sandboxed=permissions.codex_sandboxed(options + added))
 
     def _seen(self, event: Event, child: process.Child) -> None:
         if event.kind == "turn_completed" and event.turn >= self.request.max_turns:
@@ -125,6 +163,7 @@ class CodexDispatch(StreamingDispatch):
     def _continue(self, state: ExecState, returncode: int, child: process.Child) -> bool:
         if state.usage:
             self._usage = self._usage + codex_usage(state.usage)
+        self._denials += state.denials
         if self._interrupt is not None:
             self._set(self._interrupt)
             return False

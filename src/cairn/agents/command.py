@@ -13,6 +13,7 @@ is relayed as a ``message`` event; the last one of the last turn is the final me
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
@@ -110,6 +111,7 @@ class CommandDispatch(process.ChildDispatch):
                 writer.start()
             last: str | None = None
             for line in child.lines():
+                self._keep(json.dumps({"type": "output", "turn": n, "text": line}))
                 if line.strip():
                     last = line.rstrip("\r")
                     yield Event("message", n, {"text": last})

@@ -21,7 +21,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
-from cairn.agents.base import Dispatch, DispatchRequest, Event, Result, Usage
+from cairn.agents import transcript
+from cairn.agents.base import Denial, Dispatch, DispatchRequest, Event, Result, Usage
 from cairn.terms import StopReason
 from cairn.util.procs import kill_group, signal_group
 
@@ -235,6 +236,8 @@ class ChildDispatch(Dispatch):
         self._final: str | None = None
         self._session_id: str | None = None  # the agent's own conversation id, if it has one
         self._usage = Usage()
+        self._denials: list[Denial] = []
+        self._transcript = transcript.open_for(request.transcript)
 
     @property
     def pid(self) -> int | None:
@@ -259,6 +262,13 @@ class ChildDispatch(Dispatch):
         finally:
             if self._child is not None:
                 self._child.close()
+            if self._transcript is not None:
+                self._transcript.close()
+
+    def _keep(self, line: str) -> None:
+        """Tee one line of the agent's event stream into the dispatch's transcript."""
+        if self._transcript is not None:
+            self._transcript.write(line)
 
     @abstractmethod
     def _run(self) -> Iterator[Event]:
@@ -275,4 +285,10 @@ class ChildDispatch(Dispatch):
             exit_code=exit_code,
             usage=self._usage,
             detail=detail,
+            denials=tuple(self._denials),
+            transcript=self._transcript_name(),
         )
+
+    def _transcript_name(self) -> str | None:
+        path = self.request.transcript
+        return path.name if path is not None and path.exists() else None

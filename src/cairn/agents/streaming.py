@@ -119,6 +119,7 @@ class StreamingDispatch(process.ChildDispatch):
                 child.terminate(self._grace)
             stream = self._stream()
             for line in child.lines():
+                self._keep(line)
                 for event in stream.feed(line):
                     yield event
                     self._seen(event, child)

@@ -9,26 +9,43 @@ import subprocess
 from collections.abc import Mapping
 
 from cairn.errors import BadInput
+from cairn.util.procs import kill_group
 
 _VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 
 
+TIMEOUT = 10.0  # seconds the probe may take
+
+
 @functools.cache
 def _reported(program: str, env: frozenset[tuple[str, str]]) -> str:
+    """What ``program --version`` printed, or ``!`` and why it printed nothing usable. The probe
+    runs in its own process group, killed whole when it times out: nothing it started stays."""
     try:
-        done = subprocess.run(
+        proc = subprocess.Popen(
             [program, "--version"],
-            capture_output=True,
-            timeout=30,
-            check=False,
-            env=dict(env),
             stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=dict(env),
+            start_new_session=True,
         )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"!{exc}"
-    if done.returncode != 0:
-        return f"!exit status {done.returncode}"
-    return done.stdout.decode("utf-8", "replace").strip()
+    except OSError as exc:
+        return f"!{exc.strerror or exc}"
+    try:
+        out, _ = proc.communicate(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        kill_group(proc.pid)
+        proc.kill()
+        proc.wait()
+        return f"!timed out after {TIMEOUT:g} seconds"
+    finally:
+        kill_group(proc.pid)  # whatever it left running
+        if proc.stdout is not None:
+            proc.stdout.close()
+    if proc.returncode != 0:
+        return f"!exit status {proc.returncode}"
+    return out.decode("utf-8", "replace").strip()
 
 
 def require(
@@ -39,8 +56,13 @@ def require(
     text = _reported(program, frozenset({**os.environ, **env}.items()))
     match = _VERSION.search(text) if not text.startswith("!") else None
     wanted = ".".join(map(str, minimum))
+    if text.startswith("!"):
+        raise BadInput(
+            f"{program} --version failed: {text[1:]}; check that it is {product} "
+            f"{'.'.join(map(str, minimum))} or newer, or set agent.command"
+        )
     if match is None:
-        shown = text.lstrip("!")[:80] or "nothing"
+        shown = text[:80] or "nothing"
         raise BadInput(
             f"{program} --version gave {shown!r}, not a {product} version; "
             f"install {product} {wanted} or newer, or set agent.command"

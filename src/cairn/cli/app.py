@@ -14,6 +14,7 @@ from cairn.cli.commands import (
     demo,
     hook_events,
     hooks_install,
+    logs,
     mcp,
     progress,
     run,
@@ -38,6 +39,7 @@ app.command("run")(run.run)
 app.command("resume")(run.resume)
 app.command("catchup")(catchup.catchup)
 app.command("status")(status.status)
+app.command("logs")(logs.logs)
 app.command("demo")(demo.demo)
 app.add_typer(wip.app, name="wip")
 app.add_typer(progress.task_app, name="task")

@@ -19,10 +19,12 @@ _LINES = {
     "task": "  task {task} {status}",
     "finding": "  finding {finding} {status}",
     "snapshot": "  snapshot {short} ({reason})",
-    "cutoff": "cutoff: {reason} in {role} dispatch; work saved at {snapshot_text}",
-    "dispatch_finished": "dispatch {dispatch} ended: {reason} after {turns} turns",
+    "cutoff": "cutoff: {reason}{detail_text} in {role} dispatch; work saved at {snapshot_text}",
+    "dispatch_finished": "dispatch {dispatch} ended: {reason} after {turns} turns{error_text}",
+    "denials": "  {message}",
     "warning": "warning: {message}",
-    "run_finished": "run {run} {status} in {elapsed}",
+    "note": "{message}",
+    "run_finished": "run {run} {status} in {elapsed}{usage_suffix}",
 }
 
 
@@ -70,6 +72,9 @@ class Display:
             "pressure_text": " (wrap-up directive sent)" if fields.get("pressure") else "",
             "snapshot_text": fields.get("snapshot") or "nothing to save",
             "short": str(fields.get("commit", ""))[:12],
+            "detail_text": f" ({fields['detail']})" if fields.get("detail") else "",
+            "error_text": f": {fields['error']}" if fields.get("error") else "",
+            "usage_suffix": f" · {fields['usage_text']}" if fields.get("usage_text") else "",
         }
         try:
             line = template.format(**values)

@@ -200,6 +200,17 @@ COMMANDS: dict[tuple[str, ...], Command] = {
         ),
     ),
     ("status",): Command("cairn.cli.handlers.status:status", options=_options(JSON, WORKSPACE)),
+    ("logs",): Command(
+        "cairn.cli.handlers.logs:logs",
+        (Arg("ticket", required=False),),
+        _options(
+            JSON,
+            WORKSPACE,
+            {"-f": Opt("follow", "flag")},
+            follow=Opt("follow", "flag"),
+            dispatch=Opt("dispatch", convert=IntAtLeast(1)),
+        ),
+    ),
 }
 LONGEST = max(len(path) for path in COMMANDS)
 

@@ -102,7 +102,9 @@ def post_tool_use(payload: Mapping[str, Any], env: Mapping[str, str]) -> dict[st
         return None
     turns -= _dispatch_baseline(env, turns)
     left = max_turns - turns
-    if left > pressure:
+    if left > pressure or left <= 0:
+        # At 0 the turn cap ends the dispatch before the model is asked again: the directive
+        # would only wait in the session and greet whoever resumes it ("0 turn(s) left").
         return None
     from cairn.run import prompts
 
@@ -223,8 +225,17 @@ def heartbeat(payload: Mapping[str, Any], env: Mapping[str, str]) -> bool:
     from cairn.state.layout import discover
 
     repo, _config, layout = discover(workspace)
-    ticket = tickets.from_branch(_branch(repo))
+    branch = _branch(repo)
+    ticket = tickets.from_branch(branch)
     path = layout.marker_path(ticket)
+    if not path.is_file() and branch is not None:
+        from cairn.state import branches
+
+        mapped = [t for t in branches.read(layout).get(branch, []) if t != ticket]
+        for other in reversed(mapped):  # the ticket last run from this branch, with a marker
+            if layout.marker_path(other).is_file():
+                ticket, path = other, layout.marker_path(other)
+                break
     if not path.is_file():
         return False
     with _lock(layout.lock_path(ticket)) as held:

@@ -71,6 +71,9 @@ class SettingsResult:
     changes: list[Change] = field(default_factory=list)
     written: bool = False
     created: bool = False
+    # uninstall: the file as it was before install put back byte for byte ("restored"), or
+    # removed with the directory cairn made for it ("removed"), or only cairn's entries out
+    outcome: Literal["restored", "removed", "stripped"] | None = None
 
     @property
     def changed(self) -> bool:
@@ -192,28 +195,88 @@ def _without_cairn(groups: list[Any]) -> list[Any]:
 # --- the file -------------------------------------------------------------------------------
 
 
-def install(path: Path) -> SettingsResult:
-    """Merge cairn's hooks into the settings file at ``path`` (created when missing)."""
+def install(path: Path, keep: Path | None = None) -> SettingsResult:
+    """Merge cairn's hooks into the settings file at ``path`` (created when missing), in the
+    file's own indentation. With ``keep`` (the state root), the file as it was first is kept
+    there so that uninstall can put it back byte for byte."""
+
     target, settings, existed = _load(path)
     result = SettingsResult(path=target)
     result.changes = merge(settings, wanted(), str(target))
     if result.changed:
-        _save(target, settings, existed)
+        before = target.read_bytes() if existed else b""
+        text = render(settings, before.decode("utf-8-sig") if existed else None)
+        if keep is not None:
+            _remember(keep, target, existed, before, text, result.changes)
+        _save(target, text, existed)
         result.written, result.created = True, not existed
     return result
 
 
-def uninstall(path: Path) -> SettingsResult:
-    """Take cairn's hooks out of the settings file at ``path``; a missing file is left missing,
-    and a file left with nothing else in it stays as ``{}``."""
+def _remember(
+    keep: Path, target: Path, existed: bool, before: bytes, text: str, changes: list[Change]
+) -> None:
+    """Record the file as it was before cairn's first install, and the bytes written now. A
+    file that already held cairn's hooks keeps its first record (re-install); without one (an
+    older cairn installed them) nothing is recorded and uninstall strips cairn's entries."""
+    from cairn.integrations import settings_backup as backup
+
+    prior = backup.load(keep, target)
+    ours_before = any(c.action != "added" for c in changes)
+    if ours_before and prior is None:
+        return
+    if prior is None or not ours_before:
+        prior = backup.Original(existed, before, not os.path.lexists(target.parent), "")
+    prior.installed = backup.digest(text.encode("utf-8"))
+    backup.save(keep, target, prior)
+
+
+def state_root(workspace: Path | str) -> Path | None:
+    """Where install keeps the original settings: the state root of the repository at
+    ``workspace``; None outside a repository (uninstall then takes out cairn's entries only)."""
+    from cairn.errors import CairnError
+    from cairn.state.layout import discover
+
+    try:
+        return discover(workspace)[2].root
+    except CairnError:
+        return None
+
+
+def uninstall(path: Path, keep: Path | None = None) -> SettingsResult:
+    """Take cairn's hooks out of the settings file at ``path``. While the file holds exactly
+    what install wrote, what was there before comes back byte for byte (no file, and no
+    ``.claude/`` directory if cairn made it, when there was none). Once someone edited it, only
+    cairn's entries come out, in the file's own indentation; a file cairn created that holds
+    nothing else then goes too. A missing file is left missing."""
+    from cairn.integrations import settings_backup as backup
+
     target, settings, existed = _load(path)
     result = SettingsResult(path=target)
+    prior = backup.load(keep, target)
     if not existed:
+        backup.forget(keep if prior else None, target)
         return result
     result.changes = strip(settings, str(target))
-    if result.changes:
-        _save(target, settings, existed)
-        result.written = True
+    if not result.changes:
+        backup.forget(keep if prior else None, target)
+        return result
+    current = target.read_bytes()
+    untouched = prior is not None and backup.digest(current) == prior.installed
+    if prior is not None and untouched and prior.existed:
+        _save(target, prior.data, True)
+        result.outcome = "restored"
+    elif prior is not None and not prior.existed and (untouched or not settings):
+        durable.remove(target)
+        if prior.dir_created:
+            with contextlib.suppress(OSError):  # not empty: someone put more there
+                target.parent.rmdir()
+        result.outcome = "removed"
+    else:
+        _save(target, render(settings, current.decode("utf-8-sig")), True)
+        result.outcome = "stripped"
+    result.written = True
+    backup.forget(keep if prior else None, target)
     return result
 
 
@@ -253,15 +316,27 @@ def _load(path: Path) -> tuple[Path, dict[str, Any], bool]:
     return target, settings, True
 
 
-def _save(target: Path, settings: dict[str, Any], existed: bool) -> None:
+def _save(target: Path, data: str | bytes, existed: bool) -> None:
     mode = stat.S_IMODE(target.stat().st_mode) if existed else None
     durable.ensure_dir(target.parent)
-    durable.atomic_write(target, render(settings))
+    durable.atomic_write(target, data)
     if mode is not None and mode != stat.S_IMODE(target.stat().st_mode):
         with contextlib.suppress(OSError):
             os.chmod(target, mode)
 
 
-def render(settings: dict[str, Any]) -> str:
-    """Indent 2, keys in their order, non-ASCII kept, one trailing newline."""
-    return json.dumps(settings, indent=2, ensure_ascii=False) + "\n"
+def render(settings: dict[str, Any], like: str | None = None) -> str:
+    """Keys in their order, non-ASCII kept; indented as ``like`` (the file as it is: its
+    indentation, tabs or spaces, and whether it ends with a newline), else by 2 with one
+    trailing newline."""
+    indent: int | str | None = 2
+    newline = "\n"
+    if like is not None and like.strip():
+        newline = "\n" if like.endswith("\n") else ""
+        lines = like.strip().splitlines()
+        nested = next((line for line in lines[1:] if line[:1] in (" ", "\t")), None)
+        if len(lines) == 1:
+            indent = None
+        elif nested is not None:
+            indent = nested[: len(nested) - len(nested.lstrip(" \t"))]
+    return json.dumps(settings, indent=indent, ensure_ascii=False) + newline

@@ -16,13 +16,15 @@ RunEvent = Literal[
     "phase",  # phase, round
     "dispatch_started",  # dispatch, role, max_turns
     "turn",  # turn, max_turns, pressure
-    "dispatch_finished",  # dispatch, reason, turns
+    "dispatch_finished",  # dispatch, reason, turns, usage, denials, error
+    "denials",  # dispatch, count, denials ({tool, target}), message
     "snapshot",  # commit, reason
-    "cutoff",  # reason, role, snapshot
+    "cutoff",  # reason, role, snapshot, detail
     "evaluation",  # round, status, failed
     "review",  # round, findings, blocking
     "warning",  # message
-    "run_finished",  # run, status, elapsed
+    "note",  # message (and branch: which ticket a run on another branch's name is)
+    "run_finished",  # run, status, elapsed, usage, usage_text
 ]
 
 

@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING
 
 from cairn import summary
 from cairn.agents.base import Adapter, DispatchRequest
-from cairn.config import Config
+from cairn.config import Config, pressure_given
 from cairn.errors import BadInput
 from cairn.git import Repo
 from cairn.run.events import EventSink, NoEvents
 from cairn.run.orchestrator import Orchestrator, RunOutcome
 from cairn.run.orchestrator.context import agent_script
 from cairn.run.plan import PLAN_READ_LIMIT, Plan
-from cairn.state import journal, layout, marker, runstate
+from cairn.state import journal, layout, marker, runstate, sharing
 from cairn.state.runstate import RunRef
 from cairn.summary import Summary
 from cairn.summary.store import READ_LIMIT as SUMMARY_LIMIT
@@ -52,10 +52,12 @@ def check_plan_size(path: Path, tasks: int, scaffold: Summary) -> None:
 def adapter_for(config: Config, kind: str | None, max_turns: int | None) -> tuple[str, Adapter]:
     from cairn import agents
 
-    if max_turns is not None and max_turns <= config.agent.budget_pressure_turns:
+    pressure = config.agent.budget_pressure_turns
+    if max_turns is not None and max_turns <= pressure and pressure_given(config):
         raise BadInput(
             f"--max-turns {max_turns} must be larger than agent.budget_pressure_turns "
-            f"({config.agent.budget_pressure_turns}); pass a larger --max-turns"
+            f"({pressure}, set in {config.source}); pass a larger --max-turns, or leave "
+            "budget_pressure_turns out (its default stays below the cap)"
         )
     chosen = kind or config.agent.kind
     if not chosen:
@@ -94,9 +96,11 @@ def run(
     agent: str | None = None,
     max_turns: int | None = None,
     takeover: bool = False,
+    allow_shared: bool = False,
     sink: EventSink | None = None,
 ) -> RunOutcome:
-    """``cairn run PLAN``: a new run of the plan's ticket, to completion or a saved stop."""
+    """``cairn run PLAN``: a new run of the plan's ticket, to completion or a saved stop.
+    Refused while another ticket runs in this work tree, unless ``allow_shared``."""
     from cairn import tickets
     from cairn.run import plan as plans
     from cairn.util.durations import parse_duration
@@ -119,20 +123,24 @@ def run(
         return first
 
     check_plan_size(Path(plan_path), len(pairs), scaffold(SIZING_RUN_ID))
+    stale_after = parse_duration(config.marker.stale_after)
+    if not allow_shared:
+        sharing.refuse_shared(state, repo.toplevel, ticket, stale_after, "run")
 
     ref, lease = runstate.begin(
         state,
         ticket,
         scaffold,
-        stale_after=parse_duration(config.marker.stale_after),
+        stale_after=stale_after,
         takeover=takeover,
-        started={"agent": kind, "plan": str(plan_path)},
+        started={"agent": kind, "plan": str(plan_path), "workspace": str(repo.toplevel)},
         first_artifacts=[
             ("orchestrator", "plan", "md", _plan_markdown(loaded)),
             ("orchestrator", "plan", "json", loaded.model_dump_json(indent=2)),
         ],
     )
     sink.event("run_started", run=ref.run_id, ticket=ticket, tasks=len(pairs), agent=kind)
+    _remember_branch(repo, state, ticket, sink)
     if lease.warning is not None:
         sink.event("warning", message=lease.warning)
     if lease.previous is not None and lease.previous.run:
@@ -147,6 +155,21 @@ def run(
     return orchestrator.execute()
 
 
+def _remember_branch(repo: Repo, state: layout.Layout, ticket: str, sink: EventSink) -> None:
+    """When the branch names another ticket: say which one this run is, and remember it so
+    that catchup, resume and the hooks on this branch find it."""
+    from cairn.state import branches
+
+    branch, note = branches.branch_note(repo, ticket)
+    if branch is None or note is None:
+        return
+    sink.event("note", message=note, branch=branch)
+    try:
+        branches.remember(state, branch, ticket)
+    except OSError as exc:
+        sink.event("warning", message=f"could not record branch {branch} → {ticket}: {exc}")
+
+
 def resume(
     workspace: Path | str,
     ticket: str | None = None,
@@ -154,16 +177,22 @@ def resume(
     agent: str | None = None,
     max_turns: int | None = None,
     takeover: bool = False,
+    allow_shared: bool = False,
     sink: EventSink | None = None,
 ) -> RunOutcome:
-    """``cairn resume``: continue an interrupted run in its own run directory."""
+    """``cairn resume``: continue an interrupted run in its own run directory. Refused while
+    another ticket runs in this work tree, unless ``allow_shared``."""
     from cairn import tickets
-    from cairn.state import catchup
+    from cairn.state import branches, catchup
     from cairn.state.lease import acquire
     from cairn.util.durations import parse_duration
 
     repo, config, state = layout.discover(workspace)
-    ticket = tickets.validate(ticket) if ticket else catchup.default_ticket(repo)
+    note = None
+    if ticket:
+        ticket = tickets.validate(ticket)
+    else:
+        ticket, note = branches.default_ticket(repo, state)
     stale_after = parse_duration(config.marker.stale_after)
     report = catchup.build(repo, config, state, ticket, stale_after)
     run_id = _resumable(report, takeover)
@@ -173,6 +202,8 @@ def resume(
     loaded = _run_plan(ref)
     preflight(adapter, repo, config, loaded)
     runstate.check_writable(state, ticket, run_id)
+    if not allow_shared:
+        sharing.refuse_shared(state, repo.toplevel, ticket, stale_after, "resume")
     lease = acquire(state, ticket, stale_after=stale_after, takeover=takeover)
     try:
         runstate.catch_up(ref)
@@ -184,6 +215,7 @@ def resume(
             run=ref.run_id,
             resumed=True,
             agent=kind,
+            workspace=str(repo.toplevel),
             owner=lease.me.model_dump(mode="json"),
         )
         phase, round_number = _reclaim(ref, lease, report)
@@ -191,6 +223,8 @@ def resume(
         lease.release()
         raise
     sink.event("run_resumed", run=ref.run_id, ticket=ticket, phase=phase, agent=kind)
+    if note is not None:
+        sink.event("note", message=note)
     if lease.warning is not None:
         sink.event("warning", message=lease.warning)
     orchestrator = Orchestrator(repo, config, ref, lease, loaded, adapter, sink, max_turns)

@@ -37,7 +37,9 @@ def locate(
         return RunRef(layout, found_ticket, run_id)
     repo, _, layout = discover(workspace)
     if ticket is None:
-        ticket = tickets.from_branch(repo.current_branch())
+        from cairn.state import branches
+
+        ticket = branches.default_ticket(repo, layout)[0]
     current = marker.read(layout.marker_path(tickets.validate(ticket)))
     if current is None or current.run is None:
         raise BadInput(

@@ -15,7 +15,7 @@ from cairn import summary, tickets
 from cairn.config import Config
 from cairn.errors import BadInput
 from cairn.git import Repo
-from cairn.state import journal, marker, runstate
+from cairn.state import accounting, branches, journal, marker, runstate, transcripts
 from cairn.state.layout import Layout, artifacts, discover
 from cairn.state.marker import TicketState
 from cairn.state.owner import Liveness, Owner
@@ -73,12 +73,19 @@ class CatchupReport(Record, frozen=False):
     snapshot: SnapshotBrief | None = None
     last_event: dict[str, Any] | None = None
     artifacts: list[str] = field(default_factory=list)
+    usage: dict[str, Any] | None = None  # the run's, every session of it
+    error: str | None = None  # the agent's error text that cut the run off
+    denials: list[dict[str, str]] = field(default_factory=list)  # the run's, every session
+    dispatches: list[dict[str, Any]] = field(default_factory=list)
+    transcripts: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     next_command: str | None = None
     cleared: bool = False
 
 
 def default_ticket(repo: Repo) -> str:
+    """The current branch's own ticket (see ``branches.default_ticket`` for the one a command
+    uses when none is given)."""
     return tickets.from_branch(repo.current_branch())
 
 
@@ -89,10 +96,16 @@ def catchup(
     clear_stale: bool = False,
 ) -> CatchupReport:
     repo, config, layout = discover(workspace)
-    ticket = tickets.validate(ticket) if ticket is not None else default_ticket(repo)
+    note = None
+    if ticket is None:
+        ticket, note = branches.default_ticket(repo, layout)
+    else:
+        ticket = tickets.validate(ticket)
     stale_after = parse_duration(config.marker.stale_after)
     runstate.catch_up_ticket(layout, ticket)
     report = build(repo, config, layout, ticket, stale_after)
+    if note is not None:
+        report.warnings.insert(0, note)
     if clear_stale:
         if report.state != "stale":
             raise BadInput(
@@ -105,6 +118,8 @@ def catchup(
         marker.remove(layout.marker_path(ticket))
         report = build(repo, config, layout, ticket, stale_after)
         report.cleared = True
+        if note is not None:
+            report.warnings.insert(0, note)
     return report
 
 
@@ -131,11 +146,24 @@ def build(
         report.warnings += warnings
         report.last_event = events[-1] if events else None
         report.artifacts = [a.path.name for a in artifacts(ref.run_dir)]
+        _account(report, ref, events, loaded)
         if current is None:
             _infer(report, loaded, events)
     report.snapshot = _latest_snapshot(repo, config, ticket)
     report.next_command = _next_command(report)
     return report
+
+
+def _account(
+    report: CatchupReport, ref: RunRef, events: list[dict[str, Any]], loaded: Summary | None
+) -> None:
+    """What the run's dispatches used, were denied and failed with, and their transcripts."""
+    report.dispatches = accounting.dispatches(events)
+    report.usage = accounting.total(d["usage"] for d in report.dispatches)
+    report.denials = [denial for d in report.dispatches for denial in d["denials"]]
+    report.transcripts = [t.path.name for t in transcripts.listing(ref.run_dir)]
+    if loaded is not None and loaded.status.state == "interrupted":
+        report.error = loaded.status.detail
 
 
 def _from_marker(
@@ -273,6 +301,8 @@ def context_paragraph(report: CatchupReport) -> str:
         parts.append(f"{noun} done: {done}; remaining: {remaining}.")
     if report.state == "interrupted" and report.summary_status:
         parts.append(f"The change summary says: {report.summary_status}.")
+    if report.denials:
+        parts.append(f"The {accounting.denials_text(report.denials)}.")
     if report.owner_detail and report.owner_state not in (None, "unknown"):
         parts.append(f"Owner: {report.owner_detail}.")
     if report.inferred:

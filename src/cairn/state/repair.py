@@ -122,7 +122,10 @@ def summary_change(event: dict[str, Any]) -> SummaryChange | None:
         reason, commit, ref = event["reason"], event.get("snapshot"), event.get("ref")
         short = commit[:12] if isinstance(commit, str) and ref else None
         saved = ref if short else None
-        return lambda s: summary.mark_interrupted(s, reason, now, ref=saved, commit=short)
+        detail = event.get("detail") if isinstance(event.get("detail"), str) else None
+        return lambda s: summary.mark_interrupted(
+            s, reason, now, ref=saved, commit=short, detail=detail
+        )
     if name == "run_finished" and status == "completed":
         return lambda s: s if s.status.state == "completed" else summary.finalise(s, now)
     return None

@@ -286,18 +286,34 @@ def interrupt(
     lease: Lease | None,
     reason: str,
     snapshot: marker.SnapshotRef | None = None,
+    detail: str | None = None,
 ) -> Summary:
-    """A cut-off end: the summary says where and why, the marker stays without an owner."""
-    current = _stopped(ref, reason, snapshot, {"owner": None}, "run_interrupted")
+    """A cut-off end: the summary says where and why (with the agent's error text,
+    ``detail``), the marker stays without an owner."""
+    current = _stopped(ref, reason, snapshot, {"owner": None}, "run_interrupted", detail)
     if lease is not None:
         lease.release()
     return current
 
 
-def record_cutoff(ref: RunRef, reason: str, snapshot: marker.SnapshotRef | None) -> Summary:
+def record_cutoff(
+    ref: RunRef, reason: str, snapshot: marker.SnapshotRef | None, detail: str | None = None
+) -> Summary:
     """A dispatch was cut off but the run goes on: the summary and journal say so, the
     marker keeps its owner and points at the snapshot."""
-    return _stopped(ref, reason, snapshot, {}, "cutoff")
+    return _stopped(ref, reason, snapshot, {}, "cutoff", detail)
+
+
+def account(ref: RunRef, usage: dict[str, Any] | None, blocked: str | None) -> Summary:
+    """The current change summary gets the run's usage so far and its Blocked note. Not
+    journaled: both are sums of the journal's ``dispatch_finished`` events."""
+    with durable.locked(ref.lock_path):
+        state = ref.read()
+        path, current = ref.summary_of(state)
+        after = summary.account(current, usage, blocked, clock.now())
+        if after is not current:
+            transition.commit(state, None, [(path, summary_text(after))])
+    return after
 
 
 def _stopped(
@@ -306,6 +322,7 @@ def _stopped(
     snapshot: marker.SnapshotRef | None,
     marker_changes: dict[str, Any],
     event: JournalEvent,
+    detail: str | None = None,
 ) -> Summary:
     with durable.locked(ref.lock_path):
         state = ref.read()
@@ -315,6 +332,7 @@ def _stopped(
             reason=reason,
             snapshot=snapshot.commit if snapshot else None,
             ref=snapshot.ref if snapshot else None,
+            detail=detail,
         )
         current = summary.mark_interrupted(
             current,
@@ -322,6 +340,7 @@ def _stopped(
             clock.now(),
             ref=snapshot.ref if snapshot else None,
             commit=snapshot.commit[:12] if snapshot else None,
+            detail=detail,
         )
         changes: dict[str, Any] = {"dispatch": None, **marker_changes}
         if snapshot is not None:

@@ -12,9 +12,10 @@ import os
 import re
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from cairn import tickets
-from cairn.state import marker, owner
+from cairn.state import accounting, marker, owner
 from cairn.state.layout import (
     ARTIFACT,
     MARKER,
@@ -47,6 +48,7 @@ class StatusRow(Record, frozen=False):
     owner: str | None = None
     run: str | None = None
     snapshot: str | None = None
+    usage: dict[str, Any] | None = None  # the run's tokens and cost (its summary's front matter)
 
 
 def status(workspace: Path | str = ".") -> list[StatusRow]:
@@ -88,7 +90,9 @@ def _row(ticket_dir: str, ticket: str, stale_after: float, now: datetime) -> Sta
         run_id = max(runs, key=run_sort_key)
     if current is None and run_id is None:
         return None
-    line, mtime = _summary_head(os.path.join(ticket_dir, run_id)) if run_id else (None, None)
+    line, mtime, usage = (
+        _summary_head(os.path.join(ticket_dir, run_id)) if run_id else (None, None, None)
+    )
     task = total = None
     if line is not None:
         position = _POSITION.search(line)
@@ -110,6 +114,7 @@ def _row(ticket_dir: str, ticket: str, stale_after: float, now: datetime) -> Sta
             owner=current.owner.describe() if current.owner else None,
             run=run_id,
             snapshot=None,
+            usage=usage,
         )
     done = line is not None and line.startswith("Completed")
     return StatusRow.model_construct(
@@ -123,30 +128,47 @@ def _row(ticket_dir: str, ticket: str, stale_after: float, now: datetime) -> Sta
         owner=None,
         run=run_id,
         snapshot=None,
+        usage=usage,
     )
 
 
-def _summary_head(run_dir: str) -> tuple[str | None, float | None]:
-    """The status line of the run's latest change summary and when it was written."""
+Head = tuple[str | None, float | None, dict[str, Any] | None]
+
+
+def _summary_head(run_dir: str) -> Head:
+    """The status line of the run's latest change summary, when it was written, and the
+    run's usage its front matter records."""
     try:
         names = os.listdir(run_dir)
     except (FileNotFoundError, NotADirectoryError):
-        return None, None
+        return None, None, None
     summaries = [n for n in names if n.endswith(_SUMMARY_SUFFIX) and ARTIFACT.fullmatch(n)]
     if not summaries:
-        return None, None
+        return None, None, None
     latest = max(summaries, key=lambda n: int(n.split("_", 1)[0]))
     try:
         fd = os.open(os.path.join(run_dir, latest), os.O_RDONLY | os.O_NOFOLLOW)
     except OSError:
-        return None, None
+        return None, None, None
     try:
         head = os.read(fd, HEAD_BYTES).decode("utf-8", "replace")
         mtime = os.fstat(fd).st_mtime
     finally:
         os.close(fd)
     match = _STATUS.search(head)
-    return (match.group(1).strip() if match else None), mtime
+    return (match.group(1).strip() if match else None), mtime, _usage(head)
+
+
+def _usage(head: str) -> dict[str, Any] | None:
+    """The ``usage`` mapping of a change summary's front matter, read the fast flat way."""
+    from cairn.util.yaml_io import load_flat
+
+    if not head.startswith("---\n"):
+        return None
+    end = head.find("\n---\n", 3)
+    front = load_flat(head[4:end]) if end > 0 else None
+    found = front.get("usage") if front else None
+    return accounting.usage(found) if isinstance(found, dict) else None
 
 
 def age_text(seconds: int | None) -> str:

@@ -14,8 +14,10 @@ from cairn.summary.model import (
     SummaryError,
     Task,
     TaskStatus,
+    Usage,
 )
 from cairn.summary.ops import (
+    account,
     add_deferred,
     address_finding,
     complete_task,
@@ -41,6 +43,8 @@ __all__ = [
     "SummaryError",
     "Task",
     "TaskStatus",
+    "Usage",
+    "account",
     "add_deferred",
     "address_finding",
     "complete_task",

@@ -205,12 +205,37 @@ class Gate(Record, forbid_extra=True):
     result: Verdict
 
 
+def _float(value: Any) -> Any:
+    return float(value) if type(value) is int else value
+
+
+class Usage(Record, forbid_extra=True):
+    """What the run's dispatches used so far (all its sessions): tokens, and the cost where
+    the agent reports one."""
+
+    input_tokens: Annotated[int, Ge(0)] = 0
+    output_tokens: Annotated[int, Ge(0)] = 0
+    cache_read_tokens: Annotated[int, Ge(0)] = 0
+    cache_write_tokens: Annotated[int, Ge(0)] = 0
+    cost_usd: Annotated[float | None, Before(_float)] = None
+
+    @property
+    def total_tokens(self) -> int:
+        return (
+            self.input_tokens
+            + self.output_tokens
+            + self.cache_read_tokens
+            + self.cache_write_tokens
+        )
+
+
 class Status(Record, forbid_extra=True):
     state: SummaryState
     item: int | str | None = None
     reason: Annotated[str, After(_pattern(_SLUG, "reason"))] | None = None
     ref: Annotated[str, After(_no_space("ref"))] | None = None
     commit: Annotated[Commit | None, Before(_lower)] = None
+    detail: OptText = None  # the agent's error text, for an interrupted status
 
     def check(self) -> None:
         if self.state == "interrupted":
@@ -218,8 +243,8 @@ class Status(Record, forbid_extra=True):
                 raise ValueError("an interrupted status needs a reason")
             if self.commit is not None and self.ref is None:
                 raise ValueError("a commit needs the ref it was saved at")
-        elif (self.reason, self.ref, self.commit) != (None, None, None):
-            raise ValueError("reason, ref and commit are only for an interrupted status")
+        elif (self.reason, self.ref, self.commit, self.detail) != (None, None, None, None):
+            raise ValueError("reason, ref, commit and detail are only for an interrupted status")
         if self.item is not None and self.state in ("not_started", "completed"):
             raise ValueError(f"a {self.state} status has no current item")
 
@@ -231,7 +256,9 @@ class Summary(Record, forbid_extra=True):
     mode: Mode
     round: Annotated[int, Ge(0)] | None = None
     updated: Annotated[datetime, Before(_iso), After(_aware)]
+    usage: Usage | None = None
     status: Status
+    blocked: OptText = None  # what the agent was denied, the Status section's Blocked note
     tasks: list[Task] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     files_changed: list[FilePath] | None = None

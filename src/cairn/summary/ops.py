@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from cairn.errors import BadInput
-from cairn.summary.model import Finding, Gate, Status, Summary, Task, TaskStatus
+from cairn.summary.model import Finding, Gate, Status, Summary, Task, TaskStatus, Usage
 from cairn.terms import FINDING_RESOLUTIONS
 from cairn.util.records import Record, first_error
 
@@ -164,17 +164,35 @@ def mark_interrupted(
     now: datetime,
     ref: str | None = None,
     commit: str | None = None,
+    detail: str | None = None,
 ) -> Summary:
-    """Record that the run stopped, and where its work was saved if it was."""
-    item: int | str | None
+    """Record that the run stopped, where its work was saved if it was, and the agent's error
+    text (``detail``) if it gave one. The status names a task ("during task N") only when that
+    task is in progress; otherwise it counts the resolved ones ("after task K of M"). A finding
+    has no in-progress state, so a review response always counts."""
+    item: int | str | None = None
     if s.mode == "implementation":
-        active = [t for t in s.tasks if t.status == "in progress"]
-        pending = [t for t in s.tasks if t.status == "pending"]
-        item = (active or pending)[0].number if active or pending else None
-    else:
-        item = next((f.id for f in s.findings if not f.resolved), None)
-    status = _make(Status, state="interrupted", item=item, reason=reason, ref=ref, commit=commit)
+        item = next((t.number for t in s.tasks if t.status == "in progress"), None)
+    status = _make(
+        Status,
+        state="interrupted",
+        item=item,
+        reason=reason,
+        ref=ref,
+        commit=commit,
+        detail=detail,
+    )
     return _replace(s, status=status, updated=now)
+
+
+def account(
+    s: Summary, usage: dict[str, Any] | None, blocked: str | None, now: datetime
+) -> Summary:
+    """Record what the run's dispatches used (tokens, cost) and what the agent was denied."""
+    made = None if usage is None else _make(Usage, **usage)
+    if made == s.usage and blocked == s.blocked:
+        return s
+    return _replace(s, usage=made, blocked=blocked, updated=now)
 
 
 def _need(s: Summary, mode: str, what: str) -> None:

@@ -22,6 +22,7 @@ from cairn.summary.model import (
     Task,
     Ticket,
 )
+from cairn.summary.render import BLOCKED
 from cairn.summary.render import title as render_title
 from cairn.terms import FINDING_STATUSES, TASK_STATUSES, VERDICTS
 from cairn.util import frontmatter
@@ -35,15 +36,17 @@ Section = tuple[int, list[Line]]  # the heading's line number, and the lines und
 ProseByKey = dict[str, list[str]]
 MakeBlock = Callable[[int, str, list[Line]], Any]  # (heading line, heading, lines under it)
 
-_KEYS = ("format", "ticket", "run", "mode", "round", "updated")
+_KEYS = ("format", "ticket", "run", "mode", "round", "updated", "usage")
 _TASK_HEADING = re.compile(r"### Task ([0-9]+): (.*)")
 _FINDING_HEADING = re.compile(rf"### ({FINDING_ID.pattern}): (.*)")
 _COUNTS = re.compile(r"(Not started|In progress|Completed) — ([0-9]+) of ([0-9]+) (tasks|findings)")
 _AT_ITEM = re.compile(r"In progress — (task|finding) ([0-9]+) of ([0-9]+)")
 _INTERRUPTED = re.compile(
     r"Interrupted — ([a-z0-9_-]+) "
-    r"(?:during (task|finding) ([0-9]+) of ([0-9]+)|after ([0-9]+) of ([0-9]+) (tasks|findings)); "
+    r"(?:during (task|finding) ([0-9]+) of ([0-9]+)|after ([0-9]+) of ([0-9]+) (tasks|findings)"
+    r"|after (task|finding) ([0-9]+) of ([0-9]+)); "
     r"(?:no snapshot|work saved at (\S+)(?: \(([0-9a-fA-F]{7,40})\))?)"
+    r"(?:; (.+))?"
 )
 _STATES = {"Not started": "not_started", "In progress": "in_progress", "Completed": "completed"}
 _GATE = re.compile(rf"([A-Za-z0-9][A-Za-z0-9 _./+-]*?)(?: \((.*)\))?: ({'|'.join(VERDICTS)})")
@@ -70,6 +73,7 @@ class _Parser:
             raw.pop()
         self.lines = [line.rstrip() for line in raw]
         self.line_of: Callable[[str], int] = lambda key: 1
+        self.blocked: str | None = None
 
     def fail(self, line: int, problem: str, fix: str | None = None) -> NoReturn:
         if fix is None:
@@ -94,6 +98,7 @@ class _Parser:
             data["findings"] = self._blocks(sections["findings"], "findings", prose, self._finding)
         data["gates"] = self._listing(sections["gates"], "gates", prose, self._gate)
         data["status"] = self._check_status(status_at, status_parts, mode, data)
+        data["blocked"] = self.blocked
         data["prose"] = prose
         return self._build(Summary, data, status_at)
 
@@ -204,7 +209,12 @@ class _Parser:
         if first is None:
             self.fail(heading, "the Status section has no status line")
         number, text = lines[first]
-        prose["status"] = [t for _, t in lines[first + 1 :]]
+        after = first + 1
+        if after < len(lines) and lines[after][1].startswith(BLOCKED):
+            note = lines[after][1][len(BLOCKED) :].strip()
+            self.blocked = (note[1:] if note.startswith("\\") else note) or None
+            after += 1
+        prose["status"] = [t for _, t in lines[after:]]
         for pattern in (_COUNTS, _AT_ITEM, _INTERRUPTED):
             match = pattern.fullmatch(text)
             if match:
@@ -232,8 +242,11 @@ class _Parser:
             fields["state"] = "in_progress"
         else:
             reason, said_noun, position, of, done, of_after, said_unit = match.groups()[:7]
-            ref, commit = match.group(8), match.group(9)
+            if match.group(8) is not None:  # "after task K of M"; older files say "K of M tasks"
+                said_unit, done, of_after = match.group(8) + "s", match.group(9), match.group(10)
+            ref, commit, detail = match.group(11), match.group(12), match.group(13)
             fields.update(state="interrupted", reason=reason, ref=ref, commit=commit)
+            fields.update(detail=detail)
             if position is None:
                 of = of_after
                 self._agree(line, said_unit == unit, f"it counts {said_unit} in a {mode}")

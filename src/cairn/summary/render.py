@@ -8,13 +8,15 @@ from cairn.summary.model import SECTIONS, Finding, Gate, Summary, Task
 from cairn.util import yaml_io
 
 _BACKTICKS = re.compile(r"`+")
+BLOCKED = "- **Blocked:** "  # the note under the status line: what the agent was denied
 
 
 def render(summary: Summary) -> str:
     s = summary
     headings = dict(SECTIONS[s.mode])
     chunks: list[list[str]] = [[*_front_matter(s), title(s)], s.prose.get("preamble", [])]
-    chunks += [[headings["status"], status_line(s)], s.prose.get("status", [])]
+    blocked = [f"{BLOCKED}{escape(s.blocked)}"] if s.blocked else []
+    chunks += [[headings["status"], status_line(s), *blocked], s.prose.get("status", [])]
     if s.mode == "implementation":
         chunks += [[headings["tasks"]], s.prose.get("tasks", [])]
         chunks += [[*_task(task), *_after(task.prose)] for task in s.tasks]
@@ -46,7 +48,7 @@ def status_line(s: Summary) -> str:
         position = st.item if s.mode == "implementation" else ids.index(str(st.item)) + 1
     if st.state == "interrupted":
         where = (
-            f"after {resolved} of {total} {unit}"
+            f"after {noun} {resolved} of {total}"
             if position is None
             else f"during {noun} {position} of {total}"
         )
@@ -54,7 +56,8 @@ def status_line(s: Summary) -> str:
             saved = "no snapshot"
         else:
             saved = f"work saved at {st.ref}" + (f" ({st.commit})" if st.commit else "")
-        return f"Interrupted — {st.reason} {where}; {saved}"
+        detail = f"; {st.detail}" if st.detail else ""
+        return f"Interrupted — {st.reason} {where}; {saved}{detail}"
     if st.state == "in_progress" and position is not None:
         return f"In progress — {noun} {position} of {total}"
     label = {"not_started": "Not started", "in_progress": "In progress", "completed": "Completed"}
@@ -83,6 +86,8 @@ def _front_matter(s: Summary) -> list[str]:
         "round": s.round,
         "updated": s.updated.isoformat(timespec="seconds"),
     }
+    if s.usage is not None:
+        data["usage"] = s.usage.model_dump()
     dumped = yaml_io.safe_dump(data, sort_keys=False, allow_unicode=True, width=1 << 30)
     return ["---", *dumped.rstrip("\n").split("\n"), "---"]
 

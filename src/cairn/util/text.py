@@ -7,3 +7,9 @@ def printable(text: str) -> str:
     """``text`` on one line without control characters (an ESC would drive the terminal that
     prints it): each run of them, and of whitespace, becomes one space."""
     return " ".join("".join(c if c.isprintable() else " " for c in text).split())
+
+
+def one_line(text: str, limit: int = 160) -> str:
+    """``printable(text)`` cut to ``limit`` characters (an ellipsis marks the cut)."""
+    flat = printable(text)
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

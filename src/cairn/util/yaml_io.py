@@ -2,8 +2,9 @@
 matter) without PyYAML, anything else with PyYAML (libyaml's C loader and dumper when PyYAML was
 built with them), imported only then.
 
-``load_flat`` and ``dump_flat`` handle one shape: a mapping of plain keys to strings, integers
-and nulls, with at most one level of nested mappings, written one ``key: value`` a line. They
+``load_flat`` and ``dump_flat`` handle one shape: a mapping of plain keys to strings, integers,
+plain decimal floats (``0.84``: a change summary's cost) and nulls, with at most one level of
+nested mappings, written one ``key: value`` a line. They
 return None for anything they are not sure of, and ``safe_load``/``safe_dump`` then ask PyYAML,
 so both always give what PyYAML gives (``tests/util/test_yaml_io.py`` checks it on generated
 input). PyYAML's constructor costs ~150 µs a marker even with libyaml, these ~15 µs, and the
@@ -66,6 +67,7 @@ _PLAIN_IN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./@+-]*")  # read as itself when
 # as another type (a number, a time, a boolean), and then it single-quotes them.
 _SIMPLE_OUT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./+:@-]*(?<!:)")
 _INT = re.compile(r"0|-?[1-9][0-9]*")
+_FLOAT = re.compile(r"(?:0|[1-9][0-9]*)\.[0-9]+")  # read as float(raw), written as repr(value)
 _KEY = re.compile(r"[a-z_]{1,64}")
 
 
@@ -108,6 +110,8 @@ def _scalar(raw: str) -> Any:
         return raw[1:-1].replace("''", "'")
     if not _PLAIN_IN.fullmatch(raw):
         return _NOT_FLAT
+    if _FLOAT.fullmatch(raw):
+        return float(raw)
     kind = plain_scalar_tag(raw)
     if kind == "str":
         return raw
@@ -151,6 +155,9 @@ def _scalar_text(value: Any) -> str | None:
         return "null"
     if type(value) is int:
         return str(value)
+    if type(value) is float:
+        text = repr(value)
+        return text if _FLOAT.fullmatch(text) else None
     if type(value) is not str:
         return None
     if not _SIMPLE_OUT.fullmatch(value):

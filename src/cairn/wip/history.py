@@ -170,3 +170,16 @@ def diff(
         old, new = resolve(repo, config, a)[0], resolve(repo, config, b)[0]
     args = ["diff", "--no-ext-diff", "--stat" if stat else "--patch", old, new]
     return repo.git.run(args).stdout.decode("utf-8", "replace")
+
+
+def changed_paths(repo: Repo, commit: str) -> list[str]:
+    """The paths snapshot ``commit`` changes against its base (the HEAD it was taken on): the
+    work that was not committed when it was taken. Empty for a commit that is not a snapshot."""
+    (found,) = read_commits(repo.git, [commit])
+    snap = info(found) if found else None
+    if snap is None:
+        return []
+    against = snap.base or EMPTY_TREE[repo.object_format]
+    args = ["diff", "--name-only", "-z", "--no-renames", "--no-ext-diff", against, snap.commit]
+    out = repo.git.run(args).stdout
+    return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]

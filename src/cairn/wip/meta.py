@@ -73,7 +73,8 @@ class SnapshotMeta:
             lines.append(f"Cairn-Run: {self.run}")
         lines.append(f"Cairn-Version: {self.version}")
         for item in self.skipped[:MAX_LISTED_PATHS]:
-            lines.append(f"Cairn-Skipped-Path: {json.dumps(item.model_dump(exclude_none=True))}")
+            skipped = json.dumps(item.model_dump(exclude_none=True), separators=(",", ":"))
+            lines.append(f"Cairn-Skipped-Path: {skipped}")
         for path in self.conflicted[:MAX_LISTED_PATHS]:
             lines.append(f"Cairn-Conflicted-Path: {json.dumps(path)}")
         return "\n".join(lines) + "\n"

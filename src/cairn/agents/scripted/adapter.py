@@ -24,10 +24,12 @@ from typing import Any, get_args
 from cairn.agents import process
 from cairn.agents.base import (
     Adapter,
+    Denial,
     Dispatch,
     DispatchRequest,
     Event,
     EventKind,
+    Usage,
     next_turn,
 )
 from cairn.errors import BadInput
@@ -53,6 +55,12 @@ ACTIONS = (
     "exit",
     "kill",
     "hang",
+    "usage",
+    "deny",
+    "fail",
+)
+USAGE_KEYS = frozenset(
+    {"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost_usd"}
 )
 _EVENT_KINDS = frozenset(get_args(EventKind))
 
@@ -120,7 +128,26 @@ def _check_action(name: str, arg: Any) -> str | None:
         ):
             return None
         return "hang takes true or {ignore_term: true|false}"
+    if name in ("usage", "deny", "fail"):
+        return _check_report(name, arg)
     return f"unknown action {name!r}; use one of {', '.join(ACTIONS)}"
+
+
+def _check_report(name: str, arg: Any) -> str | None:
+    """``usage`` (what the turn cost), ``deny`` (a refused tool call), ``fail`` (an error)."""
+    if name == "fail":
+        return None if isinstance(arg, str) and arg else "fail takes the error text"
+    if name == "deny":
+        ok = isinstance(arg, dict) and "tool" in arg and set(arg) <= {"tool", "target"}
+        ok = ok and all(isinstance(v, str) for v in arg.values())
+        return None if ok else "deny takes {tool, target}"
+    if not isinstance(arg, dict) or not arg or not set(arg) <= USAGE_KEYS:
+        return f"usage takes a mapping of {', '.join(sorted(USAGE_KEYS))}"
+    for key, value in arg.items():
+        number = isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+        if not number or (key != "cost_usd" and not isinstance(value, int)):
+            return f"usage: {key} must be a number ≥ 0 (tokens are integers)"
+    return None
 
 
 def parse_script(text: str, path: Path) -> Script:
@@ -218,6 +245,7 @@ class ScriptedDispatch(process.ChildDispatch):
 
     def __init__(self, request: DispatchRequest, argv: list[str]) -> None:
         super().__init__(request, argv)
+        self._error: str | None = None  # the agent's own error text (a ``fail`` action)
         self._child = process.Child(argv, cwd=Path(request.workspace), env=request.env)
 
     @property
@@ -255,12 +283,33 @@ class ScriptedDispatch(process.ChildDispatch):
 
     def _relay(self) -> Iterator[Event]:
         for line in self.child.lines():
+            self._keep(line)
             event = _parse_event(line)
             if event is None:
+                self._note_error(line)
                 continue
             if event.kind == "message" and isinstance(event.data.get("text"), str):
                 self._final = event.data["text"]
+            elif event.kind == "tool_use" and event.data.get("denied"):
+                target = event.data.get("input", {}).get("target", "")
+                self._denials.append(Denial(str(event.data.get("name")), str(target)))
+            elif event.kind == "turn_completed" and isinstance(event.data.get("usage"), dict):
+                self._usage = self._usage + Usage(**event.data["usage"])
             yield event
+
+    def _note_error(self, line: str) -> None:
+        """``{"type": "error", "text": …}``: the agent's error text, the dispatch's detail."""
+        try:
+            record = json.loads(line)
+        except ValueError:
+            return
+        if isinstance(record, dict) and record.get("type") == "error":
+            self._error = str(record.get("text"))
+
+    def _set(
+        self, reason: StopReason, exit_code: int | None = None, detail: str | None = None
+    ) -> None:
+        super()._set(reason, exit_code, self._error or detail)
 
     def _finish_gracefully(self, reason: StopReason) -> None:
         """Close the agent's stdin (it exits 0) and record ``reason``."""

@@ -85,11 +85,17 @@ class Agent:
         }
         durable.append_line(self.state / PROMPTS_FILE, json.dumps(record))
         emit({"type": "turn_started", "turn": n})
+        usage: dict[str, Any] = {}
         if left:
             durable.atomic_write(self.cursor, json.dumps({"played": played + 1}) + "\n")
             for name, arg in self.turns[played]:
-                self.act(n, name, arg)
-        emit({"type": "turn_completed", "turn": n, "done": played + 1 >= len(self.turns)})
+                if name == "usage":
+                    for key, value in arg.items():
+                        usage[key] = usage.get(key, 0) + value
+                else:
+                    self.act(n, name, arg)
+        done = {"type": "turn_completed", "turn": n, "done": played + 1 >= len(self.turns)}
+        emit({**done, "usage": usage} if usage else done)
 
     def act(self, n: int, name: str, arg: Any) -> None:
         if name in ("write", "append", "edit", "delete"):
@@ -102,6 +108,13 @@ class Agent:
             tool(n, name, arg, self._command(name, arg))
         elif name == "say":
             emit({"type": "message", "turn": n, "text": arg})
+        elif name == "deny":
+            emit({"type": "tool_use", "turn": n, "name": arg["tool"], "input": arg, "denied": True})
+        elif name == "fail":
+            # the agent's own error report, then the process ends as a failed agent does
+            emit({"type": "error", "turn": n, "text": arg})
+            print(arg, file=sys.stderr, flush=True)
+            os._exit(1)
         elif name == "plan":
             items = [a if isinstance(a, dict) else {"text": a, "completed": False} for a in arg]
             emit({"type": "plan_updated", "turn": n, "items": items})

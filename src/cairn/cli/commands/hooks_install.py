@@ -52,7 +52,9 @@ def install(
 
     _check(agent)
     scope = _scope(project, local, user)
-    result = claude_settings.install(claude_settings.settings_path(scope, workspace))
+    result = claude_settings.install(
+        claude_settings.settings_path(scope, workspace), claude_settings.state_root(workspace)
+    )
     if json:
         emit_json(_as_json(result, scope))
     else:
@@ -74,7 +76,9 @@ def uninstall(
 
     _check(agent)
     scope = _scope(project, local, user)
-    result = claude_settings.uninstall(claude_settings.settings_path(scope, workspace))
+    result = claude_settings.uninstall(
+        claude_settings.settings_path(scope, workspace), claude_settings.state_root(workspace)
+    )
     if json:
         emit_json(_as_json(result, scope))
     else:
@@ -119,6 +123,12 @@ def _report(result: SettingsResult, scope: Scope, *, installing: bool) -> None:
         return
     verb = "installed in" if installing else "removed from"
     console.print(f"cairn's Claude Code hooks {verb} {where}")
+    if result.outcome == "restored":
+        console.print("  the file is back to what it was before install, byte for byte")
+    elif result.outcome == "removed":
+        console.print("  install created the file, so it is gone again (and .claude/ if empty)")
+    elif result.outcome == "stripped":
+        console.print("  only cairn's entries were taken out; the rest is kept as it is")
     sign = {"added": "+", "updated": "~", "unchanged": "=", "removed": "-"}
     rows = [(c, c.command.split(f" {MARK} ", 1)[-1]) for c in result.changes]
     width = max(len(c.event) for c, _ in rows)

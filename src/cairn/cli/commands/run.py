@@ -30,6 +30,14 @@ MaxTurns = Annotated[
 Takeover = Annotated[
     bool, typer.Option("--takeover", help="Take over a stale lease held by another host.")
 ]
+AllowShared = Annotated[
+    bool,
+    typer.Option(
+        "--allow-shared",
+        help="Run even while another ticket runs in this work tree (each snapshots the other's "
+        "files).",
+    ),
+]
 
 
 @guarded
@@ -41,6 +49,7 @@ def run(
     agent: Agent = None,
     max_turns: MaxTurns = None,
     takeover: Takeover = False,
+    allow_shared: AllowShared = False,
     json: Json = False,
     workspace: Workspace = Path("."),
 ) -> None:
@@ -56,6 +65,7 @@ def run(
             agent=agent,
             max_turns=max_turns,
             takeover=takeover,
+            allow_shared=allow_shared,
             sink=sink,
         ),
     )
@@ -69,6 +79,7 @@ def resume(
     agent: Agent = None,
     max_turns: MaxTurns = None,
     takeover: Takeover = False,
+    allow_shared: AllowShared = False,
     json: Json = False,
     workspace: Workspace = Path("."),
 ) -> None:
@@ -78,7 +89,13 @@ def resume(
     _drive(
         json,
         lambda sink: launch.resume(
-            workspace, ticket, agent=agent, max_turns=max_turns, takeover=takeover, sink=sink
+            workspace,
+            ticket,
+            agent=agent,
+            max_turns=max_turns,
+            takeover=takeover,
+            allow_shared=allow_shared,
+            sink=sink,
         ),
     )
 
@@ -102,6 +119,9 @@ def _finish(outcome: RunOutcome, json: bool) -> None:
         console.print(
             f"{outcome.status.replace('_', ' ')}: ticket {outcome.ticket}, run {outcome.run}"
         )
+        if outcome.status == "interrupted":
+            why = f"{outcome.reason}: {outcome.error}" if outcome.error else outcome.reason
+            console.print(f"  Interrupted — {why}")
         console.print(f"  change summary: {outcome.summary_path}")
         if outcome.snapshot:
             console.print(f"  last snapshot: {outcome.snapshot[:12]}")

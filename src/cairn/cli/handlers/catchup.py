@@ -63,6 +63,7 @@ def _lines(report: CatchupReport) -> list[str]:
         )
     if report.summary_status:
         lines.append(f"  summary: {report.summary_status} ({report.summary_path})")
+    lines += _accounting(report)
     if report.snapshot:
         snap = report.snapshot
         lines.append(f"  snapshot: {snap.ref} {snap.commit[:12]} ({snap.reason}, {snap.time})")
@@ -73,4 +74,24 @@ def _lines(report: CatchupReport) -> list[str]:
         lines.append(f"  warning: {warning}")
     if report.next_command:
         lines.append(f"  next: {report.next_command}")
+    return lines
+
+
+def _accounting(report: CatchupReport) -> list[str]:
+    """The error that cut the run off, what the agent was denied, what the run used, and
+    the transcripts ``cairn logs`` prints."""
+    from cairn.state import accounting
+
+    lines = []
+    if report.error:
+        lines.append(f"  error: {report.error}")
+    if report.denials:
+        denied = accounting.denials_text(report.denials)
+        lines.append(f"  blocked: {denied} — {accounting.DENIAL_HINT}")
+    used = accounting.usage_text(report.usage)
+    if used:
+        count = len(report.dispatches)
+        lines.append(f"  usage: {used} in {count} dispatch{'es' if count != 1 else ''}")
+    if report.transcripts:
+        lines.append(f"  transcripts: {', '.join(report.transcripts)} (cairn logs {report.ticket})")
     return lines

@@ -73,15 +73,23 @@ class TaskSnapshots:
 
 
 def cutoff_reason(ctx: RunContext, result: Result) -> CutoffReason:
-    """Why a dispatch that did not finish its work stopped: a signal to cairn wins."""
-    return ctx.signalled or CUTOFF_FOR[result.reason]
+    """Why a dispatch that did not finish its work stopped: a signal to cairn wins, then the
+    run's cost passing agent.max_cost_usd."""
+    if ctx.signalled:
+        return ctx.signalled
+    return "budget" if ctx.over_budget else CUTOFF_FOR[result.reason]
 
 
 def cutoff(ctx: RunContext, role: str, reason: CutoffReason) -> None:
-    """A dispatch was cut off: snapshot, then the summary, marker and journal say so."""
+    """A dispatch was cut off: snapshot, then the summary, marker and journal say so, with
+    the agent's error text (or what the budget says) as the detail."""
     snap = snapshot(ctx, f"cutoff: {reason}")
-    runstate.record_cutoff(ctx.ref, reason, snap)
-    ctx.sink.event("cutoff", reason=reason, role=role, snapshot=snap.commit[:12] if snap else None)
+    detail = ctx.last_error if reason in ("error", "crash", "budget") else None
+    runstate.record_cutoff(ctx.ref, reason, snap, detail)
+    said = {"detail": detail} if detail else {}
+    ctx.sink.event(
+        "cutoff", reason=reason, role=role, snapshot=snap.commit[:12] if snap else None, **said
+    )
 
 
 def check_tree(ctx: RunContext, saved: str | None) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from cairn.agents.base import Adapter, Dispatch
 from cairn.config import Config
@@ -56,6 +57,11 @@ class RunContext:
     signalled: CutoffReason | None = None  # "signal" once cairn got SIGINT or SIGTERM
     last_snapshot: SnapshotRef | None = None
     last_message: str | None = None  # the agent's, handed to the next dispatch
+    last_error: str | None = None  # the agent's error text when its last dispatch failed
+    usage_before: dict[str, Any] = field(default_factory=dict)  # the run's earlier sessions
+    usage: dict[str, Any] = field(default_factory=dict)  # this session's dispatches
+    denials: list[dict[str, str]] = field(default_factory=list)  # the run's, every session
+    over_budget: bool = False  # this session's cost passed agent.max_cost_usd
 
     @property
     def grace(self) -> float:
@@ -65,6 +71,12 @@ class RunContext:
     def summary(self) -> Summary:
         """The run's current change summary (the latest one: a fix round has its own)."""
         return self.ref.load_summary()[1]
+
+    def run_usage(self) -> dict[str, Any]:
+        """What the run's dispatches used, in every session of the run."""
+        from cairn.state import accounting
+
+        return accounting.add(self.usage_before, self.usage)
 
     def max_turns(self, role: str) -> int:
         if self.max_turns_override is not None:

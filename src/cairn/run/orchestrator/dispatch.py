@@ -5,16 +5,21 @@ pump that records what the agent does into the marker, the journal and the event
 from __future__ import annotations
 
 import os
+import re
 import sys
 import threading
+import time
 from collections.abc import Callable
+from typing import Any
 
+from cairn.agents import transcript
 from cairn.agents.base import Dispatch, DispatchRequest, Event, Result
 from cairn.run.budget import Budget
+from cairn.run.orchestrator import checkpoints
 from cairn.run.orchestrator.context import RunContext, Stop, agent_script
 from cairn.run.orchestrator.prompting import PressuredPrompts, PromptFor
 from cairn.run.orchestrator.todo_list import complete_checked_tasks
-from cairn.state import runstate
+from cairn.state import accounting, runstate
 from cairn.state.marker import DispatchRecord
 from cairn.terms import ENV_RUN_DIR, ENV_TASK, ENV_TICKET
 from cairn.util.procs import process_start_time
@@ -22,6 +27,15 @@ from cairn.util.procs import process_start_time
 LAST_MESSAGE_LIMIT = 2000  # characters of the agent's last message kept for the next handoff
 
 AfterTurn = Callable[[], None]
+# An agent's error text that says the model's API failed for a while, not for good: a 5xx, an
+# overload, a dropped or refused connection (Claude's "API Error: 500 …", Codex's "We're
+# currently experiencing high demand…").
+TRANSIENT = re.compile(
+    r"API Error: (5\d\d|Connection|Request timed out)|\b(500|502|503|504|529)\b"
+    r"|overloaded|high demand|Internal Server Error|Service Unavailable|Bad Gateway"
+    r"|connection (reset|refused|error)|ECONNRESET|ECONNREFUSED|stream disconnected",
+    re.IGNORECASE,
+)
 
 
 def dispatch(
@@ -32,10 +46,23 @@ def dispatch(
     session_id: str | None = None,
 ) -> Result:
     """Run one dispatch of ``role`` to its end and record it; ``after_turn`` runs after every
-    turn and once more at the end. Raises Stop when cairn was signalled before it starts."""
+    turn and once more at the end. Raises Stop when cairn was signalled before it starts, and
+    after a ``budget`` cutoff when the run's cost passed ``agent.max_cost_usd``."""
     if ctx.signalled:
         raise Stop(ctx.signalled)
+    if ctx.over_budget:
+        checkpoints.cutoff(ctx, role, "budget")
+        raise Stop("budget")
     return RecordedDispatch(ctx, role, after_turn).run(prompt_for, session_id)
+
+
+def transient(result: Result) -> bool:
+    """Whether ``result`` is an API error the agent hit before its first turn, worth a retry."""
+    return (
+        result.reason == "error"
+        and result.num_turns == 0
+        and bool(result.detail and TRANSIENT.search(result.detail))
+    )
 
 
 class RecordedDispatch:
@@ -48,6 +75,7 @@ class RecordedDispatch:
         self.max_turns = ctx.max_turns(role)
         self.record = DispatchRecord(role=role, turn=0, max_turns=self.max_turns)
         self.number = 0
+        self.spent = accounting.usage()  # what the turns reported so far (mid-dispatch)
 
     def run(self, prompt_for: PromptFor, session_id: str | None) -> Result:
         ctx = self.ctx
@@ -63,6 +91,18 @@ class RecordedDispatch:
             "dispatch_started", dispatch=self.number, role=self.role, max_turns=self.max_turns
         )
         ctx.sink.update(turn=0, max_turns=self.max_turns)
+        attempt = 0
+        while True:
+            result = self._attempt(request, prompts)
+            if not self._retry(result, attempt):
+                break
+            attempt += 1
+        self._finished(result)
+        return result
+
+    def _attempt(self, request: DispatchRequest, prompts: PressuredPrompts) -> Result:
+        """Start the agent and pump its events to the end."""
+        ctx = self.ctx
         running = ctx.adapter.start(request)
         ctx.running = running
         if ctx.signalled:
@@ -76,9 +116,35 @@ class RecordedDispatch:
             if timer is not None:
                 timer.cancel()
             ctx.running = None
-        result = running.result or Result(reason="error", num_turns=0, detail="no result")
-        self._finished(result)
-        return result
+        return running.result or Result(reason="error", num_turns=0, detail="no result")
+
+    def _retry(self, result: Result, attempt: int) -> bool:
+        """After a transient API error before any turn, journal a retry and wait out its
+        backoff (``agent.api_retries``, ``agent.api_retry_backoff_seconds`` doubling); False
+        when the result stands."""
+        ctx, agent = self.ctx, self.ctx.config.agent
+        if attempt >= agent.api_retries or ctx.signalled or not transient(result):
+            return False
+        delay = agent.api_retry_backoff_seconds * 2**attempt
+        error = result.detail or ""
+        runstate.record(
+            ctx.ref,
+            "dispatch_retried",
+            role=self.role,
+            attempt=attempt + 1,
+            of=agent.api_retries,
+            delay=delay,
+            error=error,
+        )
+        ctx.sink.event(
+            "warning",
+            message=f"dispatch {self.number}: {error} — retrying in {delay:g} s "
+            f"({attempt + 1} of {agent.api_retries})",
+        )
+        deadline = time.monotonic() + delay
+        while not ctx.signalled and time.monotonic() < deadline:
+            time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
+        return not ctx.signalled
 
     def _request(
         self, prompts: PressuredPrompts, pressure: int, session_id: str | None
@@ -104,6 +170,9 @@ class RecordedDispatch:
             pressure_turns=pressure,
             session_id=session_id,
             writable=sorted({ctx.repo.common_dir, ctx.ref.layout.root}),
+            permissions=ctx.config.agent.permissions,
+            allow=list(ctx.config.agent.allow),
+            transcript=transcript.claim(ctx.ref.run_dir, self.role),
         )
 
     def _timer(self, running: Dispatch) -> threading.Timer | None:
@@ -128,6 +197,9 @@ class RecordedDispatch:
             runstate.update_marker(ctx.ref, "turn", said, dispatch=turn)
             ctx.sink.event("turn", turn=event.turn, max_turns=self.max_turns, pressure=pressure)
             ctx.sink.update(turn=event.turn)
+            if isinstance(event.data.get("usage"), dict):
+                self.spent = accounting.add(self.spent, event.data["usage"])
+                self._check_budget(running)
             if self.after_turn is not None:
                 self.after_turn()
         elif event.kind == "message":
@@ -146,10 +218,28 @@ class RecordedDispatch:
         self.record = self.record.model_copy(update={"pid": pid, "pid_started_at": started})
         runstate.update_marker(self.ctx.ref, dispatch=self.record)
 
+    def _check_budget(self, running: Dispatch | None) -> None:
+        """Past ``agent.max_cost_usd`` (this session's cost, with what the dispatch in flight
+        reported so far): stop the dispatch; the run is cut off as ``budget``."""
+        ctx = self.ctx
+        cap = ctx.config.agent.max_cost_usd
+        if cap is None or ctx.over_budget:
+            return
+        spent = accounting.add(ctx.usage, self.spent)["cost_usd"]
+        if spent is not None and spent > cap:
+            ctx.over_budget = True
+            ctx.last_error = f"cost ${spent:.2f}, over agent.max_cost_usd ${cap:.2f}"
+            ctx.sink.event("warning", message=f"the run has {ctx.last_error}")
+            if running is not None:
+                running.interrupt("interrupted", ctx.grace)
+
     def _finished(self, result: Result) -> None:
         ctx = self.ctx
         if result.final_message:
             ctx.last_message = result.final_message
+        usage = result.usage.as_dict()
+        denials = [{"tool": d.tool, "target": d.target} for d in result.denials]
+        error = accounting.error_text(result.detail) if result.reason != "completed" else None
         said = {
             "role": self.role,
             "reason": result.reason,
@@ -157,10 +247,45 @@ class RecordedDispatch:
             "exit_code": result.exit_code,
             "detail": result.detail,
             "session_id": result.session_id,
+            "denials": denials,
+            "usage": usage,
+            "error": result.detail,
+            "transcript": result.transcript,
         }
         runstate.update_marker(ctx.ref, "dispatch_finished", said, dispatch=None)
+        ctx.usage = accounting.add(ctx.usage, usage)
+        ctx.denials += denials
+        if not ctx.over_budget:  # else it says what the budget does
+            ctx.last_error = error
+        self.spent = accounting.usage()
+        shown: dict[str, Any] = {"usage": usage, "denials": denials, "error": error}
         ctx.sink.event(
-            "dispatch_finished", dispatch=self.number, reason=result.reason, turns=result.num_turns
+            "dispatch_finished",
+            dispatch=self.number,
+            reason=result.reason,
+            turns=result.num_turns,
+            **shown,
         )
+        if denials:
+            ctx.sink.event(
+                "denials",
+                dispatch=self.number,
+                count=len(denials),
+                denials=denials,
+                message=f"{accounting.denials_text(denials)} — {accounting.DENIAL_HINT}",
+            )
+        denied = accounting.denials_text(ctx.denials)
+        blocked = f"{denied} — {accounting.DENIAL_HINT}" if denied else None
+        run_usage = ctx.run_usage()
+        runstate.account(ctx.ref, _usage_note(run_usage), blocked)
+        self._check_budget(None)
         if self.after_turn is not None:
             self.after_turn()
+
+
+def _usage_note(usage: dict[str, Any]) -> dict[str, Any] | None:
+    """The run's usage as the change summary's front matter keeps it; None when nothing was
+    counted."""
+    if not usage["total_tokens"] and usage["cost_usd"] is None:
+        return None
+    return {k: v for k, v in usage.items() if k != "total_tokens"}

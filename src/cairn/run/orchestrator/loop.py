@@ -25,7 +25,7 @@ from cairn.run.orchestrator.outcome import (
 )
 from cairn.run.orchestrator.signals import handling_signals
 from cairn.run.plan import Plan
-from cairn.state import runstate
+from cairn.state import accounting, journal, runstate
 from cairn.state.lease import Lease
 from cairn.state.runstate import RunRef
 from cairn.terms import RunStatus
@@ -57,6 +57,7 @@ class Orchestrator:
         max_turns: int | None = None,
     ) -> None:
         self.ctx = RunContext(repo, config, ref, lease, plan, adapter, sink, max_turns)
+        self._earlier_sessions()
         self.resumed_from: str | None = None
         self.resume_session_id: str | None = None
 
@@ -83,6 +84,13 @@ class Orchestrator:
         except Exception as error:
             failed(self.ctx, error)
             raise
+
+    def _earlier_sessions(self) -> None:
+        """What the run used and was denied before this session (a resumed run's journal)."""
+        events, _ = journal.read(self.ctx.ref.run_dir)
+        done = accounting.dispatches(events)
+        self.ctx.usage_before = accounting.total(d["usage"] for d in done)
+        self.ctx.denials = [denial for d in done for denial in d["denials"]]
 
     def check_tree(self, snapshot: str | None) -> None:
         """Before a resumed run: snapshot the tree and say if it is not ``snapshot``."""
@@ -113,7 +121,7 @@ class Orchestrator:
                 return
             reason = checkpoints.cutoff_reason(self.ctx, result)
             checkpoints.cutoff(self.ctx, "coder", reason)
-            if continuations >= self.ctx.config.agent.max_continuations:
+            if reason == "budget" or continuations >= self.ctx.config.agent.max_continuations:
                 raise Stop(reason)
             continuations += 1
             handoff = reason

@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 import contextlib
+from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from cairn.errors import ExitCode
 from cairn.run.orchestrator.checkpoints import snapshot
 from cairn.run.orchestrator.context import RunContext
-from cairn.state import runstate
+from cairn.state import accounting, runstate
 from cairn.terms import CutoffReason, RunStatus
 
 
@@ -28,6 +29,9 @@ class RunOutcome(BaseModel):
     rounds: int = 0
     elapsed_seconds: float = 0.0
     next_command: str | None = None
+    error: str | None = None  # the agent's error text (or the budget's) for a cutoff
+    usage: dict[str, Any] = Field(default_factory=accounting.usage)  # every session of the run
+    denials: list[dict[str, str]] = Field(default_factory=list)  # every session of the run
 
 
 def finished(ctx: RunContext, status: RunStatus, reason: str | None) -> RunOutcome:
@@ -47,8 +51,13 @@ def interrupted(ctx: RunContext, reason: CutoffReason) -> RunOutcome:
     """The run stops before its work is over: the summary says where and why, the marker stays
     (without an owner) for ``cairn resume``, the lease is released."""
     write_run_summary(ctx, "interrupted", reason)
-    runstate.interrupt(ctx.ref, ctx.lease, reason, ctx.last_snapshot)
+    runstate.interrupt(ctx.ref, ctx.lease, reason, ctx.last_snapshot, _detail(ctx, reason))
     return _outcome(ctx, "interrupted", reason, ExitCode.INTERRUPTED)
+
+
+def _detail(ctx: RunContext, reason: str | None) -> str | None:
+    """The error text a cutoff of ``reason`` shows: the agent's, or the budget's."""
+    return ctx.last_error if reason in ("error", "crash", "budget") else None
 
 
 def disk_full(ctx: RunContext, error: OSError) -> RunOutcome:
@@ -103,6 +112,8 @@ def write_run_summary(ctx: RunContext, status: RunStatus, reason: str | None) ->
         f"- **Turns:** {stats.turns}",
         f"- **Duration:** {stats.elapsed():.1f}s",
         f"- **Snapshots:** {', '.join(s[:12] for s in stats.snapshots) or '(none)'}",
+        f"- **Usage:** {accounting.usage_text(ctx.run_usage()) or '(not reported)'}",
+        f"- **Denied tool calls:** {accounting.denials_text(ctx.denials) or '(none)'}",
         f"- **Change summary:** {ctx.ref.summary_path()}",
         "",
     ]
@@ -111,7 +122,15 @@ def write_run_summary(ctx: RunContext, status: RunStatus, reason: str | None) ->
 
 def _outcome(ctx: RunContext, status: RunStatus, reason: str | None, code: ExitCode) -> RunOutcome:
     elapsed = ctx.stats.elapsed()
-    ctx.sink.event("run_finished", run=ctx.ref.run_id, status=status, elapsed=f"{elapsed:.1f}s")
+    usage = ctx.run_usage()
+    ctx.sink.event(
+        "run_finished",
+        run=ctx.ref.run_id,
+        status=status,
+        elapsed=f"{elapsed:.1f}s",
+        usage=usage,
+        usage_text=accounting.usage_text(usage),
+    )
     return RunOutcome(
         ticket=ctx.ref.ticket,
         run=ctx.ref.run_id,
@@ -126,4 +145,7 @@ def _outcome(ctx: RunContext, status: RunStatus, reason: str | None, code: ExitC
         rounds=ctx.stats.rounds,
         elapsed_seconds=round(elapsed, 3),
         next_command=f"cairn resume {ctx.ref.ticket}" if status == "interrupted" else None,
+        error=_detail(ctx, reason),
+        usage=usage,
+        denials=ctx.denials,
     )
