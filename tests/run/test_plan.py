@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import os
 import textwrap
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -600,26 +598,6 @@ def test_models_validate() -> None:
         Plan(tasks=[], source="x", format="yaml")
 
 
-def fastest(parse: Callable[[], object], tries: int = 2) -> float:
-    times = []
-    for _ in range(tries):
-        started = time.perf_counter()
-        parse()
-        times.append(time.perf_counter() - started)
-    return min(times)
-
-
-def grows_linearly(make: Callable[[int], str], name: str, suffix: str) -> None:
-    """Four times the tasks take well under sixteen times as long (quadratic would not):
-    a ratio measured in the same process, not a wall-clock limit a busy machine breaks."""
-    small, large = make(250), make(1000)
-    assert len(plan.parse(large, name, suffix).tasks) == 1000
-    ratio = fastest(lambda: plan.parse(large, name, suffix)) / fastest(
-        lambda: plan.parse(small, name, suffix)
-    )
-    assert ratio < 10, ratio
-
-
 def big_markdown(count: int) -> str:
     parts = ["# Big plan\n"]
     for n in range(count):
@@ -630,24 +608,14 @@ def big_markdown(count: int) -> str:
     return "".join(parts)
 
 
-def test_large_plan_parses_in_linear_time() -> None:
+def test_a_large_plan_parses_whole() -> None:
+    """2,000 tasks of every shape parse whole; their speed is bench/plans.py's (linear)."""
     parsed = plan.parse(big_markdown(2000), "big.md", ".md")
     assert len(parsed.tasks) == 2000
     assert parsed.tasks[-1].acceptance == ["check 1999", "check 1999 again"]
-    grows_linearly(big_markdown, "big.md", ".md")
-
-
-def test_large_checklist_and_yaml_parse_in_linear_time() -> None:
-    grows_linearly(
-        lambda count: "".join(f"- [ ] item {n}\n  detail {n}\n" for n in range(count)),
-        "c.md",
-        ".md",
+    checklist = "".join(f"- [ ] item {n}\n  detail {n}\n" for n in range(2000))
+    assert len(plan.parse(checklist, "c.md", ".md").tasks) == 2000
+    structured = "tasks:\n" + "".join(
+        f"  - title: item {n}\n    acceptance: [ok]\n" for n in range(2000)
     )
-    grows_linearly(
-        lambda count: (
-            "tasks:\n"
-            + "".join(f"  - title: item {n}\n    acceptance: [ok]\n" for n in range(count))
-        ),
-        "c.yaml",
-        ".yaml",
-    )
+    assert plan.parse(structured, "c.yaml", ".yaml").tasks[-1].title == "item 1999"
