@@ -99,6 +99,20 @@ def assert_one_line_error(result: CliResult, code: int = 2) -> None:
     assert "Traceback" not in result.stderr
 
 
+def assert_error(result: CliResult, code: int = 2) -> str:
+    """The error a command printed, checked for its form: one ``cairn: error:`` line on stderr,
+    or under ``--json`` one JSON error object on stdout and nothing on stderr."""
+    if result.stdout.startswith('{"error"'):
+        assert result.returncode == code, (result.stdout, result.stderr)
+        assert result.stderr == "", result.stderr
+        (line,) = result.stdout.splitlines()
+        error = json.loads(line)["error"]
+        assert error["exit_code"] == code
+        return str(error["message"])
+    assert_one_line_error(result, code)
+    return result.stderr
+
+
 def tree_state(root: Path, skip: set[str] | None = None) -> dict[str, tuple[str, object]]:
     """Every file under ``root`` except ``.git``: kind, exec bit, content or link target."""
     skip = skip or set()

@@ -35,7 +35,7 @@ from cairn.state import journal, marker
 from cairn.state.layout import artifacts
 from cairn.summary.render import status_line
 from cairn.util import clock, procs
-from helpers import CliResult, git, make_repo, snapshot_files, state_files
+from helpers import CliResult, assert_error, git, make_repo, snapshot_files, state_files
 
 pytestmark = pytest.mark.slow
 
@@ -675,12 +675,8 @@ def test_missing_cli_is_one_line_and_writes_nothing(
     real: Callable[..., Real], kind: str, command: list[str]
 ) -> None:
     p = real(kind, {}, command=command)
-    result = p.run()
-    assert result.returncode == 2, (result.stdout, result.stderr)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("cairn: error: "), result.stderr
-    assert f"'{command[0]}' is not on PATH" in lines[0]
-    assert "Traceback" not in result.stderr
+    result = p.run()  # with --json: the error is one JSON object on stdout
+    assert f"'{command[0]}' is not on PATH" in assert_error(result, 2)
     assert state_files(p.repo / ".git" / "cairn") == []
     assert git(p.repo, "for-each-ref", "refs/cairn").strip() == ""
     assert p.requests() == []

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cairn.state.layout import MARKER
-from helpers import assert_one_line_error, begin_run, cairn, state_files, state_root
+from helpers import assert_error, assert_one_line_error, begin_run, cairn, state_files, state_root
 
 GOOD = (
     "skill: impl\nphase: implement\nround: 1\n"
@@ -89,9 +89,9 @@ def test_broken_marker(repo: Path, case: str, command: tuple[str, ...]) -> None:
     outside = repo.parent / "outside.yaml"
     outside_before = outside.read_bytes() if outside.exists() else None
     result = cairn(*command, cwd=repo)
-    assert_one_line_error(result)
-    assert needle in result.stderr
-    assert str(path) in result.stderr
+    error = assert_error(result)
+    assert needle in error
+    assert str(path) in error
     assert state_files(root) == before
     if outside_before is not None:
         assert outside.read_bytes() == outside_before

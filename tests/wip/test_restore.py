@@ -16,6 +16,7 @@ import pytest
 
 from cairn import wip
 from helpers import (
+    assert_error,
     assert_one_line_error,
     cairn,
     fingerprint,
@@ -322,9 +323,8 @@ def test_refuses_to_overwrite_what_no_snapshot_holds(tmp_path: Path, setup) -> N
 
     result = cairn("wip", "restore", "T", "--json", cwd=repo)
 
-    assert_one_line_error(result, 1)
-    assert path in result.stderr and "--force" in result.stderr
-    assert result.stdout == ""
+    error = assert_error(result, 1)
+    assert path in error and "--force" in error
     assert fingerprint(repo) == prints  # nothing touched ...
     assert wip_refs(repo) == refs  # ... and no safety snapshot recorded
 
