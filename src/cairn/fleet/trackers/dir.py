@@ -28,6 +28,14 @@ PLAN_SUFFIXES = (".md", ".yaml", ".yml", ".json")
 FINAL_STATES = frozenset({"completed", "needs_review", "needs_input", "failed"})
 
 
+def is_finished(record: fleetstate.FleetTicket, config: Config) -> bool:
+    """Whether a ticket is done for good (not listed, and ``fleet prune --all-finished`` may
+    remove its worktree)."""
+    if record.state in FINAL_STATES:
+        return True
+    return record.state == "interrupted" and record.attempt >= config.fleet.max_attempts
+
+
 def queue_dir(repo: Repo, config: Config) -> Path:
     return (repo.toplevel / Path(config.fleet.queue).expanduser()).absolute()
 
@@ -63,11 +71,7 @@ class DirTracker(Tracker):
 
     def finished(self, ticket: str) -> bool:
         record = fleetstate.read(self.layout, ticket)
-        if record is None:
-            return False
-        if record.state in FINAL_STATES:
-            return True
-        return record.state == "interrupted" and record.attempt >= self.config.fleet.max_attempts
+        return record is not None and is_finished(record, self.config)
 
     def claim(self, ticket: str) -> bool:
         """True when the plan is still queued and the ticket not finished; a ticket seen for
