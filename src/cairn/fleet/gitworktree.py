@@ -48,10 +48,11 @@ def listing(repo: Repo) -> list[Worktree]:
         if "worktree" not in fields:
             continue
         branch = fields.get("branch")
+        head = fields.get("HEAD")
         found.append(
             Worktree(
                 path=Path(fields["worktree"]),
-                head=fields.get("HEAD"),
+                head=head if head and head.strip("0") else None,  # unborn: all zeros
                 branch=branch.removeprefix("refs/heads/") if branch else None,
                 bare="bare" in fields,
                 locked=fields.get("locked"),
