@@ -162,25 +162,25 @@ def test_the_command_prunes_all_finished_and_reports_json(
     busy = workspaces.ensure(found, cfg, "T-2")
     finished(layout, "T-1", done.path)
     finished(layout, "T-2", busy.path, state="retrying")
-    code = prune_command(all_finished=True, json=True, workspace=repo)
+    prune_command(all_finished=True, json=True, workspace=repo)
     payload = json.loads(capsys.readouterr().out)
-    assert code == 0
     assert [t["ticket"] for t in payload["tickets"]] == ["T-1"]
     assert payload["tickets"][0]["action"] == "removed" and payload["freed_bytes"] > 0
     assert not done.path.exists() and busy.path.is_dir()
-    code = prune_command(ticket="T-2", dry_run=True, workspace=repo)
-    assert code == 0 and "T-2: would remove" in capsys.readouterr().out
-    code = prune_command(ticket="T-9", workspace=repo)
-    assert code == 0 and capsys.readouterr().out == "T-9: no worktree\n"
+    prune_command(ticket="T-2", dry_run=True, workspace=repo)
+    assert "T-2: would remove" in capsys.readouterr().out
+    prune_command(ticket="T-9", workspace=repo)
+    assert capsys.readouterr().out == "T-9: no worktree\n"
 
 
 def test_the_command_lists_what_it_refuses(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     found, cfg, _layout = setup(repo, "[snapshot]\nmax_new_file_bytes = 10\n")
     workspaces.ensure(found, cfg, "T-1")
     write(repo.parent / "repo.cairn" / "T-1", "big.bin", b"y" * 100)
-    code = prune_command(ticket="T-1", workspace=repo)
+    with pytest.raises(SystemExit) as exited:
+        prune_command(ticket="T-1", workspace=repo)
     out = capsys.readouterr().out
-    assert code == 1
+    assert exited.value.code == 1
     assert "1 uncommitted files, 0 commits not on any other branch or remote" in out
     assert "uncommitted, in no snapshot: big.bin" in out
 

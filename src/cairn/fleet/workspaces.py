@@ -21,8 +21,11 @@ from cairn.config import Config
 from cairn.errors import BadInput
 from cairn.fleet import gitworktree
 from cairn.fleet.gitworktree import Worktree, branch_of, same_path
+from cairn.fleet.hooks import HookResult, run_hook
 from cairn.git import Repo
 from cairn.util import durable
+
+__all__ = ["HookResult", "Workspace", "ensure", "find", "run_hook", "workspace_root"]
 
 
 class Workspace(NamedTuple):

@@ -2,7 +2,8 @@
 that hold nothing that exists nowhere else; refuse, and say what, for the others.
 
 Exit 0 when every worktree asked for was removed (or would be, or had none), 1 when any was
-refused or kept (its work is safe where it is), 2 on bad input.
+refused or kept (its work is safe where it is), 2 on bad input. The 1 is raised here
+(``SystemExit``) once the report is printed, so the command needs no wiring for it.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ def prune(
     dry_run: bool = False,
     json: bool = False,
     workspace: Path = Path("."),
-) -> int:
+) -> None:
     from cairn import tickets
     from cairn.fleet import prune as pruning
     from cairn.state.layout import discover
@@ -46,15 +47,21 @@ def prune(
                 "tickets": [r.model_dump(mode="json") for r in reports],
             }
         )
-        return int(code)
+        _exit(code)
+        return
     if not reports:
         console.print("no finished tickets: nothing to prune")
     for report in reports:
         _print(report)
     if len(reports) > 1 and not dry_run:
         console.print(f"freed {human_bytes(sum(r.freed_bytes for r in reports))} in all")
+    _exit(code)
+
+
+def _exit(code: int) -> None:
     sys.stdout.flush()
-    return int(code)
+    if code:
+        raise SystemExit(code)
 
 
 def _print(report: object) -> None:
