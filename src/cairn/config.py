@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
 from cairn.errors import BadInput
 from cairn.terms import AgentPermissions, LoopPhase
@@ -143,6 +143,54 @@ class MarkerConfig(Record, forbid_extra=True, strict=True):
     stale_after: Duration = "24h"
 
 
+class FleetHooks(Record, forbid_extra=True, strict=True):
+    """Shell commands run in a ticket's worktree (docs/fleet.md, "Workspace hooks")."""
+
+    after_create: str | None = None
+    before_run: str | None = None
+    after_run: str | None = None
+    before_remove: str | None = None
+    timeout: Duration = "5m"
+
+    def check(self) -> None:
+        if parse_duration(self.timeout) <= 0:
+            raise ValueError("timeout must be longer than 0s; give one such as 5m")
+        for name in ("after_create", "before_run", "after_run", "before_remove"):
+            command = getattr(self, name)
+            if command is not None and not command.strip():
+                raise ValueError(f"{name} is empty; give a shell command or remove the key")
+
+
+class FleetConfig(Record, forbid_extra=True, strict=True):
+    """``cairn fleet``: the queue, concurrency, worktrees, retries (docs/fleet.md)."""
+
+    tracker: Literal["dir"] = "dir"
+    queue: str = "cairn-queue"
+    concurrency: Annotated[int, Ge(1)] = 2
+    workspace_root: str | None = None
+    poll_interval: Duration = "30s"
+    max_attempts: Annotated[int, Ge(1)] = 3
+    retry_backoff: Duration = "10s"
+    retry_backoff_cap: Duration = "5m"
+    stall_timeout: Duration = "10m"
+    min_free_memory: Size = 1024 * MiB
+    hooks: FleetHooks = FleetHooks.model_construct()
+
+    def check(self) -> None:
+        if not self.queue.strip():
+            raise ValueError("queue is empty; give the queue directory, e.g. cairn-queue")
+        if self.workspace_root is not None and not self.workspace_root.strip():
+            raise ValueError("workspace_root is empty; give a directory or remove the key")
+        for name in ("poll_interval", "stall_timeout"):
+            if parse_duration(getattr(self, name)) <= 0:
+                raise ValueError(f"{name} must be longer than 0s; give one such as 30s")
+        if parse_duration(self.retry_backoff_cap) < parse_duration(self.retry_backoff):
+            raise ValueError(
+                f"retry_backoff_cap ({self.retry_backoff_cap}) is shorter than retry_backoff "
+                f"({self.retry_backoff}); raise the cap or lower the backoff"
+            )
+
+
 # The defaults are built without validation (they are valid by construction): validating them
 # would cost every command the validators of every section, file or no file.
 DEFAULT_ROLES = {
@@ -166,6 +214,7 @@ class Config(Record, forbid_extra=True, strict=True):
     loop: LoopConfig = LoopConfig.model_construct()
     marker: MarkerConfig = MarkerConfig.model_construct()
     snapshot: SnapshotConfig = SnapshotConfig.model_construct()
+    fleet: FleetConfig = FleetConfig.model_construct()
     state_dir: str | None = None
     # Where the values came from (None: every value is a default), and the file's raw tables.
     _source: ClassVar[Path | None] = None

@@ -1,0 +1,51 @@
+"""The tracker interface: where the fleet's tickets come from, and where it reports on them.
+
+A tracker lists the tickets that could run, lets one supervisor claim one, and hears about every
+transition and the end of each. The ``dir`` tracker reads plan files from a directory; trackers
+of issue systems implement the same four methods.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import NamedTuple
+
+
+class Candidate(NamedTuple):
+    ticket: str  # the plan's `ticket:` front matter, or the file stem (validated by cairn.tickets)
+    plan: Path  # absolute path of the plan file
+
+
+class Rejected(NamedTuple):
+    """A queue entry that cannot become a ticket, and the one line that says why and the fix."""
+
+    plan: Path
+    problem: str
+
+
+class Tracker(ABC):
+    """What the supervisor needs from a source of tickets."""
+
+    def __init__(self) -> None:
+        # Entries the last ``candidates()`` could not turn into tickets (bad id, duplicate id,
+        # unreadable plan): the supervisor shows them; they never stop the other tickets.
+        self.rejected: list[Rejected] = []
+
+    @abstractmethod
+    def candidates(self) -> list[Candidate]:
+        """The tickets that are not finished, in a stable order; when each may start (backoff,
+        concurrency) is the supervisor's decision."""
+
+    @abstractmethod
+    def claim(self, ticket: str) -> bool:
+        """True if this supervisor may run ``ticket`` now."""
+
+    @abstractmethod
+    def transition(self, ticket: str, state: str, detail: str | None = None) -> None:
+        """Record that ``ticket`` is now in ``state`` (a fleet state)."""
+
+    @abstractmethod
+    def finish(self, ticket: str, state: str) -> None:
+        """Record that ``ticket`` is done for good: completed, needs_review, interrupted (its
+        attempts spent), needs_input or failed. It is not listed again."""

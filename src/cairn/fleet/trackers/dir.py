@@ -1,0 +1,166 @@
+"""The ``dir`` tracker: one plan file per ticket in the queue directory (``fleet.queue``).
+
+The ticket id is the plan's ``ticket:`` (front matter, or the top level of a YAML/JSON plan),
+else the file stem; either must be a valid ticket id (``cairn.tickets``), and two plans may not
+name the same ticket. A plan added while the supervisor runs is listed at the next
+``candidates()``. Where each ticket stands is the fleet record
+(``<state root>/fleet/tickets/<ticket>.json``): a finished ticket is recorded there and no longer
+listed; its plan file is never moved or deleted.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+from cairn import tickets
+from cairn.config import Config
+from cairn.errors import BadInput
+from cairn.fleet.trackers.base import Candidate, Rejected, Tracker
+from cairn.git import Repo
+from cairn.state import fleetstate
+from cairn.state.layout import Layout
+
+PLAN_SUFFIXES = (".md", ".yaml", ".yml", ".json")
+# Done for good: not listed again. ``interrupted`` is final only once its attempts are spent
+# (a graceful stop leaves tickets interrupted that the next supervisor resumes).
+FINAL_STATES = frozenset({"completed", "needs_review", "needs_input", "failed"})
+
+
+def is_finished(record: fleetstate.FleetTicket, config: Config) -> bool:
+    """Whether a ticket is done for good (not listed, and ``fleet prune --all-finished`` may
+    remove its worktree)."""
+    if record.state in FINAL_STATES:
+        return True
+    return record.state == "interrupted" and record.attempt >= config.fleet.max_attempts
+
+
+def queue_dir(repo: Repo, config: Config) -> Path:
+    return (repo.toplevel / Path(config.fleet.queue).expanduser()).absolute()
+
+
+class DirTracker(Tracker):
+    def __init__(self, repo: Repo, config: Config, layout: Layout) -> None:
+        super().__init__()
+        self.repo, self.config, self.layout = repo, config, layout
+        self.queue = queue_dir(repo, config)
+        self._ids: dict[tuple[str, int, int], str | Rejected] = {}  # (path, mtime, size) → id
+        self._plans: dict[str, Path] = {}
+
+    def candidates(self) -> list[Candidate]:
+        found: dict[str, Path] = {}
+        rejected: list[Rejected] = []
+        for path in self._plan_files():
+            ticket = self._ticket_of(path)
+            if isinstance(ticket, Rejected):
+                rejected.append(ticket)
+            elif ticket in found:
+                rejected.append(
+                    Rejected(
+                        path,
+                        f"plan {path.name} names ticket {ticket!r}, as {found[ticket].name} "
+                        "does; give one of them another 'ticket:' or file name",
+                    )
+                )
+            else:
+                found[ticket] = path
+        self.rejected = rejected
+        self._plans = found
+        return [Candidate(t, p) for t, p in sorted(found.items()) if not self.finished(t)]
+
+    def finished(self, ticket: str) -> bool:
+        record = fleetstate.read(self.layout, ticket)
+        return record is not None and is_finished(record, self.config)
+
+    def claim(self, ticket: str) -> bool:
+        """True when the plan is still queued and the ticket not finished; a ticket seen for
+        the first time gets its record (``queued``)."""
+        plan = self._plans.get(ticket)
+        if plan is None or not plan.is_file() or self.finished(ticket):
+            return False
+        if fleetstate.read(self.layout, ticket) is None:
+            self._write(ticket, "queued", None)
+        return True
+
+    def transition(self, ticket: str, state: str, detail: str | None = None) -> None:
+        self._write(ticket, state, detail)
+
+    def finish(self, ticket: str, state: str) -> None:
+        record = fleetstate.read(self.layout, ticket)
+        self._write(ticket, state, record.detail if record is not None else None)
+
+    def _write(self, ticket: str, state: str, detail: str | None) -> None:
+        record = fleetstate.read(self.layout, ticket)
+        now = datetime.now(UTC)
+        if record is None:
+            plan = self._plans.get(ticket)
+            record = fleetstate.FleetTicket.model_validate(
+                {
+                    "ticket": tickets.validate(ticket),
+                    "plan": self._relative(plan) if plan is not None else "",
+                    "state": state,
+                    "detail": detail,
+                    "updated": now,
+                }
+            )
+        else:
+            record = record.model_copy(update={"state": state, "detail": detail, "updated": now})
+            record = type(record).model_validate(record.model_dump())  # a bad state is refused
+        fleetstate.write(self.layout, record)
+
+    def _relative(self, plan: Path) -> str:
+        try:
+            return str(plan.relative_to(self.repo.toplevel))
+        except ValueError:
+            return str(plan)
+
+    def _plan_files(self) -> list[Path]:
+        try:
+            entries = sorted(os.scandir(self.queue), key=lambda e: e.name)
+        except FileNotFoundError:
+            return []
+        except NotADirectoryError:
+            raise BadInput(
+                f"fleet.queue {self.queue} is not a directory; point fleet.queue at the "
+                "directory of plan files"
+            ) from None
+        return [
+            Path(entry.path)
+            for entry in entries
+            if not entry.name.startswith((".", "#"))
+            and entry.name.lower().endswith(PLAN_SUFFIXES)
+            and entry.is_file()
+        ]
+
+    def _ticket_of(self, path: Path) -> str | Rejected:
+        """The ticket a plan names (cached until the file changes)."""
+        try:
+            info = path.stat()
+        except OSError as exc:
+            return Rejected(path, f"plan {path.name} cannot be read ({exc.strerror})")
+        key = (str(path), info.st_mtime_ns, info.st_size)
+        if key not in self._ids:
+            self._ids[key] = _read_ticket(path)
+        return self._ids[key]
+
+
+def _read_ticket(path: Path) -> str | Rejected:
+    from cairn.run import plan as plans
+
+    try:
+        declared = plans.load(path).ticket
+    except BadInput as exc:
+        return Rejected(path, str(exc))
+    if declared is not None:
+        return declared  # validated by the plan parser
+    why = tickets.problem(path.stem)
+    if why is None:
+        return path.stem
+    mapped = tickets.map_name(path.stem)
+    fix = f"rename it {mapped}{path.suffix} or add" if mapped else "rename it or add"
+    return Rejected(
+        path,
+        f"plan {path.name}: its name {path.stem!r} is not a ticket id ({why}); "
+        f"{fix} 'ticket: PROJ-123' front matter",
+    )

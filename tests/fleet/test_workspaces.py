@@ -1,0 +1,133 @@
+"""Ticket worktrees: created beside the repository, reused, and rebuilt when stale."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cairn import config as config_module
+from cairn import wip
+from cairn.errors import BadInput
+from cairn.fleet import workspaces
+from cairn.git import Repo
+from helpers import git, make_repo, rev, save, write
+
+
+def open_repo(path: Path) -> tuple[Repo, config_module.Config]:
+    found = Repo.discover(path)
+    return found, config_module.load(found.toplevel)
+
+
+def test_ensure_creates_beside_the_repo_then_reuses(repo: Path) -> None:
+    found, cfg = open_repo(repo)
+    assert workspaces.workspace_root(found, cfg) == repo.parent / "repo.cairn"
+    ws = workspaces.ensure(found, cfg, "T-1")
+    assert ws.path == repo.parent / "repo.cairn" / "T-1"
+    assert (ws.branch, ws.created, ws.repaired) == ("cairn/T-1", True, False)
+    assert git(ws.path, "symbolic-ref", "--short", "HEAD").strip() == "cairn/T-1"
+    assert rev(ws.path, "HEAD") == rev(repo, "main")
+    assert git(repo, "status", "--porcelain") == ""  # nothing shows in the main work tree
+    write(ws.path, "work.txt", "in progress\n")
+    again = workspaces.ensure(found, cfg, "T-1")
+    assert (again.path, again.created, again.repaired) == (ws.path, False, False)
+    assert (ws.path / "work.txt").read_text() == "in progress\n"
+    # from inside the ticket's worktree, the same root and the same worktree
+    inside, cfg2 = open_repo(ws.path)
+    assert workspaces.ensure(inside, cfg2, "T-1").path == ws.path
+
+
+def test_an_existing_branch_is_checked_out_not_recreated(repo: Path) -> None:
+    git(repo, "branch", "cairn/T-2")
+    write(repo, "later.txt")
+    git(repo, "add", "later.txt")
+    git(repo, "commit", "-qm", "later on main")
+    found, cfg = open_repo(repo)
+    ws = workspaces.ensure(found, cfg, "T-2")
+    assert rev(ws.path, "HEAD") == rev(repo, "cairn/T-2") != rev(repo, "main")
+
+
+def test_self_repair_after_the_worktree_directory_is_deleted(repo: Path) -> None:
+    found, cfg = open_repo(repo)
+    ws = workspaces.ensure(found, cfg, "T-1")
+    write(ws.path, "feature.py", "done = True\n")
+    git(ws.path, "add", "feature.py")
+    git(ws.path, "commit", "-qm", "feature")
+    write(ws.path, "notes.txt", "uncommitted work\n")
+    write(ws.path, "README.md", "edited, not committed\n")
+    snap = save(ws.path, "T-1")
+    shutil.rmtree(ws.path)
+    assert "prunable" in git(repo, "worktree", "list", "--porcelain")
+    rebuilt = workspaces.ensure(found, cfg, "T-1")
+    assert (rebuilt.path, rebuilt.created, rebuilt.repaired) == (ws.path, True, True)
+    assert rebuilt.restored == snap
+    assert (ws.path / "notes.txt").read_text() == "uncommitted work\n"
+    assert (ws.path / "README.md").read_text() == "edited, not committed\n"
+    assert (ws.path / "feature.py").read_text() == "done = True\n"  # the branch's commit
+    assert git(ws.path, "status", "--porcelain") == " M README.md\n?? notes.txt\n"
+    assert "prunable" not in git(repo, "worktree", "list", "--porcelain")
+    # the latest snapshot is the rebuilt state again, so a second loss rebuilds the same
+    latest = wip.list_snapshots(repo, "T-1", limit=1)[0]
+    assert latest.reason.startswith("worktree rebuilt from")
+    shutil.rmtree(ws.path)
+    workspaces.ensure(found, cfg, "T-1")
+    assert (ws.path / "notes.txt").read_text() == "uncommitted work\n"
+
+
+def test_a_prunable_record_whose_git_file_is_lost_keeps_the_leftover_files(repo: Path) -> None:
+    found, cfg = open_repo(repo)
+    ws = workspaces.ensure(found, cfg, "T-1")
+    write(ws.path, "stray.txt", "keep me\n")
+    (ws.path / ".git").unlink()
+    rebuilt = workspaces.ensure(found, cfg, "T-1")
+    assert rebuilt.repaired and rebuilt.created
+    aside = [p for p in ws.path.parent.iterdir() if p.name.startswith("T-1.orphan-")]
+    assert len(aside) == 1 and (aside[0] / "stray.txt").read_text() == "keep me\n"
+    assert any("moved it to" in w for w in rebuilt.warnings)
+
+
+def test_an_older_snapshot_is_not_restored_over_later_commits(repo: Path) -> None:
+    found, cfg = open_repo(repo)
+    ws = workspaces.ensure(found, cfg, "T-1")
+    write(ws.path, "notes.txt", "old\n")
+    snap = save(ws.path, "T-1")
+    git(ws.path, "add", "notes.txt")
+    git(ws.path, "commit", "-qm", "notes")
+    write(ws.path, "notes.txt", "committed later\n")
+    git(ws.path, "commit", "-qam", "more notes")
+    shutil.rmtree(ws.path)
+    rebuilt = workspaces.ensure(found, cfg, "T-1")
+    assert rebuilt.repaired and rebuilt.restored is None
+    assert (ws.path / "notes.txt").read_text() == "committed later\n"
+    assert any(snap[:12] in w and "not restored" in w for w in rebuilt.warnings)
+
+
+def test_workspace_root_inside_the_work_tree_is_refused(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    for inside in (".", "wt", ".git/wt", str(repo / "x")):
+        write(repo, "cairn.toml", f'[fleet]\nworkspace_root = "{inside}"\n')
+        found, cfg = open_repo(repo)
+        with pytest.raises(BadInput, match="is inside the"):
+            workspaces.ensure(found, cfg, "T-1")
+    write(repo, "cairn.toml", '[fleet]\nworkspace_root = "../elsewhere"\n')
+    found, cfg = open_repo(repo)
+    assert workspaces.ensure(found, cfg, "T-1").path == tmp_path / "elsewhere" / "T-1"
+
+
+def test_the_ticket_branch_checked_out_in_the_main_work_tree_is_refused(repo: Path) -> None:
+    git(repo, "checkout", "-q", "-b", "cairn/T-1")
+    found, cfg = open_repo(repo)
+    with pytest.raises(BadInput, match="checked out in the main work tree"):
+        workspaces.ensure(found, cfg, "T-1")
+
+
+def test_a_bad_ticket_and_an_empty_repository_are_bad_input(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    found, cfg = open_repo(repo)
+    with pytest.raises(BadInput, match="invalid ticket id"):
+        workspaces.ensure(found, cfg, "../x")
+    empty = make_repo(tmp_path / "empty", files={})
+    found, cfg = open_repo(empty)
+    with pytest.raises(BadInput, match="no commit yet"):
+        workspaces.ensure(found, cfg, "T-1")
