@@ -23,6 +23,7 @@ from cairn.state.layout import discover
 from cairn.util.procs import process_start_time
 from helpers import assert_one_line_error, cairn, make_repo, rev, scripted_project
 
+HEAVY = ("typer", "click", "rich", "pydantic", "pydantic_core", "mcp")
 DONE = {"coder": [[{"cairn": ["task", "done", "1"]}, {"cairn": ["task", "done", "2"]}]]}
 FAILS = {
     "coder": [
@@ -253,3 +254,21 @@ def test_fleet_status_outside_a_repository_is_one_line(tmp_path: Path) -> None:
     (repo / ".git/cairn").mkdir()
     (repo / ".git/cairn/fleet").write_text("not a directory")
     assert_one_line_error(cairn("fleet", "status", cwd=repo))
+
+
+def test_fleet_status_imports_no_heavy_module(fleet: Path) -> None:
+    """Like the hot commands of tests/test_imports.py: no Typer, Click, Rich or pydantic, with
+    records holding every field (times included) to read."""
+    for args in (["fleet", "status", "--json"], ["fleet", "status"], ["status", "--json"]):
+        result = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "cairn", *args],
+            cwd=fleet,
+            capture_output=True,
+            check=False,
+        )
+        assert result.returncode == 0, result.stderr.decode()[-2000:]
+        lines = result.stderr.decode().splitlines()
+        names = {ln.rsplit("|", 1)[1].strip() for ln in lines if ln.startswith("import time:")}
+        assert "cairn.state.fleetstatus" in names or args[0] == "status"
+        heavy = sorted(n for n in names if n.split(".")[0] in HEAVY)
+        assert heavy == [], args
