@@ -346,7 +346,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     info: dict[str, Any] = machine()
     print(
-        f"machine: {info.get('cpu', '?')}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}\n"
+        f"{info['cairn']}, {info['git']}, Python {info['python']}, {info['cpus']} CPUs, "
+        f"load average {info['load'][0]}\n"
     )
     ok = status_part(args.rebuild, args.runs)
     if not args.status_only:
