@@ -153,6 +153,8 @@ def test_text_table_and_typer_agree(fleet: Path) -> None:
     assert cut[:6] == ["I-1", "interrupted", "implement", "2/2", "3", "-"]
     assert cut[6] == rev(fleet, "refs/cairn/wip/I-1")[:7]
     assert "  F-1: after_create hook failed: exit 1" in lines
+    (retry,) = [line for line in lines if line.startswith("  Y-1: ")]
+    assert "next attempt in " in retry
     fast_rows = rows(fleet)
     typer_rows = rows(fleet, CAIRN_FAST="0")
     for found in (fast_rows, typer_rows):

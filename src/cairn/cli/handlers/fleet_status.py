@@ -5,8 +5,12 @@ from __future__ import annotations
 import json as json_lib
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cairn.cli.output import console
+
+if TYPE_CHECKING:
+    from cairn.state.fleetstatus import FleetRow
 from cairn.util.records import plain, pydantic_json
 
 HEADER = ("ticket", "state", "phase", "task", "attempt", "turns", "snapshot", "worktree", "last")
@@ -63,5 +67,17 @@ def status(json: bool = False, workspace: Path = Path(".")) -> None:
         "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
         for line in table
     ]
-    details = [f"  {row.ticket}: {row.detail}" for row in report.rows if row.detail]
+    details = [f"  {row.ticket}: {note}" for row in report.rows if (note := _note(row))]
     sys.stdout.write("\n".join(lines + details) + "\n")
+
+
+def _note(row: FleetRow) -> str | None:
+    """The line under the table: the row's detail, and when a retrying ticket starts again."""
+    parts = [row.detail] if row.detail else []
+    if row.state == "retrying" and row.next_attempt_at is not None:
+        from cairn.state.status import age_text
+        from cairn.util import clock
+
+        wait = int((row.next_attempt_at - clock.now()).total_seconds())
+        parts.append(f"next attempt in {age_text(wait)}" if wait > 0 else "next attempt due")
+    return "; ".join(parts) or None
