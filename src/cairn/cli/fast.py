@@ -200,6 +200,9 @@ COMMANDS: dict[tuple[str, ...], Command] = {
         ),
     ),
     ("status",): Command("cairn.cli.handlers.status:status", options=_options(JSON, WORKSPACE)),
+    ("fleet", "status"): Command(
+        "cairn.cli.handlers.fleet_status:status", options=_options(JSON, WORKSPACE)
+    ),
     ("logs",): Command(
         "cairn.cli.handlers.logs:logs",
         (Arg("ticket", required=False),),

@@ -1,21 +1,29 @@
-"""STAND-IN (helper B): the minimal interface of the fleet's on-disk records from
-/work/wt/fleet-brief.md, so the dir tracker and prune can be tested before helper C's module is
-merged. The integrator keeps helper C's version of this file.
+"""The fleet's on-disk records: ``<state root>/fleet/tickets/<ticket>.json``, one per ticket.
 
-``<state root>/fleet/tickets/<ticket>.json``: one ``FleetTicket`` per ticket.
+A record says where a ticket stands in the fleet (queued, running, retrying, …), its attempt
+count and retry time, its worktree and branch, and the child process running it. The
+supervisor writes them (atomically, through ``util.durable``); ``cairn fleet status`` and
+``cairn status`` read them, with or without a supervisor running. A record that cannot be read
+is skipped with a warning by ``listing``: one broken file never hides the others.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
 
+from cairn import tickets
+from cairn.errors import BadInput, CorruptState
 from cairn.state.layout import Layout
+from cairn.state.owner import START_TIME_TOLERANCE, with_offset
 from cairn.util import durable
-from cairn.util.records import Record
+from cairn.util.procs import pid_alive, process_start_time
+from cairn.util.records import After, Ge, Record, first_error
 
 FleetState = Literal[
     "queued",
@@ -27,56 +35,181 @@ FleetState = Literal[
     "completed",
     "failed",
 ]
+FLEET_STATES: tuple[FleetState, ...] = (
+    "queued",
+    "running",
+    "retrying",
+    "interrupted",
+    "needs_review",
+    "needs_input",
+    "completed",
+    "failed",
+)
+FINISHED: frozenset[str] = frozenset({"completed", "needs_review", "failed"})
+SUFFIX = ".json"
+READ_LIMIT = 256 * 1024
+WHAT = "fleet record"
+
+Time = Annotated[datetime, After(with_offset)]
+_TIMES = ("next_attempt_at", "updated")
 
 
-class FleetTicket(Record):
+class FleetTicket(Record, strict=True):
     ticket: str
-    plan: str
+    plan: str  # the queue file's path, relative to the repository's top level
     state: FleetState
-    attempt: int = 0
-    next_attempt_at: datetime | None = None
-    worktree: str | None = None
-    branch: str | None = None
-    pid: int | None = None
+    attempt: Annotated[int, Ge(0)] = 0  # attempts started so far (run = 1, each resume +1)
+    next_attempt_at: Time | None = None  # when a retrying ticket may start again
+    worktree: str | None = None  # absolute path
+    branch: str | None = None  # cairn/<ticket>
+    pid: int | None = None  # the child `cairn run|resume` process, while running
     pid_started_at: float | None = None
     last_exit: int | None = None
-    last_reason: str | None = None
-    detail: str | None = None
-    updated: datetime
+    last_reason: str | None = None  # cutoff reason of the last attempt (max_turns, stall, …)
+    detail: str | None = None  # one line: why failed / needs_input / interrupted
+    updated: Time
+
+    def check(self) -> None:
+        why = tickets.problem(self.ticket)
+        if why is not None:
+            raise ValueError(f"ticket {self.ticket!r} is not a valid id: {why}")
+
+
+def live_state(record: FleetTicket) -> tuple[FleetState, str | None]:
+    """The state ``record`` puts its ticket in now, and its one-line detail: a record that says
+    running whose process is gone (the supervisor and its child were killed) is interrupted,
+    for the next ``cairn fleet start`` to resume."""
+    if record.state != "running" or record.pid is None or _alive(record):
+        return record.state, record.detail
+    return "interrupted", f"its run (pid {record.pid}) is gone; `cairn fleet start` resumes it"
+
+
+def _alive(record: FleetTicket) -> bool:
+    assert record.pid is not None
+    if not pid_alive(record.pid):
+        return False
+    if record.pid_started_at is None:
+        return True
+    started = process_start_time(record.pid)
+    if started is None:
+        return True
+    return abs(started.timestamp() - record.pid_started_at) <= START_TIME_TOLERANCE
 
 
 def fleet_dir(layout: Layout) -> Path:
-    return layout.root / "fleet"
+    """``<state root>/fleet``: the fleet's records, its lease and its stop request."""
+    durable.check_state_dir(layout.root, "state root")
+    path = layout.root / "fleet"
+    durable.check_state_dir(path, "fleet directory")
+    return path
 
 
-def _path(layout: Layout, ticket: str) -> Path:
-    return fleet_dir(layout) / "tickets" / f"{ticket}.json"
+def tickets_dir(layout: Layout) -> Path:
+    path = fleet_dir(layout) / "tickets"
+    durable.check_state_dir(path, "fleet tickets directory")
+    return path
+
+
+def record_path(layout: Layout, ticket: str) -> Path:
+    return tickets_dir(layout) / f"{tickets.validate(ticket)}{SUFFIX}"
 
 
 def read(layout: Layout, ticket: str) -> FleetTicket | None:
-    data = durable.read_state_file(_path(layout, ticket), "fleet record")
+    """The record of ``ticket``; None when it has none. A broken record is CorruptState."""
+    return load(record_path(layout, ticket))
+
+
+def load(path: Path) -> FleetTicket | None:
+    data = durable.read_state_file(path, WHAT, READ_LIMIT)
     if data is None:
         return None
-    return FleetTicket.model_validate(json.loads(data))
+    return parse(durable.decode_text(data, path, WHAT), path)
+
+
+def parse(text: str, path: Path) -> FleetTicket:
+    try:
+        data: Any = json.loads(text)
+    except ValueError:
+        raise CorruptState(f"{WHAT} {path} is not valid JSON; fix it or delete it") from None
+    if not isinstance(data, dict):
+        raise CorruptState(f"{WHAT} {path} is not a JSON object; fix it or delete it")
+    for key in _TIMES:  # ISO text to datetimes here, so the record validates without pydantic
+        value = data.get(key)
+        if isinstance(value, str):
+            with contextlib.suppress(ValueError):  # left as text: validation names the field
+                data[key] = datetime.fromisoformat(value)
+    try:
+        record = FleetTicket.model_validate(data)
+    except ValueError as exc:
+        key, why, _ = first_error(exc)
+        where = key or "(top level)"
+        raise CorruptState(f"{WHAT} {path}: {where}: {why}; fix it or delete it") from None
+    if path.name != f"{record.ticket}{SUFFIX}":
+        raise CorruptState(
+            f"{WHAT} {path} is for ticket {record.ticket!r}, not {path.stem!r}; rename or delete it"
+        )
+    return record
+
+
+def render(record: FleetTicket) -> str:
+    return record.model_dump_json(indent=2) + "\n"
 
 
 def write(layout: Layout, record: FleetTicket) -> None:
-    path = _path(layout, record.ticket)
+    """Write ``record`` atomically (the old version or the new one survives any crash)."""
+    path = record_path(layout, record.ticket)
     durable.ensure_dir(path.parent)
-    durable.atomic_write(path, json.dumps(record.model_dump(mode="json"), indent=2) + "\n")
+    durable.atomic_write(path, render(record))
 
 
-def listing(layout: Layout) -> list[FleetTicket]:
-    folder = fleet_dir(layout) / "tickets"
-    if not folder.is_dir():
+def remove(layout: Layout, ticket: str) -> bool:
+    return durable.remove(record_path(layout, ticket))
+
+
+def names(layout: Layout) -> list[str]:
+    """The tickets that have a record file, sorted; no file is read."""
+    try:
+        entries = os.scandir(tickets_dir(layout))
+    except (FileNotFoundError, NotADirectoryError):
         return []
-    found: list[FleetTicket] = []
-    for path in sorted(folder.glob("*.json")):
+    with entries:
+        found = [
+            entry.name[: -len(SUFFIX)]
+            for entry in entries
+            if entry.name.endswith(SUFFIX) and not entry.name.startswith(".")
+        ]
+    return sorted(found)
+
+
+def listing(layout: Layout, warnings: list[str] | None = None) -> list[FleetTicket]:
+    """Every readable record, sorted by ticket. An unreadable one (bad JSON, a wrong field, a
+    symlink, a bad name) is skipped with a warning: appended to ``warnings`` when given,
+    else printed to stderr as ``cairn: warning: …``."""
+    directory = tickets_dir(layout)
+    records = []
+    for name in names(layout):
+        path = directory / f"{name}{SUFFIX}"
         try:
-            record = read(layout, path.stem)
-        except (ValueError, OSError) as exc:
-            sys.stderr.write(f"cairn: warning: skipped unreadable fleet record {path}: {exc}\n")
+            if tickets.problem(name) is not None:
+                raise CorruptState(
+                    f"{WHAT} {path} is not named after a valid ticket id; rename or delete it"
+                )
+            record = load(path)
+        except (BadInput, OSError) as exc:  # CorruptState is a BadInput
+            message = str(exc) if isinstance(exc, BadInput) else f"{path}: {exc.strerror}"
+            _warn(f"{message}; skipped", warnings)
             continue
         if record is not None:
-            found.append(record)
-    return found
+            records.append(record)
+    return records
+
+
+def by_ticket(layout: Layout, warnings: list[str] | None = None) -> dict[str, FleetTicket]:
+    return {record.ticket: record for record in listing(layout, warnings)}
+
+
+def _warn(message: str, warnings: list[str] | None) -> None:
+    if warnings is not None:
+        warnings.append(message)
+    else:
+        sys.stderr.write(f"cairn: warning: {message}\n")

@@ -3,7 +3,8 @@
 Built for thousands of tickets: each ticket directory is listed once, its marker is read only
 when the listing shows one, and a finished ticket costs one more listing (its latest run) and
 one small read (the head of its change summary, for the status line). Snapshot refs come from
-one ``for-each-ref``.
+one ``for-each-ref``. Fleet tickets (``cairn.state.fleetstate``) carry their fleet state; a
+repository without a fleet pays one failed directory listing for it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from cairn import tickets
-from cairn.state import accounting, marker, owner
+from cairn.config import Config
+from cairn.git import Repo
+from cairn.state import accounting, fleetstate, marker, owner
 from cairn.state.layout import (
     ARTIFACT,
     MARKER,
@@ -25,7 +28,7 @@ from cairn.state.layout import (
     discover,
     run_sort_key,
 )
-from cairn.state.marker import TicketState
+from cairn.state.marker import Marker, TicketState
 from cairn.util import clock
 from cairn.util.durations import parse_duration
 from cairn.util.records import Record
@@ -49,47 +52,67 @@ class StatusRow(Record, frozen=False):
     run: str | None = None
     snapshot: str | None = None
     usage: dict[str, Any] | None = None  # the run's tokens and cost (its summary's front matter)
+    fleet: str | None = None  # the fleet state of a fleet ticket (queued, running, …)
 
 
 def status(workspace: Path | str = ".") -> list[StatusRow]:
     repo, config, layout = discover(workspace)
-    stale_after = parse_duration(config.marker.stale_after)
-    prefix = config.snapshot.ref_prefix.rstrip("/") + "/"
-    out = repo.git.out(["for-each-ref", "--format=%(objectname) %(refname)", prefix])
-    snapshots = {}
-    for line in out.splitlines():
-        oid, _, ref = line.partition(" ")
-        name = ref[len(prefix) :]
-        if tickets.problem(name) is None:
-            snapshots[name] = oid
+    snapshots = {ticket: oid for ticket, (oid, _) in snapshot_refs(repo, config).items()}
     now = clock.now()
+    stale_after = parse_duration(config.marker.stale_after)
+    fleet = fleetstate.by_ticket(layout)
     rows = []
     tickets_dir = str(layout.tickets_dir)
-    for ticket in sorted(set(layout.list_tickets()) | set(snapshots)):
-        row = _row(os.path.join(tickets_dir, ticket), ticket, stale_after, now)
+    for ticket in sorted(set(layout.list_tickets()) | set(snapshots) | set(fleet)):
+        row, _ = ticket_row(os.path.join(tickets_dir, ticket), ticket, stale_after, now)
         snapshot = snapshots.get(ticket)
+        record = fleet.get(ticket)
         if row is None:
-            if snapshot is None:
+            if snapshot is None and record is None:
                 continue
             row = StatusRow(ticket=ticket, state="none")
         if snapshot is not None:
             row.snapshot = snapshot
+        if record is not None:
+            row.fleet = fleetstate.live_state(record)[0]
         rows.append(row)
     return rows
 
 
-def _row(ticket_dir: str, ticket: str, stale_after: float, now: datetime) -> StatusRow | None:
+def snapshot_refs(repo: Repo, config: Config, dated: bool = False) -> dict[str, tuple[str, int]]:
+    """Each ticket's snapshot ref: its commit and (when ``dated``) its commit time, from one
+    ``for-each-ref``; the time is 0 when not asked for."""
+    prefix = config.snapshot.ref_prefix.rstrip("/") + "/"
+    date = " %(committerdate:unix)" if dated else ""
+    out = repo.git.out(["for-each-ref", f"--format=%(objectname){date} %(refname)", prefix])
+    found = {}
+    for line in out.splitlines():
+        oid, _, rest = line.partition(" ")
+        when = "0"
+        if dated:
+            when, _, rest = rest.partition(" ")
+        name = rest[len(prefix) :]
+        if tickets.problem(name) is None:
+            found[name] = (oid, int(when) if when.isdigit() else 0)
+    return found
+
+
+Found = tuple[StatusRow | None, Marker | None]
+
+
+def ticket_row(ticket_dir: str, ticket: str, stale_after: float, now: datetime) -> Found:
+    """The status row of the ticket whose directory is ``ticket_dir``, and its marker."""
     try:
         names = os.listdir(ticket_dir)
     except (FileNotFoundError, NotADirectoryError):
-        return None
+        return None, None
     runs = [name for name in names if RUN_ID.fullmatch(name)]
     current = marker.read(Path(ticket_dir, MARKER)) if MARKER in names else None
     run_id = current.run if current is not None and current.run else None
     if run_id is None and runs:
         run_id = max(runs, key=run_sort_key)
     if current is None and run_id is None:
-        return None
+        return None, None
     line, mtime, usage = (
         _summary_head(os.path.join(ticket_dir, run_id)) if run_id else (None, None, None)
     )
@@ -103,7 +126,7 @@ def _row(ticket_dir: str, ticket: str, stale_after: float, now: datetime) -> Sta
             total = int(count.group(2))
     if current is not None:
         state, _, _ = marker.judge(current, stale_after, now)
-        return StatusRow.model_construct(
+        row = StatusRow.model_construct(
             ticket=ticket,
             state=state,
             phase=current.phase,
@@ -116,8 +139,9 @@ def _row(ticket_dir: str, ticket: str, stale_after: float, now: datetime) -> Sta
             snapshot=None,
             usage=usage,
         )
+        return row, current
     done = line is not None and line.startswith("Completed")
-    return StatusRow.model_construct(
+    row = StatusRow.model_construct(
         ticket=ticket,
         state="done" if done else "interrupted",
         phase="done" if done else None,
@@ -130,6 +154,7 @@ def _row(ticket_dir: str, ticket: str, stale_after: float, now: datetime) -> Sta
         snapshot=None,
         usage=usage,
     )
+    return row, None
 
 
 Head = tuple[str | None, float | None, dict[str, Any] | None]

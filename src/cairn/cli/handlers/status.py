@@ -21,23 +21,26 @@ def status(json: bool = False, workspace: Path = Path(".")) -> None:
     if not rows:
         console.print("no tickets: no markers, runs or snapshots")
         return
-    table = [HEADER]
+    fleet = any(row.fleet is not None for row in rows)  # the column shows only in a fleet
+    header = (*HEADER, "fleet") if fleet else HEADER
+    table: list[tuple[str, ...]] = [header]
     for row in rows:
         task = "-"
         if row.task is not None:
             task = f"{row.task}/{row.total if row.total is not None else '?'}"
-        table.append(
-            (
-                row.ticket,
-                row.state.replace("_", " "),
-                row.phase or "-",
-                str(row.round) if row.round is not None else "-",
-                task,
-                age_text(row.age_seconds),
-                row.owner or "-",
-            )
+        cells: tuple[str, ...] = (
+            row.ticket,
+            row.state.replace("_", " "),
+            row.phase or "-",
+            str(row.round) if row.round is not None else "-",
+            task,
+            age_text(row.age_seconds),
+            row.owner or "-",
         )
-    widths = [max(len(line[i]) for line in table) for i in range(len(HEADER))]
+        if fleet:
+            cells = (*cells, (row.fleet or "-").replace("_", " "))
+        table.append(cells)
+    widths = [max(len(line[i]) for line in table) for i in range(len(header))]
     text = "\n".join(
         "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
         for line in table

@@ -1,0 +1,83 @@
+"""``cairn fleet status``: one row per fleet ticket, from the files (no supervisor needed)."""
+
+from __future__ import annotations
+
+import json as json_lib
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cairn.cli.output import console
+
+if TYPE_CHECKING:
+    from cairn.state.fleetstatus import FleetRow
+from cairn.util.records import plain, pydantic_json
+
+HEADER = ("ticket", "state", "phase", "task", "attempt", "turns", "snapshot", "worktree", "last")
+
+
+def status(json: bool = False, workspace: Path = Path(".")) -> None:
+    from cairn.state.fleetstatus import fleet_status
+
+    report = fleet_status(workspace)
+    for warning in report.warnings:  # on stderr: stdout stays the table or the JSON array
+        sys.stderr.write(f"cairn: warning: {warning}\n")
+    if json:
+        rows = plain(report.rows, json_mode=True)
+        sys.stdout.write(pydantic_json(rows, indent=2) if rows else json_lib.dumps([]))
+        sys.stdout.write("\n")
+        return
+    if not report.rows:
+        console.print("no fleet tickets: `cairn fleet start` runs the plans in the queue")
+        return
+    from cairn.state.status import age_text
+
+    table = [HEADER]
+    for row in report.rows:
+        task = "-"
+        if row.task is not None or row.total is not None:
+            task = f"{row.task if row.task is not None else '-'}/{row.total or '?'}"
+        attempt = str(row.attempt)
+        if row.max_attempts is not None:
+            attempt += f"/{row.max_attempts}"
+        turns = "-"
+        if row.turn is not None:
+            turns = f"{row.turn}/{row.max_turns if row.max_turns is not None else '?'}"
+        snapshot = "-"
+        if row.snapshot is not None:
+            snapshot = f"{row.snapshot[:7]} {age_text(row.snapshot_age_seconds)}"
+        last = "-"
+        if row.last_event is not None:
+            last = f"{row.last_event} {age_text(row.last_event_age_seconds)}"
+        table.append(
+            (
+                row.ticket,
+                row.state.replace("_", " "),
+                row.phase or "-",
+                task,
+                attempt,
+                turns,
+                snapshot,
+                row.worktree or "-",
+                last,
+            )
+        )
+    widths = [max(len(line[i]) for line in table) for i in range(len(HEADER))]
+    lines = [
+        "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+        for line in table
+    ]
+    details = [f"  {row.ticket}: {note}" for row in report.rows if (note := _note(row))]
+    sys.stdout.write("\n".join(lines + details) + "\n")
+
+
+def _note(row: FleetRow) -> str | None:
+    """The line under the table: the row's detail, and when a retrying ticket starts again."""
+    parts = [row.detail] if row.detail else []
+    if row.state == "retrying" and row.next_attempt_at is not None:
+        from cairn.state.status import age_text
+        from cairn.util import clock
+
+        wait = int((row.next_attempt_at - clock.now()).total_seconds())
+        parts.append(f"next attempt in {age_text(wait)}" if wait > 0 else "next attempt due")
+    return "; ".join(parts) or None

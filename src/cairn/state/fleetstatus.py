@@ -1,0 +1,121 @@
+"""``cairn fleet status``: one row per fleet ticket, from the files alone (no supervisor needed).
+
+A row joins the ticket's fleet record (``fleetstate``) with what ``cairn status`` reads of its
+run (``status.ticket_row``: marker, latest run, the head of its change summary), the last event
+of the run's journal (its tail only) and the ticket's snapshot ref (one dated
+``for-each-ref`` for all tickets).
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from cairn.errors import CairnError
+from cairn.state import fleetstate, journal, status
+from cairn.state.layout import discover
+from cairn.util import clock
+from cairn.util.durations import parse_duration
+from cairn.util.records import Record, field
+
+SHORT_SHA = 10
+
+
+class FleetRow(Record, frozen=False):
+    ticket: str
+    state: fleetstate.FleetState
+    plan: str
+    phase: str | None = None
+    task: int | None = None
+    total: int | None = None
+    attempt: int = 0
+    max_attempts: int | None = None
+    turn: int | None = None  # turns used in the current dispatch
+    max_turns: int | None = None  # that dispatch's cap
+    snapshot: str | None = None  # short sha of refs/cairn/wip/<ticket>
+    snapshot_age_seconds: int | None = None
+    worktree: str | None = None
+    branch: str | None = None
+    last_event: str | None = None
+    last_event_age_seconds: int | None = None
+    next_attempt_at: datetime | None = None
+    pid: int | None = None
+    last_exit: int | None = None
+    last_reason: str | None = None
+    detail: str | None = None
+    run: str | None = None
+    run_state: str | None = None  # the run's own state, as `cairn status` gives it
+    updated: datetime
+
+
+class FleetStatus(Record, frozen=False):
+    rows: list[FleetRow] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def fleet_status(workspace: Path | str = ".") -> FleetStatus:
+    repo, config, layout = discover(workspace)
+    report = FleetStatus()
+    records = fleetstate.listing(layout, report.warnings)
+    if not records:
+        return report
+    fleet_config = getattr(config, "fleet", None)
+    max_attempts = getattr(fleet_config, "max_attempts", None)
+    stale_after = parse_duration(config.marker.stale_after)
+    snapshots = status.snapshot_refs(repo, config, dated=True)
+    now = clock.now()
+    tickets_dir = str(layout.tickets_dir)
+    for record in records:
+        state, detail = fleetstate.live_state(record)
+        ticket_dir = os.path.join(tickets_dir, record.ticket)
+        found, current = status.ticket_row(ticket_dir, record.ticket, stale_after, now)
+        row = FleetRow.model_construct(
+            ticket=record.ticket,
+            state=state,
+            plan=record.plan,
+            attempt=record.attempt,
+            max_attempts=max_attempts,
+            worktree=record.worktree,
+            branch=record.branch,
+            next_attempt_at=record.next_attempt_at,
+            pid=record.pid if state == "running" else None,
+            last_exit=record.last_exit,
+            last_reason=record.last_reason,
+            detail=detail,
+            updated=record.updated,
+        )
+        if found is not None:
+            row.phase, row.task, row.total = found.phase, found.task, found.total
+            row.run, row.run_state = found.run, found.state
+            if found.state == "done" and row.task is None:
+                row.task = row.total
+        if current is not None and current.dispatch is not None:
+            row.turn, row.max_turns = current.dispatch.turn, current.dispatch.max_turns
+        snapshot = snapshots.get(record.ticket)
+        if snapshot is not None:
+            row.snapshot = snapshot[0][:SHORT_SHA]
+            row.snapshot_age_seconds = max(0, int(now.timestamp()) - snapshot[1])
+        if row.run is not None:
+            _last_event(row, os.path.join(ticket_dir, row.run), now)
+        report.rows.append(row)
+    return report
+
+
+def _last_event(row: FleetRow, run_dir: str, now: datetime) -> None:
+    try:
+        event: dict[str, Any] | None = journal.last(Path(run_dir))
+    except (OSError, ValueError, CairnError):
+        return  # an unreadable journal leaves the column empty; catchup names the problem
+    if event is None:
+        return
+    row.last_event = str(event.get("event"))
+    when = event.get("t")
+    if isinstance(when, str):
+        try:
+            at = datetime.fromisoformat(when)
+        except ValueError:
+            return
+        if at.tzinfo is not None:
+            row.last_event_age_seconds = max(0, int((now - at).total_seconds()))
