@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
 from cairn.errors import BadInput
 from cairn.terms import AgentPermissions, LoopPhase
@@ -143,6 +143,28 @@ class MarkerConfig(Record, forbid_extra=True, strict=True):
     stale_after: Duration = "24h"
 
 
+class FleetHooks(Record, forbid_extra=True, strict=True):
+    after_create: str | None = None
+    before_run: str | None = None
+    after_run: str | None = None
+    before_remove: str | None = None
+    timeout: Duration = "5m"
+
+
+class FleetConfig(Record, forbid_extra=True, strict=True):
+    tracker: Literal["dir"] = "dir"
+    queue: str = "cairn-queue"  # relative to the repository's top level
+    concurrency: Annotated[int, Ge(1)] = 2
+    workspace_root: str | None = None  # default: the sibling directory "<repo>.cairn/"
+    poll_interval: Duration = "30s"
+    max_attempts: Annotated[int, Ge(1)] = 3
+    retry_backoff: Duration = "10s"  # doubling, capped at retry_backoff_cap
+    retry_backoff_cap: Duration = "5m"
+    stall_timeout: Duration = "10m"
+    min_free_memory: Size = 1024 * MiB
+    hooks: FleetHooks = FleetHooks.model_construct()
+
+
 # The defaults are built without validation (they are valid by construction): validating them
 # would cost every command the validators of every section, file or no file.
 DEFAULT_ROLES = {
@@ -166,6 +188,7 @@ class Config(Record, forbid_extra=True, strict=True):
     loop: LoopConfig = LoopConfig.model_construct()
     marker: MarkerConfig = MarkerConfig.model_construct()
     snapshot: SnapshotConfig = SnapshotConfig.model_construct()
+    fleet: FleetConfig = FleetConfig.model_construct()
     state_dir: str | None = None
     # Where the values came from (None: every value is a default), and the file's raw tables.
     _source: ClassVar[Path | None] = None

@@ -12,6 +12,7 @@ from cairn.cli.commands import (
     catchup,
     config,
     demo,
+    fleet,
     hook_events,
     hooks_install,
     logs,
@@ -41,6 +42,7 @@ app.command("catchup")(catchup.catchup)
 app.command("status")(status.status)
 app.command("logs")(logs.logs)
 app.command("demo")(demo.demo)
+app.add_typer(fleet.app, name="fleet")
 app.add_typer(wip.app, name="wip")
 app.add_typer(progress.task_app, name="task")
 app.command("finding")(progress.finding)
