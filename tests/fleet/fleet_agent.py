@@ -3,7 +3,8 @@ one task a turn, as cairn's prompt (on stdin) asks, and commits it on the ticket
 
 It logs every task it starts and finishes to ``$FLEET_AGENT_DIR/<ticket>.jsonl`` (fsynced), so
 a test can tell a task done twice. A ticket named in ``$FLEET_AGENT_STALL`` hangs in its first
-turn the first time (a stall); one named in ``$FLEET_AGENT_SLOW`` sleeps in each turn.
+turn the first time (a stall); one named in ``$FLEET_AGENT_SLOW`` sleeps in each turn; one
+named in ``$FLEET_AGENT_FAIL`` exits 1 at once (an agent error).
 """
 
 from __future__ import annotations
@@ -82,6 +83,10 @@ def main() -> int:
         flag.write_text("stalled once\n")
         log(ticket, event="stall")
         time.sleep(600)
+    if named("FLEET_AGENT_FAIL", ticket):
+        log(ticket, event="fail")
+        print("the agent fails", file=sys.stderr)
+        return 1
     number = task_to_do(prompt)
     if number is None:
         print("nothing left to do")

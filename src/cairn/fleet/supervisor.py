@@ -199,9 +199,9 @@ class Supervisor:
         note = schedule.memory_note(self.fleet)
         if note is not None:
             if note != self.held_back:
-                self.emit("waiting", message=note)
                 for record in due:
                     self._save(record, detail=note)
+                self.emit("waiting", message=note)
             self.held_back = note
             return
         self.held_back = None
@@ -256,7 +256,7 @@ class Supervisor:
         """``run`` for a first attempt, ``resume`` after; None when the files say the last
         attempt finished (its supervisor died before it could record that)."""
         status, _ = outcome_on_disk(self.layout, record.ticket)
-        if record.attempt == 0 or status == "none":
+        if status == "none" or (record.attempt == 0 and record.last_reason is None):
             plan = self.repo.toplevel / record.plan
             return ["run", str(plan), "--ticket", record.ticket, "--json"]
         if status in DONE:
