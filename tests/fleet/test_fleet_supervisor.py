@@ -32,7 +32,9 @@ FLEET_DEFAULTS = {
 }
 
 
-def fleet_repo(tmp_path: Path, plans: dict[str, int], max_turns: int = 3, **fleet: Any) -> Path:
+def fleet_repo(
+    tmp_path: Path, plans: dict[str, int], max_turns: int = 3, hooks: str = "", **fleet: Any
+) -> Path:
     """A repository whose cairn.toml runs the fleet agent (implement only, ``max_turns`` a
     dispatch, no continuations) and a queue of plans: ticket → number of tasks."""
     keys = {**FLEET_DEFAULTS, **fleet}
@@ -46,6 +48,7 @@ def fleet_repo(tmp_path: Path, plans: dict[str, int], max_turns: int = 3, **flee
         "cutoff_timeout_ms = 3000\n\n"
         '[loop]\nphases = ["implement"]\n\n[fleet]\n'
         + "".join(f"{k} = {json.dumps(v)}\n" for k, v in keys.items())
+        + (f"\n[fleet.hooks]\n{hooks}" if hooks else "")
     )
     repo = make_repo(tmp_path / "repo", {"README.md": "hello\n", "cairn.toml": config})
     for ticket, tasks in plans.items():
@@ -372,3 +375,18 @@ def test_low_free_memory_holds_new_tickets_back(tmp_path: Path) -> None:
     assert code == 3
     assert record(repo, "m1")["state"] == "queued"
     assert not agent_log(env, "m1")
+
+
+def test_a_failing_after_create_hook_fails_the_ticket_not_the_fleet(tmp_path: Path) -> None:
+    hooks = 'after_create = "test -e marker-h1 || { echo no deps here; exit 1; }"\n'
+    repo = fleet_repo(tmp_path, {"h1": 1, "h2": 1}, hooks=hooks.replace("marker-h1", "README.md"))
+    broken = fleet_repo(tmp_path / "other", {"h1": 1}, hooks=hooks)
+    env = agent_env(tmp_path)
+    code, lines = finish(supervisor(broken, env, "--once"), timeout=60)
+    assert code == 1, lines
+    failed = record(broken, "h1")
+    assert failed["state"] == "failed"
+    assert failed["detail"] == "hook after_create failed: no deps here"
+    assert not agent_log(env, "h1")
+    code, lines = finish(supervisor(repo, env, "--once"), timeout=60)
+    assert code == 0, lines
