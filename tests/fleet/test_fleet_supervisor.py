@@ -257,7 +257,7 @@ def test_once_completes_a_queue_with_a_stall_and_a_turn_cap(tmp_path: Path) -> N
 def test_sigkill_of_supervisor_and_agents_then_start_again_completes_everything(
     tmp_path: Path,
 ) -> None:
-    plans = {"k1": 4, "k2": 4, "k3": 4}
+    plans = {"k1": 6, "k2": 6, "k3": 6}
     repo = fleet_repo(tmp_path, plans, max_turns=10)
     env = agent_env(tmp_path, slow="k1,k2,k3", pause="0.6")
     env["FLEET_AGENT_PAUSE"] = "0.6"
@@ -265,7 +265,7 @@ def test_sigkill_of_supervisor_and_agents_then_start_again_completes_everything(
 
     def some_work_done() -> bool:
         done = [sum(e["event"] == "done" for e in agent_log(env, t)) for t in plans]
-        return all(n >= 1 for n in done) and sum(done) >= 4
+        return all(n >= 1 for n in done)
 
     wait_for(some_work_done, what="tasks done before the kill")
     worktrees = {t: Path(record(repo, t)["worktree"]).stat().st_ino for t in plans}
