@@ -43,8 +43,17 @@ STOP_REASONS: tuple[StopReason, ...] = get_args(StopReason)
 # status line, the marker and the journal say; a stop reason maps to one by CUTOFF_FOR.
 # "disk_full": cairn could not write its state (ENOSPC): the run stops, resumable.
 # "budget": the run's cost passed agent.max_cost_usd: the run stops, resumable.
+# "stall": the fleet supervisor saw no progress for fleet.stall_timeout (SIGUSR1 to cairn).
 CutoffReason = Literal[
-    "max_turns", "timeout", "signal", "crash", "error", "incomplete", "disk_full", "budget"
+    "max_turns",
+    "timeout",
+    "signal",
+    "crash",
+    "error",
+    "incomplete",
+    "disk_full",
+    "budget",
+    "stall",
 ]
 CUTOFF_FOR: dict[StopReason, CutoffReason] = {
     "completed": "incomplete",  # the agent stopped, but its tasks are not all done

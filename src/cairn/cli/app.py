@@ -12,7 +12,7 @@ from cairn.cli.commands import (
     catchup,
     config,
     demo,
-    fleet_status_cmd,
+    fleet,
     hook_events,
     hooks_install,
     logs,
@@ -42,8 +42,8 @@ app.command("catchup")(catchup.catchup)
 app.command("status")(status.status)
 app.command("logs")(logs.logs)
 app.command("demo")(demo.demo)
+app.add_typer(fleet.app, name="fleet")
 app.add_typer(wip.app, name="wip")
-app.add_typer(fleet_status_cmd.app, name="fleet")  # TEMPORARY: fleet.py replaces it
 app.add_typer(progress.task_app, name="task")
 app.command("finding")(progress.finding)
 app.command("gate")(progress.gate)

@@ -4,7 +4,7 @@
 ``after_run`` after each attempt, ``before_remove`` before prune removes a worktree. Each runs as
 ``sh -c <command>`` in the worktree, in its own process group, with ``CAIRN_TICKET``,
 ``CAIRN_WORKTREE`` and ``CAIRN_HOOK`` set, for at most ``fleet.hooks.timeout``; on timeout the
-whole group is killed. What a failure means (docs/fleet-workspaces.md): ``after_create``
+whole group is killed. What a failure means (docs/fleet.md): ``after_create``
 failing fails the ticket with the hook's output; ``before_run`` failing ends the attempt
 before the agent starts (the ticket is failed, like ``after_create``); ``after_run`` failing
 is reported and changes nothing; ``before_remove`` failing keeps the worktree.

@@ -102,7 +102,9 @@ def resume(
 
 def _drive(json: bool, start: Callable[[EventSink], RunOutcome]) -> None:
     from cairn.cli.display import Display, pick_mode
+    from cairn.run.orchestrator.signals import ignore_stall_signal
 
+    ignore_stall_signal()
     display = Display(pick_mode(json))
     display.open()
     try:

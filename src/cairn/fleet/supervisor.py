@@ -1,0 +1,392 @@
+"""``cairn fleet start``: the supervisor's loop.
+
+It takes tickets from the tracker, gives each its worktree and runs it as a child ``cairn run``
+(first attempt) or ``cairn resume`` (every later one), at most ``concurrency`` at once; it
+retries interrupted runs after a backoff, stops stalled ones with the stall signal, and on a stop
+(SIGINT, SIGTERM, ``cairn fleet stop``) stops every run with a snapshot. It never holds the only
+copy of anything: each change of a ticket is written to its fleet record before the loop goes
+on, so a new supervisor continues where a killed one was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from cairn.config import Config
+from cairn.errors import ExitCode
+from cairn.fleet import lease as fleet_lease
+from cairn.fleet import schedule
+from cairn.fleet.hooks import set_up
+from cairn.fleet.trackers import Tracker, open_tracker
+from cairn.fleet.watch import Adopted, Attempt, Watched, outcome_on_disk, same_process
+from cairn.fleet.workspaces import ensure, run_hook
+from cairn.git import Repo
+from cairn.state import fleetstate
+from cairn.state.fleetstate import FleetState, FleetTicket
+from cairn.state.layout import Layout, discover
+from cairn.util import clock
+from cairn.util.durations import parse_duration
+
+TICK = 0.1  # seconds between two looks at the children, the stop file and the clock
+Emit = Callable[..., None]  # emit(kind, **fields): one line of output, one JSON object
+DONE: dict[str, FleetState] = {"completed": "completed", "needs_manual_review": "needs_review"}
+
+
+class Supervisor:
+    def __init__(
+        self,
+        workspace: Path | str,
+        *,
+        once: bool = False,
+        concurrency: int | None = None,
+        emit: Emit | None = None,
+    ) -> None:
+        repo, config, layout = discover(workspace)
+        self.repo: Repo = repo
+        self.config: Config = config
+        self.layout: Layout = layout
+        self.fleet = config.fleet
+        self.once = once
+        self.concurrency = concurrency or self.fleet.concurrency
+        self.emit: Emit = emit or (lambda kind, **fields: None)
+        self.tracker: Tracker = open_tracker(repo, config, layout)
+        self.records: dict[str, FleetTicket] = {}
+        self.queue: set[str] = set()  # the tickets this supervisor drives
+        self.first: set[str] = set()  # tickets whose supervisor died mid-attempt: resumed first
+        self.running: dict[str, Watched] = {}
+        self.signals = 0
+        self.stopping = 0  # how many stop requests (signals or the stop file) were acted on
+        self.held_back: str | None = None
+
+    # --- the loop ------------------------------------------------------------------------------
+
+    def run(self) -> int:
+        """Supervise until the queue is drained (``once``) or a stop; the exit code."""
+        held = fleet_lease.acquire(self.layout)
+        try:
+            fleet_lease.take_stop_request(self.layout)  # meant for a supervisor before this one
+            with self._signals():
+                self.emit(
+                    "fleet_started", pid=held.me.pid, concurrency=self.concurrency, once=self.once
+                )
+                self._recover()
+                code = self._loop()
+                self.emit("fleet_finished", exit_code=code, tickets=self._states())
+                return code
+        finally:
+            held.release()
+
+    def _loop(self) -> int:
+        next_poll = 0.0
+        poll_every = parse_duration(self.fleet.poll_interval)
+        while True:
+            self._check_stop()
+            self._reap()
+            if self.stopping:
+                if not self.running:
+                    return ExitCode.INTERRUPTED
+            else:
+                self._watch_stalls()
+                if time.monotonic() >= next_poll and not (self.once and next_poll):
+                    self._poll_tracker()
+                    next_poll = time.monotonic() + poll_every
+                self._start_due()
+                if self.once and not self.running and not self._pending():
+                    return self._exit_code()
+            time.sleep(TICK)
+
+    @contextlib.contextmanager
+    def _signals(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+
+        def count(signum: int, frame: object) -> None:
+            self.signals += 1
+
+        previous = {s: signal.signal(s, count) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for signum, old in previous.items():
+                signal.signal(signum, old)
+
+    # --- tickets -------------------------------------------------------------------------------
+
+    def _save(self, record: FleetTicket, **changes: Any) -> FleetTicket:
+        updated = record.model_copy(update={**changes, "updated": clock.now()})
+        fleetstate.write(self.layout, updated)
+        self.records[updated.ticket] = updated
+        return updated
+
+    def _recover(self) -> None:
+        """Tickets a killed supervisor left running: a child still alive is adopted (watched
+        until it ends); a dead one is resumed before anything else, its attempt not counted."""
+        for record in fleetstate.listing(self.layout):
+            self.records[record.ticket] = record
+            if record.state != "running":
+                continue
+            self.queue.add(record.ticket)
+            if same_process(record.pid, record.pid_started_at):
+                assert record.pid is not None
+                self.running[record.ticket] = Adopted(record.ticket, self.layout, record.pid)
+                self.emit("ticket_adopted", ticket=record.ticket, pid=record.pid)
+                continue
+            self.first.add(record.ticket)
+            self._save(
+                record,
+                state="retrying",
+                attempt=max(0, record.attempt - 1),
+                next_attempt_at=None,
+                pid=None,
+                pid_started_at=None,
+                last_reason="crash",
+                detail="its supervisor died mid-attempt; resumed first",
+            )
+            self.emit("ticket_recovered", ticket=record.ticket)
+
+    def _poll_tracker(self) -> None:
+        for candidate in self.tracker.candidates():
+            ticket = candidate.ticket
+            record = self.records.get(ticket) or fleetstate.read(self.layout, ticket)
+            if record is None:
+                plan = candidate.plan
+                with contextlib.suppress(ValueError):
+                    plan = plan.relative_to(self.repo.toplevel)
+                record = FleetTicket(
+                    ticket=ticket, plan=str(plan), state="queued", updated=clock.now()
+                )
+                fleetstate.write(self.layout, record)
+                self.emit("ticket_queued", ticket=ticket, plan=str(plan))
+            self.records[ticket] = record
+            if schedule.pending(self.fleet, record) or ticket in self.running:
+                self.queue.add(ticket)
+
+    def _pending(self) -> bool:
+        return any(schedule.pending(self.fleet, self.records[t]) for t in self.queue)
+
+    def _states(self) -> dict[str, str]:
+        return {t: self.records[t].state for t in sorted(self.queue)}
+
+    def _exit_code(self) -> int:
+        states = set(self._states().values())
+        if "interrupted" in states:
+            return ExitCode.INTERRUPTED
+        if states - {"completed"}:
+            return ExitCode.FAILURE
+        return ExitCode.OK
+
+    # --- starting attempts ---------------------------------------------------------------------
+
+    def _start_due(self) -> None:
+        free = self.concurrency - len(self.running)
+        if free <= 0:
+            return
+        now = clock.now()
+        due = [
+            self.records[t]
+            for t in self.queue
+            if t not in self.running and schedule.runnable(self.fleet, self.records[t], now)
+        ]
+        if not due:
+            return
+        note = schedule.memory_note(self.fleet)
+        if note is not None:
+            if note != self.held_back:
+                for record in due:
+                    self._save(record, detail=note)
+                self.emit("waiting", message=note)
+            self.held_back = note
+            return
+        self.held_back = None
+        due.sort(key=lambda r: (r.ticket not in self.first, *schedule.order(r)))
+        for record in due[:free]:
+            if self.tracker.claim(record.ticket):
+                self._start(record)
+
+    def _start(self, record: FleetTicket) -> None:
+        ticket = record.ticket
+        self.first.discard(ticket)
+        try:
+            space = ensure(self.repo, self.config, ticket)
+        except Exception as exc:  # the ticket fails, the fleet goes on
+            self._finish(record, "failed", detail=f"its worktree could not be made: {exc}")
+            return
+        record = self._save(record, worktree=str(space.path), branch=space.branch)
+        hook = set_up(space.path, space.created or space.repaired, self.config, ticket)
+        if not hook.ok:
+            self._finish(record, "failed", detail=_hook_detail("after_create", hook))
+            return
+        hook = run_hook("before_run", space.path, self.config, ticket=ticket)
+        if not hook.ok:
+            self._ended(record, None, "error", _hook_detail("before_run", hook), counted=True)
+            return
+        argv = self._command(record)
+        if argv is None:
+            return
+        attempt = Attempt(ticket, self.layout, argv, space.path)
+        self.running[ticket] = attempt
+        self._save(
+            record,
+            state="running",
+            attempt=record.attempt + 1,
+            next_attempt_at=None,
+            pid=attempt.pid,
+            pid_started_at=attempt.started_at.timestamp() if attempt.started_at else None,
+            detail=None,
+        )
+        self.tracker.transition(ticket, "running")
+        self.emit(
+            "ticket_started",
+            ticket=ticket,
+            attempt=record.attempt + 1,
+            command=argv[0],
+            worktree=str(space.path),
+            pid=attempt.pid,
+        )
+
+    def _command(self, record: FleetTicket) -> list[str] | None:
+        """``run`` for a first attempt, ``resume`` after; None when the files say the last
+        attempt finished (its supervisor died before it could record that)."""
+        status, _ = outcome_on_disk(self.layout, record.ticket)
+        if status == "none" or (record.attempt == 0 and record.last_reason is None):
+            plan = self.repo.toplevel / record.plan
+            return ["run", str(plan), "--ticket", record.ticket, "--json"]
+        if status in DONE:
+            self._finish(record, DONE[status], detail=None)
+            return None
+        return ["resume", record.ticket, "--json"]
+
+    # --- watching and ending attempts ----------------------------------------------------------
+
+    def _watch_stalls(self) -> None:
+        limit = parse_duration(self.fleet.stall_timeout)
+        grace = self.config.agent.cutoff_timeout_ms / 1000
+        now = time.monotonic()
+        for ticket, child in self.running.items():
+            if child.stall_sent_at is None:
+                idle = child.idle()
+                if idle >= limit:
+                    child.stall_sent_at = now
+                    child.signal(signal.SIGUSR1)
+                    self.emit("ticket_stalled", ticket=ticket, idle=round(idle, 1))
+            elif now - child.stall_sent_at > limit + 2 * grace:
+                child.kill()
+
+    def _reap(self) -> None:
+        for ticket, child in list(self.running.items()):
+            if not child.poll():
+                continue
+            del self.running[ticket]
+            record = self.records[ticket]
+            if isinstance(child, Attempt):
+                reason, detail, needs_input = child.verdict()
+                if self.stopping and child.exit_code is not None and child.exit_code < 0:
+                    reason = schedule.STOPPED
+                self._ended(record, child.exit_code, reason, detail, needs_input=needs_input)
+            else:
+                status, reason = outcome_on_disk(self.layout, ticket)
+                code = {"completed": 0, "needs_manual_review": 1}.get(status, 3)
+                self._ended(record, code, status if code == 1 else reason, None)
+            if record.worktree:
+                run_hook("after_run", Path(record.worktree), self.config, ticket=record.ticket)
+
+    def _ended(
+        self,
+        record: FleetTicket,
+        exit_code: int | None,
+        reason: str | None,
+        detail: str | None,
+        *,
+        needs_input: bool = False,
+        counted: bool = False,
+    ) -> None:
+        if counted:
+            record = record.model_copy(update={"attempt": record.attempt + 1})
+        verdict = schedule.after_attempt(
+            self.fleet, record, exit_code, reason, detail, needs_input, clock.now()
+        )
+        attempt = record.attempt - 1 if reason == schedule.STOPPED else record.attempt
+        record = self._save(
+            record,
+            attempt=max(0, attempt),
+            last_exit=exit_code,
+            last_reason=reason,
+            pid=None,
+            pid_started_at=None,
+        )
+        if verdict.state == "retrying":
+            self._save(
+                record,
+                state="retrying",
+                next_attempt_at=verdict.next_attempt_at,
+                detail=verdict.detail,
+            )
+            self.tracker.transition(record.ticket, "retrying", verdict.detail)
+            self.emit(
+                "ticket_retrying",
+                ticket=record.ticket,
+                attempt=record.attempt,
+                reason=reason,
+                next_attempt_at=_iso(verdict.next_attempt_at),
+                detail=verdict.detail,
+            )
+            return
+        self._finish(record, verdict.state, detail=verdict.detail)
+
+    def _finish(self, record: FleetTicket, state: FleetState, detail: str | None) -> None:
+        record = self._save(record, state=state, detail=detail, next_attempt_at=None, pid=None)
+        if state == "interrupted" and record.last_reason == schedule.STOPPED:
+            self.tracker.transition(record.ticket, state, detail)
+        else:
+            self.tracker.finish(record.ticket, state)
+        self.emit(
+            "ticket_finished",
+            ticket=record.ticket,
+            state=state,
+            attempt=record.attempt,
+            reason=record.last_reason,
+            detail=detail,
+        )
+
+    # --- stopping ------------------------------------------------------------------------------
+
+    def _check_stop(self) -> None:
+        asked = self.signals
+        if fleet_lease.take_stop_request(self.layout):
+            self.signals += 1
+            asked += 1
+        if asked <= self.stopping:
+            return
+        self.stopping = asked
+        if asked == 1:
+            self.emit("fleet_stopping", running=sorted(self.running))
+            for child in self.running.values():
+                child.signal(signal.SIGTERM)
+        elif asked == 2:
+            self.emit(
+                "fleet_stopping",
+                running=sorted(self.running),
+                message="the runs are saving their snapshots; a third stop kills them",
+            )
+        else:
+            self.emit("fleet_killing", running=sorted(self.running))
+            for child in self.running.values():
+                child.kill()
+
+
+def _hook_detail(name: str, hook: Any) -> str:
+    said = (hook.output or "").strip().splitlines()
+    why = "timed out" if hook.timed_out else "failed"
+    return f"hook {name} {why}" + (f": {said[-1]}" if said else "")
+
+
+def _iso(when: datetime | None) -> str | None:
+    return when.isoformat() if when is not None else None

@@ -1,0 +1,116 @@
+"""A stand-in coding agent for the fleet tests: an ``agent.kind = "command"`` program that does
+one task a turn, as cairn's prompt (on stdin) asks, and commits it on the ticket's branch.
+
+It logs every task it starts and finishes to ``$FLEET_AGENT_DIR/<ticket>.jsonl`` (fsynced), so
+a test can tell a task done twice. A ticket named in ``$FLEET_AGENT_STALL`` hangs in its first
+turn the first time (a stall); one named in ``$FLEET_AGENT_SLOW`` sleeps in each turn; one
+named in ``$FLEET_AGENT_FAIL`` exits 1 at once (an agent error).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+TASK_LINE = re.compile(r"^- Task (\d+): .*?(?: \[([a-z ]+)\])?$")
+DONE = ("completed", "skipped", "deferred")
+IDENTITY = {
+    "GIT_AUTHOR_NAME": "fleet agent",
+    "GIT_AUTHOR_EMAIL": "agent@example.invalid",
+    "GIT_COMMITTER_NAME": "fleet agent",
+    "GIT_COMMITTER_EMAIL": "agent@example.invalid",
+}
+
+
+def log(ticket: str, **record: object) -> None:
+    path = Path(os.environ["FLEET_AGENT_DIR"]) / f"{ticket}.jsonl"
+    line = json.dumps({"t": time.time(), "pid": os.getpid(), **record}) + "\n"
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line.encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def section(prompt: str, heading: str) -> list[str]:
+    lines = prompt.splitlines()
+    if heading not in lines:
+        return []
+    out = []
+    for line in lines[lines.index(heading) + 1 :]:
+        if not line.strip():
+            break
+        out.append(line)
+    return out
+
+
+def task_to_do(prompt: str) -> int | None:
+    if prompt.startswith("You are continuing"):
+        candidates = section(prompt, "In progress when it stopped:")
+        candidates += section(prompt, "Remaining:")
+    elif prompt.startswith("Continue with ticket"):
+        candidates = section(prompt, "Remaining tasks:")
+    else:
+        candidates = prompt.splitlines()
+    for line in candidates:
+        match = TASK_LINE.match(line)
+        if match and (match.group(2) or "pending") not in DONE:
+            return int(match.group(1))
+    return None
+
+
+def cairn(*args: str) -> int:
+    done = subprocess.run([sys.executable, "-m", "cairn", *args], capture_output=True, check=False)
+    return done.returncode
+
+
+def named(variable: str, ticket: str) -> bool:
+    return ticket in os.environ.get(variable, "").split(",")
+
+
+def main() -> int:
+    prompt = sys.stdin.read()
+    ticket = os.environ["CAIRN_TICKET"]
+    directory = Path(os.environ["FLEET_AGENT_DIR"])
+    flag = directory / f"{ticket}.stalled"
+    if named("FLEET_AGENT_STALL", ticket) and not flag.exists():
+        flag.write_text("stalled once\n")
+        log(ticket, event="stall")
+        time.sleep(600)
+    if named("FLEET_AGENT_FAIL", ticket):
+        log(ticket, event="fail")
+        print("the agent fails", file=sys.stderr)
+        return 1
+    number = task_to_do(prompt)
+    if number is None:
+        print("nothing left to do")
+        return 0
+    log(ticket, event="start", task=number)
+    cairn("task", "start", str(number))
+    if named("FLEET_AGENT_SLOW", ticket):
+        time.sleep(float(os.environ.get("FLEET_AGENT_PAUSE", "1")))
+    rel = f"work/{ticket}-task-{number}.txt"
+    Path(rel).parent.mkdir(exist_ok=True)
+    Path(rel).write_text(f"{ticket} task {number}\n")
+    rc = cairn("task", "done", str(number), "--files", rel, "--outcome", "done")
+    log(ticket, event="done", task=number, rc=rc)
+    env = {**os.environ, **IDENTITY}
+    subprocess.run(["git", "add", "-A", "work"], env=env, capture_output=True, check=False)
+    subprocess.run(
+        ["git", "commit", "-qm", f"{ticket} task {number}"],
+        env=env,
+        capture_output=True,
+        check=False,
+    )
+    print(f"task {number} done")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,392 @@
+"""``cairn fleet start|stop`` end to end: real git worktrees, the real CLI as subprocesses, a
+command agent (tests/fleet/fleet_agent.py) that does one task a turn and logs every task it
+starts and finishes, so a task done twice shows."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cairn.config import FleetConfig
+from cairn.fleet import schedule
+from cairn.state.fleetstate import FleetTicket
+from helpers import assert_one_line_error, cairn, git, make_repo
+
+AGENT = Path(__file__).with_name("fleet_agent.py")
+FLEET_DEFAULTS = {
+    "concurrency": 3,
+    "retry_backoff": "1s",
+    "stall_timeout": "5s",
+    "poll_interval": "1s",
+    "min_free_memory": "1MiB",
+}
+
+
+def fleet_repo(
+    tmp_path: Path, plans: dict[str, int], max_turns: int = 3, hooks: str = "", **fleet: Any
+) -> Path:
+    """A repository whose cairn.toml runs the fleet agent (implement only, ``max_turns`` a
+    dispatch, no continuations) and a queue of plans: ticket → number of tasks."""
+    keys = {**FLEET_DEFAULTS, **fleet}
+    config = (
+        "[agent]\n"
+        'kind = "command"\n'
+        f"command = {json.dumps([sys.executable, str(AGENT)])}\n"
+        f"max_turns = {max_turns}\n"
+        "budget_pressure_turns = 1\n"
+        "max_continuations = 0\n"
+        "cutoff_timeout_ms = 3000\n\n"
+        '[loop]\nphases = ["implement"]\n\n[fleet]\n'
+        + "".join(f"{k} = {json.dumps(v)}\n" for k, v in keys.items())
+        + (f"\n[fleet.hooks]\n{hooks}" if hooks else "")
+    )
+    repo = make_repo(tmp_path / "repo", {"README.md": "hello\n", "cairn.toml": config})
+    for ticket, tasks in plans.items():
+        body = "".join(f"### Task {n}: Step {n}\n\nDo step {n}.\n\n" for n in range(1, tasks + 1))
+        queued = repo / "cairn-queue" / f"{ticket}.md"
+        queued.parent.mkdir(exist_ok=True)
+        queued.write_text(f"# Plan: {ticket}\n\n{body}")
+    return repo
+
+
+def agent_env(tmp_path: Path, **lists: str) -> dict[str, str]:
+    logs = tmp_path / "agent-log"
+    logs.mkdir(exist_ok=True)
+    return {
+        "FLEET_AGENT_DIR": str(logs),
+        **{f"FLEET_AGENT_{k.upper()}": v for k, v in lists.items()},
+    }
+
+
+def agent_log(env: dict[str, str], ticket: str) -> list[dict[str, Any]]:
+    path = Path(env["FLEET_AGENT_DIR"]) / f"{ticket}.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.endswith("}")]
+
+
+def record(repo: Path, ticket: str) -> dict[str, Any]:
+    path = repo / ".git" / "cairn" / "fleet" / "tickets" / f"{ticket}.json"
+    data: dict[str, Any] = json.loads(path.read_text())
+    return data
+
+
+def supervisor(repo: Path, env: dict[str, str], *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "cairn", "fleet", "start", "--json", *args],
+        cwd=repo,
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def wait_for(check: Any, timeout: float = 60.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+def wait_line(proc: subprocess.Popen[str], event: str) -> dict[str, Any]:
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        data: dict[str, Any] = json.loads(line)
+        if data.get("event") == event:
+            return data
+    raise AssertionError(f"no {event} event; stderr: {proc.stderr.read() if proc.stderr else ''}")
+
+
+def finish(proc: subprocess.Popen[str], timeout: float = 120.0) -> tuple[int, list[dict[str, Any]]]:
+    out, err = proc.communicate(timeout=timeout)
+    lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    assert "Traceback" not in err, err
+    return proc.returncode, lines
+
+
+def never_redone(env: dict[str, str], ticket: str) -> None:
+    """No task was started again after the agent finished it (``done`` with rc 0)."""
+    finished: set[int] = set()
+    for entry in agent_log(env, ticket):
+        if entry["event"] == "start":
+            assert entry["task"] not in finished, f"{ticket}: task {entry['task']} redone"
+        if entry["event"] == "done" and entry["rc"] == 0:
+            finished.add(entry["task"])
+
+
+def branch_holds_work(repo: Path, ticket: str, tasks: int) -> None:
+    files = git(repo, "ls-tree", "-r", "--name-only", f"cairn/{ticket}", "work").split()
+    assert files == sorted(f"work/{ticket}-task-{n}.txt" for n in range(1, tasks + 1)), files
+    for n in range(1, tasks + 1):
+        text = git(repo, "show", f"cairn/{ticket}:work/{ticket}-task-{n}.txt")
+        assert text == f"{ticket} task {n}\n"
+
+
+def descendants(root: int) -> list[int]:
+    """Every live process below ``root`` (any depth), from /proc."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_bytes()
+            except OSError:
+                continue
+            parents[int(entry)] = int(stat[stat.rfind(b")") + 2 :].split()[1])
+    found, frontier = [], [root]
+    while frontier:
+        parent = frontier.pop()
+        children = [pid for pid, ppid in parents.items() if ppid == parent]
+        found += children
+        frontier += children
+    return found
+
+
+def kill_everything(proc: subprocess.Popen[str]) -> None:
+    """SIGKILL the supervisor and every process under it at one instant (frozen first, so
+    nothing reacts to the others dying)."""
+    pids = [proc.pid, *descendants(proc.pid)]
+    for pid in pids:
+        with_suppressed(os.kill, pid, signal.SIGSTOP)
+    pids += [p for p in descendants(proc.pid) if p not in pids]
+    for pid in pids:
+        with_suppressed(os.kill, pid, signal.SIGKILL)
+    proc.wait()
+
+
+def with_suppressed(fn: Any, *args: Any) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        fn(*args)
+
+
+# --- the schedule (no processes) ----------------------------------------------------------------
+
+
+def test_backoff_doubles_from_retry_backoff_up_to_its_cap() -> None:
+    config = FleetConfig.model_validate({"retry_backoff": "10s", "retry_backoff_cap": "45s"})
+    assert [schedule.backoff(config, n) for n in (1, 2, 3, 4, 5)] == [10, 20, 40, 45, 45]
+
+
+def _ticket(**fields: Any) -> FleetTicket:
+    base = {"ticket": "T-1", "plan": "cairn-queue/T-1.md", "state": "running", "attempt": 1}
+    return FleetTicket.model_validate({**base, **fields, "updated": datetime.now().astimezone()})
+
+
+@pytest.mark.parametrize(
+    ("code", "reason", "needs_input", "attempt", "state"),
+    [
+        (0, None, False, 1, "completed"),
+        (1, "needs_manual_review", False, 1, "needs_review"),
+        (2, None, False, 1, "failed"),
+        (3, "incomplete", True, 1, "needs_input"),
+        (3, "signal", False, 1, "interrupted"),
+        (3, "max_turns", False, 1, "retrying"),
+        (3, "stall", False, 2, "retrying"),
+        (3, "max_turns", False, 3, "interrupted"),
+        (None, "crash", False, 1, "retrying"),
+    ],
+)
+def test_after_attempt(
+    code: int | None, reason: str | None, needs_input: bool, attempt: int, state: str
+) -> None:
+    config = FleetConfig.model_validate({"retry_backoff": "10s", "max_attempts": 3})
+    now = datetime.now().astimezone()
+    verdict = schedule.after_attempt(
+        config, _ticket(attempt=attempt), code, reason, None, needs_input, now
+    )
+    assert verdict.state == state
+    if state == "retrying":
+        assert verdict.next_attempt_at == now + timedelta(seconds=10 * 2 ** (attempt - 1))
+    else:
+        assert verdict.next_attempt_at is None
+
+
+# --- whole fleets -------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_once_completes_a_queue_with_a_stall_and_a_turn_cap(tmp_path: Path) -> None:
+    plans = {"a": 2, "b": 2, "c": 2, "d": 2, "stall": 2, "turncap": 7}
+    repo = fleet_repo(tmp_path, plans)
+    env = agent_env(tmp_path, stall="stall")
+    code, lines = finish(supervisor(repo, env, "--once", "--concurrency", "3"), timeout=300)
+    assert code == 0, lines
+    assert lines[-1]["event"] == "fleet_finished"
+    assert lines[-1]["tickets"] == dict.fromkeys(sorted(plans), "completed")
+    running = 0
+    most = 0
+    for line in lines:  # never more than 3 at once
+        if line["event"] == "ticket_started":
+            running += 1
+        elif line["event"] in ("ticket_finished", "ticket_retrying"):
+            running -= 1
+        most = max(most, running)
+    assert most == 3
+    for ticket, tasks in plans.items():
+        branch_holds_work(repo, ticket, tasks)
+        never_redone(env, ticket)
+    assert record(repo, "stall")["attempt"] == 2
+    assert record(repo, "turncap")["attempt"] == 3
+    assert record(repo, "a")["attempt"] == 1
+    stalled = [e for e in lines if e["event"] == "ticket_retrying" and e["ticket"] == "stall"]
+    assert [e["reason"] for e in stalled] == ["stall"]
+    capped = [e for e in lines if e["event"] == "ticket_retrying" and e["ticket"] == "turncap"]
+    assert [e["reason"] for e in capped] == ["max_turns", "max_turns"]
+    journal = next((repo / ".git/cairn/tickets/stall").glob("*/run-log.jsonl")).read_text()
+    assert '"event": "cutoff", "reason": "stall"' in journal
+    summaries = (repo / ".git/cairn/tickets/stall").glob("*/*_orchestrator_run-summary.md")
+    assert any("interrupted (stall)" in path.read_text() for path in summaries)
+    # the worktrees live beside the repository; the main work tree never shows them
+    assert (tmp_path / "repo.cairn" / "a").is_dir()
+    assert "repo.cairn" not in git(repo, "status", "--porcelain", "--untracked-files=all")
+
+
+@pytest.mark.slow
+def test_sigkill_of_supervisor_and_agents_then_start_again_completes_everything(
+    tmp_path: Path,
+) -> None:
+    plans = {"k1": 6, "k2": 6, "k3": 6}
+    repo = fleet_repo(tmp_path, plans, max_turns=10)
+    env = agent_env(tmp_path, slow="k1,k2,k3", pause="0.6")
+    env["FLEET_AGENT_PAUSE"] = "0.6"
+    proc = supervisor(repo, env, "--once")
+
+    def some_work_done() -> bool:
+        done = [sum(e["event"] == "done" for e in agent_log(env, t)) for t in plans]
+        return all(n >= 1 for n in done)
+
+    wait_for(some_work_done, what="tasks done before the kill")
+    worktrees = {t: Path(record(repo, t)["worktree"]).stat().st_ino for t in plans}
+    kill_everything(proc)
+    assert all(record(repo, t)["state"] == "running" for t in plans)
+
+    code, lines = finish(supervisor(repo, env, "--once"), timeout=300)
+    assert code == 0, lines
+    recovered = {e["ticket"] for e in lines if e["event"] == "ticket_recovered"}
+    assert recovered == set(plans)
+    started = [e for e in lines if e["event"] == "ticket_started"]
+    assert {e["command"] for e in started} == {"resume"}
+    for ticket, tasks in plans.items():
+        assert record(repo, ticket)["state"] == "completed"
+        never_redone(env, ticket)
+        branch_holds_work(repo, ticket, tasks)
+        # the orphaned worktree is reused, not recreated
+        assert Path(record(repo, ticket)["worktree"]).stat().st_ino == worktrees[ticket]
+
+
+def test_a_second_supervisor_is_refused_and_fleet_stop_stops_the_first(tmp_path: Path) -> None:
+    repo = fleet_repo(tmp_path, {}, poll_interval="1m")
+    env = agent_env(tmp_path)
+    first = supervisor(repo, env)
+    started = wait_line(first, "fleet_started")
+    second = cairn("fleet", "start", "--once", cwd=repo, env=env)
+    assert_one_line_error(second, 2)
+    assert f"pid {started['pid']}" in second.stderr
+    stopped = cairn("fleet", "stop", cwd=repo, env=env)
+    assert stopped.returncode == 0, stopped.stderr
+    assert f"pid {started['pid']}" in stopped.stdout
+    code, _ = finish(first, timeout=30)
+    assert code == 3
+    refused = cairn("fleet", "stop", cwd=repo, env=env)
+    assert_one_line_error(refused, 2)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["sigterm", "fleet stop"])
+def test_graceful_stop_snapshots_every_running_ticket(tmp_path: Path, how: str) -> None:
+    plans = {"g1": 3, "g2": 3}
+    repo = fleet_repo(tmp_path, plans, max_turns=10)
+    env = agent_env(tmp_path, slow="g1,g2", pause="30")
+    env["FLEET_AGENT_PAUSE"] = "30"
+    proc = supervisor(repo, env, "--once")
+    wait_for(lambda: all(agent_log(env, t) for t in plans), what="both agents working")
+    for ticket in plans:  # an uncommitted file the stop must save
+        (Path(record(repo, ticket)["worktree"]) / "scratch.txt").write_text(f"{ticket} scratch\n")
+    if how == "sigterm":
+        proc.send_signal(signal.SIGTERM)
+        time.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)  # a second signal does not skip the snapshots
+    else:
+        assert cairn("fleet", "stop", cwd=repo, env=env).returncode == 0
+    code, lines = finish(proc, timeout=60)
+    assert code == 3, lines
+    for ticket in plans:
+        saved = record(repo, ticket)
+        assert (saved["state"], saved["last_reason"], saved["attempt"]) == (
+            "interrupted",
+            "signal",
+            0,
+        )
+        snap = git(repo, "show", f"refs/cairn/wip/{ticket}:scratch.txt")
+        assert snap == f"{ticket} scratch\n"
+        summary = next((repo / ".git/cairn/tickets" / ticket).glob("*/*_coder_change-summary.md"))
+        assert "Interrupted — signal" in summary.read_text()
+    # the next start resumes them first
+    env.pop("FLEET_AGENT_SLOW")
+    code, lines = finish(supervisor(repo, env, "--once"), timeout=120)
+    assert code == 0, lines
+    assert {e["command"] for e in lines if e["event"] == "ticket_started"} == {"resume"}
+    for ticket, tasks in plans.items():
+        branch_holds_work(repo, ticket, tasks)
+
+
+@pytest.mark.slow
+def test_backoff_schedule_survives_a_restart(tmp_path: Path) -> None:
+    repo = fleet_repo(tmp_path, {"f1": 1}, retry_backoff="4s", max_attempts=2)
+    env = agent_env(tmp_path, fail="f1")
+    first = supervisor(repo, env, "--once")
+    wait_line(first, "ticket_retrying")
+    first.kill()  # SIGKILL: nothing but the record remembers the schedule
+    first.wait()
+    saved = record(repo, "f1")
+    assert (saved["state"], saved["attempt"]) == ("retrying", 1)
+    due = datetime.fromisoformat(saved["next_attempt_at"])
+    code, lines = finish(supervisor(repo, env, "--once"), timeout=60)
+    assert code == 3, lines
+    failures = [e for e in agent_log(env, "f1") if e["event"] == "fail"]
+    assert len(failures) == 2  # the restarted supervisor did attempt 2, not attempt 1 again
+    assert failures[1]["t"] >= due.timestamp() - 0.01
+    final = record(repo, "f1")
+    assert (final["state"], final["attempt"]) == ("interrupted", 2)
+    assert "2 of 2 attempts" in final["detail"]
+
+
+def test_low_free_memory_holds_new_tickets_back(tmp_path: Path) -> None:
+    repo = fleet_repo(tmp_path, {"m1": 1}, min_free_memory="1000TiB")
+    env = agent_env(tmp_path)
+    proc = supervisor(repo, env)
+    waiting = wait_line(proc, "waiting")
+    assert "fleet.min_free_memory" in waiting["message"]
+    assert record(repo, "m1")["detail"].startswith("waiting: free memory")
+    assert cairn("fleet", "stop", cwd=repo, env=env).returncode == 0
+    code, _ = finish(proc, timeout=30)
+    assert code == 3
+    assert record(repo, "m1")["state"] == "queued"
+    assert not agent_log(env, "m1")
+
+
+def test_a_failing_after_create_hook_fails_the_ticket_not_the_fleet(tmp_path: Path) -> None:
+    hooks = 'after_create = "test -e marker-h1 || { echo no deps here; exit 1; }"\n'
+    repo = fleet_repo(tmp_path, {"h1": 1, "h2": 1}, hooks=hooks.replace("marker-h1", "README.md"))
+    broken = fleet_repo(tmp_path / "other", {"h1": 1}, hooks=hooks)
+    env = agent_env(tmp_path)
+    code, lines = finish(supervisor(broken, env, "--once"), timeout=60)
+    assert code == 1, lines
+    failed = record(broken, "h1")
+    assert failed["state"] == "failed"
+    assert failed["detail"] == "hook after_create failed: no deps here"
+    assert not agent_log(env, "h1")
+    code, lines = finish(supervisor(repo, env, "--once"), timeout=60)
+    assert code == 0, lines
