@@ -147,7 +147,7 @@ def test_text_table_and_typer_agree(fleet: Path) -> None:
         "last",
     ]
     done = next(line for line in lines if line.startswith("C-1 "))
-    assert done.split()[:5] == ["C-1", "completed", "done", "2/2", "1"]
+    assert done.split()[:5] == ["C-1", "completed", "done", "2/2", "1/3"]
     assert "run_finished" in done
     cut = next(line for line in lines if line.startswith("I-1 ")).split()
     assert cut[:6] == ["I-1", "interrupted", "implement", "2/2", "3", "-"]
@@ -231,7 +231,7 @@ def test_a_running_ticket_then_its_owner_killed(tmp_path: Path) -> None:
         line = next(
             x for x in cairn("fleet", "status", cwd=repo).stdout.splitlines() if x.startswith("R-1")
         )
-        assert line.split()[:6] == ["R-1", "running", "implement", "2/2", "1", "0/5"]
+        assert line.split()[:6] == ["R-1", "running", "implement", "2/2", "1/3", "0/5"]
         os.killpg(child.pid, signal.SIGKILL)  # the supervisor's child and its agent, killed
         child.wait(30)
         row = rows(repo)["R-1"]

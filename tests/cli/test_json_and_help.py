@@ -57,6 +57,8 @@ def test_help_shows_flags_as_flags_and_choices_as_values(path: tuple[str, ...]) 
     for param in TREE[path].params:
         if getattr(param, "is_flag", False):
             names = ", ".join(sorted(param.opts, key=len))  # "-f, --follow" or "--json"
+            if param.secondary_opts:  # "--wait / --no-wait"
+                names += " / " + ", ".join(param.secondary_opts)
             (line,) = [ln for ln in lines if ln.strip().startswith(names + " ")]
             # the flag's names, then its help: no metavar
             assert line.strip()[len(names) :].startswith("  "), line
