@@ -150,7 +150,7 @@ def test_text_table_and_typer_agree(fleet: Path) -> None:
     assert done.split()[:5] == ["C-1", "completed", "done", "2/2", "1/3"]
     assert "run_finished" in done
     cut = next(line for line in lines if line.startswith("I-1 ")).split()
-    assert cut[:6] == ["I-1", "interrupted", "implement", "2/2", "3", "-"]
+    assert cut[:6] == ["I-1", "interrupted", "implement", "2/2", "3/3", "-"]
     assert cut[6] == rev(fleet, "refs/cairn/wip/I-1")[:7]
     assert "  F-1: after_create hook failed: exit 1" in lines
     (retry,) = [line for line in lines if line.startswith("  Y-1: ")]
