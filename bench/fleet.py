@@ -17,8 +17,10 @@ end. ``cairn fleet start --once --concurrency 8`` runs them; the same 50 ``cairn
 time from a plain Python pool, are the baseline. Reported: the supervisor's overhead per
 ticket, (fleet wall - pool wall) / 50; the wall time beyond the agents' own per ticket,
 (fleet wall - the agents' time on the critical path) / 50; and the supervisor's own CPU
-(user + system of its process, read from /proc while it runs) as a share of one core over
-the fleet's wall time. Skipped, saying so, when ``cairn fleet start`` does not exist yet.
+(user + system of its process, read from /proc every 20 ms) as a share of one core while
+agents run (from the first agent's end to the last agent's end, as the agents' log shows
+them: the target's window), and over its whole life (start-up included, printed beside it).
+Skipped, saying so, when ``cairn fleet start`` does not exist yet.
 
 Exits 1 when a target is missed.
 """
@@ -251,8 +253,17 @@ def agent_times(agent_log: Path) -> list[tuple[float, float]]:
     ]
 
 
-def run_fleet(repo: Path) -> tuple[float, float, int]:
-    """Wall time, the supervisor's own CPU seconds, exit code."""
+class FleetRun:
+    """What ``cairn fleet start --once`` cost: wall time, exit code, the supervisor's CPU over
+    its whole life, and over the window while agents run (from the first agent's end to the
+    last agent's end: the issue's "while agents run", without the supervisor's start-up)."""
+
+    def __init__(self, wall: float, code: int, cpu: float, window: float, window_cpu: float):
+        self.wall, self.code, self.cpu = wall, code, cpu
+        self.window, self.window_cpu = window, window_cpu
+
+
+def run_fleet(repo: Path, agent_log: Path) -> FleetRun:
     env = {**git_env(), "CAIRN_FAST": "1"}
     started = time.perf_counter()
     proc = subprocess.Popen(
@@ -263,16 +274,28 @@ def run_fleet(repo: Path) -> tuple[float, float, int]:
         stderr=subprocess.PIPE,
     )
     cpu = 0.0
+    first: tuple[float, float] | None = None  # (instant, cpu) when the first agent had ended
+    last = (started, 0.0)  # (instant, cpu) at the latest agent end seen
+    ends_seen = 0
     while proc.poll() is None:
         seen = cpu_seconds(proc.pid)
         if seen is not None:
             cpu = seen
+        now = time.perf_counter()
+        if agent_log.exists():
+            lines = agent_log.read_text().splitlines()
+            if first is None and lines:
+                first = (now, cpu)
+            if len(lines) > ends_seen:
+                ends_seen, last = len(lines), (now, cpu)
         time.sleep(0.02)
     wall = time.perf_counter() - started
     if proc.returncode != 0:
         err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
         log(f"cairn fleet start exited {proc.returncode}: {err[-2000:]}")
-    return wall, cpu, proc.returncode
+    if first is None:
+        return FleetRun(wall, proc.returncode, cpu, 0.0, 0.0)
+    return FleetRun(wall, proc.returncode, cpu, last[0] - first[0], last[1] - first[1])
 
 
 def run_pool(repo: Path) -> float:
@@ -310,7 +333,8 @@ def supervisor_part() -> bool:
     root = WORK / "fleet-supervisor"
     repo, agent_log = build_fleet_repo(root)
     log(f"cairn fleet start --once: {FLEET_TICKETS} tickets at concurrency {CONCURRENCY}…")
-    wall, cpu, code = run_fleet(repo)
+    fleet = run_fleet(repo, agent_log)
+    wall, cpu, code = fleet.wall, fleet.cpu, fleet.code
     spans = agent_times(agent_log)
     agent_log.unlink(missing_ok=True)
     log("the same runs from a plain pool…")
@@ -320,7 +344,8 @@ def supervisor_part() -> bool:
     beyond_agents = (wall - critical) / FLEET_TICKETS
     beyond_pool = (wall - pool) / FLEET_TICKETS
     share = cpu / wall
-    ok = code == 0 and beyond_pool <= OVERHEAD_LIMIT and share <= CPU_LIMIT
+    running_share = fleet.window_cpu / fleet.window if fleet.window > 0 else 1.0
+    ok = code == 0 and beyond_pool <= OVERHEAD_LIMIT and running_share <= CPU_LIMIT
     print(f"### Supervisor: {FLEET_TICKETS} tickets, no-op command agent, concurrency 8\n")
     print("| measure | value | target |")
     print("|---|---:|---|")
@@ -333,7 +358,11 @@ def supervisor_part() -> bool:
     )
     beyond = ms(beyond_agents)
     print(f"| wall beyond the agents' own per ticket | {beyond} ms | (with cairn run's own) |")
-    print(f"| supervisor CPU | {cpu:.2f} s = {share:.1%} of a core | ≤ 5% |")
+    print(
+        f"| supervisor CPU while agents run | {fleet.window_cpu:.2f} s over {fleet.window:.2f} s"
+        f" = {running_share:.1%} of a core | ≤ 5% |"
+    )
+    print(f"| supervisor CPU, whole life (start-up included) | {cpu:.2f} s = {share:.1%} | |")
     print(f"\nsupervisor targets: {'pass' if ok else 'FAIL'}\n")
     return ok
 

@@ -97,9 +97,17 @@ class Watched:
 class Attempt(Watched):
     """A child this supervisor started and reads."""
 
-    def __init__(self, ticket: str, layout: Layout, argv: list[str], cwd: Path) -> None:
+    def __init__(
+        self,
+        ticket: str,
+        layout: Layout,
+        argv: list[str],
+        cwd: Path,
+        wake: threading.Event | None = None,
+    ) -> None:
         super().__init__(ticket, layout)
         self.argv = argv
+        self.wake = wake  # set when the child's output ends (it exited)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "cairn", *argv],
             cwd=cwd,
@@ -128,6 +136,8 @@ class Attempt(Watched):
             self.last_progress = time.monotonic()
             with contextlib.suppress(ValueError):
                 self._line(json.loads(raw))
+        if self.wake is not None:
+            self.wake.set()
 
     def _line(self, data: Any) -> None:
         if not isinstance(data, dict):
