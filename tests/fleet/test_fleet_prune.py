@@ -16,7 +16,7 @@ from cairn.fleet import prune, workspaces
 from cairn.git import Repo
 from cairn.state import fleetstate
 from cairn.state.layout import Layout
-from helpers import fingerprint, git, rev, snapshot_files, write
+from helpers import cairn, fingerprint, git, rev, snapshot_files, write
 
 
 def setup(repo: Path, toml: str | None = None):  # type: ignore[no-untyped-def]
@@ -200,3 +200,34 @@ def test_prune_never_removes_the_main_work_tree(repo: Path) -> None:
     report = prune.prune(found, cfg, "T-1", dry_run=False, layout=layout)
     assert report.action == "absent"
     assert fingerprint(repo) == before and (repo / ".git").is_dir()
+
+
+def test_cairn_fleet_prune_through_the_cli(repo: Path) -> None:
+    """The issue's case through the real command line: a finished ticket whose worktree holds
+    an uncommitted file and a commit on no other branch; then a refusal, exit 1, nothing gone."""
+    found, cfg, layout = setup(repo)
+    ws = workspaces.ensure(found, cfg, "T-1")
+    write(ws.path, "feature.py", "ready = True\n")
+    git(ws.path, "add", "feature.py")
+    git(ws.path, "commit", "-qm", "feature on no other branch")
+    commit = rev(ws.path, "HEAD")
+    write(ws.path, "notes.txt", "left uncommitted\n")
+    finished(layout, "T-1", ws.path)
+
+    done = cairn("fleet", "prune", "T-1", "--json", cwd=repo)
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    (ticket,) = json.loads(done.stdout)["tickets"]
+    assert ticket["action"] == "removed" and not ws.path.exists()
+    assert rev(repo, "cairn/T-1") == commit
+    assert snapshot_files(repo, "refs/cairn/wip/T-1")["notes.txt"] == b"left uncommitted\n"
+
+    cfg_big = "[snapshot]\nmax_new_file_bytes = 10\n"
+    write(repo, "cairn.toml", cfg_big)
+    found, cfg, layout = setup(repo)
+    ws2 = workspaces.ensure(found, cfg, "T-2")
+    write(ws2.path, "big.bin", b"y" * 100)
+    finished(layout, "T-2", ws2.path)
+    refused = cairn("fleet", "prune", "T-2", cwd=repo)
+    assert refused.returncode == 1, (refused.stdout, refused.stderr)
+    assert "1 uncommitted files, 0 commits not on any other branch or remote" in refused.stdout
+    assert (ws2.path / "big.bin").read_bytes() == b"y" * 100
