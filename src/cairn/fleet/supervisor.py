@@ -62,7 +62,7 @@ class Supervisor:
         self.first: set[str] = set()  # tickets whose supervisor died mid-attempt: resumed first
         self.running: dict[str, Watched] = {}
         self.signals = 0
-        self.wake = threading.Event()  # set by a signal or a child whose output ended
+        self.wake = threading.Event()  # set by a child whose output ended
         self.stopping = 0  # how many stop requests (signals or the stop file) were acted on
         self.held_back: str | None = None
 
@@ -101,8 +101,8 @@ class Supervisor:
                 self._start_due()
                 if self.once and not self.running and not self._pending():
                     return self._exit_code()
-            # a child's exit or a signal wakes the loop at once; otherwise it looks twice a
-            # second (the supervisor's own CPU stays small while the agents run)
+            # a child's exit wakes the loop at once; otherwise it looks twice a second (a
+            # signal is seen within that), so the supervisor's own CPU stays small
             self.wake.wait(TICK)
             self.wake.clear()
 
@@ -113,15 +113,18 @@ class Supervisor:
             return
 
         def count(signum: int, frame: object) -> None:
+            # no wake.set() here: the handler runs in the main thread, which may hold the
+            # event's lock at that instant; the loop sees the count within a tick
             self.signals += 1
-            self.wake.set()
 
         previous = {s: signal.signal(s, count) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
             yield
         finally:
             for signum, old in previous.items():
-                signal.signal(signum, old)
+                # A stop signal that comes after the loop (a second SIGTERM while the process
+                # exits) must not kill it with the default action and lose the exit code.
+                signal.signal(signum, signal.SIG_IGN if old == signal.SIG_DFL else old)
 
     # --- tickets -------------------------------------------------------------------------------
 
@@ -368,23 +371,22 @@ class Supervisor:
         if fleet_lease.take_stop_request(self.layout):
             self.signals += 1
             asked += 1
-        if asked <= self.stopping:
-            return
-        self.stopping = asked
-        if asked == 1:
-            self.emit("fleet_stopping", running=sorted(self.running))
-            for child in self.running.values():
-                child.signal(signal.SIGTERM)
-        elif asked == 2:
-            self.emit(
-                "fleet_stopping",
-                running=sorted(self.running),
-                message="the runs are saving their snapshots; a third stop kills them",
-            )
-        else:
-            self.emit("fleet_killing", running=sorted(self.running))
-            for child in self.running.values():
-                child.kill()
+        while self.stopping < asked:  # every step, in order, even when two came at once
+            self.stopping += 1
+            if self.stopping == 1:
+                self.emit("fleet_stopping", running=sorted(self.running))
+                for child in self.running.values():
+                    child.signal(signal.SIGTERM)
+            elif self.stopping == 2:
+                self.emit(
+                    "fleet_stopping",
+                    running=sorted(self.running),
+                    message="the runs are saving their snapshots; a third stop kills them",
+                )
+            elif self.stopping == 3:
+                self.emit("fleet_killing", running=sorted(self.running))
+                for child in self.running.values():
+                    child.kill()
 
 
 def _hook_detail(name: str, hook: Any) -> str:

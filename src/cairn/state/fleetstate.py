@@ -54,7 +54,7 @@ Time = Annotated[datetime, After(with_offset)]
 _TIMES = ("next_attempt_at", "updated")
 
 
-class FleetTicket(Record, strict=True):
+class FleetTicket(Record):
     ticket: str
     plan: str  # the queue file's path, relative to the repository's top level
     state: FleetState
