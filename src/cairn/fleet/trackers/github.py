@@ -112,7 +112,7 @@ class GitHubTracker(Tracker):
             else:
                 next_step = "The fleet was stopped; the next `cairn fleet start` resumes it."
                 self._labels(ticket, add=[], remove=[RUNNING])
-            said = f"Interrupted: {_status(told, detail)}\n\n{_snapshot(told)}\n\n{next_step}"
+            said = f"{_headline('Interrupted', told, detail)}\n\n{_snapshot(told)}\n\n{next_step}"
             self._comment(ticket, said)
         self.flush()
 
@@ -123,7 +123,7 @@ class GitHubTracker(Tracker):
         number = issue_number(ticket)
         if state in ("completed", "needs_review"):
             issue = self.issues.get(ticket, {})
-            body = (told.summary or f"{_status(told, detail)}\n").rstrip()
+            body = (told.summary or _headline("Completed", told, detail)).rstrip()
             self._put(
                 ticket,
                 "pull_request",
@@ -133,24 +133,23 @@ class GitHubTracker(Tracker):
                 draft=state == "needs_review",
             )
         if state == "completed":
-            text = f"Completed: {_status(told, detail)}\n\nBranch `{told.branch}` pushed; "
-            text += "pull request opened."
-            self._comment(ticket, text)
+            text = f"{_headline('Completed', told, detail)}\n\nBranch `{told.branch}` pushed; "
+            self._comment(ticket, text + "pull request opened.")
             self._labels(ticket, add=[DONE], remove=[RUNNING])
         else:
             what = {
                 "needs_review": "Needs review",
                 "needs_input": "Needs input",
                 "failed": "Failed",
-                "interrupted": f"Interrupted after {record.attempt if record else 0} attempts",
+                "interrupted": "Interrupted",
             }.get(state, state)
-            text = f"{what}: {_status(told, detail)}"
-            if detail and told.status_line:
+            text = _headline(what, told, detail)
+            if detail and detail not in text:
                 text += f"\n\n{detail}"
             if state == "needs_review":
                 text += f"\n\nBranch `{told.branch}` pushed; draft pull request opened."
             text += f"\n\n{_snapshot(told)}"
-            if state == "interrupted":
+            if state == "interrupted" and "cairn resume" not in text:
                 text += f"\n\n`cairn resume {ticket}` continues it."
             self._comment(ticket, text)
             self._labels(ticket, add=[REVIEW], remove=[RUNNING])
@@ -257,8 +256,12 @@ class GitHubTracker(Tracker):
         return facts(self.repo, self.config, self.layout, ticket)
 
 
-def _status(told: Facts, detail: str | None) -> str:
-    return told.status_line or detail or "(no change summary yet)"
+def _headline(what: str, told: Facts, detail: str | None) -> str:
+    """The summary's status line when it says ``what`` already, else ``what: …``."""
+    status = told.status_line
+    if status and status.lower().startswith(what.lower()):
+        return status
+    return f"{what}: {status or detail or '(no change summary yet)'}"
 
 
 def _snapshot(told: Facts) -> str:
