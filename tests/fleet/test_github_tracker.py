@@ -71,9 +71,10 @@ def tracker_for(repo: Path) -> tuple[GitHubTracker, Layout]:
     return tracker, layout
 
 
-def queued(layout: Layout, ticket: str, **fields: Any) -> None:
-    record = fleetstate.FleetTicket(
-        ticket=ticket, plan=f"{ticket}.md", state="queued", updated=clock.now(), **fields
+def queued(layout: Layout, ticket: str, state_after: str = "queued", **fields: Any) -> None:
+    record = fleetstate.FleetTicket.model_validate(
+        {"ticket": ticket, "plan": f"{ticket}.md", "state": state_after, "updated": clock.now()}
+        | fields
     )
     fleetstate.write(layout, record)
 
@@ -117,10 +118,7 @@ def test_open_labelled_issues_become_tickets_whose_plan_is_the_body(
     github.issues[1]["body"] = "## Task 1: Only step\n"
     tracker.candidates()
     assert (plans / "GH-1.md").read_text() == "## Task 1: Only step\n"
-    queued(layout, "GH-1")
-    fleetstate.write(
-        layout, fleetstate.read(layout, "GH-1").model_copy(update={"state": "running"})
-    )  # type: ignore[union-attr]
+    queued(layout, "GH-1", state_after="running")
     github.issues[1]["body"] = "## Task 1: Something else\n"
     tracker.candidates()
     assert (plans / "GH-1.md").read_text() == "## Task 1: Only step\n"
