@@ -46,5 +46,8 @@ class Endings:
             else:
                 self.emit("ticket_pushed", ticket=record.ticket, branch=branch)
         if self.notifier is not None and notify.wanted(record):
-            told = facts(self.repo, self.config, self.layout, record.ticket)
-            self.notifier.send(notify.payload(record, told, self.config))
+            try:
+                told = facts(self.repo, self.config, self.layout, record.ticket)
+                self.notifier.send(notify.payload(record, told, self.config))
+            except Exception as exc:  # a notification never fails the fleet
+                self.emit("notify_failed", ticket=record.ticket, detail=str(exc))
