@@ -161,10 +161,37 @@ class FleetHooks(Record, forbid_extra=True, strict=True):
                 raise ValueError(f"{name} is empty; give a shell command or remove the key")
 
 
-class FleetConfig(Record, forbid_extra=True, strict=True):
-    """``cairn fleet``: the queue, concurrency, worktrees, retries (docs/fleet.md)."""
+_GITHUB_REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 
-    tracker: Literal["dir"] = "dir"
+
+class GitHubConfig(Record, forbid_extra=True, strict=True):
+    """``[fleet.github]``: the issues the ``github`` tracker reads (docs/fleet-trackers.md)."""
+
+    repo: str | None = None  # "owner/name"
+    label: str = "cairn"
+    api_url: str = "https://api.github.com"
+
+    def check(self) -> None:
+        if self.repo is not None and not _GITHUB_REPO.fullmatch(self.repo):
+            raise ValueError(f"repo {self.repo!r} is not owner/name; give one such as octo/app")
+        if not self.label.strip():
+            raise ValueError('label is empty; give the issues\' label, e.g. "cairn"')
+        if not self.api_url.startswith(("https://", "http://")):
+            raise ValueError(
+                f"api_url {self.api_url!r} is not an http(s) URL; give one such as "
+                "https://github.example.com/api/v3"
+            )
+
+
+class FleetConfig(Record, forbid_extra=True, strict=True):
+    """``cairn fleet``: the queue, concurrency, worktrees, retries (docs/fleet.md), the tracker,
+    pushes and notifications (docs/fleet-trackers.md)."""
+
+    tracker: Literal["dir", "github"] = "dir"
+    remote: str = "origin"
+    push: bool | None = None  # None: false for the dir tracker, true for github
+    notify: list[str] = field(default_factory=list)  # webhook URLs
+    dashboard_port: Annotated[int, Ge(1)] | None = None
     queue: str = "cairn-queue"
     concurrency: Annotated[int, Ge(1)] = 2
     workspace_root: str | None = None
@@ -175,8 +202,25 @@ class FleetConfig(Record, forbid_extra=True, strict=True):
     stall_timeout: Duration = "10m"
     min_free_memory: Size = 1024 * MiB
     hooks: FleetHooks = FleetHooks.model_construct()
+    github: GitHubConfig = GitHubConfig.model_construct()
+
+    @property
+    def pushes(self) -> bool:
+        """Whether a completed ticket's branch is pushed to ``remote``."""
+        return self.push if self.push is not None else self.tracker == "github"
 
     def check(self) -> None:
+        if self.tracker == "github" and self.github.repo is None:
+            raise ValueError(
+                'tracker "github" needs the repository; set [fleet.github] repo = "owner/name"'
+            )
+        if not self.remote.strip() or self.remote.startswith("-"):
+            raise ValueError(f"remote {self.remote!r} is not a remote; give one such as origin")
+        for url in self.notify:
+            if not url.startswith(("https://", "http://")):
+                raise ValueError(f"notify: {url!r} is not an http(s) URL; give webhook URLs")
+        if self.dashboard_port is not None and self.dashboard_port > 65535:
+            raise ValueError(f"dashboard_port {self.dashboard_port} is not a port (1-65535)")
         if not self.queue.strip():
             raise ValueError("queue is empty; give the queue directory, e.g. cairn-queue")
         if self.workspace_root is not None and not self.workspace_root.strip():

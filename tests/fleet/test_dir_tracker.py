@@ -42,7 +42,7 @@ def test_ticket_from_front_matter_or_file_stem(repo: Path) -> None:
         Candidate("PROJ-9", queue / "PROJ-9.yaml"),
     ]
     assert tracker.rejected == []
-    assert {"dir": DirTracker} == TRACKERS
+    assert TRACKERS["dir"] is DirTracker
 
 
 def test_bad_ids_are_rejected_with_a_clear_message_and_do_not_stop_the_rest(repo: Path) -> None:

@@ -67,7 +67,14 @@ def test_values_from_cairn_toml(tmp_path: Path) -> None:
     [
         ("[fleet]\nbogus = 1\n", "fleet.bogus", "unknown key; fix or remove it"),
         ("[fleet.hooks]\nafter_craete = 'x'\n", "fleet.hooks.after_craete", "unknown key"),
-        ('[fleet]\ntracker = "github"\n', "fleet.tracker", "'dir'"),
+        ('[fleet]\ntracker = "linear"\n', "fleet.tracker", "'dir'"),
+        ('[fleet]\ntracker = "github"\n', "fleet", '[fleet.github] repo = "owner/name"'),
+        ('[fleet.github]\nrepo = "app"\n', "fleet.github", "is not owner/name"),
+        ('[fleet.github]\napi_url = "ftp://x"\n', "fleet.github", "not an http(s) URL"),
+        ('[fleet]\nnotify = ["mailto:a@b"]\n', "fleet", "notify: 'mailto:a@b' is not"),
+        ('[fleet]\nnotify = "http://x"\n', "fleet.notify", ""),
+        ('[fleet]\npush = "yes"\n', "fleet.push", ""),
+        ('[fleet]\nremote = "--upload-pack=x"\n', "fleet", "is not a remote"),
         ("[fleet]\nconcurrency = 0\n", "fleet.concurrency", "greater than or equal to 1"),
         ('[fleet]\nconcurrency = "4"\n', "fleet.concurrency", "integer"),
         ("[fleet]\nconcurrency = 2.5\n", "fleet.concurrency", "integer"),
@@ -116,3 +123,23 @@ def test_a_bad_fleet_key_is_one_line_exit_2_through_the_cli(tmp_path: Path) -> N
     assert_one_line_error(result)
     assert "fleet.concurency: unknown key" in result.stderr
     assert untouched_state(repo) == before
+
+
+def test_tracker_push_and_notify_keys(tmp_path: Path) -> None:
+    fleet = config.load(tmp_path).fleet
+    assert (fleet.remote, fleet.push, fleet.pushes, fleet.notify) == ("origin", None, False, [])
+    assert (fleet.github.repo, fleet.github.label) == (None, "cairn")
+    assert fleet.github.api_url == "https://api.github.com"
+    write(
+        tmp_path,
+        "cairn.toml",
+        '[fleet]\ntracker = "github"\nremote = "upstream"\nnotify = ["http://127.0.0.1:9/hook"]\n'
+        'dashboard_port = 8765\n[fleet.github]\nrepo = "octo/app"\nlabel = "agent"\n'
+        'api_url = "http://127.0.0.1:9/api"\n',
+    )
+    fleet = config.load(tmp_path).fleet
+    assert (fleet.tracker, fleet.remote, fleet.pushes) == ("github", "upstream", True)
+    assert (fleet.notify, fleet.dashboard_port) == (["http://127.0.0.1:9/hook"], 8765)
+    assert (fleet.github.repo, fleet.github.label) == ("octo/app", "agent")
+    write(tmp_path, "cairn.toml", '[fleet]\npush = false\n[fleet.github]\nrepo = "o/a"\n')
+    assert config.load(tmp_path).fleet.pushes is False

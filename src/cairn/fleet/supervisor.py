@@ -23,6 +23,7 @@ from cairn.config import Config
 from cairn.errors import ExitCode
 from cairn.fleet import lease as fleet_lease
 from cairn.fleet import schedule
+from cairn.fleet.endings import Endings
 from cairn.fleet.hooks import set_up
 from cairn.fleet.trackers import Tracker, open_tracker
 from cairn.fleet.watch import Adopted, Attempt, Watched, outcome_on_disk, same_process
@@ -57,6 +58,7 @@ class Supervisor:
         self.concurrency = concurrency or self.fleet.concurrency
         self.emit: Emit = emit or (lambda kind, **fields: None)
         self.tracker: Tracker = open_tracker(repo, config, layout)
+        self.endings = Endings(repo, config, layout, self.tracker, self.emit)
         self.records: dict[str, FleetTicket] = {}
         self.queue: set[str] = set()  # the tickets this supervisor drives
         self.first: set[str] = set()  # tickets whose supervisor died mid-attempt: resumed first
@@ -351,6 +353,7 @@ class Supervisor:
 
     def _finish(self, record: FleetTicket, state: FleetState, detail: str | None) -> None:
         record = self._save(record, state=state, detail=detail, next_attempt_at=None, pid=None)
+        self.endings.finished(record)  # push, notify: before the tracker opens a pull request
         if state == "interrupted" and record.last_reason == schedule.STOPPED:
             self.tracker.transition(record.ticket, state, detail)
         else:

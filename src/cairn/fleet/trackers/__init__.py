@@ -1,23 +1,35 @@
-"""Trackers: where the fleet's tickets come from. ``fleet.tracker`` names one of ``TRACKERS``."""
+"""Trackers: where the fleet's tickets come from. ``fleet.tracker`` names one of ``TRACKERS``
+(docs/fleet-trackers.md: how to add one)."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from cairn.config import Config
 from cairn.fleet.trackers.base import Candidate, Rejected, Tracker
 from cairn.fleet.trackers.dir import DirTracker
+from cairn.fleet.trackers.github import GitHubTracker
 from cairn.git import Repo
 from cairn.state.layout import Layout
 
-TRACKERS: dict[str, type[Tracker]] = {"dir": DirTracker}
+TRACKERS: dict[str, Callable[[Repo, Config, Layout], Tracker]] = {
+    "dir": DirTracker,
+    "github": GitHubTracker,
+}
 
 
 def open_tracker(repo: Repo, config: Config, layout: Layout) -> Tracker:
     """The tracker ``fleet.tracker`` names, for ``repo`` (config validation already refused
     any other name)."""
-    kind = TRACKERS[config.fleet.tracker]
-    if kind is DirTracker:
-        return DirTracker(repo, config, layout)
-    raise NotImplementedError(config.fleet.tracker)  # pragma: no cover - one tracker so far
+    return TRACKERS[config.fleet.tracker](repo, config, layout)
 
 
-__all__ = ["TRACKERS", "Candidate", "DirTracker", "Rejected", "Tracker", "open_tracker"]
+__all__ = [
+    "TRACKERS",
+    "Candidate",
+    "DirTracker",
+    "GitHubTracker",
+    "Rejected",
+    "Tracker",
+    "open_tracker",
+]

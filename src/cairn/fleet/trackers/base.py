@@ -27,6 +27,10 @@ class Rejected(NamedTuple):
 class Tracker(ABC):
     """What the supervisor needs from a source of tickets."""
 
+    # True for a tracker that pushes a finished ticket's branch itself (before it opens a pull
+    # request); the supervisor then leaves ``fleet.push`` to it.
+    pushes_branch: bool = False
+
     def __init__(self) -> None:
         # Entries the last ``candidates()`` could not turn into tickets (bad id, duplicate id,
         # unreadable plan): the supervisor shows them; they never stop the other tickets.

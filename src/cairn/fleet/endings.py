@@ -1,0 +1,53 @@
+"""What follows a ticket's end beyond its record: its branch pushed (``fleet.push``, unless the
+tracker pushes it itself before opening a pull request) and the webhooks told
+(``fleet.notify``). The supervisor calls ``Endings.finished`` with the final record, before the
+tracker hears of it; nothing here can fail the ticket or stop the fleet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from cairn.config import Config
+from cairn.fleet import notify
+from cairn.fleet.facts import PushFailed, facts, push_branch
+from cairn.fleet.trackers.base import Tracker
+from cairn.git import Repo
+from cairn.state.fleetstate import FleetTicket
+from cairn.state.layout import Layout
+
+
+class Endings:
+    def __init__(
+        self,
+        repo: Repo,
+        config: Config,
+        layout: Layout,
+        tracker: Tracker,
+        emit: Callable[..., None],
+    ) -> None:
+        self.repo, self.config, self.layout, self.tracker, self.emit = (
+            repo,
+            config,
+            layout,
+            tracker,
+            emit,
+        )
+        urls = config.fleet.notify
+        self.notifier = notify.Notifier(urls, layout) if urls else None
+
+    def finished(self, record: FleetTicket) -> None:
+        pushes = self.config.fleet.pushes and not self.tracker.pushes_branch
+        if record.state == "completed" and pushes:
+            try:
+                branch = push_branch(self.repo, self.config, record.ticket)
+            except PushFailed as exc:
+                self.emit("ticket_push_failed", ticket=record.ticket, detail=str(exc))
+            else:
+                self.emit("ticket_pushed", ticket=record.ticket, branch=branch)
+        if self.notifier is not None and notify.wanted(record):
+            try:
+                told = facts(self.repo, self.config, self.layout, record.ticket)
+                self.notifier.send(notify.payload(record, told, self.config))
+            except Exception as exc:  # a notification never fails the fleet
+                self.emit("notify_failed", ticket=record.ticket, detail=str(exc))

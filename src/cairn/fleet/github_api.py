@@ -1,0 +1,194 @@
+"""A small client of GitHub's REST API: the calls the ``github`` tracker makes, nothing more.
+
+Every call is retried with backoff when GitHub answers 5xx, 429 or a rate-limit 403, or the
+connection fails: it waits what ``Retry-After`` or ``X-RateLimit-Reset`` says, else 0.5 s,
+1 s, 2 s. A wait longer than ``max_wait`` is not slept through: ``RateLimited`` says until
+when, and the caller (the outbox) tries again after that.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from cairn import __version__
+
+if TYPE_CHECKING:
+    import httpx2 as httpx
+
+_NEXT = re.compile(r'<([^>]+)>;\s*rel="next"')
+PAGE_LIMIT = 20  # 2,000 issues: more than any label's open issues a fleet drains
+
+
+class GitHubError(Exception):
+    """A call that did not succeed; ``status`` is the HTTP status (None: no answer)."""
+
+    def __init__(self, message: str, status: int | None = None, until: float | None = None):
+        super().__init__(message)
+        self.status = status
+        self.until = until  # epoch seconds before which another try is pointless
+
+
+class RateLimited(GitHubError):
+    pass
+
+
+class GitHubAPI:
+    def __init__(
+        self,
+        api_url: str,
+        repo: str,
+        token: str,
+        *,
+        attempts: int = 4,
+        backoff: float = 0.5,
+        max_wait: float = 15.0,
+        timeout: float = 15.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        import httpx2 as httpx  # only when a github tracker is opened
+
+        self.repo = repo
+        self.attempts, self.backoff, self.max_wait, self.sleep = attempts, backoff, max_wait, sleep
+        self.client = httpx.Client(
+            base_url=api_url.rstrip("/"),
+            timeout=timeout,
+            headers={
+                "Authorization": f"Bearer {token}",
+                "Accept": "application/vnd.github+json",
+                "X-GitHub-Api-Version": "2022-11-28",
+                "User-Agent": f"cairn/{__version__}",
+            },
+        )
+
+    def close(self) -> None:
+        self.client.close()
+
+    # --- the calls the tracker makes ----------------------------------------------------------
+
+    def open_issues(self, label: str) -> list[dict[str, Any]]:
+        """The open issues carrying ``label`` (pull requests left out), oldest first."""
+        url: str | None = f"/repos/{self.repo}/issues"
+        params: dict[str, Any] | None = {
+            "state": "open",
+            "labels": label,
+            "per_page": 100,
+            "sort": "created",
+            "direction": "asc",
+        }
+        found: list[dict[str, Any]] = []
+        for _ in range(PAGE_LIMIT):
+            if url is None:
+                break
+            response = self.request("GET", url, params=params)
+            found += [i for i in response.json() if "pull_request" not in i]
+            match = _NEXT.search(response.headers.get("link", ""))
+            url, params = (match.group(1) if match else None), None
+        return found
+
+    def comment(self, number: int, body: str) -> None:
+        self.request("POST", f"/repos/{self.repo}/issues/{number}/comments", json={"body": body})
+
+    def add_labels(self, number: int, labels: list[str]) -> None:
+        self.request("POST", f"/repos/{self.repo}/issues/{number}/labels", json={"labels": labels})
+
+    def remove_label(self, number: int, label: str) -> None:
+        """Take ``label`` off the issue; one it does not carry is fine."""
+        from urllib.parse import quote
+
+        try:
+            self.request(
+                "DELETE", f"/repos/{self.repo}/issues/{number}/labels/{quote(label, safe='')}"
+            )
+        except GitHubError as exc:
+            if exc.status != 404:
+                raise
+
+    def default_branch(self) -> str:
+        branch: str = self.request("GET", f"/repos/{self.repo}").json()["default_branch"]
+        return branch
+
+    def find_pull(self, branch: str) -> dict[str, Any] | None:
+        """The pull request (open or closed) from ``branch`` of this repository, if any."""
+        owner = self.repo.split("/")[0]
+        found = self.request(
+            "GET", f"/repos/{self.repo}/pulls", params={"head": f"{owner}:{branch}", "state": "all"}
+        ).json()
+        return found[0] if found else None
+
+    def open_pull(
+        self, *, title: str, head: str, base: str, body: str, draft: bool
+    ) -> dict[str, Any]:
+        payload = {"title": title, "head": head, "base": base, "body": body, "draft": draft}
+        pull: dict[str, Any] = self.request(
+            "POST", f"/repos/{self.repo}/pulls", json=payload
+        ).json()
+        return pull
+
+    # --- one request, retried -------------------------------------------------------------------
+
+    def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        json: Any = None,
+        params: dict[str, Any] | None = None,
+    ) -> httpx.Response:
+        import httpx2 as httpx
+
+        for attempt in range(self.attempts):
+            last = attempt == self.attempts - 1
+            try:
+                response = self.client.request(method, url, json=json, params=params)
+            except httpx.TransportError as exc:
+                if last:
+                    raise GitHubError(f"{method} {url}: {exc or type(exc).__name__}") from None
+                self.sleep(self.backoff * 2**attempt)
+                continue
+            if response.status_code < 400:
+                return response
+            wait, limited = self._retry_wait(response, attempt)
+            error = _error(method, url, response, limited, wait)
+            if wait is None or last or wait > self.max_wait:
+                raise error
+            self.sleep(wait)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _retry_wait(self, response: httpx.Response, attempt: int) -> tuple[float | None, bool]:
+        """How long to wait before trying again (None: an answer a retry will not change), and
+        whether it is a rate limit."""
+        status = response.status_code
+        headers = response.headers
+        limited = status == 429 or (
+            status == 403
+            and (
+                headers.get("x-ratelimit-remaining") == "0"
+                or "retry-after" in headers
+                or "rate limit" in response.text.lower()
+            )
+        )
+        if not limited and status < 500:
+            return None, False
+        after = headers.get("retry-after", "")
+        if after.strip().isdigit():
+            return float(after), limited
+        reset = headers.get("x-ratelimit-reset", "")
+        if limited and reset.isdigit() and headers.get("x-ratelimit-remaining") == "0":
+            return max(1.0, int(reset) - time.time()), limited
+        return self.backoff * 2**attempt * (60 if limited else 1), limited
+
+
+def _error(
+    method: str, url: str, response: httpx.Response, limited: bool, wait: float | None
+) -> GitHubError:
+    try:
+        message = str(response.json().get("message", ""))
+    except ValueError:
+        message = response.text[:200]
+    text = f"{method} {url}: HTTP {response.status_code}" + (f" ({message})" if message else "")
+    until = time.time() + wait if wait is not None else None
+    kind = RateLimited if limited else GitHubError
+    return kind(text, response.status_code, until)

@@ -1,0 +1,277 @@
+"""The ``github`` tracker: the open issues of ``[fleet.github] repo`` that carry ``label``.
+
+Issue #N is ticket ``GH-N``; its body is the plan (any format ``cairn run`` reads), copied to
+``<state root>/fleet/github/plans/GH-N.md`` while the ticket has not started. The tracker
+comments on the issue when an attempt starts, is interrupted (the summary's status line and the
+snapshot ref) and when the ticket ends; it moves the labels ``cairn:running``, ``cairn:done``
+and ``cairn:needs-review``; on completion it pushes ``cairn/GH-N`` to ``fleet.remote`` and opens
+a pull request whose body is the change summary and ``Closes #N`` (a draft when the run needs
+review). Every one of these goes through the outbox: written to disk first, sent, and sent again
+at the next poll when GitHub or the push failed — never lost. An issue labelled ``cairn:done``
+or ``cairn:needs-review`` is not offered again (take the label off to run it anew).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import time
+from typing import Any
+
+from cairn.config import Config
+from cairn.errors import BadInput
+from cairn.fleet.facts import Facts, PushFailed, facts, push_branch
+from cairn.fleet.github_api import GitHubAPI, GitHubError, RateLimited
+from cairn.fleet.outbox import Outbox
+from cairn.fleet.trackers.base import Candidate, Rejected, Tracker
+from cairn.fleet.trackers.dir import is_finished
+from cairn.git import Repo
+from cairn.state import fleetstate
+from cairn.state.layout import Layout
+from cairn.util import durable
+
+PREFIX = "GH-"
+RUNNING, DONE, REVIEW = "cairn:running", "cairn:done", "cairn:needs-review"
+ENDED_LABELS = frozenset({DONE, REVIEW})
+_TICKET = re.compile(r"GH-(\d+)")
+SIGNATURE = "— cairn"
+
+
+def issue_number(ticket: str) -> int:
+    match = _TICKET.fullmatch(ticket)
+    if match is None:
+        raise ValueError(f"{ticket!r} is not a GitHub ticket (GH-<number>)")
+    return int(match.group(1))
+
+
+class GitHubTracker(Tracker):
+    pushes_branch = True
+
+    def __init__(
+        self, repo: Repo, config: Config, layout: Layout, api: GitHubAPI | None = None
+    ) -> None:
+        super().__init__()
+        self.repo, self.config, self.layout = repo, config, layout
+        settings = config.fleet.github
+        assert settings.repo is not None  # config validation requires it with this tracker
+        if api is None:
+            token = os.environ.get("GITHUB_TOKEN") or os.environ.get("GH_TOKEN")
+            if not token:
+                raise BadInput(
+                    f"tracker github needs a token to read and write {settings.repo}'s issues "
+                    "and pull requests; set GITHUB_TOKEN or GH_TOKEN"
+                )
+            api = GitHubAPI(settings.api_url, settings.repo, token)
+        self.api = api
+        self.plans = fleetstate.fleet_dir(layout) / "github" / "plans"
+        self.outbox = Outbox(layout)
+        self.issues: dict[str, dict[str, Any]] = {}
+        self.blocked_until = 0.0  # a rate limit: no call before this (epoch seconds)
+        self._base: str | None = None
+
+    # --- the interface -------------------------------------------------------------------------
+
+    def candidates(self) -> list[Candidate]:
+        self.flush()
+        if time.time() >= self.blocked_until:
+            try:
+                self._list()
+            except GitHubError as exc:
+                self._held(exc)
+                _warn(f"listing the issues failed ({exc}); the last list holds till the next poll")
+        return [
+            Candidate(t, self.plans / f"{t}.md")
+            for t in sorted(self.issues, key=issue_number)
+            if not self.finished(t)
+        ]
+
+    def finished(self, ticket: str) -> bool:
+        record = fleetstate.read(self.layout, ticket)
+        return record is not None and is_finished(record, self.config)
+
+    def claim(self, ticket: str) -> bool:
+        return ticket in self.issues and not self.finished(ticket)
+
+    def transition(self, ticket: str, state: str, detail: str | None = None) -> None:
+        record = fleetstate.read(self.layout, ticket)
+        attempt = record.attempt if record is not None else 0
+        most = self.config.fleet.max_attempts
+        if state == "running":
+            self._labels(ticket, add=[RUNNING], remove=sorted(ENDED_LABELS))
+            again = " (resuming from its change summary and snapshot)" if attempt > 1 else ""
+            self._comment(
+                ticket,
+                f"Started attempt {attempt} of {most} on branch `cairn/{ticket}`{again}.",
+            )
+        elif state in ("retrying", "interrupted"):
+            told = self._facts(ticket)
+            if state == "retrying" and record is not None and record.next_attempt_at:
+                then = record.next_attempt_at.strftime("%Y-%m-%d %H:%M:%S UTC")
+                next_step = f"Attempt {attempt + 1} of {most} starts at {then}."
+            else:
+                next_step = "The fleet was stopped; the next `cairn fleet start` resumes it."
+                self._labels(ticket, add=[], remove=[RUNNING])
+            said = f"{_headline('Interrupted', told, detail)}\n\n{_snapshot(told)}\n\n{next_step}"
+            self._comment(ticket, said)
+        self.flush()
+
+    def finish(self, ticket: str, state: str) -> None:
+        record = fleetstate.read(self.layout, ticket)
+        detail = record.detail if record is not None else None
+        told = self._facts(ticket)
+        number = issue_number(ticket)
+        if state in ("completed", "needs_review"):
+            issue = self.issues.get(ticket, {})
+            body = (told.summary or _headline("Completed", told, detail)).rstrip()
+            self._put(
+                ticket,
+                "pull_request",
+                title=issue.get("title") or f"cairn/{ticket}",
+                branch=told.branch,
+                body=f"{body}\n\nCloses #{number}\n",
+                draft=state == "needs_review",
+            )
+        if state == "completed":
+            text = f"{_headline('Completed', told, detail)}\n\nBranch `{told.branch}` pushed; "
+            self._comment(ticket, text + "pull request opened.")
+            self._labels(ticket, add=[DONE], remove=[RUNNING])
+        else:
+            what = {
+                "needs_review": "Needs review",
+                "needs_input": "Needs input",
+                "failed": "Failed",
+                "interrupted": "Interrupted",
+            }.get(state, state)
+            text = _headline(what, told, detail)
+            if detail and detail not in text:
+                text += f"\n\n{detail}"
+            if state == "needs_review":
+                text += f"\n\nBranch `{told.branch}` pushed; draft pull request opened."
+            text += f"\n\n{_snapshot(told)}"
+            if state == "interrupted" and "cairn resume" not in text:
+                text += f"\n\n`cairn resume {ticket}` continues it."
+            self._comment(ticket, text)
+            self._labels(ticket, add=[REVIEW], remove=[RUNNING])
+        self.flush()
+
+    # --- the outbox ----------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Send what the outbox holds, oldest first; a ticket whose message fails keeps its
+        later ones back (they stay in order), and a rate limit stops the round."""
+        held: set[str] = set()
+        for path, message in self.outbox.pending():
+            ticket = message["ticket"]
+            if time.time() < self.blocked_until:
+                return
+            if ticket in held:
+                continue
+            try:
+                self._send(message)
+            except (GitHubError, PushFailed) as exc:
+                message["tries"] = int(message.get("tries", 0)) + 1
+                message["last_error"] = str(exc)
+                self.outbox.update(path, message)
+                held.add(ticket)
+                self._held(exc)
+                _warn(f"{message['kind']} for {ticket} failed ({exc}); sent again at the next poll")
+            else:
+                self.outbox.sent(path)
+
+    def _send(self, message: dict[str, Any]) -> None:
+        number = issue_number(message["ticket"])
+        kind = message["kind"]
+        if kind == "comment":
+            self.api.comment(number, message["body"])
+        elif kind == "labels":
+            if message["add"]:
+                self.api.add_labels(number, message["add"])
+            for label in message["remove"]:
+                self.api.remove_label(number, label)
+        elif kind == "pull_request":
+            if self.config.fleet.pushes:
+                push_branch(self.repo, self.config, message["ticket"])
+            if self.api.find_pull(message["branch"]) is None:
+                if self._base is None:
+                    self._base = self.api.default_branch()
+                self.api.open_pull(
+                    title=message["title"],
+                    head=message["branch"],
+                    base=self._base,
+                    body=message["body"],
+                    draft=bool(message["draft"]),
+                )
+
+    def _put(self, ticket: str, kind: str, **fields: Any) -> None:
+        self.outbox.put({"ticket": ticket, "kind": kind, **fields})
+
+    def _comment(self, ticket: str, text: str) -> None:
+        self._put(ticket, "comment", body=f"{text}\n\n{SIGNATURE}")
+
+    def _labels(self, ticket: str, *, add: list[str], remove: list[str]) -> None:
+        self._put(ticket, "labels", add=add, remove=remove)
+
+    def _held(self, exc: Exception) -> None:
+        if isinstance(exc, RateLimited) and exc.until is not None:
+            self.blocked_until = max(self.blocked_until, exc.until)
+
+    # --- issues and plans ----------------------------------------------------------------------
+
+    def _list(self) -> None:
+        found: dict[str, dict[str, Any]] = {}
+        rejected: list[Rejected] = []
+        for issue in self.api.open_issues(self.config.fleet.github.label):
+            ticket = f"{PREFIX}{issue['number']}"
+            labels = {lab.get("name") for lab in issue.get("labels") or [] if isinstance(lab, dict)}
+            if labels & ENDED_LABELS:
+                continue
+            path = self.plans / f"{ticket}.md"
+            body = (issue.get("body") or "").replace("\r\n", "\n").strip()
+            if not body:
+                rejected.append(
+                    Rejected(
+                        path,
+                        f"issue #{issue['number']} has no plan in its body; write its tasks "
+                        "there (## Task 1: …, or a - [ ] checklist)",
+                    )
+                )
+                continue
+            self._write_plan(ticket, path, body + "\n")
+            found[ticket] = issue
+        self.issues, self.rejected = found, rejected
+
+    def _write_plan(self, ticket: str, path: Any, text: str) -> None:
+        """The issue's body as the ticket's plan, until the ticket starts: an edit of the
+        body after that does not change the plan of a run under way."""
+        record = fleetstate.read(self.layout, ticket)
+        if path.exists() and record is not None and record.state != "queued":
+            return
+        if path.exists() and path.read_text(encoding="utf-8", errors="replace") == text:
+            return
+        durable.ensure_dir(path.parent)
+        durable.atomic_write(path, text)
+
+    def _facts(self, ticket: str) -> Facts:
+        return facts(self.repo, self.config, self.layout, ticket)
+
+
+def _headline(what: str, told: Facts, detail: str | None) -> str:
+    """The summary's status line when it says ``what`` already, else ``what: …``."""
+    status = told.status_line
+    if status and status.lower().startswith(what.lower()):
+        return status
+    return f"{what}: {status or detail or '(no change summary yet)'}"
+
+
+def _snapshot(told: Facts) -> str:
+    if told.snapshot is None:
+        return "No snapshot was taken."
+    return (
+        f"Snapshot `{told.snapshot_ref}` at `{told.snapshot[:12]}` "
+        f"(`git diff {told.branch} {told.snapshot[:12]}` shows what is not committed)."
+    )
+
+
+def _warn(message: str) -> None:
+    sys.stderr.write(f"cairn: warning: github: {message}\n")

@@ -1,0 +1,268 @@
+"""A fake GitHub REST server on 127.0.0.1 for the github tracker's tests, and a webhook receiver.
+
+It implements only the endpoints cairn calls (issues listed by label, issue comments, issue
+labels added and removed, the repository's default branch, pull requests found and opened),
+records every request it gets (method, path, query, JSON body, status answered), checks the
+bearer token, and can be told to answer the next matching request with a 502 or a rate limit
+(403 with ``X-RateLimit-Remaining: 0``, or 429 with ``Retry-After``). With ``remote`` (a bare
+repository) it refuses a pull request whose head branch was not pushed there, as GitHub does.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+TOKEN = "ghp_fake_token_for_tests"
+PREFIX = "/api/v3"  # the API's base path, as on GitHub Enterprise
+
+
+@dataclass
+class Seen:
+    method: str
+    path: str
+    query: dict[str, str]
+    body: Any
+    status: int
+
+
+@dataclass
+class Fault:
+    method: str
+    path_part: str
+    status: int
+    headers: dict[str, str]
+    message: str
+
+
+@dataclass
+class FakeGitHub:
+    repo: str = "octo/app"
+    remote: Path | None = None
+    issues: dict[int, dict[str, Any]] = field(default_factory=dict)
+    comments: list[tuple[int, str]] = field(default_factory=list)
+    pulls: list[dict[str, Any]] = field(default_factory=list)
+    seen: list[Seen] = field(default_factory=list)
+    faults: list[Fault] = field(default_factory=list)
+    url: str = ""
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    # --- set-up --------------------------------------------------------------------------------
+
+    def add_issue(
+        self, number: int, title: str, body: str, labels: tuple[str, ...] = ("cairn",)
+    ) -> None:
+        self.issues[number] = {
+            "number": number,
+            "title": title,
+            "body": body,
+            "state": "open",
+            "labels": [{"name": name} for name in labels],
+            "html_url": f"https://github.test/{self.repo}/issues/{number}",
+        }
+
+    def fail_once(self, method: str, path_part: str, status: int = 502) -> None:
+        self.faults.append(Fault(method, path_part, status, {}, "Bad Gateway"))
+
+    def rate_limit_once(self, method: str, path_part: str, *, retry_after: int | None = 1) -> None:
+        """The next matching request is rate-limited: 429 with ``Retry-After`` when given, else
+        a primary rate limit (403, remaining 0, reset a minute away)."""
+        if retry_after is not None:
+            headers = {"Retry-After": str(retry_after)}
+            self.faults.append(Fault(method, path_part, 429, headers, "secondary rate limit"))
+        else:
+            headers = {
+                "X-RateLimit-Remaining": "0",
+                "X-RateLimit-Reset": str(int(time.time()) + 60),
+            }
+            self.faults.append(Fault(method, path_part, 403, headers, "API rate limit exceeded"))
+
+    # --- what it was asked ---------------------------------------------------------------------
+
+    def requests(self, method: str | None = None, path_part: str = "") -> list[Seen]:
+        with self.lock:
+            return [
+                s
+                for s in self.seen
+                if (method is None or s.method == method) and path_part in s.path
+            ]
+
+    def labels(self, number: int) -> list[str]:
+        return sorted(label["name"] for label in self.issues[number]["labels"])
+
+    def comments_on(self, number: int) -> list[str]:
+        return [body for n, body in self.comments if n == number]
+
+    # --- answering -----------------------------------------------------------------------------
+
+    def answer(self, method: str, target: str, body: Any) -> tuple[int, dict[str, str], Any]:
+        parts = urlsplit(target)
+        path = unquote(parts.path).removeprefix(PREFIX)
+        query = {k: v[0] for k, v in parse_qs(parts.query).items()}
+        with self.lock:
+            for fault in self.faults:
+                if fault.method == method and fault.path_part in path:
+                    self.faults.remove(fault)
+                    self.seen.append(Seen(method, path, query, body, fault.status))
+                    return fault.status, fault.headers, {"message": fault.message}
+            status, payload = self._route(method, path, query, body)
+            self.seen.append(Seen(method, path, query, body, status))
+            return status, {}, payload
+
+    def _route(self, method: str, path: str, query: dict[str, str], body: Any) -> tuple[int, Any]:
+        base = f"/repos/{self.repo}"
+        if path == base and method == "GET":
+            return 200, {"full_name": self.repo, "default_branch": "main"}
+        if path == f"{base}/issues" and method == "GET":
+            wanted = set(filter(None, query.get("labels", "").split(",")))
+            found = [
+                issue
+                for _, issue in sorted(self.issues.items())
+                if issue["state"] == "open"
+                and wanted <= {label["name"] for label in issue["labels"]}
+            ]
+            return 200, found
+        if path.startswith(f"{base}/issues/"):
+            rest = path[len(f"{base}/issues/") :].split("/", 2)
+            number = int(rest[0])
+            if number not in self.issues:
+                return 404, {"message": "Not Found"}
+            issue = self.issues[number]
+            if rest[1:] == ["comments"] and method == "POST":
+                self.comments.append((number, body["body"]))
+                return 201, {"id": len(self.comments), "body": body["body"]}
+            if rest[1:] == ["labels"] and method == "POST":
+                names = {label["name"] for label in issue["labels"]}
+                for name in body["labels"]:
+                    if name not in names:
+                        issue["labels"].append({"name": name})
+                return 200, issue["labels"]
+            if len(rest) == 3 and rest[1] == "labels" and method == "DELETE":
+                before = len(issue["labels"])
+                issue["labels"] = [lab for lab in issue["labels"] if lab["name"] != rest[2]]
+                if len(issue["labels"]) == before:
+                    return 404, {"message": "Label does not exist"}
+                return 200, issue["labels"]
+        if path == f"{base}/pulls" and method == "GET":
+            head = query.get("head", "")
+            return 200, [p for p in self.pulls if f"{self.repo.split('/')[0]}:{p['head']}" == head]
+        if path == f"{base}/pulls" and method == "POST":
+            if self.remote is not None and not _has_branch(self.remote, body["head"]):
+                return 422, {"message": "Validation Failed", "errors": [{"field": "head"}]}
+            pull = {**body, "number": 100 + len(self.pulls), "state": "open"}
+            pull["html_url"] = f"https://github.test/{self.repo}/pull/{pull['number']}"
+            self.pulls.append(pull)
+            return 201, pull
+        return 404, {"message": "Not Found"}
+
+
+def _has_branch(remote: Path, branch: str) -> bool:
+    done = subprocess.run(
+        ["git", "-C", str(remote), "rev-parse", "--verify", "-q", f"refs/heads/{branch}"],
+        capture_output=True,
+        check=False,
+    )
+    return done.returncode == 0
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def _serve(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        body = json.loads(raw) if raw else None
+        if self.headers.get("Authorization") != f"Bearer {TOKEN}":
+            status, headers, payload = 401, {}, {"message": "Bad credentials"}
+        else:
+            status, headers, payload = self.server.fake.answer(self.command, self.path, body)
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for key, value in headers.items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = do_POST = do_DELETE = do_PATCH = _serve
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    fake: FakeGitHub
+
+
+def serve(fake: FakeGitHub) -> Iterator[FakeGitHub]:
+    """Serve ``fake`` on 127.0.0.1 (a free port) for the duration of the generator."""
+    server = _Server(("127.0.0.1", 0), _Handler)
+    server.fake = fake
+    fake.url = f"http://127.0.0.1:{server.server_address[1]}{PREFIX}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield fake
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+# --- the webhook receiver -------------------------------------------------------------------------
+
+
+@dataclass
+class Receiver:
+    posts: list[dict[str, Any]] = field(default_factory=list)
+    failures: list[int] = field(default_factory=list)  # statuses to answer first, in order
+    answered: list[int] = field(default_factory=list)
+    url: str = ""
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class _HookHandler(BaseHTTPRequestHandler):
+    server: _HookServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length))
+        receiver = self.server.receiver
+        with receiver.lock:
+            status = receiver.failures.pop(0) if receiver.failures else 204
+            receiver.answered.append(status)
+            if status < 300:
+                receiver.posts.append(body)
+        self.send_response(status)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+
+class _HookServer(ThreadingHTTPServer):
+    daemon_threads = True
+    receiver: Receiver
+
+
+def receive(receiver: Receiver) -> Iterator[Receiver]:
+    server = _HookServer(("127.0.0.1", 0), _HookHandler)
+    server.receiver = receiver
+    receiver.url = f"http://127.0.0.1:{server.server_address[1]}/hooks/cairn"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield receiver
+    finally:
+        server.shutdown()
+        server.server_close()
