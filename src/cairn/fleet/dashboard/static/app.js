@@ -549,6 +549,8 @@
     poll();
   }
 
+  window.__cairnMarkdown = markdown; // the renderer, for the browser test
+
   function main() {
     if (document.body.dataset.page === "ticket") ticketPage();
     else fleetPage();
