@@ -23,6 +23,8 @@ from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
@@ -40,7 +42,7 @@ def app_for(repo: Path, token: str | None = None) -> tuple[Any, str]:
     try:
         from cairn.fleet.dashboard.app import make_app  # type: ignore[import-not-found]
     except ImportError:
-        return standin_app(repo), "stand-in"
+        return standin_app(repo, token), "stand-in"
     return make_app(repo, supervisor=None, token=token), "cairn.fleet.dashboard.app"
 
 
@@ -120,7 +122,7 @@ def ticket(repo: Path, ticket_id: str) -> dict[str, Any] | None:
     }
 
 
-def standin_app(repo: Path) -> Starlette:
+def standin_app(repo: Path, token: str | None = None) -> Starlette:
     async def get_state(request: Request) -> Response:
         return JSONResponse(state(repo))
 
@@ -140,7 +142,16 @@ def standin_app(repo: Path) -> Starlette:
     async def ticket_page(request: Request) -> Response:
         return FileResponse(STATIC / "ticket.html")
 
+    async def check_token(request: Request, call_next: Any) -> Response:
+        given = request.query_params.get("token")
+        header = request.headers.get("authorization", "")
+        if token is not None and token not in (given, header.removeprefix("Bearer ")):
+            return error(401, "unauthorized", "this dashboard needs its token; add ?token=<t>")
+        response: Response = await call_next(request)
+        return response
+
     return Starlette(
+        middleware=[Middleware(BaseHTTPMiddleware, dispatch=check_token)],
         routes=[
             Route("/", index),
             Route("/tickets/{ticket}", ticket_page),
@@ -148,7 +159,7 @@ def standin_app(repo: Path) -> Starlette:
             Route("/api/v1/tickets/{ticket}", get_ticket),
             Route("/api/v1/refresh", refresh, methods=["POST"]),
             Mount("/static", StaticFiles(directory=STATIC)),
-        ]
+        ],
     )
 
 

@@ -21,11 +21,14 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from cairn.state import fleetstate, layout
+from cairn.state.fleetstate import FleetTicket
 from helpers import make_repo
 
 AGENT = Path(__file__).with_name("fleet_agent.py")
@@ -227,3 +230,30 @@ def test_markdown_is_rendered_as_text_never_as_html(tmp_path: Path, browser_page
     assert "<code>2 of 2</code>" in html and "<strong>tasks</strong>" in html
     assert html.count("<li") == 3 and "<ol>" in html and "format: 1" not in html
     assert "&lt;script&gt;bad()&lt;/script&gt;" in html
+
+
+def test_a_page_opened_with_a_token_passes_it_on(tmp_path: Path, browser_page: Any) -> None:
+    """With a token, every request needs it: the assets, the API and the ticket links carry
+    the page's ``?token=``, so the page works; without it the server says 401."""
+    import dashboard_standin
+
+    repo = make_repo(tmp_path / "repo")
+    now = datetime.now(UTC)
+    _, _, where = layout.discover(repo)
+    fleetstate.write(
+        where,
+        FleetTicket(ticket="TOK-1", plan="cairn-queue/TOK-1.md", state="queued", updated=now),
+    )
+    app, _ = dashboard_standin.app_for(repo, token="s3cret")
+    with dashboard_standin.serving(app) as base:
+        page = browser_page
+        refused = page.goto(f"{base}/api/v1/state")
+        assert refused is not None and refused.status == 401
+        page.goto(f"{base}/?token=s3cret")
+        page.wait_for_selector('tr.row[data-ticket="TOK-1"]')
+        assert page.inner_text("#live").startswith("live")
+        link = page.get_attribute('tr.row[data-ticket="TOK-1"] .c-ticket a', "href")
+        assert link == "/tickets/TOK-1?token=s3cret"
+        page.click('tr.row[data-ticket="TOK-1"] .c-ticket a')
+        page.wait_for_selector("#ticket-state.s-queued")
+        assert page.get_attribute("#back", "href") == "/?token=s3cret"

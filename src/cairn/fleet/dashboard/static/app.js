@@ -95,6 +95,13 @@
     return b === null || b === undefined ? String(a) : a + "/" + b;
   }
 
+  function shortPath(path) {
+    // the worktree's folder and its parent (<repo>.cairn/<ticket>); the full path is the title
+    if (!path) return "";
+    var parts = path.split("/").filter(Boolean);
+    return parts.length > 2 ? "…/" + parts.slice(-2).join("/") : path;
+  }
+
   function ticketHref(ticket) {
     return withToken("/tickets/" + encodeURIComponent(ticket));
   }
@@ -128,7 +135,7 @@
       attempt: attempt,
       turns: fraction(row.turn, row.max_turns),
       snapshot: row.snapshot ? row.snapshot + " · " + age(row.snapshot_age_seconds) : "",
-      worktree: row.worktree || "",
+      worktree: shortPath(row.worktree),
       last: row.last_event ? row.last_event + " · " + age(row.last_event_age_seconds) : "",
       detail: detail,
       usage: usage,
@@ -176,6 +183,7 @@
     entry.parts.state.className = "state s-" + row.state;
     if (entry.tr.dataset.state !== row.state) entry.tr.dataset.state = row.state;
     setText(entry.parts.detail, values.detail);
+    if (entry.parts.worktree.title !== (row.worktree || "")) entry.parts.worktree.title = row.worktree || "";
     entry.hasDetail = !!values.detail;
     entry.more.dataset.state = row.state;
   }
