@@ -167,7 +167,7 @@ def test_a_row_goes_running_to_completed_live_and_the_ticket_page_shows_summary_
         page.goto(f"{base}/")
         page.evaluate("window.__sameDocument = true")  # a reload would lose it
         wait_state(page, "PROJ-1", "running")
-        assert page.inner_text("#agents").startswith(("1/3", "2/3", "3/3"))
+        assert page.inner_text("#agents").endswith("/3"), "agents running n/max"
         wait_state(page, "PROJ-2", "completed")
         page.screenshot(path=str(tmp_path / "fleet-running.png"), full_page=True)
         seen = wait_state(page, "PROJ-1", "completed")
