@@ -1,0 +1,582 @@
+/* cairn fleet dashboard: the fleet page (every ticket, live) and the ticket page.
+ *
+ * Vanilla JS, no build step, no CDN. Both pages read the JSON API (docs/fleet-dashboard.md):
+ * the fleet page polls GET /api/v1/state every second and updates its rows in place; the ticket
+ * page polls GET /api/v1/tickets/{id}. Everything from the server is put in the page as text
+ * (textContent), never as HTML, so a ticket's summary or diff cannot inject markup.
+ */
+(function () {
+  "use strict";
+
+  var POLL_MS = 1000;
+  var TICKET_POLL_MS = 2000;
+  var TOKEN = new URLSearchParams(location.search).get("token");
+
+  /* --- helpers -------------------------------------------------------------------------- */
+
+  function withToken(path) {
+    if (!TOKEN) return path;
+    return path + (path.indexOf("?") < 0 ? "?" : "&") + "token=" + encodeURIComponent(TOKEN);
+  }
+
+  function api(method, path) {
+    return fetch(withToken(path), {
+      method: method,
+      headers: { Accept: "application/json" },
+      cache: "no-store",
+    }).then(function (response) {
+      return response.text().then(function (text) {
+        var body = null;
+        try {
+          body = text ? JSON.parse(text) : null;
+        } catch (e) {
+          body = null;
+        }
+        if (!response.ok) {
+          var error = (body && body.error) || {};
+          var err = new Error(error.message || "HTTP " + response.status);
+          err.status = response.status;
+          err.code = error.code || "http_" + response.status;
+          throw err;
+        }
+        return body;
+      });
+    });
+  }
+
+  function el(tag, className, text) {
+    var node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    return node;
+  }
+
+  function setText(node, text) {
+    text = text === undefined || text === null ? "" : String(text);
+    if (node.textContent !== text) node.textContent = text;
+  }
+
+  function age(seconds) {
+    if (seconds === null || seconds === undefined) return "";
+    seconds = Math.max(0, Math.round(seconds));
+    if (seconds < 60) return seconds + "s";
+    if (seconds < 3600) return Math.floor(seconds / 60) + "m";
+    if (seconds < 86400) return Math.floor(seconds / 3600) + "h" + pad(Math.floor((seconds % 3600) / 60));
+    return Math.floor(seconds / 86400) + "d";
+  }
+
+  function pad(n) {
+    return n < 10 ? "0" + n : String(n);
+  }
+
+  function until(iso, now) {
+    if (!iso) return null;
+    var at = Date.parse(iso);
+    if (isNaN(at)) return null;
+    return Math.round((at - now) / 1000);
+  }
+
+  function inTime(iso, now) {
+    var seconds = until(iso, now);
+    if (seconds === null) return "–";
+    return seconds <= 0 ? "due" : "in " + age(seconds);
+  }
+
+  function number(n) {
+    return n === null || n === undefined ? "–" : Number(n).toLocaleString("en-US");
+  }
+
+  function money(x) {
+    return x === null || x === undefined ? "–" : "$" + Number(x).toFixed(2);
+  }
+
+  function fraction(a, b) {
+    if (a === null || a === undefined) return "";
+    return b === null || b === undefined ? String(a) : a + "/" + b;
+  }
+
+  function shortPath(path) {
+    // the worktree's folder and its parent (<repo>.cairn/<ticket>); the full path is the title
+    if (!path) return "";
+    var parts = path.split("/").filter(Boolean);
+    return parts.length > 2 ? "…/" + parts.slice(-2).join("/") : path;
+  }
+
+  function ticketHref(ticket) {
+    return withToken("/tickets/" + encodeURIComponent(ticket));
+  }
+
+  function setLive(ok, message) {
+    var live = document.getElementById("live");
+    live.className = "live " + (ok ? "ok" : "down");
+    setText(live, message);
+  }
+
+  /* --- the fleet page --------------------------------------------------------------------- */
+
+  var COLUMNS = ["ticket", "state", "phase", "task", "attempt", "turns", "snapshot", "worktree", "last"];
+
+  function cells(row, now) {
+    var attempt = fraction(row.attempt, row.max_attempts);
+    var detail = row.detail || "";
+    if (row.state === "retrying") {
+      attempt += " · next try " + inTime(row.next_attempt_at, now);
+      detail = row.last_error || row.detail || row.last_reason || "";
+    }
+    var usage = row.usage && row.usage.total_tokens ? number(row.usage.total_tokens) + " tokens" : "";
+    if (usage && row.usage.cost_usd !== null && row.usage.cost_usd !== undefined) {
+      usage += " · " + money(row.usage.cost_usd);
+    }
+    return {
+      ticket: row.ticket,
+      state: row.state,
+      phase: row.phase || "",
+      task: fraction(row.task, row.total),
+      attempt: attempt,
+      turns: fraction(row.turn, row.max_turns),
+      snapshot: row.snapshot ? row.snapshot + " · " + age(row.snapshot_age_seconds) : "",
+      worktree: shortPath(row.worktree),
+      last: row.last_event ? row.last_event + " · " + age(row.last_event_age_seconds) : "",
+      detail: detail,
+      usage: usage,
+    };
+  }
+
+  function makeRow(ticket) {
+    var tr = el("tr", "row");
+    tr.dataset.ticket = ticket;
+    var parts = {};
+    COLUMNS.forEach(function (name) {
+      var td = el("td", "c-" + name);
+      if (name === "ticket") {
+        var a = el("a", null, ticket);
+        a.href = ticketHref(ticket);
+        td.appendChild(a);
+        parts.usage = el("span", "usage");
+        td.appendChild(parts.usage);
+        parts[name] = a;
+      } else if (name === "state") {
+        parts[name] = el("span", "state");
+        td.appendChild(parts[name]);
+      } else {
+        parts[name] = td;
+      }
+      tr.appendChild(td);
+    });
+    var more = el("tr", "more");
+    var td = el("td", "detail");
+    td.colSpan = COLUMNS.length;
+    more.appendChild(td);
+    parts.detail = td;
+    return { tr: tr, more: more, parts: parts, key: null };
+  }
+
+  function fillRow(entry, row, now) {
+    var values = cells(row, now);
+    var key = JSON.stringify(values);
+    if (key === entry.key) return;
+    entry.key = key;
+    COLUMNS.forEach(function (name) {
+      if (name !== "ticket") setText(entry.parts[name], values[name]);
+    });
+    setText(entry.parts.usage, values.usage);
+    entry.parts.state.className = "state s-" + row.state;
+    if (entry.tr.dataset.state !== row.state) entry.tr.dataset.state = row.state;
+    setText(entry.parts.detail, values.detail);
+    if (entry.parts.worktree.title !== (row.worktree || "")) entry.parts.worktree.title = row.worktree || "";
+    entry.hasDetail = !!values.detail;
+    entry.more.dataset.state = row.state;
+  }
+
+  function fleetPage() {
+    var body = document.getElementById("rows");
+    var entries = new Map();
+    var filter = document.getElementById("filter");
+    var stateFilter = null;
+    var last = null;
+
+    function visible(row) {
+      var text = filter.value.trim().toLowerCase();
+      if (stateFilter && row.state !== stateFilter) return false;
+      return !text || row.ticket.toLowerCase().indexOf(text) >= 0;
+    }
+
+    function header(state, now) {
+      var agents = state.agents || {};
+      setText(document.getElementById("agents"), fraction(agents.running, agents.max) || "–");
+      var usage = state.usage || {};
+      setText(document.getElementById("tokens"), number(usage.total_tokens));
+      setText(document.getElementById("cost"), money(usage.cost_usd));
+      var sup = state.supervisor || {};
+      setText(document.getElementById("next-poll"), sup.running ? inTime(state.next_poll_at, now) : "–");
+      setText(document.getElementById("supervisor"), sup.running ? "running (pid " + sup.pid + ")" : "not running");
+      document.getElementById("refresh").disabled = !sup.running;
+      var counts = document.getElementById("counts");
+      var wanted = Object.keys(state.counts || {}).filter(function (k) {
+        return state.counts[k] > 0;
+      });
+      var key = JSON.stringify([state.counts, stateFilter]);
+      if (counts.dataset.key !== key) {
+        counts.dataset.key = key;
+        counts.textContent = "";
+        wanted.forEach(function (name) {
+          var chip = el("button", "chip s-" + name + (stateFilter === name ? " on" : ""), name + " " + state.counts[name]);
+          chip.type = "button";
+          chip.dataset.state = name;
+          counts.appendChild(chip);
+        });
+      }
+      document.title = "cairn fleet · " + (agents.running || 0) + " running";
+    }
+
+    function render(state) {
+      var started = performance.now();
+      var first = !last;
+      var now = Date.now();
+      last = state;
+      header(state, now);
+      var rows = state.tickets || [];
+      var seen = new Set();
+      // first paint builds every row off-document; later polls move a row only when it is not
+      // already where the API's order puts it
+      var target = body.firstChild ? body : document.createDocumentFragment();
+      var cursor = body.firstChild;
+      rows.forEach(function (row) {
+        seen.add(row.ticket);
+        var entry = entries.get(row.ticket);
+        if (!entry) {
+          entry = makeRow(row.ticket);
+          entries.set(row.ticket, entry);
+        }
+        fillRow(entry, row, now);
+        var show = visible(row);
+        if (entry.tr.hidden === show) entry.tr.hidden = !show;
+        if (entry.more.hidden !== (!show || !entry.hasDetail)) entry.more.hidden = !show || !entry.hasDetail;
+        if (entry.tr === cursor) {
+          cursor = entry.more.nextSibling;
+        } else {
+          target.insertBefore(entry.tr, cursor);
+          target.insertBefore(entry.more, cursor);
+        }
+      });
+      if (target !== body) body.appendChild(target);
+      entries.forEach(function (entry, ticket) {
+        if (!seen.has(ticket)) {
+          entry.tr.remove();
+          entry.more.remove();
+          entries.delete(ticket);
+        }
+      });
+      document.getElementById("empty").hidden = rows.length > 0;
+      document.getElementById("tickets").hidden = rows.length === 0;
+      // timings for bench/dashboard_page.py: the last render's cost, and when the first rows
+      // were painted (a task queued from the next frame runs after that frame's paint)
+      window.__cairnRenderMs = performance.now() - started;
+      if (first) {
+        performance.mark("cairn-rows-rendered");
+        requestAnimationFrame(function () {
+          setTimeout(function () {
+            performance.mark("cairn-rows-painted");
+          }, 0);
+        });
+      }
+    }
+
+    function poll() {
+      api("GET", "/api/v1/state")
+        .then(function (state) {
+          render(state);
+          setLive(true, "live · " + new Date().toLocaleTimeString());
+        })
+        .catch(function (err) {
+          setLive(false, "disconnected: " + err.message + " — retrying");
+        })
+        .then(function () {
+          setTimeout(poll, POLL_MS);
+        });
+    }
+
+    filter.addEventListener("input", function () {
+      if (last) render(last);
+    });
+    document.getElementById("counts").addEventListener("click", function (event) {
+      var chip = event.target.closest("button.chip");
+      if (!chip) return;
+      stateFilter = stateFilter === chip.dataset.state ? null : chip.dataset.state;
+      if (last) render(last);
+    });
+    document.getElementById("refresh").addEventListener("click", function () {
+      api("POST", "/api/v1/refresh")
+        .then(function (answer) {
+          setLive(true, answer && answer.coalesced ? "poll already queued" : "poll queued");
+        })
+        .catch(function (err) {
+          setLive(false, err.message);
+        });
+    });
+    poll();
+  }
+
+  /* --- markdown: a small renderer that builds DOM nodes, never HTML ----------------------- */
+
+  function inline(parent, text) {
+    // `code` and **bold**; everything else is text
+    var pattern = /(`+)([\s\S]*?)\1|\*\*([^*]+)\*\*/g;
+    var at = 0;
+    var match;
+    while ((match = pattern.exec(text)) !== null) {
+      if (match.index > at) parent.appendChild(document.createTextNode(text.slice(at, match.index)));
+      if (match[1]) parent.appendChild(el("code", null, match[2]));
+      else parent.appendChild(el("strong", null, match[3]));
+      at = pattern.lastIndex;
+    }
+    if (at < text.length) parent.appendChild(document.createTextNode(text.slice(at)));
+  }
+
+  function markdown(target, source) {
+    target.textContent = "";
+    var lines = String(source || "").replace(/\r\n?/g, "\n").split("\n");
+    var i = 0;
+    if (lines[0] === "---") {
+      // YAML front matter: the summary's metadata, not its text
+      var end = lines.indexOf("---", 1);
+      if (end > 0) i = end + 1;
+    }
+    var paragraph = null;
+    var list = null;
+    function close() {
+      paragraph = null;
+      list = null;
+    }
+    for (; i < lines.length; i++) {
+      var line = lines[i];
+      var fence = /^\s*(```|~~~)/.exec(line);
+      if (fence) {
+        close();
+        var code = [];
+        for (i++; i < lines.length && lines[i].trim().indexOf(fence[1]) !== 0; i++) code.push(lines[i]);
+        var pre = el("pre", "code");
+        pre.appendChild(el("code", null, code.join("\n")));
+        target.appendChild(pre);
+        continue;
+      }
+      if (!line.trim()) {
+        close();
+        continue;
+      }
+      var heading = /^(#{1,6})\s+(.*)$/.exec(line);
+      if (heading) {
+        close();
+        var h = el("h" + Math.min(6, heading[1].length + 2));
+        inline(h, heading[2]);
+        target.appendChild(h);
+        continue;
+      }
+      var item = /^\s*([-*+]|\d+[.)])\s+(.*)$/.exec(line);
+      if (item) {
+        var ordered = /\d/.test(item[1]);
+        var tag = ordered ? "OL" : "UL";
+        if (!list || list.tagName !== tag) {
+          paragraph = null;
+          list = el(tag.toLowerCase());
+          target.appendChild(list);
+        }
+        var li = el("li");
+        var text = item[2];
+        var box = /^\[([ xX])\]\s+(.*)$/.exec(text);
+        if (box) {
+          li.className = box[1] === " " ? "todo" : "done";
+          li.appendChild(el("span", "box", box[1] === " " ? "☐ " : "☑ "));
+          text = box[2];
+        }
+        inline(li, text);
+        list.appendChild(li);
+        continue;
+      }
+      if (list && /^\s+\S/.test(line)) {
+        // a continuation of the last list item
+        var lastItem = list.lastChild;
+        lastItem.appendChild(document.createTextNode(" "));
+        inline(lastItem, line.trim());
+        continue;
+      }
+      list = null;
+      if (!paragraph) {
+        paragraph = el("p");
+        target.appendChild(paragraph);
+      } else {
+        paragraph.appendChild(document.createTextNode(" "));
+      }
+      inline(paragraph, line.trim());
+    }
+  }
+
+  /* --- the ticket page -------------------------------------------------------------------- */
+
+  function diff(target, text, empty) {
+    target.textContent = "";
+    if (!text) {
+      target.appendChild(el("span", "none", empty));
+      return;
+    }
+    var fragment = document.createDocumentFragment();
+    text.split("\n").forEach(function (line) {
+      var kind = "";
+      if (/^(diff |index |--- |\+\+\+ )/.test(line)) kind = "meta";
+      else if (line.charAt(0) === "+") kind = "add";
+      else if (line.charAt(0) === "-") kind = "del";
+      else if (line.indexOf("@@") === 0) kind = "hunk";
+      fragment.appendChild(el("span", kind ? "l " + kind : "l", line + "\n"));
+    });
+    target.appendChild(fragment);
+  }
+
+  function facts(target, row) {
+    target.textContent = "";
+    var now = Date.now();
+    var items = [
+      ["plan", row.plan],
+      ["branch", row.branch],
+      ["worktree", row.worktree],
+      ["phase", row.phase],
+      ["task", fraction(row.task, row.total)],
+      ["attempt", fraction(row.attempt, row.max_attempts)],
+      ["turns", fraction(row.turn, row.max_turns)],
+      ["run", row.run ? row.run + (row.run_state ? " (" + row.run_state + ")" : "") : null],
+      ["last event", row.last_event ? row.last_event + " · " + age(row.last_event_age_seconds) + " ago" : null],
+      ["last exit", row.last_exit === null || row.last_exit === undefined ? null : row.last_exit + (row.last_reason ? " (" + row.last_reason + ")" : "")],
+      ["next try", row.state === "retrying" ? inTime(row.next_attempt_at, now) : null],
+      ["tokens", row.usage ? number(row.usage.total_tokens) : null],
+      ["cost", row.usage && row.usage.cost_usd !== null && row.usage.cost_usd !== undefined ? money(row.usage.cost_usd) : null],
+    ];
+    items.forEach(function (pair) {
+      if (pair[1] === null || pair[1] === undefined || pair[1] === "") return;
+      var div = el("div");
+      div.appendChild(el("dt", null, pair[0]));
+      div.appendChild(el("dd", null, pair[1]));
+      target.appendChild(div);
+    });
+  }
+
+  function snapshots(target, list) {
+    target.textContent = "";
+    if (!list || !list.length) {
+      target.appendChild(el("p", "none", "No snapshot yet."));
+      return;
+    }
+    list.forEach(function (snap) {
+      var box = el("div", "snapshot");
+      var head = el("p", "snap-head");
+      head.appendChild(el("code", null, snap.ref));
+      head.appendChild(document.createTextNode(" "));
+      head.appendChild(el("code", "sha", String(snap.commit || "").slice(0, 10)));
+      head.appendChild(document.createTextNode(" · " + age(snap.age_seconds) + " ago" + (snap.reason ? " · " + snap.reason : "")));
+      box.appendChild(head);
+      (snap.inspect || []).forEach(function (command) {
+        var pre = el("pre", "cmd");
+        pre.appendChild(el("code", null, command));
+        box.appendChild(pre);
+      });
+      target.appendChild(box);
+    });
+  }
+
+  function journal(target, events) {
+    target.textContent = "";
+    (events || []).forEach(function (event) {
+      var tr = el("tr");
+      var rest = {};
+      Object.keys(event).forEach(function (k) {
+        if (k !== "t" && k !== "event") rest[k] = event[k];
+      });
+      var when = event.t ? String(event.t).replace("T", " ").replace(/\.\d+/, "").replace("+00:00", "Z") : "";
+      tr.appendChild(el("td", "when", when));
+      tr.appendChild(el("td", "event", event.event));
+      tr.appendChild(el("td", "fields", Object.keys(rest).length ? JSON.stringify(rest) : ""));
+      target.appendChild(tr);
+    });
+    if (!target.firstChild) {
+      var tr = el("tr");
+      tr.appendChild(el("td", "none", "No journal yet."));
+      target.appendChild(tr);
+    }
+  }
+
+  function ticketPage() {
+    var parts = location.pathname.split("/").filter(Boolean);
+    var ticket = decodeURIComponent(parts[parts.length - 1] || "");
+    var seen = {};
+    setText(document.getElementById("ticket-id"), ticket);
+    document.getElementById("back").href = withToken("/");
+    document.title = "cairn · " + ticket;
+
+    function changed(name, value) {
+      var key = JSON.stringify(value === undefined ? null : value);
+      if (seen[name] === key) return false;
+      seen[name] = key;
+      return true;
+    }
+
+    function render(data) {
+      var row = data.ticket || {};
+      var state = document.getElementById("ticket-state");
+      state.className = "state s-" + row.state;
+      setText(state, row.state);
+      document.getElementById("error").hidden = true;
+      if (changed("row", row)) facts(document.getElementById("facts"), row);
+      var detail = document.getElementById("detail");
+      var why = row.state === "retrying" ? row.last_error || row.detail : row.detail;
+      detail.hidden = !why;
+      setText(detail, why || "");
+      if (changed("summary", data.summary)) {
+        var summary = document.getElementById("summary");
+        if (data.summary) markdown(summary, data.summary);
+        else {
+          summary.textContent = "";
+          summary.appendChild(el("p", "none", "No change summary yet."));
+        }
+      }
+      if (changed("branch", [data.branch_diff, row.branch])) {
+        setText(document.getElementById("branch-diff-what"), row.branch ? "(" + row.branch + " against its base)" : "");
+        diff(document.getElementById("branch-diff"), data.branch_diff, "No commits on the branch yet.");
+      }
+      if (changed("snapshot", data.snapshot_diff)) {
+        diff(document.getElementById("snapshot-diff"), data.snapshot_diff, "Nothing uncommitted in the latest snapshot.");
+      }
+      if (changed("snapshots", data.snapshots)) snapshots(document.getElementById("snapshots"), data.snapshots);
+      if (changed("journal", data.journal)) journal(document.getElementById("journal"), data.journal);
+    }
+
+    function poll() {
+      api("GET", "/api/v1/tickets/" + encodeURIComponent(ticket))
+        .then(function (data) {
+          render(data);
+          setLive(true, "live · " + new Date().toLocaleTimeString());
+        })
+        .catch(function (err) {
+          if (err.status === 404) {
+            var error = document.getElementById("error");
+            error.hidden = false;
+            setText(error, err.message);
+            setLive(true, "unknown ticket");
+          } else {
+            setLive(false, "disconnected: " + err.message + " — retrying");
+          }
+        })
+        .then(function () {
+          setTimeout(poll, TICKET_POLL_MS);
+        });
+    }
+    poll();
+  }
+
+  window.__cairnMarkdown = markdown; // the renderer, for the browser test
+
+  function main() {
+    if (document.body.dataset.page === "ticket") ticketPage();
+    else fleetPage();
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", main);
+  else main();
+})();

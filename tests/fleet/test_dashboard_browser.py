@@ -1,0 +1,259 @@
+"""The dashboard in a real browser: headless Debian Chromium driven by Playwright (never a
+browser download), a real fleet (``cairn fleet start``, real worktrees, the command agent of
+tests/fleet/fleet_agent.py) and the page served over HTTP on 127.0.0.1.
+
+The server is ``cairn.fleet.dashboard.app.make_app`` when it exists, else the STAND-IN of
+tests/fleet/dashboard_standin.py (the documented API shapes from the fleet's files):
+``dashboard_standin.app_for`` picks.
+
+Chromium is required in CI (``CAIRN_REQUIRE_BROWSER=1`` in .ci/run, which installs it); without
+it, and without that variable, the test is skipped saying so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cairn.state import fleetstate, layout
+from cairn.state.fleetstate import FleetTicket
+from helpers import make_repo
+
+AGENT = Path(__file__).with_name("fleet_agent.py")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+SCREENSHOT_FOR_DOCS = Path(__file__).parents[2] / "docs" / "img" / "dashboard.png"
+
+
+def chromium() -> str:
+    """The system's Chromium; skips (or fails, when CAIRN_REQUIRE_BROWSER is set) without it."""
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    missing = None
+    if found is None:
+        missing = "no chromium on PATH (apt-get install chromium)"
+    else:
+        try:
+            import playwright.sync_api  # noqa: F401
+        except ImportError:
+            missing = "the playwright package is not installed (pip install -e '.[test]')"
+    if missing is not None:
+        if os.environ.get("CAIRN_REQUIRE_BROWSER"):
+            pytest.fail(f"CAIRN_REQUIRE_BROWSER is set but {missing}")
+        pytest.skip(f"browser test: {missing}; .ci/run installs it")
+    assert found is not None
+    return found
+
+
+@pytest.fixture
+def browser_page(tmp_path: Path) -> Iterator[Any]:
+    executable = chromium()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as driver:
+        browser = driver.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 640})
+            page.set_default_timeout(30_000)
+            yield page
+        finally:
+            browser.close()
+
+
+def fleet_repo(tmp_path: Path) -> Path:
+    """Three tickets: PROJ-1 slow (two tasks, a pause each), PROJ-2 quick, PROJ-3 whose agent
+    fails (retried after a long backoff, so it shows as retrying with its error)."""
+    config = (
+        "[agent]\n"
+        'kind = "command"\n'
+        f"command = {json.dumps([sys.executable, str(AGENT)])}\n"
+        "max_turns = 3\nbudget_pressure_turns = 1\nmax_continuations = 0\n"
+        "cutoff_timeout_ms = 3000\n\n"
+        '[loop]\nphases = ["implement"]\n\n'
+        '[fleet]\nconcurrency = 3\nretry_backoff = "5m"\nstall_timeout = "1m"\n'
+        'poll_interval = "1s"\nmin_free_memory = "1MiB"\n'
+    )
+    repo = make_repo(tmp_path / "repo", {"README.md": "hello\n", "cairn.toml": config})
+    for ticket, tasks in (("PROJ-1", 2), ("PROJ-2", 1), ("PROJ-3", 1)):
+        body = "".join(f"### Task {n}: Step {n}\n\nDo step {n}.\n\n" for n in range(1, tasks + 1))
+        plan = repo / "cairn-queue" / f"{ticket}.md"
+        plan.parent.mkdir(exist_ok=True)
+        plan.write_text(f"# Plan: {ticket}\n\n{body}")
+    return repo
+
+
+@contextlib.contextmanager
+def supervisor(repo: Path, tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+    logs = tmp_path / "agent-log"
+    logs.mkdir()
+    env = {
+        **os.environ,
+        "FLEET_AGENT_DIR": str(logs),
+        "FLEET_AGENT_SLOW": "PROJ-1",
+        "FLEET_AGENT_PAUSE": "3",
+        "FLEET_AGENT_FAIL": "PROJ-3",
+    }
+    out = (tmp_path / "supervisor.out").open("wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cairn", "fleet", "start", "--json"],
+        cwd=repo,
+        env=env,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(10)
+        out.close()
+
+
+def row_state(page: Any, ticket: str) -> str:
+    locator = page.locator(f'tr.row[data-ticket="{ticket}"] .state')
+    return str(locator.inner_text()) if locator.count() else ""
+
+
+def wait_state(page: Any, ticket: str, wanted: str, timeout: float = 90.0) -> list[str]:
+    """Watch ``ticket``'s row until it says ``wanted``; the states it showed on the way."""
+    seen: list[str] = []
+    deadline = time.monotonic() + timeout
+    while True:
+        state = row_state(page, ticket)
+        if state and (not seen or seen[-1] != state):
+            seen.append(state)
+        if state == wanted:
+            return seen
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{ticket} never showed {wanted}; it showed {seen}")
+        page.wait_for_timeout(100)
+
+
+def test_a_row_goes_running_to_completed_live_and_the_ticket_page_shows_summary_and_diff(
+    tmp_path: Path, browser_page: Any
+) -> None:
+    import dashboard_standin
+
+    page = browser_page
+    repo = fleet_repo(tmp_path)
+    app, which = dashboard_standin.app_for(repo)
+    print(f"dashboard server: {which}")
+    with dashboard_standin.serving(app) as base, supervisor(repo, tmp_path):
+        page.goto(f"{base}/")
+        page.evaluate("window.__sameDocument = true")  # a reload would lose it
+        wait_state(page, "PROJ-1", "running")
+        assert page.inner_text("#agents").endswith("/3"), "agents running n/max"
+        wait_state(page, "PROJ-2", "completed")
+        page.screenshot(path=str(tmp_path / "fleet-running.png"), full_page=True)
+        seen = wait_state(page, "PROJ-1", "completed")
+        assert "running" in seen
+        assert page.evaluate("window.__sameDocument") is True, "the page was reloaded"
+        wait_state(page, "PROJ-3", "retrying")
+        detail = page.locator('tr.more[data-state="retrying"] td').inner_text()
+        assert detail, "a retrying row shows its last error"
+        assert "next try in" in page.locator('tr.row[data-ticket="PROJ-3"] .c-attempt').inner_text()
+        page.screenshot(path=str(tmp_path / "fleet.png"), full_page=True)
+
+        page.click('tr.row[data-ticket="PROJ-1"] .c-ticket a')
+        page.wait_for_url(f"{base}/tickets/PROJ-1")
+        page.wait_for_selector("#summary h3")
+        summary = page.inner_text("#summary")
+        assert "Change summary" in summary and "Completed" in summary
+        assert "---" not in summary.splitlines()[0], "front matter is not shown"
+        page.wait_for_selector("#branch-diff .add")
+        diff = page.inner_text("#branch-diff")
+        assert "+PROJ-1 task 1" in diff and "+PROJ-1 task 2" in diff
+        assert page.inner_text("#ticket-state") == "completed"
+        page.wait_for_selector("#journal td.event")
+        assert "run_finished" in page.inner_text("#journal")
+        page.screenshot(path=str(tmp_path / "ticket.png"), full_page=True)
+
+        page.goto(f"{base}/tickets/NOPE-1")
+        page.wait_for_selector("#error:not([hidden])")
+        assert "NOPE-1" in page.inner_text("#error")
+
+    assert (tmp_path / "fleet.png").stat().st_size > 10_000
+    if os.environ.get("CAIRN_UPDATE_SCREENSHOT"):
+        SCREENSHOT_FOR_DOCS.parent.mkdir(exist_ok=True)
+        shutil.copyfile(tmp_path / "fleet-running.png", SCREENSHOT_FOR_DOCS)
+
+
+def test_markdown_is_rendered_as_text_never_as_html(tmp_path: Path, browser_page: Any) -> None:
+    """The summary renderer builds DOM nodes: markup in a summary shows as text."""
+    import dashboard_standin
+
+    app, _ = dashboard_standin.app_for(make_repo(tmp_path / "repo"))
+    with dashboard_standin.serving(app) as base:
+        page = browser_page
+        page.goto(f"{base}/")
+        page.wait_for_selector("#live.ok")
+        assert page.is_visible("#empty"), "an empty fleet says how to start one"
+        html = page.evaluate(
+            """() => {
+              const probe = document.createElement('div');
+              window.__cairnMarkdown(probe, [
+                '---', 'format: 1', '---', '# Change summary <img src=x onerror=alert(1)>',
+                '', '## Status', 'Completed — `2 of 2` **tasks**', '', '- [x] one', '- two',
+                '1. first', '', '```', '<script>bad()</script>', '```'
+              ].join('\\n'));
+              return probe.innerHTML;
+            }"""
+        )
+    assert "<img" not in html and "<script>" not in html
+    assert "&lt;img src=x onerror=alert(1)&gt;" in html
+    assert "<h3>Change summary" in html and "<h4>Status</h4>" in html
+    assert "<code>2 of 2</code>" in html and "<strong>tasks</strong>" in html
+    assert html.count("<li") == 3 and "<ol>" in html and "format: 1" not in html
+    assert "&lt;script&gt;bad()&lt;/script&gt;" in html
+
+
+def test_a_page_opened_with_a_token_passes_it_on(tmp_path: Path, browser_page: Any) -> None:
+    """With a token, every request needs it: the assets, the API and the ticket links carry
+    the page's ``?token=``, so the page works; without it the server says 401."""
+    import dashboard_standin
+
+    repo = make_repo(tmp_path / "repo")
+    now = datetime.now(UTC)
+    _, _, where = layout.discover(repo)
+    fleetstate.write(
+        where,
+        FleetTicket(ticket="TOK-1", plan="cairn-queue/TOK-1.md", state="queued", updated=now),
+    )
+    app, _ = dashboard_standin.app_for(repo, token="s3cret")
+    with dashboard_standin.serving(app) as base:
+        page = browser_page
+        refused = page.goto(f"{base}/api/v1/state")
+        assert refused is not None and refused.status == 401
+        page.goto(f"{base}/?token=s3cret")
+        page.wait_for_selector('tr.row[data-ticket="TOK-1"]')
+        assert page.inner_text("#live").startswith("live")
+        link = page.get_attribute('tr.row[data-ticket="TOK-1"] .c-ticket a', "href")
+        assert link == "/tickets/TOK-1?token=s3cret"
+        page.click('tr.row[data-ticket="TOK-1"] .c-ticket a')
+        page.wait_for_selector("#ticket-state.s-queued")
+        assert page.get_attribute("#back", "href") == "/?token=s3cret"
