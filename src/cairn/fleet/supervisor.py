@@ -65,6 +65,7 @@ class Supervisor:
         self.wake = threading.Event()  # set by a signal or a child whose output ended
         self.stopping = 0  # how many stop requests (signals or the stop file) were acted on
         self.held_back: str | None = None
+        self.next_poll = 0.0  # time.monotonic() of the next tracker poll; 0 asks for one now
 
     # --- the loop ------------------------------------------------------------------------------
 
@@ -85,7 +86,6 @@ class Supervisor:
             held.release()
 
     def _loop(self) -> int:
-        next_poll = 0.0
         poll_every = parse_duration(self.fleet.poll_interval)
         while True:
             self._check_stop()
@@ -95,9 +95,9 @@ class Supervisor:
                     return ExitCode.INTERRUPTED
             else:
                 self._watch_stalls()
-                if time.monotonic() >= next_poll and not (self.once and next_poll):
+                if time.monotonic() >= self.next_poll and not (self.once and self.next_poll):
+                    self.next_poll = time.monotonic() + poll_every
                     self._poll_tracker()
-                    next_poll = time.monotonic() + poll_every
                 self._start_due()
                 if self.once and not self.running and not self._pending():
                     return self._exit_code()
