@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import signal
 import socket
 import threading
 from typing import Any
@@ -111,8 +112,19 @@ class Background:
 
 
 def foreground(app: Any, sock: socket.socket) -> None:
-    """Serve until SIGINT or SIGTERM (Uvicorn's own handlers end it gracefully)."""
+    """Serve until SIGINT or SIGTERM, then stop cleanly (exit 0: a stop is how a dashboard
+    ends)."""
+    stop = threading.Event()
+    previous = {
+        signum: signal.signal(signum, lambda *_: stop.set())
+        for signum in (signal.SIGINT, signal.SIGTERM)
+    }
+    server = Background(app, sock)
     try:
-        _server(app).run(sockets=[sock])
+        server.start()
+        while server.thread.is_alive() and not stop.wait(0.5):
+            pass
     finally:
-        sock.close()
+        server.stop()
+        for signum, old in previous.items():
+            signal.signal(signum, old)
