@@ -39,8 +39,10 @@ def start(
     address = serve.check_bind(host, token)
     supervisor = Supervisor(workspace, once=once, concurrency=concurrency, emit=_emitter(json))
     sock = serve.bind(address, port)
-    server = serve.Background(make_app(workspace, supervisor=supervisor, token=token), sock)
+    app = make_app(workspace, supervisor=supervisor, token=token)
+    server = serve.Background(app, sock)
     server.start()
+    app.state.dashboard.warm()
     _announce(serve.url(sock), json, read_only=False, token=token is not None)
     try:
         return supervisor.run()
@@ -56,5 +58,6 @@ def dashboard(json: bool, workspace: Path, port: int, host: str | None) -> None:
     address = serve.check_bind(host, token)
     app = make_app(workspace, token=token)  # reads the repository first: a bad -C is exit 2
     sock = serve.bind(address, port)
+    app.state.dashboard.warm()
     _announce(serve.url(sock), json, read_only=True, token=token is not None)
     serve.foreground(app, sock)

@@ -22,9 +22,10 @@ from cairn import tickets
 from cairn.config import Config
 from cairn.errors import BadInput, CairnError
 from cairn.git import Repo
+from cairn.git.sessions import Started
 from cairn.state import fleetstate, journal, marker, status
 from cairn.state.fleetstatus import SHORT_SHA, FleetRow
-from cairn.state.layout import JOURNAL, MARKER, Layout
+from cairn.state.layout import JOURNAL, Layout
 from cairn.state.marker import Marker
 from cairn.state.status import StatusRow
 from cairn.util import clock
@@ -70,20 +71,29 @@ class RowCache:
         """Every fleet ticket's row as JSON-ready dicts (``fleet status --json`` plus ``usage``,
         and ``last_error`` for retrying rows), and the warnings for records that were skipped."""
         now = clock.now()
-        snapshots = status.snapshot_refs(self.repo, self.config, dated=True)
+        refs = self._start_refs()  # git lists the snapshot refs while the files are stated
         names = fleetstate.names(self.layout)
-        rows, warnings = [], []
-        with self.lock:
-            for gone in set(self.reads) - set(names):
-                del self.reads[gone]
-            dirs = self._dirs()
-            for ticket in names:
-                read = self._read(ticket, now, dirs)
-                if read.warning is not None:
-                    warnings.append(read.warning)
-                if read.record is not None:
-                    rows.append(self._row(read, read.record, snapshots.get(ticket), now))
+        rows: list[dict[str, Any]] = []
+        try:
+            with self.lock:
+                for gone in set(self.reads) - set(names):
+                    del self.reads[gone]
+                dirs = self._dirs()
+                reads = [self._read(ticket, now, dirs) for ticket in names]
+        except BaseException:
+            refs.result(check=False)  # reaped, whatever went wrong
+            raise
+        warnings = [read.warning for read in reads if read.warning is not None]
+        snapshots = _snapshot_refs(self.config, refs)
+        for i, read in enumerate(reads):
+            if read.record is not None:
+                rows.append(self._row(read, read.record, snapshots.get(names[i]), now))
         return rows, warnings
+
+    def _start_refs(self) -> Started:
+        prefix = self.config.snapshot.ref_prefix.rstrip("/") + "/"
+        fmt = "--format=%(objectname) %(committerdate:unix) %(refname)"
+        return self.repo.git.start(["for-each-ref", fmt, prefix])
 
     def row(self, ticket: str) -> dict[str, Any] | None:
         """One ticket's row; None when it has no fleet record."""
@@ -103,9 +113,10 @@ class RowCache:
 
     @staticmethod
     def _paths(ticket: str, run: str | None, dirs: tuple[str, str]) -> list[str]:
+        # the marker and the change summaries are replaced by renames, which the directories'
+        # signatures show; the journal is appended to, so it is stated itself
         ticket_dir = dirs[0] + ticket
         paths = [f"{dirs[1]}{os.sep}{ticket}{fleetstate.SUFFIX}", ticket_dir]
-        paths.append(f"{ticket_dir}{os.sep}{MARKER}")
         if run is not None:
             paths += [f"{ticket_dir}{os.sep}{run}", f"{ticket_dir}{os.sep}{run}{os.sep}{JOURNAL}"]
         return paths
@@ -122,8 +133,8 @@ class RowCache:
             # the new run's files, stated after the read: a write to them in between is seen
             # at their next change (a running ticket's journal changes often, a finished one's
             # record changed last)
-            fresh.key = key[:3] + tuple(
-                _signature(p) for p in self._paths(ticket, fresh_run, dirs)[3:]
+            fresh.key = key[:2] + tuple(
+                _signature(p) for p in self._paths(ticket, fresh_run, dirs)[2:]
             )
         self.reads[ticket] = fresh
         return fresh
@@ -226,3 +237,17 @@ def _last_event(read: _Read, run_dir: Path) -> None:
             return
         if at.tzinfo is not None:
             read.last_event_at = at
+
+
+def _snapshot_refs(config: Config, started: Started) -> dict[str, tuple[str, int]]:
+    """Each ticket's snapshot commit and its time, as ``status.snapshot_refs(dated=True)``."""
+    prefix = config.snapshot.ref_prefix.rstrip("/") + "/"
+    found = {}
+    for line in started.result().text.splitlines():
+        parts = line.split(" ", 2)
+        if len(parts) != 3:
+            continue
+        oid, when, name = parts[0], parts[1], parts[2][len(prefix) :]
+        if tickets.problem(name) is None:
+            found[name] = (oid, int(when) if when.isdigit() else 0)
+    return found

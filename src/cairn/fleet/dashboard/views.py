@@ -4,7 +4,9 @@ next poll); nothing here writes."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -43,6 +45,16 @@ class Dashboard:
             self.repo, self.config, self.layout = discover(repo_path)
         self.supervisor = supervisor
         self.rows = RowCache(self.repo, self.config, self.layout)
+
+    def warm(self) -> None:
+        """Read every ticket's files once in the background, so the first page load finds
+        the rows cached (a failure here is the first request's to report)."""
+
+        def read() -> None:
+            with contextlib.suppress(Exception):
+                self.rows.rows()
+
+        threading.Thread(target=read, name="cairn-dashboard-warm", daemon=True).start()
 
     # --- GET /api/v1/state ---------------------------------------------------------------------
 
