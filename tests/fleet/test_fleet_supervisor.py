@@ -386,7 +386,7 @@ def test_a_failing_after_create_hook_fails_the_ticket_not_the_fleet(tmp_path: Pa
     assert code == 1, lines
     failed = record(broken, "h1")
     assert failed["state"] == "failed"
-    assert failed["detail"] == "hook after_create failed: no deps here"
+    assert failed["detail"] == "hook after_create exited 1: no deps here"
     assert not agent_log(env, "h1")
     code, lines = finish(supervisor(repo, env, "--once"), timeout=60)
     assert code == 0, lines

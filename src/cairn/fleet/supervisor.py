@@ -67,6 +67,7 @@ class Supervisor:
         self.wake = threading.Event()  # set by a child whose output ended
         self.stopping = 0  # how many stop requests (signals or the stop file) were acted on
         self.held_back: str | None = None
+        self.next_poll = 0.0  # time.monotonic() of the next tracker poll; 0 asks for one now
 
     # --- the loop ------------------------------------------------------------------------------
 
@@ -87,7 +88,6 @@ class Supervisor:
             held.release()
 
     def _loop(self) -> int:
-        next_poll = 0.0
         poll_every = parse_duration(self.fleet.poll_interval)
         while True:
             self._check_stop()
@@ -97,9 +97,9 @@ class Supervisor:
                     return ExitCode.INTERRUPTED
             else:
                 self._watch_stalls()
-                if time.monotonic() >= next_poll and not (self.once and next_poll):
+                if time.monotonic() >= self.next_poll and not (self.once and self.next_poll):
+                    self.next_poll = time.monotonic() + poll_every
                     self._poll_tracker()
-                    next_poll = time.monotonic() + poll_every
                 self._start_due()
                 if self.once and not self.running and not self._pending():
                     return self._exit_code()
@@ -232,11 +232,11 @@ class Supervisor:
         record = self._save(record, worktree=str(space.path), branch=space.branch)
         hook = set_up(space.path, space.created or space.repaired, self.config, ticket)
         if not hook.ok:
-            self._finish(record, "failed", detail=_hook_detail("after_create", hook))
+            self._finish(record, "failed", detail=hook.describe("after_create"))
             return
         hook = run_hook("before_run", space.path, self.config, ticket=ticket)
         if not hook.ok:
-            self._ended(record, None, "error", _hook_detail("before_run", hook), counted=True)
+            self._ended(record, None, "error", hook.describe("before_run"), counted=True)
             return
         argv = self._command(record)
         if argv is None:
@@ -390,12 +390,6 @@ class Supervisor:
                 self.emit("fleet_killing", running=sorted(self.running))
                 for child in self.running.values():
                     child.kill()
-
-
-def _hook_detail(name: str, hook: Any) -> str:
-    said = (hook.output or "").strip().splitlines()
-    why = "timed out" if hook.timed_out else "failed"
-    return f"hook {name} {why}" + (f": {said[-1]}" if said else "")
 
 
 def _iso(when: datetime | None) -> str | None:

@@ -1,5 +1,5 @@
 """``cairn fleet``: many tickets at once, each in its own worktree (``start``, ``stop``,
-``status``, ``prune``)."""
+``status``, ``prune``, ``dashboard``)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,18 @@ import typer
 
 from cairn.cli.commands.options import Json, Workspace
 from cairn.cli.output import guarded
+
+Port = Annotated[
+    int | None,
+    typer.Option("--port", help="Serve the dashboard on this port (0: a free one)."),
+]
+Host = Annotated[
+    str | None,
+    typer.Option(
+        "--host",
+        help="The dashboard's address (default 127.0.0.1); another needs CAIRN_DASHBOARD_TOKEN.",
+    ),
+]
 
 app = typer.Typer(
     help="Run the tickets of a queue, each in its own worktree, with retries.",
@@ -29,12 +41,19 @@ def start(
     ] = None,
     json: Json = False,
     workspace: Workspace = Path("."),
+    port: Port = None,
+    host: Host = None,
 ) -> None:
     """Supervise the queue in the foreground; --once exits 0 all completed, 1 any needs
     review, 3 any left interrupted."""
     from cairn.cli.handlers import fleet_run
 
-    code = fleet_run.start(once, concurrency, json, workspace)
+    if port is not None:
+        from cairn.cli.handlers import fleet_dashboard
+
+        code = fleet_dashboard.start(once, concurrency, json, workspace, port, host)
+    else:
+        code = fleet_run.start(once, concurrency, json, workspace)
     if code:
         raise typer.Exit(code)
 
@@ -82,3 +101,19 @@ def prune(
     fleet_prune.prune(
         ticket=ticket, all_finished=all_finished, dry_run=dry_run, json=json, workspace=workspace
     )
+
+
+@app.command("dashboard")
+@guarded
+def dashboard(
+    port: Annotated[
+        int, typer.Option("--port", help="The port to serve on (0: a free one).")
+    ] = 8765,
+    host: Host = None,
+    json: Json = False,
+    workspace: Workspace = Path("."),
+) -> None:
+    """Serve the fleet's dashboard read-only from the files, without a supervisor."""
+    from cairn.cli.handlers import fleet_dashboard
+
+    fleet_dashboard.dashboard(json, workspace, port, host)

@@ -1,0 +1,181 @@
+"""The dashboard's JSON API (``/api/v1/…``), its one error shape, and the guard every request
+passes: the token when one is set, a loopback ``Host`` when none is, a same-origin ``POST``.
+
+Errors are ``{"error": {"code": "<slug>", "message": "…"}}`` with the HTTP status that fits.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+from collections.abc import Awaitable, Callable, MutableMapping
+from http.cookies import SimpleCookie
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from cairn import tickets
+from cairn.fleet.dashboard.views import Dashboard
+
+TOKEN_COOKIE = "cairn_dashboard_token"
+NO_STORE = {"Cache-Control": "no-store"}
+_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    500: "internal",
+}
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a name or an address, IPv6 with or without brackets) is this machine's
+    loopback: ``localhost``, 127.0.0.0/8, ``::1``."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def error(status: int, code: str, message: str) -> JSONResponse:
+    body = {"error": {"code": code, "message": message}}
+    headers = dict(NO_STORE)
+    if status == 401:
+        headers["WWW-Authenticate"] = "Bearer"
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def _dashboard(request: Request) -> Dashboard:
+    found: Dashboard = request.app.state.dashboard
+    return found
+
+
+def state(request: Request) -> JSONResponse:
+    return JSONResponse(_dashboard(request).state(), headers=NO_STORE)
+
+
+def ticket(request: Request) -> JSONResponse:
+    name = request.path_params["ticket"]
+    why = tickets.problem(name)
+    if why is not None:
+        return error(400, "invalid_ticket", f"{name!r} is not a ticket id: {why}")
+    page = _dashboard(request).ticket(name)
+    if page is None:
+        return error(
+            404, "unknown_ticket", f"no fleet ticket {name!r}; GET /api/v1/state lists them"
+        )
+    return JSONResponse(page, headers=NO_STORE)
+
+
+def refresh(request: Request) -> JSONResponse:
+    coalesced = _dashboard(request).refresh()
+    if coalesced is None:
+        return error(
+            409,
+            "no_supervisor",
+            "this dashboard reads the files only (cairn fleet dashboard); "
+            "run `cairn fleet start --port P` to poll the tracker from the page",
+        )
+    return JSONResponse({"queued": True, "coalesced": coalesced}, status_code=202)
+
+
+def unknown_api(request: Request) -> JSONResponse:
+    return error(
+        404, "not_found", f"no API endpoint {request.url.path}; see docs/fleet-dashboard.md"
+    )
+
+
+async def http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, HTTPException)
+    code = _CODES.get(exc.status_code, "error")
+    return error(exc.status_code, code, str(exc.detail))
+
+
+async def server_error(request: Request, exc: Exception) -> JSONResponse:
+    return error(500, "internal", f"{type(exc).__name__}: {exc}")
+
+
+class Guard:
+    """ASGI middleware: every HTTP request carries the token when one is set (the
+    ``Authorization: Bearer`` header, ``?token=``, or the cookie a ``?token=`` page load sets,
+    so the page's own assets load); with no token, only a loopback ``Host`` is served (a web
+    page cannot reach the dashboard by rebinding a name to 127.0.0.1); a POST from another
+    origin is refused."""
+
+    def __init__(self, app: ASGIApp, token: str | None) -> None:
+        self.app, self.token = app, token
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        refused = self._refusal(scope, headers)
+        if refused is not None:
+            await refused(scope, receive, send)
+            return
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        if self.token is None or query.get("token") != [self.token]:
+            await self.app(scope, receive, send)
+            return
+        cookie = f"{TOKEN_COOKIE}={self.token}; Path=/; HttpOnly; SameSite=Strict"
+
+        async def with_cookie(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message.setdefault("headers", [])
+                message["headers"] = [*message["headers"], (b"set-cookie", cookie.encode())]
+            await send(message)
+
+        await self.app(scope, receive, with_cookie)
+
+    def _refusal(self, scope: Scope, headers: dict[str, str]) -> JSONResponse | None:
+        host = urlsplit(f"//{headers.get('host', '')}").hostname or ""
+        if self.token is not None:
+            if not self._has_token(scope, headers):
+                return error(
+                    401,
+                    "unauthorized",
+                    "this dashboard needs its token: `Authorization: Bearer <token>` "
+                    "or ?token=<token> (CAIRN_DASHBOARD_TOKEN of the server)",
+                )
+        elif not is_loopback(host):
+            return error(
+                403,
+                "forbidden_host",
+                f"this dashboard serves loopback names only, not {host or 'no Host'!r}",
+            )
+        origin = headers.get("origin")
+        if scope["method"] == "POST" and origin and urlsplit(origin).netloc != headers.get("host"):
+            return error(403, "forbidden_origin", f"a POST from {origin} is refused")
+        return None
+
+    def _has_token(self, scope: Scope, headers: dict[str, str]) -> bool:
+        assert self.token is not None
+        given = []
+        scheme, _, value = headers.get("authorization", "").partition(" ")
+        if scheme.lower() == "bearer":
+            given.append(value.strip())
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        given += query.get("token", [])
+        jar: SimpleCookie = SimpleCookie()
+        try:
+            jar.load(headers.get("cookie", ""))
+        except Exception:  # a malformed Cookie header counts as none
+            jar = SimpleCookie()
+        if TOKEN_COOKIE in jar:
+            given.append(jar[TOKEN_COOKIE].value)
+        want = self.token.encode()
+        return any(hmac.compare_digest(g.encode(), want) for g in given)

@@ -1,0 +1,204 @@
+"""What the dashboard's API answers, as JSON-ready dicts: the fleet's state and one ticket's
+page. Read from the files (and, inside ``cairn fleet start``, the supervisor's clock for the
+next poll); nothing here writes."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cairn.errors import BadInput, CairnError
+from cairn.fleet import lease
+from cairn.fleet.dashboard.rows import RowCache
+from cairn.state import fleetstate, journal
+from cairn.state.layout import SUMMARY_ARTIFACT, SUMMARY_ROLE, discover, latest_artifact
+from cairn.util import clock, durable
+from cairn.wip.history import chain
+from cairn.wip.save import wip_ref
+
+if TYPE_CHECKING:
+    from cairn.fleet.supervisor import Supervisor
+
+DIFF_CAP = 200 * 1024  # bytes of each diff a ticket page gets
+SUMMARY_CAP = 1024 * 1024
+JOURNAL_TAIL = 50
+SNAPSHOTS = 20  # the newest snapshots listed on a ticket page
+
+
+class Dashboard:
+    """One repository's fleet, as the dashboard reads it; ``supervisor`` when it runs inside
+    ``cairn fleet start`` (then ``refresh`` can wake it)."""
+
+    def __init__(self, repo_path: Path, supervisor: Supervisor | None = None) -> None:
+        if supervisor is not None:
+            self.repo, self.config, self.layout = (
+                supervisor.repo,
+                supervisor.config,
+                supervisor.layout,
+            )
+        else:
+            self.repo, self.config, self.layout = discover(repo_path)
+        self.supervisor = supervisor
+        self.rows = RowCache(self.repo, self.config, self.layout)
+
+    def warm(self) -> None:
+        """Read every ticket's files once in the background, so the first page load finds
+        the rows cached (a failure here is the first request's to report)."""
+
+        def read() -> None:
+            with contextlib.suppress(Exception):
+                self.rows.rows()
+
+        threading.Thread(target=read, name="cairn-dashboard-warm", daemon=True).start()
+
+    # --- GET /api/v1/state ---------------------------------------------------------------------
+
+    def state(self) -> dict[str, Any]:
+        rows, warnings = self.rows.rows()
+        counts = dict.fromkeys(fleetstate.FLEET_STATES, 0)
+        tokens, cost, costed = 0, 0.0, False
+        for row in rows:
+            counts[row["state"]] = counts.get(row["state"], 0) + 1
+            usage = row.get("usage")
+            if usage:
+                tokens += usage.get("total_tokens") or 0
+                if usage.get("cost_usd") is not None:
+                    cost, costed = cost + usage["cost_usd"], True
+        sup = self.supervisor
+        concurrency = sup.concurrency if sup is not None else self.config.fleet.concurrency
+        return {
+            "generated_at": clock.now().isoformat(),
+            "supervisor": self._supervisor(),
+            "agents": {"running": counts["running"], "max": concurrency},
+            "usage": {"total_tokens": tokens, "cost_usd": round(cost, 6) if costed else None},
+            "next_poll_at": self._next_poll(),
+            "counts": counts,
+            "tickets": rows,
+            "warnings": warnings,
+        }
+
+    def _supervisor(self) -> dict[str, Any]:
+        if self.supervisor is not None:
+            return {"running": True, "pid": os.getpid()}
+        try:
+            holder = lease.holder(self.layout)
+        except (OSError, CairnError):
+            holder = None
+        pid = holder.pid if holder is not None and holder.pid else None
+        return {"running": holder is not None, "pid": pid}
+
+    def _next_poll(self) -> str | None:
+        sup = self.supervisor
+        due: float | None = getattr(sup, "next_poll", None)
+        if sup is None or due is None or (sup.once and due):
+            return None  # no supervisor here, or a --once one that polled its only time
+        wait = max(0.0, due - time.monotonic())
+        return (clock.now() + timedelta(seconds=wait)).isoformat()
+
+    # --- POST /api/v1/refresh ------------------------------------------------------------------
+
+    def refresh(self) -> bool | None:
+        """Ask the supervisor to poll the tracker now: None without one, else whether a poll
+        was already due (the request joins it)."""
+        sup = self.supervisor
+        if sup is None:
+            return None
+        coalesced = sup.next_poll <= time.monotonic()
+        sup.next_poll = 0.0
+        sup.wake.set()
+        return coalesced
+
+    # --- GET /api/v1/tickets/{id} --------------------------------------------------------------
+
+    def ticket(self, ticket: str) -> dict[str, Any] | None:
+        row = self.rows.row(ticket)
+        if row is None:
+            return None
+        run_dir = self.layout.run_dir(ticket, row["run"]) if row.get("run") else None
+        snapshots = self._snapshots(ticket)
+        latest = snapshots[0] if snapshots else None
+        branch = row.get("branch")
+        branch_diff = snapshot_diff = ""
+        if branch and self._exists(f"refs/heads/{branch}"):
+            branch_diff = self._diff(f"HEAD...refs/heads/{branch}")
+        if latest is not None:
+            snapshot_diff = self._diff(latest["base"] or "", latest["commit"])
+        return {
+            "ticket": row,
+            "summary": _summary(run_dir) if run_dir else "",
+            "base": self.repo.current_branch() or "HEAD",
+            "branch_diff": branch_diff,
+            "snapshot_diff": snapshot_diff,
+            "journal": _journal_tail(run_dir) if run_dir else [],
+            "snapshots": snapshots,
+        }
+
+    def _exists(self, ref: str) -> bool:
+        args = ["rev-parse", "-q", "--verify", "--end-of-options", ref]
+        return self.repo.git.run(args, check=False).ok
+
+    def _diff(self, *spec: str) -> str:
+        args = ["diff", "--no-ext-diff", "--no-color", "--patch", *(s for s in spec if s)]
+        result = self.repo.git.run([*args, "--"], check=False)
+        if not result.ok:
+            return ""
+        out = result.stdout
+        if len(out) <= DIFF_CAP:
+            return out.decode("utf-8", "replace")
+        cut = out[:DIFF_CAP].decode("utf-8", "ignore")
+        return f"{cut}\n… diff cut at {DIFF_CAP // 1024} KB of {len(out) // 1024} KB\n"
+
+    def _snapshots(self, ticket: str) -> list[dict[str, Any]]:
+        ref = wip_ref(self.config, ticket)
+        if not self._exists(ref):
+            return []
+        try:
+            found = chain(self.repo.git, ref, SNAPSHOTS)
+        except CairnError:
+            return []
+        now = clock.now()
+        listed = []
+        for back, snap in enumerate(found):
+            age = int((now - datetime.fromisoformat(snap.time)).total_seconds())
+            base = snap.base
+            listed.append(
+                {
+                    "ref": f"{ref}~{back}" if back else ref,
+                    "commit": snap.commit,
+                    "base": base,
+                    "time": snap.time,
+                    "age_seconds": max(0, age),
+                    "reason": snap.reason,
+                    "files_changed": snap.files_changed,
+                    "inspect": [
+                        f"git show --stat {snap.commit}",
+                        f"git diff {base} {snap.commit}" if base else f"git show {snap.commit}",
+                        f"cairn wip diff {ticket}~{back}" if back else f"cairn wip diff {ticket}",
+                    ],
+                }
+            )
+        return listed
+
+
+def _summary(run_dir: Path) -> str:
+    found = latest_artifact(run_dir, SUMMARY_ROLE, SUMMARY_ARTIFACT)
+    if found is None:
+        return ""
+    try:
+        data = durable.read_state_file(found.path, "change summary", SUMMARY_CAP)
+    except (OSError, BadInput):
+        return ""
+    return data.decode("utf-8", "replace") if data is not None else ""
+
+
+def _journal_tail(run_dir: Path) -> list[dict[str, Any]]:
+    try:
+        events, _ = journal.read(run_dir)
+    except (OSError, CairnError):
+        return []
+    return events[-JOURNAL_TAIL:]
