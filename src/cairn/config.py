@@ -165,7 +165,7 @@ _GITHUB_REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 
 
 class GitHubConfig(Record, forbid_extra=True, strict=True):
-    """``[fleet.github]``: the issues the ``github`` tracker reads (docs/fleet-trackers.md)."""
+    """``[fleet.github]``: the issues the ``github`` tracker reads (docs/fleet.md)."""
 
     repo: str | None = None  # "owner/name"
     label: str = "cairn"
@@ -185,7 +185,7 @@ class GitHubConfig(Record, forbid_extra=True, strict=True):
 
 class FleetConfig(Record, forbid_extra=True, strict=True):
     """``cairn fleet``: the queue, concurrency, worktrees, retries (docs/fleet.md), the tracker,
-    pushes and notifications (docs/fleet-trackers.md)."""
+    pushes and notifications (docs/fleet.md)."""
 
     tracker: Literal["dir", "github"] = "dir"
     remote: str = "origin"

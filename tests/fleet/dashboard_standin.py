@@ -1,6 +1,6 @@
 """A STAND-IN for the dashboard server, for the page's browser test and bench/dashboard_page.py
 until ``cairn.fleet.dashboard.app.make_app`` exists: a small Starlette app answering the
-documented API shapes (docs/fleet-dashboard.md) from the fleet's files, and serving the page's
+documented API shapes (docs/fleet.md) from the fleet's files, and serving the page's
 static assets from the package. ``app_for`` prefers the real ``make_app`` when it imports.
 
 It is deliberately plain (no caching, no supervisor): it reads what ``cairn fleet status``

@@ -93,9 +93,7 @@ def refresh(request: Request) -> JSONResponse:
 
 
 def unknown_api(request: Request) -> JSONResponse:
-    return error(
-        404, "not_found", f"no API endpoint {request.url.path}; see docs/fleet-dashboard.md"
-    )
+    return error(404, "not_found", f"no API endpoint {request.url.path}; see docs/fleet.md")
 
 
 async def http_error(request: Request, exc: Exception) -> JSONResponse:

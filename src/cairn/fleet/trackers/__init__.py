@@ -1,5 +1,5 @@
 """Trackers: where the fleet's tickets come from. ``fleet.tracker`` names one of ``TRACKERS``
-(docs/fleet-trackers.md: how to add one)."""
+(docs/fleet.md: how to add one)."""
 
 from __future__ import annotations
 

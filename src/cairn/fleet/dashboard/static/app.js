@@ -1,6 +1,6 @@
 /* cairn fleet dashboard: the fleet page (every ticket, live) and the ticket page.
  *
- * Vanilla JS, no build step, no CDN. Both pages read the JSON API (docs/fleet-dashboard.md):
+ * Vanilla JS, no build step, no CDN. Both pages read the JSON API (docs/fleet.md):
  * the fleet page polls GET /api/v1/state every second and updates its rows in place; the ticket
  * page polls GET /api/v1/tickets/{id}. Everything from the server is put in the page as text
  * (textContent), never as HTML, so a ticket's summary or diff cannot inject markup.
