@@ -103,19 +103,29 @@ def fleet_status(workspace: Path | str = ".") -> FleetStatus:
     return report
 
 
-def _last_event(row: FleetRow, run_dir: str, now: datetime) -> None:
+def last_journal_event(run_dir: Path) -> tuple[str | None, datetime | None]:
+    """The name and time of a run's last journal event; (None, None) when there is none or the
+    journal cannot be read (the column stays empty; catchup names the problem)."""
     try:
-        event: dict[str, Any] | None = journal.last(Path(run_dir))
+        event: dict[str, Any] | None = journal.last(run_dir)
     except (OSError, ValueError, CairnError):
-        return  # an unreadable journal leaves the column empty; catchup names the problem
+        return None, None
     if event is None:
-        return
-    row.last_event = str(event.get("event"))
+        return None, None
     when = event.get("t")
+    at = None
     if isinstance(when, str):
         try:
             at = datetime.fromisoformat(when)
         except ValueError:
-            return
-        if at.tzinfo is not None:
-            row.last_event_age_seconds = max(0, int((now - at).total_seconds()))
+            at = None
+    return str(event.get("event")), at if at is not None and at.tzinfo is not None else None
+
+
+def _last_event(row: FleetRow, run_dir: str, now: datetime) -> None:
+    name, at = last_journal_event(Path(run_dir))
+    if name is None:
+        return
+    row.last_event = name
+    if at is not None:
+        row.last_event_age_seconds = max(0, int((now - at).total_seconds()))

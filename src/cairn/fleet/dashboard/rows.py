@@ -20,11 +20,11 @@ from typing import Any
 
 from cairn import tickets
 from cairn.config import Config
-from cairn.errors import BadInput, CairnError
+from cairn.errors import BadInput
 from cairn.git import Repo
 from cairn.git.sessions import Started
-from cairn.state import fleetstate, journal, marker, status
-from cairn.state.fleetstatus import SHORT_SHA, FleetRow
+from cairn.state import fleetstate, marker, status
+from cairn.state.fleetstatus import SHORT_SHA, FleetRow, last_journal_event
 from cairn.state.layout import JOURNAL, Layout
 from cairn.state.marker import Marker
 from cairn.state.status import StatusRow
@@ -222,21 +222,9 @@ class RowCache:
 
 
 def _last_event(read: _Read, run_dir: Path) -> None:
-    try:
-        event: dict[str, Any] | None = journal.last(run_dir)
-    except (OSError, ValueError, CairnError):
-        return  # an unreadable journal leaves the column empty, as in `cairn fleet status`
-    if event is None:
-        return
-    read.last_event = str(event.get("event"))
-    when = event.get("t")
-    if isinstance(when, str):
-        try:
-            at = datetime.fromisoformat(when)
-        except ValueError:
-            return
-        if at.tzinfo is not None:
-            read.last_event_at = at
+    name, at = last_journal_event(run_dir)
+    if name is not None:
+        read.last_event, read.last_event_at = name, at
 
 
 def _snapshot_refs(config: Config, started: Started) -> dict[str, tuple[str, int]]:
