@@ -390,3 +390,32 @@ def test_a_failing_after_create_hook_fails_the_ticket_not_the_fleet(tmp_path: Pa
     assert not agent_log(env, "h1")
     code, lines = finish(supervisor(repo, env, "--once"), timeout=60)
     assert code == 0, lines
+
+
+def test_an_agent_stopped_by_denials_needs_input_and_is_not_retried(tmp_path: Path) -> None:
+    """Needs input, not a stall: the agent was refused a tool call and stopped with its task
+    open. The ticket is `needs_input` after one attempt, with the refusal named; no retry."""
+    script = tmp_path / "script.yaml"
+    script.write_text(
+        "coder:\n"
+        "  - - deny: {tool: Bash, target: 'curl -s https://example.com/api'}\n"
+        "    - say: I need network access to go on\n"
+    )
+    config = (
+        f'[agent]\nkind = "scripted"\nscript = "{script}"\nmax_turns = 3\n'
+        "budget_pressure_turns = 1\nmax_continuations = 0\ncutoff_timeout_ms = 3000\n\n"
+        '[loop]\nphases = ["implement"]\n\n[fleet]\n'
+        + "".join(f"{k} = {json.dumps(v)}\n" for k, v in FLEET_DEFAULTS.items())
+    )
+    repo = make_repo(tmp_path / "repo", {"README.md": "hello\n", "cairn.toml": config})
+    queued = repo / "cairn-queue" / "n1.md"
+    queued.parent.mkdir()
+    queued.write_text("# Plan: n1\n\n### Task 1: Call the API\n\nFetch it.\n")
+
+    code, lines = finish(supervisor(repo, {}, "--once"), timeout=120)
+
+    assert code == 1, lines
+    saved = record(repo, "n1")
+    assert (saved["state"], saved["attempt"]) == ("needs_input", 1), saved
+    assert "curl -s https://example.com/api" in saved["detail"]
+    assert [e["attempt"] for e in lines if e["event"] == "ticket_started"] == [1]
