@@ -4,10 +4,9 @@
 
 The repository is bench/fleet.py's 1,000-ticket one (``bench/.work/fleet-1000``: records over
 the eight fleet states, runs, markers, snapshot refs). The dashboard is served on 127.0.0.1 by
-``cairn.fleet.dashboard.app.make_app`` when it exists, else by the test suite's STAND-IN
-(tests/fleet/dashboard_standin.py, the documented API read from the files on every request,
-without caching). Headless Debian Chromium, driven by Playwright, loads ``/`` in a fresh page
-each run; from the navigation's start, the page reports:
+``cairn.fleet.dashboard.app.make_app`` in a thread (tests/fleet/dashboard_server.py). Headless
+Debian Chromium, driven by Playwright, loads ``/`` in a fresh page each run; from the
+navigation's start, the page reports:
 
 - first contentful paint (the header, before any data),
 - the ``/api/v1/state`` answer (its resource timing: request start to response end),
@@ -30,9 +29,9 @@ from typing import Any
 from common import Stat, log, machine, ms
 from fleet import TICKETS, build_status_repo
 
-# the stand-in server lives with the tests that use it
+# the helper that serves the app lives with the tests that use it
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "fleet"))
-dashboard_standin = importlib.import_module("dashboard_standin")
+dashboard_server = importlib.import_module("dashboard_server")
 
 LIMIT = 1.0  # seconds, rows painted
 ARGS = [
@@ -101,8 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     info = machine()
     repo = build_status_repo(args.rebuild)
-    app, which = dashboard_standin.app_for(repo)
-    with dashboard_standin.serving(app) as base:
+    app, which = dashboard_server.app_for(repo)
+    with dashboard_server.serving(app) as base:
         stats = measure(base, args.runs)
     browser = shutil.which("chromium") or "chromium"
     print(

@@ -2,9 +2,7 @@
 browser download), a real fleet (``cairn fleet start``, real worktrees, the command agent of
 tests/fleet/fleet_agent.py) and the page served over HTTP on 127.0.0.1.
 
-The server is ``cairn.fleet.dashboard.app.make_app`` when it exists, else the STAND-IN of
-tests/fleet/dashboard_standin.py (the documented API shapes from the fleet's files):
-``dashboard_standin.app_for`` picks.
+The server is ``cairn.fleet.dashboard.app.make_app``, served by tests/fleet/dashboard_server.py.
 
 Chromium is required in CI (``CAIRN_REQUIRE_BROWSER=1`` in .ci/run, which installs it); without
 it, and without that variable, the test is skipped saying so.
@@ -157,13 +155,13 @@ def wait_state(page: Any, ticket: str, wanted: str, timeout: float = 90.0) -> li
 def test_a_row_goes_running_to_completed_live_and_the_ticket_page_shows_summary_and_diff(
     tmp_path: Path, browser_page: Any
 ) -> None:
-    import dashboard_standin
+    import dashboard_server
 
     page = browser_page
     repo = fleet_repo(tmp_path)
-    app, which = dashboard_standin.app_for(repo)
+    app, which = dashboard_server.app_for(repo)
     print(f"dashboard server: {which}")
-    with dashboard_standin.serving(app) as base, supervisor(repo, tmp_path):
+    with dashboard_server.serving(app) as base, supervisor(repo, tmp_path):
         page.goto(f"{base}/")
         page.evaluate("window.__sameDocument = true")  # a reload would lose it
         wait_state(page, "PROJ-1", "running")
@@ -205,10 +203,10 @@ def test_a_row_goes_running_to_completed_live_and_the_ticket_page_shows_summary_
 
 def test_markdown_is_rendered_as_text_never_as_html(tmp_path: Path, browser_page: Any) -> None:
     """The summary renderer builds DOM nodes: markup in a summary shows as text."""
-    import dashboard_standin
+    import dashboard_server
 
-    app, _ = dashboard_standin.app_for(make_repo(tmp_path / "repo"))
-    with dashboard_standin.serving(app) as base:
+    app, _ = dashboard_server.app_for(make_repo(tmp_path / "repo"))
+    with dashboard_server.serving(app) as base:
         page = browser_page
         page.goto(f"{base}/")
         page.wait_for_selector("#live.ok")
@@ -235,7 +233,7 @@ def test_markdown_is_rendered_as_text_never_as_html(tmp_path: Path, browser_page
 def test_a_page_opened_with_a_token_passes_it_on(tmp_path: Path, browser_page: Any) -> None:
     """With a token, every request needs it: the assets, the API and the ticket links carry
     the page's ``?token=``, so the page works; without it the server says 401."""
-    import dashboard_standin
+    import dashboard_server
 
     repo = make_repo(tmp_path / "repo")
     now = datetime.now(UTC)
@@ -244,8 +242,8 @@ def test_a_page_opened_with_a_token_passes_it_on(tmp_path: Path, browser_page: A
         where,
         FleetTicket(ticket="TOK-1", plan="cairn-queue/TOK-1.md", state="queued", updated=now),
     )
-    app, _ = dashboard_standin.app_for(repo, token="s3cret")
-    with dashboard_standin.serving(app) as base:
+    app, _ = dashboard_server.app_for(repo, token="s3cret")
+    with dashboard_server.serving(app) as base:
         page = browser_page
         refused = page.goto(f"{base}/api/v1/state")
         assert refused is not None and refused.status == 401
