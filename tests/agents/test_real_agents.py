@@ -482,24 +482,26 @@ def test_claude_code_cutoff_snapshot_handoff_resume_and_in_loop_budget(
     assert not any(BUDGET in all_texts(r) for r in requests[:2])
 
 
+def capped_then_done(repo: Path) -> dict[str, Any]:
+    """Three writes that spend a 3-turn cap, then (in the next dispatch, a continuation or a
+    resume of the same session) the task reported done."""
+    return {
+        "anthropic": [
+            {"tool": write_tool(repo / "x.txt", "x\n")},
+            {"tool": write_tool(repo / "y.txt", "y\n")},
+            {"tool": write_tool(repo / "z.txt", "z\n")},  # the cap: 3 of 3
+            {"tool": bash_tool("cairn task done 1 --files x.txt,y.txt,z.txt")},
+            {"text": "Done."},
+        ]
+    }
+
+
 def test_claude_budget_hook_counts_only_this_dispatchs_turns(
     real: Callable[..., Real], claude_bin: Path
 ) -> None:
-    def scenario(repo: Path) -> dict[str, Any]:
-        return {
-            "anthropic": [
-                {"tool": write_tool(repo / "x.txt", "x\n")},
-                {"tool": write_tool(repo / "y.txt", "y\n")},
-                {"tool": write_tool(repo / "z.txt", "z\n")},  # the cap: 3 of 3
-                # the continuation dispatch: 3 fresh turns
-                {"tool": bash_tool("cairn task done 1 --files x.txt,y.txt,z.txt")},
-                {"text": "Done."},
-            ]
-        }
-
     p = real(
         "claude-code",
-        scenario,
+        capped_then_done,
         tasks=("One",),
         max_turns=3,
         budget_pressure_turns=1,

@@ -20,6 +20,7 @@ from test_real_agents import (  # noqa: F401 - fixtures
     TICKET,
     Real,
     bash_tool,
+    capped_then_done,
     claude_bin,
     codex_bin,
     exec_tool,
@@ -238,21 +239,9 @@ def test_api_500_once_then_ok_completes_thanks_to_the_retry(
 def test_claude_resume_first_request_has_no_stale_budget(
     real: Callable[..., Real], claude_bin: Path
 ) -> None:
-    def scenario(repo: Path) -> dict[str, Any]:
-        return {
-            "anthropic": [
-                {"tool": write_tool(repo / "x.txt", "x\n")},
-                {"tool": write_tool(repo / "y.txt", "y\n")},
-                {"tool": write_tool(repo / "z.txt", "z\n")},  # the cap: 3 of 3
-                # cairn resume: the handoff, in the same session
-                {"tool": bash_tool("cairn task done 1 --files x.txt,y.txt,z.txt")},
-                {"text": "Done."},
-            ]
-        }
-
     p = real(
         "claude-code",
-        scenario,
+        capped_then_done,  # the handoff after `cairn resume` is its 4th request
         tasks=("One",),
         max_turns=3,
         budget_pressure_turns=2,
