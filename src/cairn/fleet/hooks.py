@@ -21,6 +21,7 @@ from typing import Literal, NamedTuple
 
 from cairn.config import Config
 from cairn.terms import ENV_TICKET
+from cairn.util import durable
 from cairn.util.durations import format_duration, parse_duration
 from cairn.util.procs import kill_group
 
@@ -123,5 +124,5 @@ def set_up(workspace: Path, created: bool, config: Config, ticket: str) -> HookR
         return HookResult(ok=True, output="", timed_out=False, ran=False)
     result = run_hook("after_create", workspace, config, ticket=ticket)
     if result.ok:
-        (git_dir / CREATED_MARK).write_text(f"{time.time():.0f}\n")
+        durable.atomic_write(git_dir / CREATED_MARK, f"{time.time():.0f}\n")
     return result
