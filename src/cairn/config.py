@@ -187,6 +187,7 @@ class FleetConfig(Record, forbid_extra=True, strict=True):
     """``cairn fleet``: the queue, concurrency, worktrees, retries (docs/fleet.md), the tracker,
     pushes and notifications (docs/fleet.md)."""
 
+    engine: Literal["embedded", "temporal"] = "embedded"  # temporal: docs/scale-out.md
     tracker: Literal["dir", "github"] = "dir"
     remote: str = "origin"
     push: bool | None = None  # None: false for the dir tracker, true for github
@@ -235,6 +236,35 @@ class FleetConfig(Record, forbid_extra=True, strict=True):
             )
 
 
+_ADDRESS = re.compile(r"(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+class TemporalConfig(Record, forbid_extra=True, strict=True):
+    """``[temporal]``: the server of ``engine = "temporal"`` (docs/scale-out.md)."""
+
+    address: str = "127.0.0.1:7233"  # host:port of the frontend
+    namespace: str = "default"
+    task_queue: str = "cairn"
+    heartbeat_timeout: Duration = "30s"
+    tls: bool = False  # true: TLS with the system's roots (Temporal Cloud's API keys: not yet)
+
+    def check(self) -> None:
+        port = _ADDRESS.fullmatch(self.address)
+        if port is None or not 1 <= int(port.group(1)) <= 65535:
+            raise ValueError(
+                f"address {self.address!r} is not host:port; give one such as 127.0.0.1:7233"
+            )
+        for name in ("namespace", "task_queue"):
+            if not _NAME.fullmatch(getattr(self, name)):
+                raise ValueError(
+                    f"{name} {getattr(self, name)!r} is not a name (letters, digits, ., _, -); "
+                    'give one such as "default"'
+                )
+        if parse_duration(self.heartbeat_timeout) < 1:
+            raise ValueError("heartbeat_timeout must be at least 1s; give one such as 30s")
+
+
 # The defaults are built without validation (they are valid by construction): validating them
 # would cost every command the validators of every section, file or no file.
 DEFAULT_ROLES = {
@@ -259,6 +289,7 @@ class Config(Record, forbid_extra=True, strict=True):
     marker: MarkerConfig = MarkerConfig.model_construct()
     snapshot: SnapshotConfig = SnapshotConfig.model_construct()
     fleet: FleetConfig = FleetConfig.model_construct()
+    temporal: TemporalConfig = TemporalConfig.model_construct()
     state_dir: str | None = None
     # Where the values came from (None: every value is a default), and the file's raw tables.
     _source: ClassVar[Path | None] = None

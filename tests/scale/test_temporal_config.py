@@ -1,0 +1,102 @@
+"""``[fleet] engine`` and ``[temporal]``: defaults, values, strict types, config show."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cairn import config
+from cairn.errors import BadInput
+from helpers import assert_one_line_error, cairn, make_repo, untouched_state, write
+
+
+def bad(tmp_path: Path, text: str) -> str:
+    write(tmp_path, "cairn.toml", text)
+    with pytest.raises(BadInput) as caught:
+        config.load(tmp_path)
+    message = str(caught.value)
+    assert "\n" not in message and str(tmp_path / "cairn.toml") in message
+    return message
+
+
+def test_defaults(tmp_path: Path) -> None:
+    loaded = config.load(tmp_path)
+    assert loaded.fleet.engine == "embedded"
+    temporal = loaded.temporal
+    assert (temporal.address, temporal.namespace, temporal.task_queue) == (
+        "127.0.0.1:7233",
+        "default",
+        "cairn",
+    )
+    assert (temporal.heartbeat_timeout, temporal.tls) == ("30s", False)
+    assert loaded == config.Config()
+
+
+def test_values_from_cairn_toml(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "cairn.toml",
+        '[fleet]\nengine = "temporal"\n'
+        '[temporal]\naddress = "temporal.internal:7233"\nnamespace = "team-a"\n'
+        'task_queue = "cairn.app"\nheartbeat_timeout = "45s"\ntls = true\n',
+    )
+    loaded = config.load(tmp_path)
+    assert loaded.fleet.engine == "temporal"
+    t = loaded.temporal
+    assert (t.address, t.namespace) == ("temporal.internal:7233", "team-a")
+    assert t.task_queue == "cairn.app"
+    assert (t.heartbeat_timeout, t.tls) == ("45s", True)
+
+
+def test_an_ipv6_address(tmp_path: Path) -> None:
+    write(tmp_path, "cairn.toml", '[temporal]\naddress = "[::1]:7233"\n')
+    assert config.load(tmp_path).temporal.address == "[::1]:7233"
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "why"),
+    [
+        ('[fleet]\nengine = "celery"\n', "fleet.engine", "'embedded'"),
+        ("[temporal]\nbogus = 1\n", "temporal.bogus", "unknown key"),
+        ('[temporal]\naddress = "localhost"\n', "temporal", "is not host:port"),
+        ('[temporal]\naddress = "host:99999"\n', "temporal", "is not host:port"),
+        ('[temporal]\naddress = "http://h:7233"\n', "temporal", "is not host:port"),
+        ("[temporal]\naddress = 7233\n", "temporal.address", "string"),
+        ('[temporal]\nnamespace = ""\n', "temporal", "namespace '' is not a name"),
+        ('[temporal]\ntask_queue = "a queue"\n', "temporal", "task_queue 'a queue' is not"),
+        ("[temporal]\nheartbeat_timeout = 30\n", "temporal.heartbeat_timeout", "has no unit"),
+        ('[temporal]\nheartbeat_timeout = "soon"\n', "temporal.heartbeat_timeout", "duration"),
+        ('[temporal]\nheartbeat_timeout = "0s"\n', "heartbeat_timeout must be at least 1s", ""),
+        ('[temporal]\ntls = "yes"\n', "temporal.tls", ""),
+        ("temporal = 3\n", "temporal", ""),
+    ],
+)
+def test_invalid_values_name_the_key(tmp_path: Path, text: str, key: str, why: str) -> None:
+    message = bad(tmp_path, text)
+    assert key in message and why in message
+
+
+def test_config_show_lists_every_temporal_key(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    write(repo, "cairn.toml", '[fleet]\nengine = "temporal"\n[temporal]\nnamespace = "ns"\n')
+    result = cairn("config", "show", "--json", cwd=repo)
+    assert result.returncode == 0, result.stderr
+    rows = {row["key"]: (row["value"], row["source"]) for row in json.loads(result.stdout)}
+    source = str(repo / "cairn.toml")
+    assert rows["fleet.engine"] == ("temporal", source)
+    assert rows["temporal.namespace"] == ("ns", source)
+    assert rows["temporal.address"] == ("127.0.0.1:7233", "default")
+    assert rows["temporal.heartbeat_timeout"] == ("30s", "default")
+    assert ("temporal.task_queue" in rows) and ("temporal.tls" in rows)
+
+
+def test_a_bad_temporal_key_is_one_line_exit_2_through_the_cli(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    write(repo, "cairn.toml", '[temporal]\naddress = "nowhere"\n')
+    before = untouched_state(repo)
+    result = cairn("config", "show", cwd=repo)
+    assert_one_line_error(result)
+    assert "temporal: address 'nowhere' is not host:port" in result.stderr
+    assert untouched_state(repo) == before
