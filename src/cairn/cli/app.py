@@ -21,6 +21,7 @@ from cairn.cli.commands import (
     run,
     status,
     wip,
+    worker,
 )
 from cairn.cli.output import say_error, wants_json
 from cairn.errors import ExitCode
@@ -43,6 +44,7 @@ app.command("status")(status.status)
 app.command("logs")(logs.logs)
 app.command("demo")(demo.demo)
 app.add_typer(fleet.app, name="fleet")
+app.command("worker")(worker.worker)
 app.add_typer(wip.app, name="wip")
 app.add_typer(progress.task_app, name="task")
 app.command("finding")(progress.finding)

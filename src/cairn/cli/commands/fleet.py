@@ -23,6 +23,11 @@ Host = Annotated[
     ),
 ]
 
+Engine = Annotated[
+    str | None,
+    typer.Option("--engine", help="embedded (one machine) or temporal (default: fleet.engine)."),
+]
+
 app = typer.Typer(
     help="Run the tickets of a queue, each in its own worktree, with retries.",
     no_args_is_help=True,
@@ -43,11 +48,14 @@ def start(
     workspace: Workspace = Path("."),
     port: Port = None,
     host: Host = None,
+    engine: Engine = None,
 ) -> None:
     """Supervise the queue in the foreground; --once exits 0 all completed, 1 any needs
     review, 3 any left interrupted."""
-    from cairn.cli.handlers import fleet_run
+    from cairn.cli.handlers import fleet_run, scale
 
+    if scale.engine_of(engine, workspace) == "temporal":
+        scale.fleet_start(once, json, workspace)
     if port is not None:
         from cairn.cli.handlers import fleet_dashboard
 

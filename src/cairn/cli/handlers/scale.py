@@ -1,0 +1,208 @@
+"""``cairn worker`` and ``cairn fleet start`` with ``engine = "temporal"``: the fleet beyond one
+machine (docs/scale-out.md). Both leave with ``os._exit`` once their output is flushed: a
+process that loaded temporalio may abort as the interpreter exits (temporalio/sdk-python#300)."""
+
+from __future__ import annotations
+
+import asyncio
+import json as jsonlib
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from cairn.cli.output import console, report_error
+from cairn.errors import BadInput
+
+if TYPE_CHECKING:
+    from cairn.git import Repo
+
+ENGINES = ("embedded", "temporal")
+
+
+def _engine(asked: str | None, configured: str) -> str:
+    engine = asked or configured
+    if engine not in ENGINES:
+        raise BadInput(f"--engine {engine!r} is not an engine; give embedded or temporal")
+    return engine
+
+
+def _need_temporalio() -> None:
+    try:
+        import temporalio  # noqa: F401
+    except ImportError:
+        raise BadInput(
+            "engine temporal needs the temporal extra; pip install 'cairn[temporal]'"
+        ) from None
+
+
+def _emit(json: bool, kind: str, text: str, **fields: Any) -> None:
+    if json:
+        sys.stdout.write(jsonlib.dumps({"event": kind, **fields}, default=str) + "\n")
+    else:
+        console.print(text.format(**fields))
+    sys.stdout.flush()
+
+
+def _leave(code: int) -> NoReturn:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def _unreachable(address: str, exc: BaseException) -> BadInput:
+    why = (str(exc).splitlines() or [repr(exc)])[0][:200]
+    return BadInput(
+        f"cannot reach Temporal at {address} ({why}); start a server there or fix "
+        "[temporal] address in cairn.toml"
+    )
+
+
+def worker(
+    engine: str | None, concurrency: int | None, root: Path | None, json: bool, workspace: Path
+) -> NoReturn:
+    from cairn.config import load
+    from cairn.git import Repo
+
+    repo = Repo.discover(workspace)
+    config = load(repo.toplevel)
+    if _engine(engine, config.fleet.engine) != "temporal":
+        raise BadInput(
+            'cairn worker runs the temporal engine only; set [fleet] engine = "temporal" in '
+            "cairn.toml or pass --engine temporal"
+        )
+    _need_temporalio()
+    from cairn.scale import worker as scale_worker
+
+    where = (root or repo.toplevel.parent / f"{repo.toplevel.name}.cairn-worker").absolute()
+    where.mkdir(parents=True, exist_ok=True)
+    slots = concurrency or config.fleet.concurrency
+    temporal = config.temporal
+
+    def ready() -> None:
+        _emit(
+            json,
+            "worker_started",
+            "worker pid {pid}: task queue {task_queue} at {address}, {concurrency} at once, "
+            "in {root}",
+            pid=os.getpid(),
+            task_queue=temporal.task_queue,
+            address=temporal.address,
+            concurrency=slots,
+            root=str(where),
+        )
+
+    try:
+        asyncio.run(scale_worker.serve(temporal, where, slots, ready))
+    except RuntimeError as exc:
+        _leave(report_error(_unreachable(temporal.address, exc), json))
+    _emit(json, "worker_stopped", "worker stopped", pid=os.getpid())
+    _leave(0)
+
+
+def fleet_start(once: bool, json: bool, workspace: Path) -> NoReturn:
+    from cairn.config import load
+    from cairn.fleet.trackers import open_tracker
+    from cairn.git import Repo
+    from cairn.state.layout import Layout
+
+    repo = Repo.discover(workspace)
+    config = load(repo.toplevel)
+    _need_temporalio()
+    remote = _remote_url(repo, config.fleet.remote)
+    tracker = open_tracker(repo, config, Layout.for_repo(repo, config))
+    try:
+        code = asyncio.run(_drive(config, tracker, remote, _base(repo, remote), once, json))
+    except (OSError, RuntimeError) as exc:
+        _leave(report_error(_unreachable(config.temporal.address, exc), json))
+    _leave(code)
+
+
+def _remote_url(repo: Repo, name: str) -> str:
+    found = repo.git.run(["remote", "get-url", "--", name], check=False)
+    if not found.ok or not found.text:
+        raise BadInput(
+            f"[fleet] remote {name!r} is not a remote of {repo.toplevel}; add the shared "
+            f"repository every worker reaches: git remote add {name} <url>"
+        )
+    url = found.text
+    local = Path(url) if "://" not in url and ":" not in url.split("/")[0] else None
+    if local is not None and not local.is_absolute():
+        url = str((repo.toplevel / local).resolve())
+    return url
+
+
+def _base(repo: Repo, remote: str) -> str:
+    """The remote's default branch (its HEAD), else the branch checked out here."""
+    found = repo.git.run(["ls-remote", "--symref", "--", remote, "HEAD"], check=False)
+    for line in found.text.splitlines():
+        if line.startswith("ref: refs/heads/"):
+            return line.split()[1].removeprefix("refs/heads/")
+    branch = repo.current_branch()
+    if branch is None:
+        raise BadInput(f"{remote} has no default branch and HEAD is detached; check out one")
+    return branch
+
+
+async def _drive(config: Any, tracker: Any, remote: str, base: str, once: bool, json: bool) -> int:
+    """Start a workflow per ticket the tracker lists; with ``once`` wait for them, else poll."""
+    from cairn.scale import starter
+    from cairn.scale.messages import TicketInput
+    from cairn.scale.worker import connect
+    from cairn.util.durations import parse_duration
+
+    client = await connect(config.temporal)
+    ids: dict[str, str] = {}
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stopping.set)
+    while True:
+        tickets = [
+            TicketInput(
+                ticket=c.ticket,
+                plan_name=c.plan.name,
+                plan=c.plan.read_text(),
+                remote=remote,
+                base=base,
+                max_segments=config.fleet.max_attempts,
+                heartbeat_seconds=parse_duration(config.temporal.heartbeat_timeout),
+            )
+            for c in tracker.candidates()
+            if c.ticket not in ids
+        ]
+        for rejected in tracker.rejected:
+            _emit(json, "ticket_rejected", "{line}", line=str(rejected))
+        for got in await starter.start(client, config.temporal, tickets):
+            ids[got.ticket] = got.workflow_id
+            kind, text = (
+                ("ticket_started", "{ticket}: workflow {workflow_id} started")
+                if got.new
+                else ("ticket_exists", "{ticket}: workflow {workflow_id} exists already")
+            )
+            _emit(json, kind, text, ticket=got.ticket, workflow_id=got.workflow_id)
+        if once:
+            break
+        try:
+            await asyncio.wait_for(stopping.wait(), parse_duration(config.fleet.poll_interval))
+            return 3
+        except TimeoutError:
+            continue
+    states = await starter.outcomes(client, ids)
+    for ticket, state in states.items():
+        _emit(json, "ticket_finished", "{ticket}: {state}", ticket=ticket, state=state)
+    code = starter.exit_code(states)
+    _emit(json, "fleet_finished", "fleet: exit {exit_code}", exit_code=code, tickets=states)
+    return code
+
+
+def engine_of(asked: str | None, workspace: Path) -> str:
+    """The engine ``--engine`` names, else ``[fleet] engine`` of the repository's config."""
+    if asked is not None:
+        return _engine(asked, "embedded")
+    from cairn.config import load
+    from cairn.git import Repo
+
+    engine: str = load(Repo.discover(workspace).toplevel).fleet.engine
+    return engine

@@ -1,0 +1,5 @@
+"""The fleet beyond one machine: tickets as Temporal workflows, run segments as activities on
+any worker, the state every worker needs on a shared git remote (docs/scale-out.md).
+
+Imports temporalio only in the modules that need it (``workflow``, ``segment``, ``worker``,
+``starter``); ``shared`` and ``statecommit`` are plain git."""

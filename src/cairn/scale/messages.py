@@ -1,0 +1,54 @@
+"""What travels through Temporal: a segment's input, the progress it heartbeats, its result, and
+the ticket workflow's input. Small on purpose (markers and shas, never diffs or transcripts),
+plain dataclasses so the workflow sandbox and the payload converter both take them."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+# The exit codes of `cairn run|resume` (docs/run.md) a segment reports.
+COMPLETED, NEEDS_REVIEW, REFUSED, INTERRUPTED = 0, 1, 2, 3
+
+
+@dataclass
+class TicketInput:
+    ticket: str
+    plan_name: str  # the plan's file name, e.g. PROJ-7.md (its suffix says its format)
+    plan: str  # the plan's text: workers never read the user's queue
+    remote: str  # the shared git remote every worker reaches (a URL or a path)
+    base: str  # the branch cairn/<ticket> starts from
+    max_segments: int = 3  # interrupted segments resumed before the ticket is left interrupted
+    heartbeat_seconds: float = 30.0  # [temporal] heartbeat_timeout: a silent worker is dead
+
+
+@dataclass
+class Progress:
+    """A segment's heartbeat: every sha in it is on the shared remote before it is sent."""
+
+    attempt: int
+    branch: str | None = None  # the sha of refs/heads/cairn/<ticket>
+    snapshot: str | None = None  # the sha of refs/cairn/wip/<ticket>
+    state: str | None = None  # the sha of refs/cairn/state/<ticket>
+    marker: dict[str, str] = field(default_factory=dict)  # phase, task, status of the marker
+    worker: str = ""  # host:pid of the worker that sent it
+
+
+@dataclass
+class SegmentInput:
+    ticket: TicketInput
+    segment: int  # 1 for the first, counting the workflow's segments
+
+
+@dataclass
+class SegmentResult:
+    exit_code: int
+    progress: Progress
+    detail: str = ""
+
+
+def workflow_id(remote: str, ticket: str) -> str:
+    """The ticket's workflow id: the same repository and ticket always give the same id, so a
+    second start finds the first workflow instead of duplicating it."""
+    digest = hashlib.sha256(remote.encode()).hexdigest()[:12]
+    return f"cairn:{digest}:{ticket}"

@@ -1,0 +1,46 @@
+"""``cairn worker``: a Temporal worker that runs ticket workflows and their segments, in its
+workspace root, until SIGINT or SIGTERM (which stop its runs with a snapshot first)."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from cairn.config import TemporalConfig
+from cairn.scale.segment import STOP_GRACE, Segments
+from cairn.scale.workflow import TicketWorkflow
+
+
+async def connect(config: TemporalConfig) -> Client:
+    return await Client.connect(config.address, namespace=config.namespace, tls=config.tls)
+
+
+async def serve(
+    config: TemporalConfig,
+    root: Path,
+    concurrency: int,
+    ready: Callable[[], None] = lambda: None,
+) -> None:
+    client = await connect(config)
+    segments = Segments(root)
+    worker = Worker(
+        client,
+        task_queue=config.task_queue,
+        workflows=[TicketWorkflow],
+        activities=[segments.run_segment],
+        max_concurrent_activities=concurrency,
+        graceful_shutdown_timeout=timedelta(seconds=STOP_GRACE * 2),
+    )
+    loop = asyncio.get_running_loop()
+    stopping = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stopping.set)
+    async with worker:
+        ready()
+        await stopping.wait()

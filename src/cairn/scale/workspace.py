@@ -1,0 +1,175 @@
+"""A worker's workspace for one ticket: its clone of the shared remote, the ticket's worktree
+rebuilt from what the remote holds (branch, snapshot, run state), and the checkpoint that puts
+them back on the remote before a heartbeat names them."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cairn.config import load
+from cairn.git import Git
+from cairn.scale import shared, statecommit
+from cairn.scale.messages import Progress, TicketInput
+from cairn.util import procs
+
+
+def clone_dir(root: Path, remote: str) -> Path:
+    """The worker's clone of ``remote``: one per remote, beside the tickets' worktrees."""
+    return root / f"repo-{hashlib.sha256(remote.encode()).hexdigest()[:12]}"
+
+
+@dataclass
+class Workspace:
+    root: Path
+    clone: Path
+    ticket: str
+    attempt: int
+    git: Git  # in the clone
+    worktree: Path
+    refs: shared.TicketRefs
+    leases: dict[str, str | None]  # what the remote held when this attempt last looked or pushed
+    pushed: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def state_dir(self) -> Path:
+        return self.clone / ".git" / "cairn" / "tickets" / self.ticket
+
+    @property
+    def has_run(self) -> bool:
+        return self.state_dir.is_dir() and any(p.is_dir() for p in self.state_dir.iterdir())
+
+    def plan_path(self, task: TicketInput) -> Path:
+        return self.root / ".plans" / self.ticket / Path(task.plan_name).name
+
+    def pid_file(self) -> Path:
+        return self.root / ".pids" / f"{self.ticket}.json"
+
+
+def prepare(root: Path, task: TicketInput, attempt: int) -> Workspace:
+    """The ticket's worktree in ``root``, rebuilt from the remote: always, so a worker never
+    continues from a local copy older than what another worker pushed."""
+    with shared.locked(root / ".clone.lock"):
+        clone = clone_dir(root, task.remote)
+        git = shared.ensure_clone(task.remote, clone)
+        config = load(clone)
+        refs = shared.TicketRefs.of(task.ticket, config.snapshot.ref_prefix)
+        space = Workspace(root, clone, task.ticket, attempt, git, root / task.ticket, refs, {})
+        stop_leftovers(space)
+        if space.worktree.exists() or _registered(git, space.worktree):
+            git.run(["worktree", "remove", "--force", str(space.worktree)], check=False)
+            shutil.rmtree(space.worktree, ignore_errors=True)
+            git.run(["worktree", "prune"])
+        base = f"refs/heads/{task.base}"
+        found = shared.remote_refs(git, (*refs.all(), base))
+        specs = [f"+{base}:refs/remotes/{shared.REMOTE}/{task.base}"]
+        specs += [f"+{ref}:{ref}" for ref in refs.all() if ref in found]
+        shared.fetch(git, specs)
+        space.leases = {ref: found.get(ref) for ref in refs.all()}
+        if refs.branch not in found:
+            start = f"refs/remotes/{shared.REMOTE}/{task.base}"
+            git.run(["branch", "-f", f"cairn/{task.ticket}", start])
+        git.run(["worktree", "add", "-q", str(space.worktree), f"cairn/{task.ticket}"])
+        if refs.state in found:
+            statecommit.checkout(git, found[refs.state], space.state_dir)
+        elif space.state_dir.exists():
+            shutil.rmtree(space.state_dir)
+    if refs.wip in found:
+        _restore_snapshot(space, found[refs.wip])
+    plan = space.plan_path(task)
+    plan.parent.mkdir(parents=True, exist_ok=True)
+    plan.write_text(task.plan)
+    return space
+
+
+def _registered(git: Git, path: Path) -> bool:
+    listing = git.out(["worktree", "list", "--porcelain"])
+    return f"worktree {path}" in listing.splitlines()
+
+
+def _restore_snapshot(space: Workspace, sha: str) -> None:
+    """cairn's own restore of the ticket's snapshot, when it was taken on the branch's tip (an
+    older one would undo later commits: it stays in its ref)."""
+    from cairn.wip.restore import restore
+
+    tip = space.git.out(["rev-parse", f"cairn/{space.ticket}"]).strip()
+    parents = space.git.out(["rev-list", "--parents", "-n", "1", sha]).split()
+    if len(parents) >= 3 and parents[2] == tip:
+        restore(space.worktree, sha, ticket=f"{space.ticket}.restore")
+
+
+def stop_leftovers(space: Workspace) -> None:
+    """Kill the process group an earlier attempt in this workspace root left behind (a SIGKILLed
+    worker does not kill its children), when it is still the same process."""
+    path = space.pid_file()
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return
+    started = procs.process_start_time(int(record["pid"]))
+    if started is not None and started.isoformat() == record.get("started"):
+        procs.kill_group(int(record["pid"]))
+    path.unlink(missing_ok=True)
+
+
+def remember_child(space: Workspace, pid: int) -> None:
+    started = procs.process_start_time(pid)
+    path = space.pid_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"pid": pid, "started": started.isoformat() if started else None}))
+
+
+def checkpoint(space: Workspace, reason: str) -> Progress:
+    """Snapshot the worktree, commit the run state, push branch, snapshot and state to the
+    remote (fenced by the leases), and say what was pushed. Raises shared.Fenced."""
+    from cairn.wip.save import save
+
+    # the run's own save may hold the ref this instant: the next checkpoint catches up
+    with contextlib.suppress(Exception):
+        save(space.worktree, ticket=space.ticket, reason=reason)
+    git, refs = space.git, space.refs
+    updates: dict[str, str] = {}
+    for ref in (refs.branch, refs.wip):
+        sha = git.run(["rev-parse", "--verify", "-q", ref], check=False).text
+        if sha:
+            updates[ref] = sha
+    parent = space.leases.get(refs.state)
+    state = statecommit.commit(
+        git, space.state_dir, parent, f"cairn state {space.ticket}: attempt {space.attempt}"
+    )
+    if state:
+        updates[refs.state] = state
+    changed = {ref: sha for ref, sha in updates.items() if space.leases.get(ref) != sha}
+    if changed:
+        shared.push(git, changed, space.leases)
+        space.leases.update(changed)
+    return Progress(
+        attempt=space.attempt,
+        branch=updates.get(refs.branch),
+        snapshot=updates.get(refs.wip),
+        state=updates.get(refs.state),
+        marker=_marker_facts(space.state_dir),
+        worker=f"{socket.gethostname()}:{os.getpid()}",
+    )
+
+
+def _marker_facts(state_dir: Path) -> dict[str, str]:
+    from cairn.state import marker
+    from cairn.state.layout import MARKER
+
+    try:
+        found = marker.read(state_dir / MARKER)
+    except Exception:  # a marker half-written this instant: the next heartbeat has it
+        return {}
+    if found is None:
+        return {}
+    facts = {"phase": found.phase, "run": found.run or ""}
+    if found.task is not None:
+        facts["task"] = str(found.task)
+    return facts

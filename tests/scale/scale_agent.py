@@ -1,0 +1,106 @@
+"""A stand-in coding agent for the scale-out tests (``agent.kind = "command"``): one task a
+turn, as cairn's prompt asks. It writes the task's file (untracked), then, for the task named in
+``$SCALE_AGENT_SLEEP`` (``<ticket>:<task>``), sleeps ``$SCALE_AGENT_PAUSE`` seconds the first
+time, so a test can kill the worker mid-task; then it marks the task done and commits.
+
+Everything it does goes to ``$SCALE_AGENT_DIR/<ticket>.jsonl`` (fsynced): ``start``, ``found``
+(the task's file was already there: restored from a snapshot), ``wrote``, ``sleep``, ``done``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+TASK_LINE = re.compile(r"^- Task (\d+): .*?(?: \[([a-z ]+)\])?$")
+DONE = ("completed", "skipped", "deferred")
+IDENTITY = {
+    "GIT_AUTHOR_NAME": "scale agent",
+    "GIT_AUTHOR_EMAIL": "agent@example.invalid",
+    "GIT_COMMITTER_NAME": "scale agent",
+    "GIT_COMMITTER_EMAIL": "agent@example.invalid",
+}
+
+
+def log(ticket: str, **record: object) -> None:
+    path = Path(os.environ["SCALE_AGENT_DIR"]) / f"{ticket}.jsonl"
+    line = json.dumps({"t": time.time(), "pid": os.getpid(), "cwd": os.getcwd(), **record})
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, (line + "\n").encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def section(prompt: str, heading: str) -> list[str]:
+    lines = prompt.splitlines()
+    if heading not in lines:
+        return []
+    out = []
+    for line in lines[lines.index(heading) + 1 :]:
+        if not line.strip():
+            break
+        out.append(line)
+    return out
+
+
+def task_to_do(prompt: str) -> int | None:
+    if prompt.startswith("You are continuing"):
+        candidates = section(prompt, "In progress when it stopped:")
+        candidates += section(prompt, "Remaining:")
+    elif prompt.startswith("Continue with ticket"):
+        candidates = section(prompt, "Remaining tasks:")
+    else:
+        candidates = prompt.splitlines()
+    for line in candidates:
+        match = TASK_LINE.match(line)
+        if match and (match.group(2) or "pending") not in DONE:
+            return int(match.group(1))
+    return None
+
+
+def cairn(*args: str) -> int:
+    done = subprocess.run([sys.executable, "-m", "cairn", *args], capture_output=True, check=False)
+    return done.returncode
+
+
+def main() -> int:
+    prompt = sys.stdin.read()
+    ticket = os.environ["CAIRN_TICKET"]
+    number = task_to_do(prompt)
+    if number is None:
+        print("nothing left to do")
+        return 0
+    log(ticket, event="start", task=number)
+    cairn("task", "start", str(number))
+    path = Path("work") / f"{ticket}-task-{number}.txt"
+    if path.exists():
+        log(ticket, event="found", task=number, content=path.read_text())
+    else:
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(f"{ticket} task {number}\n")
+        log(ticket, event="wrote", task=number)
+    flag = Path(os.environ["SCALE_AGENT_DIR"]) / f"{ticket}-{number}.slept"
+    if os.environ.get("SCALE_AGENT_SLEEP") == f"{ticket}:{number}" and not flag.exists():
+        flag.write_text("slept once\n")
+        log(ticket, event="sleep", task=number)
+        time.sleep(float(os.environ.get("SCALE_AGENT_PAUSE", "600")))
+    rc = cairn("task", "done", str(number), "--files", str(path), "--outcome", "done")
+    env = {**os.environ, **IDENTITY}
+    subprocess.run(["git", "add", "-A", "work"], env=env, capture_output=True, check=False)
+    subprocess.run(
+        ["git", "commit", "-qm", f"{ticket} task {number}"], env=env, capture_output=True
+    )
+    log(ticket, event="done", task=number, rc=rc)
+    print(f"task {number} done")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

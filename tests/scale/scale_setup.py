@@ -1,0 +1,114 @@
+"""The pieces of a fleet on Temporal in a test: a bare repository as the shared remote, the
+user's clone with a queue, worker processes with their own workspace roots."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from helpers import git, make_repo
+
+AGENT = Path(__file__).with_name("scale_agent.py")
+
+
+def shared_repo(tmp_path: Path, address: str, plans: dict[str, int], heartbeat: str = "3s") -> Path:
+    """The user's clone, its ``origin`` a bare repository; cairn.toml runs the scale agent
+    (one task a turn, every task in one dispatch) on a task queue of its own."""
+    config = (
+        '[agent]\nkind = "command"\n'
+        f"command = {json.dumps([sys.executable, str(AGENT)])}\n"
+        "max_turns = 5\nmax_continuations = 2\ncutoff_timeout_ms = 3000\n\n"
+        '[loop]\nphases = ["implement"]\n\n'
+        '[fleet]\nengine = "temporal"\npoll_interval = "1s"\n\n'
+        f'[temporal]\naddress = "{address}"\ntask_queue = "t-{uuid.uuid4().hex[:10]}"\n'
+        f'heartbeat_timeout = "{heartbeat}"\n'
+    )
+    seed = make_repo(tmp_path / "seed", {"README.md": "hello\n", "cairn.toml": config})
+    bare = tmp_path / "shared.git"
+    git(tmp_path, "clone", "-q", "--bare", str(seed), str(bare))
+    user = tmp_path / "user"
+    git(tmp_path, "clone", "-q", str(bare), str(user))
+    for ticket, tasks in plans.items():
+        body = "".join(f"### Task {n}: Step {n}\n\nDo step {n}.\n\n" for n in range(1, tasks + 1))
+        plan = user / "cairn-queue" / f"{ticket}.md"
+        plan.parent.mkdir(exist_ok=True)
+        plan.write_text(f"# Plan: {ticket}\n\n{body}")
+    return user
+
+
+def agent_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    logs = tmp_path / "agent-log"
+    logs.mkdir(exist_ok=True)
+    return {"SCALE_AGENT_DIR": str(logs), **extra}
+
+
+def agent_log(env: dict[str, str], ticket: str) -> list[dict[str, Any]]:
+    path = Path(env["SCALE_AGENT_DIR"]) / f"{ticket}.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.endswith("}")]
+
+
+@dataclass
+class WorkerProcess:
+    process: subprocess.Popen[bytes]
+    root: Path
+
+    def kill(self) -> None:
+        """SIGKILL the worker and every run it started (their own process groups): a machine
+        that died."""
+        for pid_file in (self.root / ".pids").glob("*.json"):
+            pid = int(json.loads(pid_file.read_text())["pid"])
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.process.kill()
+        self.process.wait()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+def start_worker(user: Path, root: Path, env: dict[str, str]) -> WorkerProcess:
+    """``cairn worker --json`` in ``user``, once it says it polls."""
+    log = root.with_suffix(".log")
+    root.mkdir(parents=True, exist_ok=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "cairn", "worker", "--json", "--workspace-root", str(root)],
+        cwd=user,
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=log.open("wb"),
+        start_new_session=True,
+    )
+    assert process.stdout is not None
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([process.stdout], [], [], 0.2)
+        if ready:
+            line = process.stdout.readline()
+            if b"worker_started" in line:
+                return WorkerProcess(process, root)
+        if process.poll() is not None:
+            break
+    process.kill()
+    raise AssertionError(f"the worker did not start: {log.read_text(errors='replace')[-2000:]}")
+
+
+def events(stdout: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]

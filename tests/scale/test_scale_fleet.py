@@ -1,0 +1,44 @@
+"""The fleet on Temporal end to end: a bare repository as the shared remote, real worker
+processes, `cairn fleet start --engine temporal --once`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import temporal_server
+from scale_setup import agent_env, agent_log, events, shared_repo, start_worker
+
+from helpers import cairn, git
+
+
+def test_a_queue_runs_on_a_worker_and_lands_on_the_remote(
+    tmp_path: Path, temporal: temporal_server.DevServer
+) -> None:
+    user = shared_repo(tmp_path, temporal.address, {"A-1": 2, "B-1": 3})
+    env = agent_env(tmp_path)
+    worker = start_worker(user, tmp_path / "w1", env)
+    try:
+        result = cairn("fleet", "start", "--once", "--json", cwd=user, env=env)
+        assert result.returncode == 0, (result.stdout, result.stderr)
+        seen = events(result.stdout)
+        assert {e["ticket"] for e in seen if e["event"] == "ticket_started"} == {"A-1", "B-1"}
+        assert seen[-1] == {
+            "event": "fleet_finished",
+            "exit_code": 0,
+            "tickets": {"A-1": "completed", "B-1": "completed"},
+        }
+        bare = tmp_path / "shared.git"
+        for ticket, tasks in (("A-1", 2), ("B-1", 3)):
+            files = git(bare, "ls-tree", "-r", "--name-only", f"cairn/{ticket}").split()
+            assert {f"work/{ticket}-task-{n}.txt" for n in range(1, tasks + 1)} <= set(files)
+            assert git(bare, "rev-parse", "--verify", f"refs/cairn/state/{ticket}").strip()
+            done = [e["task"] for e in agent_log(env, ticket) if e["event"] == "done"]
+            assert done == list(range(1, tasks + 1))
+
+        again = cairn("fleet", "start", "--once", "--json", cwd=user, env=env)
+        assert again.returncode == 0, (again.stdout, again.stderr)
+        kinds = [e["event"] for e in events(again.stdout)]
+        assert kinds.count("ticket_exists") == 2 and "ticket_started" not in kinds
+    finally:
+        worker.stop()
+    assert worker.process.returncode == 0
