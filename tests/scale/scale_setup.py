@@ -3,6 +3,7 @@ user's clone with a queue, worker processes with their own workspace roots."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -68,10 +69,8 @@ class WorkerProcess:
         that died."""
         for pid_file in (self.root / ".pids").glob("*.json"):
             pid = int(json.loads(pid_file.read_text())["pid"])
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         self.process.kill()
         self.process.wait()
 
