@@ -36,7 +36,7 @@ class Segments:
         progress = await asyncio.to_thread(workspace.checkpoint, space, "segment start")
         activity.heartbeat(progress)
         command = self._command(space, task)
-        log = self.root / ".logs" / f"{task.ticket}.log"
+        log = self.root / ".logs" / f"{task.ticket.ticket}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         with log.open("ab") as out:
             child = await asyncio.create_subprocess_exec(

@@ -96,11 +96,12 @@ def _registered(git: Git, path: Path) -> bool:
 def _restore_snapshot(space: Workspace, sha: str) -> None:
     """cairn's own restore of the ticket's snapshot, when it was taken on the branch's tip (an
     older one would undo later commits: it stays in its ref)."""
+    from cairn.wip.meta import SnapshotMeta
     from cairn.wip.restore import restore
 
     tip = space.git.out(["rev-parse", f"cairn/{space.ticket}"]).strip()
-    parents = space.git.out(["rev-list", "--parents", "-n", "1", sha]).split()
-    if len(parents) >= 3 and parents[2] == tip:
+    meta = SnapshotMeta.parse(space.git.out(["log", "-1", "--format=%B", sha]))
+    if meta is not None and meta.base == tip:
         restore(space.worktree, sha, ticket=f"{space.ticket}.restore")
 
 

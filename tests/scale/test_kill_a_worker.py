@@ -1,0 +1,97 @@
+"""A worker dies mid-task (SIGKILL, with its run and agent): the heartbeat timeout fires, the
+other worker process takes the segment as attempt 2, rebuilds the worktree from the refs the
+dead one pushed (the untracked file of the task in progress included), and finishes the ticket
+without redoing the task completed before the kill."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import temporal_server
+from scale_setup import agent_env, agent_log, events, shared_repo, start_worker
+from temporalio.client import Client
+
+from cairn.scale.messages import workflow_id
+from helpers import git
+
+TICKET = "K-1"
+
+
+def wait_for(what: str, check: Any, timeout: float = 60) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+async def query_status(address: str, wid: str) -> dict[str, Any]:
+    client = await Client.connect(address)
+    result: dict[str, Any] = await client.get_workflow_handle(wid).query("status")
+    return result
+
+
+def snapshot_holds(bare: Path, path: str) -> bool:
+    ref = f"refs/cairn/wip/{TICKET}"
+    if not git(bare, "rev-parse", "--verify", "-q", ref, check=False).strip():
+        return False
+    return path in git(bare, "ls-tree", "-r", "--name-only", ref).split()
+
+
+def test_a_killed_worker_s_task_is_resumed_elsewhere_from_the_pushed_snapshot(
+    tmp_path: Path, temporal: temporal_server.DevServer
+) -> None:
+    user = shared_repo(tmp_path, temporal.address, {TICKET: 3}, heartbeat="3s")
+    bare = tmp_path / "shared.git"
+    env = agent_env(tmp_path, SCALE_AGENT_SLEEP=f"{TICKET}:2", SCALE_AGENT_PAUSE="600")
+    workers = {name: start_worker(user, tmp_path / name, env) for name in ("w1", "w2")}
+    fleet = subprocess.Popen(
+        [sys.executable, "-m", "cairn", "fleet", "start", "--once", "--json"],
+        cwd=user,
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        asleep = wait_for(
+            "the agent to sleep in task 2",
+            lambda: [e for e in agent_log(env, TICKET) if e["event"] == "sleep"],
+        )[0]
+        # the untracked file of task 2 reaches the remote with a heartbeat's checkpoint
+        wait_for("the snapshot", lambda: snapshot_holds(bare, f"work/{TICKET}-task-2.txt"))
+        doomed = next(n for n, w in workers.items() if asleep["cwd"].startswith(str(w.root)))
+        workers[doomed].kill()
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(asleep["pid"], signal.SIGKILL)  # the agent has a process group of its own
+
+        out, err = fleet.communicate(timeout=120)
+        assert fleet.returncode == 0, (out, err)
+        assert events(out.decode())[-1]["tickets"] == {TICKET: "completed"}
+        # the workflow's query (answered by a live worker): the last segment was a retry
+        state = asyncio.run(query_status(temporal.address, workflow_id(str(bare), TICKET)))
+        assert state["state"] == "completed" and state["attempt"] >= 2
+    finally:
+        if fleet.poll() is None:
+            fleet.kill()
+        for worker in workers.values():
+            worker.stop()
+
+    survivor = workers["w2" if doomed == "w1" else "w1"]
+    log = agent_log(env, TICKET)
+    done = [e["task"] for e in log if e["event"] == "done"]
+    assert done == [1, 2, 3]  # task 1, completed before the kill, is not redone
+    (found,) = [e for e in log if e["event"] == "found"]
+    assert found["task"] == 2 and found["cwd"].startswith(str(survivor.root))
+    assert found["content"] == f"{TICKET} task 2\n"  # restored from the dead worker's snapshot
+    files = git(bare, "ls-tree", "-r", "--name-only", f"cairn/{TICKET}").split()
+    assert {f"work/{TICKET}-task-{n}.txt" for n in (1, 2, 3)} <= set(files)
