@@ -8,7 +8,7 @@ from pathlib import Path
 import temporal_server
 from scale_setup import agent_env, agent_log, events, shared_repo, start_worker
 
-from helpers import cairn, git
+from helpers import assert_one_line_error, cairn, git, untouched_state
 
 
 def test_a_queue_runs_on_a_worker_and_lands_on_the_remote(
@@ -42,3 +42,24 @@ def test_a_queue_runs_on_a_worker_and_lands_on_the_remote(
     finally:
         worker.stop()
     assert worker.process.returncode == 0
+
+
+def test_bad_input_is_one_line_exit_2(tmp_path: Path) -> None:
+    user = shared_repo(tmp_path, f"127.0.0.1:{temporal_server.free_port()}", {"A-1": 1})
+    before = untouched_state(user)
+    refused = cairn("worker", "--engine", "embedded", cwd=user)
+    assert_one_line_error(refused)
+    assert "cairn worker runs the temporal engine only" in refused.stderr
+    unknown = cairn("fleet", "start", "--engine", "celery", "--once", cwd=user)
+    assert_one_line_error(unknown)
+    assert "--engine 'celery' is not an engine" in unknown.stderr
+    nowhere = cairn("fleet", "start", "--once", cwd=user)
+    assert_one_line_error(nowhere)
+    assert "cannot reach Temporal at 127.0.0.1:" in nowhere.stderr
+    assert untouched_state(user) == before
+    git(user, "remote", "remove", "origin")
+    before = untouched_state(user)
+    no_remote = cairn("fleet", "start", "--once", cwd=user)
+    assert_one_line_error(no_remote)
+    assert "[fleet] remote 'origin' is not a remote of" in no_remote.stderr
+    assert untouched_state(user) == before
