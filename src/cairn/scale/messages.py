@@ -10,16 +10,9 @@ from dataclasses import dataclass, field
 # The exit codes of `cairn run|resume` (docs/run.md) a segment reports.
 COMPLETED, NEEDS_REVIEW, REFUSED, INTERRUPTED = 0, 1, 2, 3
 
-
-@dataclass
-class TicketInput:
-    ticket: str
-    plan_name: str  # the plan's file name, e.g. PROJ-7.md (its suffix says its format)
-    plan: str  # the plan's text: workers never read the user's queue
-    remote: str  # the shared git remote every worker reaches (a URL or a path)
-    base: str  # the branch cairn/<ticket> starts from
-    max_segments: int = 3  # interrupted segments resumed before the ticket is left interrupted
-    heartbeat_seconds: float = 30.0  # [temporal] heartbeat_timeout: a silent worker is dead
+# A ticket workflow's states (its `status` query and memo): live ones, then final ones.
+LIVE = ("queued", "running", "pausing", "paused", "stopping")
+FINAL = ("completed", "needs_review", "interrupted", "failed", "stopped")
 
 
 @dataclass
@@ -32,6 +25,30 @@ class Progress:
     state: str | None = None  # the sha of refs/cairn/state/<ticket>
     marker: dict[str, str] = field(default_factory=dict)  # phase, task, status of the marker
     worker: str = ""  # host:pid of the worker that sent it
+
+
+@dataclass
+class Carried:
+    """What a ticket workflow hands to the run it continues as (history stays bounded)."""
+
+    segments: int = 0  # segments run so far, across runs
+    interrupted: int = 0  # segments that ended interrupted, counted against max_segments
+    paused: bool = False
+    progress: Progress | None = None
+    detail: str = ""
+
+
+@dataclass
+class TicketInput:
+    ticket: str
+    plan_name: str  # the plan's file name, e.g. PROJ-7.md (its suffix says its format)
+    plan: str  # the plan's text: workers never read the user's queue
+    remote: str  # the shared git remote every worker reaches (a URL or a path)
+    base: str  # the branch cairn/<ticket> starts from
+    max_segments: int = 3  # interrupted segments resumed before the ticket is left interrupted
+    heartbeat_seconds: float = 30.0  # [temporal] heartbeat_timeout: a silent worker is dead
+    continue_every: int = 20  # segments per workflow run before it continues as new
+    carried: Carried | None = None  # from the run this one continues
 
 
 @dataclass

@@ -1,19 +1,31 @@
 """The ticket workflow: a ticket's segments, one activity each, until the run completes, needs
 review, is refused, or stays interrupted after ``max_segments``. Deterministic: it only decides
-what to run next from the segments' results; all I/O is in the activity."""
+what to run next from the segments' results and the signals it got; all I/O is in the activity.
+
+Signals ``pause`` and ``resume``; cancelling the workflow stops the ticket (``cairn fleet stop
+TICKET``). Both cancel the running segment and wait for it: the run snapshots and the activity
+pushes before it gives up. The state is answered by the ``status`` query and mirrored in the
+workflow's memo (``cairn``), which listing reads without a worker."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import dataclasses
 from datetime import timedelta
+from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, CancelledError
 
 with workflow.unsafe.imports_passed_through():
     from cairn.scale.messages import (
         COMPLETED,
         INTERRUPTED,
         NEEDS_REVIEW,
+        REFUSED,
+        Carried,
         Progress,
         SegmentInput,
         SegmentResult,
@@ -28,47 +40,115 @@ RETRY = RetryPolicy(
     maximum_interval=timedelta(minutes=1),
     maximum_attempts=20,
 )
+MEMO = "cairn"
 
 
 @workflow.defn(name="cairn_ticket")
 class TicketWorkflow:
     def __init__(self) -> None:
+        self.ticket = ""
         self.state = "queued"
-        self.segments = 0
-        self.progress: Progress | None = None
-        self.detail = ""
+        self.carried = Carried()
 
     @workflow.run
     async def run(self, task: TicketInput) -> str:
+        self.ticket = task.ticket
+        self.carried = task.carried or Carried()
+        try:
+            return await self._segments(task)
+        except asyncio.CancelledError:
+            self._set("stopped")
+            raise
+
+    async def _segments(self, task: TicketInput) -> str:
+        runs_here = 0
         while True:
-            self.segments += 1
-            self.state = "running"
-            result = await workflow.execute_activity(
-                "cairn_segment",
-                SegmentInput(task, self.segments),
-                result_type=SegmentResult,
-                start_to_close_timeout=SEGMENT_LIMIT,
-                heartbeat_timeout=timedelta(seconds=task.heartbeat_seconds),
-                retry_policy=RETRY,
-            )
-            self.progress, self.detail = result.progress, result.detail
-            if result.exit_code == INTERRUPTED and self.segments < task.max_segments:
+            if self.carried.paused:
+                self._set("paused")
+                await workflow.wait_condition(lambda: not self.carried.paused)
+            if runs_here >= task.continue_every:
+                workflow.continue_as_new(dataclasses.replace(task, carried=self.carried))
+            runs_here += 1
+            self.carried.segments += 1
+            self._set("running")
+            result = await self._segment(task)
+            if result is None:  # paused mid-segment: its run was stopped with a snapshot
                 continue
-            self.state = _state(result.exit_code)
-            return self.state
+            self.carried.progress, self.carried.detail = result.progress, result.detail
+            if result.exit_code == INTERRUPTED:
+                self.carried.interrupted += 1
+                if self.carried.interrupted < task.max_segments:
+                    continue
+            return self._set(_state(result.exit_code))
+
+    async def _segment(self, task: TicketInput) -> SegmentResult | None:
+        """One segment's result; None when a pause cancelled it (its run snapshotted and the
+        activity pushed before giving up)."""
+        handle = workflow.start_activity(
+            "cairn_segment",
+            SegmentInput(task, self.carried.segments),
+            result_type=SegmentResult,
+            start_to_close_timeout=SEGMENT_LIMIT,
+            heartbeat_timeout=timedelta(seconds=task.heartbeat_seconds),
+            retry_policy=RETRY,
+            cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+        )
+        try:
+            await workflow.wait_condition(lambda: handle.done() or self.carried.paused)
+        except asyncio.CancelledError:  # the ticket is stopped: its segment stops first
+            self._set("stopping")
+            handle.cancel()
+            with contextlib.suppress(ActivityError, asyncio.CancelledError):
+                await handle
+            raise
+        if not handle.done():
+            self._set("pausing")
+            handle.cancel()
+        try:
+            result: SegmentResult = await handle
+        except ActivityError as exc:
+            if isinstance(exc.cause, CancelledError):
+                return None
+            progress = self.carried.progress or Progress(attempt=0)
+            return SegmentResult(REFUSED, progress, _cause(exc))
+        return result
+
+    @workflow.signal
+    def pause(self) -> None:
+        self.carried.paused = True
+
+    @workflow.signal
+    def resume(self) -> None:
+        self.carried.paused = False
 
     @workflow.query
-    def status(self) -> dict[str, object]:
-        progress = self.progress
+    def status(self) -> dict[str, Any]:
+        progress = self.carried.progress
         return {
+            "ticket": self.ticket,
             "state": self.state,
-            "segments": self.segments,
+            "paused": self.carried.paused,
+            "segments": self.carried.segments,
+            "interrupted": self.carried.interrupted,
             "attempt": progress.attempt if progress else None,
             "snapshot": progress.snapshot if progress else None,
             "branch": progress.branch if progress else None,
             "marker": dict(progress.marker) if progress else {},
-            "detail": self.detail,
+            "detail": self.carried.detail,
         }
+
+    def _set(self, state: str) -> str:
+        if state != self.state:
+            self.state = state
+            workflow.upsert_memo({MEMO: self.status()})
+        return state
+
+
+def _cause(exc: BaseException) -> str:
+    """The innermost message of a failure chain: what the last attempt of a segment raised."""
+    while exc.__cause__ is not None:
+        exc = exc.__cause__
+    return str(exc)[:300]
 
 
 def _state(exit_code: int) -> str:
