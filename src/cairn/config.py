@@ -190,6 +190,7 @@ class FleetConfig(Record, forbid_extra=True, strict=True):
     engine: Literal["embedded", "temporal"] = "embedded"  # temporal: docs/scale-out.md
     tracker: Literal["dir", "github"] = "dir"
     remote: str = "origin"
+    base: str | None = None  # the branch cairn/<ticket> starts from (default: HEAD / the remote's)
     push: bool | None = None  # None: false for the dir tracker, true for github
     notify: list[str] = field(default_factory=list)  # webhook URLs
     dashboard_port: Annotated[int, Ge(1)] | None = None
@@ -217,6 +218,8 @@ class FleetConfig(Record, forbid_extra=True, strict=True):
             )
         if not self.remote.strip() or self.remote.startswith("-"):
             raise ValueError(f"remote {self.remote!r} is not a remote; give one such as origin")
+        if self.base is not None and not _branch_name(self.base):
+            raise ValueError(f"base {self.base!r} is not a branch name; give one such as main")
         for url in self.notify:
             if not url.startswith(("https://", "http://")):
                 raise ValueError(f"notify: {url!r} is not an http(s) URL; give webhook URLs")
@@ -378,3 +381,15 @@ def effective(config: Config) -> list[tuple[str, Any, str]]:
 
     walk(config, "", config._given if config.source is not None else None)
     return rows
+
+
+def _branch_name(name: str) -> bool:
+    """A plausible git branch name (git check-ref-format's rules that matter here)."""
+    bad = (" ", "~", "^", ":", "?", "*", "[", "\\", "..", "@{", "//")
+    return (
+        bool(name)
+        and not name.startswith(("-", "/", "."))
+        and not name.endswith(("/", ".", ".lock"))
+        and not any(b in name for b in bad)
+        and all(ord(c) >= 32 and ord(c) != 127 for c in name)
+    )

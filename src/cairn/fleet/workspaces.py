@@ -83,6 +83,27 @@ def ensure(repo: Repo, config: Config, ticket: str) -> Workspace:
         return _ensure(repo, config, ticket)
 
 
+def _start_point(repo: Repo, config: Config, head: str | None) -> str:
+    """Where a new ticket branch starts: ``[fleet] base`` when set, else the main work tree's
+    HEAD."""
+    base = config.fleet.base
+    if base is None:
+        if not head:
+            raise BadInput(
+                f"{repo.toplevel} has no commit yet; commit once before starting the fleet"
+            )
+        return head
+    found = repo.git.run(
+        ["rev-parse", "--verify", "-q", f"refs/heads/{base}^{{commit}}"], check=False
+    )
+    if not found.text:
+        raise BadInput(
+            f"[fleet] base {base!r} is not a branch of {repo.toplevel}; create it or fix "
+            "[fleet] base in cairn.toml"
+        )
+    return found.text
+
+
 def _ensure(repo: Repo, config: Config, ticket: str) -> Workspace:
     root = workspace_root(repo, config)
     path, branch = root / ticket, branch_of(ticket)
@@ -115,10 +136,9 @@ def _ensure(repo: Repo, config: Config, ticket: str) -> Workspace:
     warnings = _clear_the_way(path)
     tip = gitworktree.branch_tip(repo, branch)
     if tip is None:
-        if not main.head:
-            raise BadInput(f"{main.path} has no commit yet; commit once before starting the fleet")
+        start = _start_point(repo, config, main.head)
         root.mkdir(parents=True, exist_ok=True)
-        gitworktree.add(repo, path, branch, base=main.head)
+        gitworktree.add(repo, path, branch, base=start)
         return Workspace(path, branch, True, bool(stale), None, tuple(warnings))
     root.mkdir(parents=True, exist_ok=True)
     gitworktree.add(repo, path, branch, base=None)

@@ -8,6 +8,7 @@ from those refs and resumes, so what survives a dead worker is what the last hea
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -16,9 +17,9 @@ from temporalio import activity
 
 from cairn.scale import workspace
 from cairn.scale.messages import INTERRUPTED, SegmentInput, SegmentResult
+from cairn.scale.shared import Fenced
+from cairn.scale.workspace import STOP_GRACE
 from cairn.util import procs
-
-STOP_GRACE = 10.0  # seconds a stopped run has to snapshot and exit before its group is killed
 
 
 class Segments:
@@ -60,10 +61,18 @@ class Segments:
                 activity.heartbeat(progress)
         except asyncio.CancelledError:
             # cancelled, timed out at the server, or the worker shuts down: the run saves a
-            # snapshot on SIGTERM; push what it saved before giving up the attempt
+            # snapshot on SIGTERM; push what it saved before giving up the attempt (unless a
+            # newer attempt owns the refs by then)
             await asyncio.to_thread(procs.stop_group, child.pid, STOP_GRACE)
             await child.wait()
-            await asyncio.to_thread(workspace.checkpoint, space, "cancelled")
+            with contextlib.suppress(Fenced):
+                await asyncio.to_thread(workspace.checkpoint, space, "cancelled")
+            raise
+        except Fenced as exc:
+            # a newer attempt took the ticket (this worker was cut off from Temporal): stop
+            activity.logger.warning("cairn: %s; stopping this attempt's run", exc)
+            await asyncio.to_thread(procs.stop_group, child.pid, STOP_GRACE)
+            await child.wait()
             raise
         except BaseException:
             procs.kill_group(child.pid)

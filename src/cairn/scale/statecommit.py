@@ -11,13 +11,24 @@ from pathlib import Path
 from cairn.git import Git
 
 EXCLUDE = (".lock",)  # the flock file: a machine-local lock, never state
+ATTEMPT = "Cairn-Attempt"  # the trailer naming the activity attempt that made a state commit
 
 
-def commit(git: Git, directory: Path, parent: str | None, message: str) -> str | None:
-    """A commit of ``directory``'s files (parent: the previous state commit); None when the
-    directory does not exist. An unchanged tree gives back ``parent``."""
-    if not directory.is_dir():
-        return parent
+def attempt_of(git: Git, sha: str) -> int:
+    """The attempt a state commit names (0 for one without the trailer)."""
+    body = git.out(["log", "-1", "--format=%B", sha])
+    for line in reversed(body.splitlines()):
+        name, _, value = line.partition(": ")
+        if name == ATTEMPT and value.strip().isdigit():
+            return int(value)
+    return 0
+
+
+def commit(git: Git, directory: Path, parent: str | None, ticket: str, attempt: int) -> str:
+    """A commit of ``directory``'s files on ``parent`` (the previous state commit), naming
+    ``attempt``. An unchanged tree made by the
+    same attempt gives back ``parent``: a new attempt always makes its own commit (its claim)."""
+    directory.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="cairn-state-") as scratch:
         indexed = git.with_index(Path(scratch) / "index")
         tree_git = indexed.replace(cwd=directory)
@@ -25,8 +36,13 @@ def commit(git: Git, directory: Path, parent: str | None, message: str) -> str |
         for name in EXCLUDE:
             tree_git.run(["rm", "-q", "--cached", "--ignore-unmatch", "--", name])
         tree = tree_git.out(["write-tree"]).strip()
-    if parent is not None and git.out(["rev-parse", f"{parent}^{{tree}}"]).strip() == tree:
+    if (
+        parent is not None
+        and git.out(["rev-parse", f"{parent}^{{tree}}"]).strip() == tree
+        and attempt_of(git, parent) == attempt
+    ):
         return parent
+    message = f"cairn state {ticket}\n\n{ATTEMPT}: {attempt}\n"
     args = ["commit-tree", tree, "-m", message]
     if parent is not None:
         args += ["-p", parent]

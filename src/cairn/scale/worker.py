@@ -13,8 +13,9 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from cairn.config import TemporalConfig
-from cairn.scale.segment import STOP_GRACE, Segments
+from cairn.scale.segment import Segments
 from cairn.scale.workflow import TicketWorkflow
+from cairn.scale.workspace import STOP_GRACE
 
 
 async def connect(config: TemporalConfig) -> Client:

@@ -11,6 +11,7 @@ import os
 import shutil
 import socket
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from cairn.config import load
@@ -18,6 +19,8 @@ from cairn.git import Git
 from cairn.scale import shared, statecommit
 from cairn.scale.messages import Progress, TicketInput
 from cairn.util import procs
+
+STOP_GRACE = 10.0  # seconds a stopped run has to snapshot and exit before its group is killed
 
 
 def clone_dir(root: Path, remote: str) -> Path:
@@ -72,12 +75,20 @@ def prepare(root: Path, task: TicketInput, attempt: int) -> Workspace:
         specs += [f"+{ref}:{ref}" for ref in refs.all() if ref in found]
         shared.fetch(git, specs)
         space.leases = {ref: found.get(ref) for ref in refs.all()}
+        if refs.state in found:
+            newer = statecommit.attempt_of(git, found[refs.state])
+            if newer > attempt:
+                raise shared.Fenced(
+                    f"attempt {newer} of ticket {task.ticket} owns its refs; attempt {attempt} "
+                    "stops"
+                )
         if refs.branch not in found:
             start = f"refs/remotes/{shared.REMOTE}/{task.base}"
             git.run(["branch", "-f", f"cairn/{task.ticket}", start])
         git.run(["worktree", "add", "-q", str(space.worktree), f"cairn/{task.ticket}"])
         if refs.state in found:
             statecommit.checkout(git, found[refs.state], space.state_dir)
+            stop_earlier_run(space)
         elif space.state_dir.exists():
             shutil.rmtree(space.state_dir)
     if refs.wip in found:
@@ -119,6 +130,39 @@ def stop_leftovers(space: Workspace) -> None:
     path.unlink(missing_ok=True)
 
 
+def stop_earlier_run(space: Workspace) -> None:
+    """Stop the run, and its agent, that the ticket's marker names when they live on this host:
+    an earlier attempt of another worker here (a worker that crashed leaves them running). The
+    run gets SIGTERM first, so it stops its agent; what it saves then stays local."""
+    from cairn.state import marker, owner
+    from cairn.state.layout import MARKER
+
+    try:
+        found = marker.read(space.state_dir / MARKER)
+    except Exception:  # a marker the state commit caught half-written: nothing to judge by
+        return
+    if found is None or found.owner is None or found.owner.host != owner.this_host():
+        return
+    if _same_process(found.owner.pid, found.owner.pid_started_at):
+        procs.stop_group(found.owner.pid, STOP_GRACE)
+    agent = found.dispatch
+    if (
+        agent is not None
+        and agent.pid is not None
+        and _same_process(agent.pid, agent.pid_started_at)
+    ):
+        procs.kill_group(agent.pid)
+
+
+def _same_process(pid: int, started: datetime | None) -> bool:
+    if pid == os.getpid() or not procs.pid_alive(pid):
+        return False
+    now = procs.process_start_time(pid)
+    if started is None or now is None:
+        return False  # no proof it is the same process: never kill a stranger
+    return abs((now - started).total_seconds()) <= 2.0
+
+
 def remember_child(space: Workspace, pid: int) -> None:
     started = procs.process_start_time(pid)
     path = space.pid_file()
@@ -141,13 +185,14 @@ def checkpoint(space: Workspace, reason: str) -> Progress:
         if sha:
             updates[ref] = sha
     parent = space.leases.get(refs.state)
-    state = statecommit.commit(
-        git, space.state_dir, parent, f"cairn state {space.ticket}: attempt {space.attempt}"
+    updates[refs.state] = statecommit.commit(
+        git, space.state_dir, parent, space.ticket, space.attempt
     )
-    if state:
-        updates[refs.state] = state
     changed = {ref: sha for ref, sha in updates.items() if space.leases.get(ref) != sha}
     if changed:
+        # the state ref goes with every push, so its lease fences the whole push: each attempt
+        # made its own state commit first (its claim), so an older attempt's lease is stale
+        changed.setdefault(refs.state, updates[refs.state])
         shared.push(git, changed, space.leases)
         space.leases.update(changed)
     return Progress(

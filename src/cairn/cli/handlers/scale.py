@@ -113,7 +113,9 @@ def fleet_start(once: bool, json: bool, workspace: Path) -> NoReturn:
     remote = _remote_url(repo, config.fleet.remote)
     tracker = open_tracker(repo, config, Layout.for_repo(repo, config))
     try:
-        code = asyncio.run(_drive(config, tracker, remote, _base(repo, remote), once, json))
+        code = asyncio.run(
+            _drive(config, tracker, remote, _base(repo, remote, config.fleet.base), once, json)
+        )
     except (OSError, RuntimeError) as exc:
         _leave(report_error(_unreachable(config.temporal.address, exc), json))
     _leave(code)
@@ -133,8 +135,17 @@ def _remote_url(repo: Repo, name: str) -> str:
     return url
 
 
-def _base(repo: Repo, remote: str) -> str:
-    """The remote's default branch (its HEAD), else the branch checked out here."""
+def _base(repo: Repo, remote: str, configured: str | None) -> str:
+    """``[fleet] base`` (which the remote must have), else the remote's default branch (its
+    HEAD), else the branch checked out here."""
+    if configured is not None:
+        listed = repo.git.run(["ls-remote", "--", remote, f"refs/heads/{configured}"], check=False)
+        if not listed.text:
+            raise BadInput(
+                f"[fleet] base {configured!r} is not a branch of {remote}; push it there or fix "
+                "[fleet] base in cairn.toml"
+            )
+        return configured
     found = repo.git.run(["ls-remote", "--symref", "--", remote, "HEAD"], check=False)
     for line in found.text.splitlines():
         if line.startswith("ref: refs/heads/"):
