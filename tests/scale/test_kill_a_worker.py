@@ -1,12 +1,19 @@
-"""A worker dies mid-task (SIGKILL, with its run and agent): the heartbeat timeout fires, the
-other worker process takes the segment as attempt 2, rebuilds the worktree from the refs the
-dead one pushed (the untracked file of the task in progress included), and finishes the ticket
-without redoing the task completed before the kill."""
+"""A worker is lost mid-task: the heartbeat timeout fires, the other worker process takes the
+segment as attempt 2, rebuilds the worktree from the refs the lost one pushed (the untracked
+file of the task in progress included), and finishes the ticket without redoing the task
+completed before the loss. Three ways to lose it:
+
+- ``machine``: SIGKILL of the worker, its run and its agent (the machine died);
+- ``worker``: SIGKILL of the worker process only: its run and agent live on, on the same host as
+  the survivor, which must stop them;
+- ``partition``: SIGSTOP of the worker (cut off, not dead), SIGCONT once the survivor took the
+  ticket: the zombie must not move the remote's refs after the survivor's claim."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -15,11 +22,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 import temporal_server
 from scale_setup import agent_env, agent_log, events, shared_repo, start_worker
 from temporalio.client import Client
 
 from cairn.scale.messages import workflow_id
+from cairn.util import procs
 from helpers import git
 
 TICKET = "K-1"
@@ -48,8 +57,25 @@ def snapshot_holds(bare: Path, path: str) -> bool:
     return path in git(bare, "ls-tree", "-r", "--name-only", ref).split()
 
 
-def test_a_killed_worker_s_task_is_resumed_elsewhere_from_the_pushed_snapshot(
-    tmp_path: Path, temporal: temporal_server.DevServer
+def state_attempts(bare: Path) -> list[int]:
+    """The attempts of the ticket's state commits on the remote, oldest first."""
+    body = git(
+        bare,
+        "log",
+        "--reverse",
+        "--format=%(trailers:key=Cairn-Attempt,valueonly)",
+        f"refs/cairn/state/{TICKET}",
+    )
+    return [int(line) for line in body.split() if line.strip()]
+
+
+def alive(pid: int) -> bool:
+    return procs.process_state(pid) not in (None, ord("Z"))  # a zombie has stopped
+
+
+@pytest.mark.parametrize("loss", ["machine", "worker", "partition"])
+def test_a_lost_worker_s_task_is_resumed_elsewhere_from_the_pushed_snapshot(
+    tmp_path: Path, temporal: temporal_server.DevServer, loss: str
 ) -> None:
     user = shared_repo(tmp_path, temporal.address, {TICKET: 3}, heartbeat="3s")
     bare = tmp_path / "shared.git"
@@ -70,9 +96,25 @@ def test_a_killed_worker_s_task_is_resumed_elsewhere_from_the_pushed_snapshot(
         # the untracked file of task 2 reaches the remote with a heartbeat's checkpoint
         wait_for("the snapshot", lambda: snapshot_holds(bare, f"work/{TICKET}-task-2.txt"))
         doomed = next(n for n, w in workers.items() if asleep["cwd"].startswith(str(w.root)))
-        workers[doomed].kill()
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(asleep["pid"], signal.SIGKILL)  # the agent has a process group of its own
+        lost = workers[doomed]
+        run_pid = int(json.loads((lost.root / ".pids" / f"{TICKET}.json").read_text())["pid"])
+        if loss == "machine":
+            lost.kill()
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(asleep["pid"], signal.SIGKILL)  # the agent has a process group of its own
+        elif loss == "worker":
+            lost.process.kill()
+            lost.process.wait()
+        else:
+            lost.process.send_signal(signal.SIGSTOP)
+            wait_for(
+                "the survivor to find the restored file",
+                lambda: [e for e in agent_log(env, TICKET) if e["event"] == "found"],
+            )
+            lost.process.send_signal(signal.SIGCONT)
+        if loss != "machine":  # the survivor stopped the run and agent left on this host
+            wait_for("the earlier run to stop", lambda: not alive(run_pid), timeout=30)
+            wait_for("the earlier agent to stop", lambda: not alive(asleep["pid"]), timeout=30)
 
         out, err = fleet.communicate(timeout=120)
         assert fleet.returncode == 0, (out, err)
@@ -95,3 +137,5 @@ def test_a_killed_worker_s_task_is_resumed_elsewhere_from_the_pushed_snapshot(
     assert found["content"] == f"{TICKET} task 2\n"  # restored from the dead worker's snapshot
     files = git(bare, "ls-tree", "-r", "--name-only", f"cairn/{TICKET}").split()
     assert {f"work/{TICKET}-task-{n}.txt" for n in (1, 2, 3)} <= set(files)
+    attempts = state_attempts(bare)  # no push of an older attempt after a newer one's claim
+    assert attempts == sorted(attempts) and attempts[0] == 1 and attempts[-1] >= 2
