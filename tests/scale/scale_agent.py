@@ -1,7 +1,8 @@
 """A stand-in coding agent for the scale-out tests (``agent.kind = "command"``): one task a
-turn, as cairn's prompt asks. It writes the task's file (untracked), then, for the task named in
-``$SCALE_AGENT_SLEEP`` (``<ticket>:<task>``), sleeps ``$SCALE_AGENT_PAUSE`` seconds the first
-time, so a test can kill the worker mid-task; then it marks the task done and commits.
+turn, as cairn's prompt asks. It writes the task's file (untracked), then, for the tasks named
+in ``$SCALE_AGENT_SLEEP`` (``<ticket>:<task>``, comma-separated), sleeps ``$SCALE_AGENT_PAUSE``
+seconds the first time, so a test can kill the worker mid-task; then it marks the task done
+and commits.
 
 Everything it does goes to ``$SCALE_AGENT_DIR/<ticket>.jsonl`` (fsynced): ``start``, ``found``
 (the task's file was already there: restored from a snapshot), ``wrote``, ``sleep``, ``done``.
@@ -87,7 +88,8 @@ def main() -> int:
         path.write_text(f"{ticket} task {number}\n")
         log(ticket, event="wrote", task=number)
     flag = Path(os.environ["SCALE_AGENT_DIR"]) / f"{ticket}-{number}.slept"
-    if os.environ.get("SCALE_AGENT_SLEEP") == f"{ticket}:{number}" and not flag.exists():
+    sleepers = os.environ.get("SCALE_AGENT_SLEEP", "").split(",")
+    if f"{ticket}:{number}" in sleepers and not flag.exists():
         flag.write_text("slept once\n")
         log(ticket, event="sleep", task=number)
         time.sleep(float(os.environ.get("SCALE_AGENT_PAUSE", "600")))

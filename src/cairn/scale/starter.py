@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.common import WorkflowIDReusePolicy
-from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.exceptions import CancelledError, WorkflowAlreadyStartedError
 
 from cairn.config import TemporalConfig
 from cairn.scale.messages import TicketInput, workflow_id
@@ -18,7 +18,7 @@ from cairn.scale.workflow import TicketWorkflow
 class Started:
     ticket: str
     workflow_id: str
-    new: bool  # False: the ticket's workflow existed already (running or finished)
+    new: bool  # False: the ticket's workflow runs, or finished (a stopped one starts again)
 
 
 async def start(
@@ -33,7 +33,8 @@ async def start(
                 task,
                 id=wid,
                 task_queue=config.task_queue,
-                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                # a stopped (cancelled) ticket may start again; a finished one never
+                id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
             )
             started.append(Started(task.ticket, wid, True))
         except WorkflowAlreadyStartedError:
@@ -42,18 +43,23 @@ async def start(
 
 
 async def outcomes(client: Client, ids: dict[str, str]) -> dict[str, str]:
-    """ticket → final state, waiting for each workflow to end."""
+    """ticket → final state, waiting for each workflow to end (a stopped ticket's workflow
+    ends cancelled: ``stopped``)."""
     found: dict[str, str] = {}
     for ticket, wid in ids.items():
         handle: WorkflowHandle[TicketWorkflow, str] = client.get_workflow_handle_for(
             TicketWorkflow.run, wid
         )
-        found[ticket] = await handle.result()
+        try:
+            found[ticket] = await handle.result()
+        except WorkflowFailureError as exc:
+            found[ticket] = "stopped" if isinstance(exc.cause, CancelledError) else "failed"
     return found
 
 
 def exit_code(states: dict[str, str]) -> int:
-    """The embedded fleet's ``--once`` codes: 0 all completed, 3 any interrupted, else 1."""
-    if any(s == "interrupted" for s in states.values()):
+    """The embedded fleet's ``--once`` codes: 0 all completed, 3 any interrupted or stopped
+    (resumable), else 1."""
+    if any(s in ("interrupted", "stopped") for s in states.values()):
         return 3
     return 0 if all(s == "completed" for s in states.values()) else 1

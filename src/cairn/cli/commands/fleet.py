@@ -10,6 +10,7 @@ import typer
 
 from cairn.cli.commands.options import Json, Workspace
 from cairn.cli.output import guarded
+from cairn.errors import BadInput
 
 Port = Annotated[
     int | None,
@@ -66,19 +67,73 @@ def start(
         raise typer.Exit(code)
 
 
+Tickets = Annotated[list[str] | None, typer.Argument(help="Tickets (temporal engine).")]
+Wait = Annotated[
+    bool, typer.Option("--wait/--no-wait", help="Wait until it is done (at most 60 s).")
+]
+
+
 @app.command("stop")
 @guarded
 def stop(
-    wait: Annotated[
-        bool, typer.Option("--wait/--no-wait", help="Wait until the supervisor has exited.")
-    ] = True,
+    tickets: Tickets = None,
+    wait: Wait = True,
     json: Json = False,
     workspace: Workspace = Path("."),
+    engine: Engine = None,
 ) -> None:
-    """Stop the running supervisor: every ticket is snapshotted and left resumable."""
-    from cairn.cli.handlers import fleet_run
+    """Stop the running supervisor (temporal engine: the named tickets, else every running
+    one); each ticket is snapshotted and left resumable."""
+    from cairn.cli.handlers import fleet_run, scale
 
+    if scale.engine_of(engine, workspace) == "temporal":
+        scale.fleet_control("stop", tickets or [], 60.0 if wait else 0.0, json, workspace)
+    if tickets:
+        raise BadInput(
+            "stopping single tickets needs the temporal engine; cairn fleet stop without "
+            "tickets stops the embedded fleet's supervisor"
+        )
     fleet_run.stop(wait, json, workspace)
+
+
+@app.command("pause")
+@guarded
+def pause(
+    tickets: Annotated[list[str], typer.Argument(help="Tickets to pause.")],
+    wait: Wait = True,
+    json: Json = False,
+    workspace: Workspace = Path("."),
+    engine: Engine = None,
+) -> None:
+    """Pause tickets (temporal engine): the running segment stops with a snapshot; resume
+    continues where it stopped."""
+    _control("pause", tickets, wait, json, workspace, engine)
+
+
+@app.command("resume")
+@guarded
+def resume(
+    tickets: Annotated[list[str], typer.Argument(help="Tickets to resume.")],
+    wait: Wait = True,
+    json: Json = False,
+    workspace: Workspace = Path("."),
+    engine: Engine = None,
+) -> None:
+    """Resume paused tickets (temporal engine)."""
+    _control("resume", tickets, wait, json, workspace, engine)
+
+
+def _control(
+    action: str, tickets: list[str], wait: bool, json: bool, workspace: Path, engine: str | None
+) -> None:
+    from cairn.cli.handlers import scale
+
+    if scale.engine_of(engine, workspace) != "temporal":
+        raise BadInput(
+            f'cairn fleet {action} needs the temporal engine; set [fleet] engine = "temporal" '
+            "or pass --engine temporal (the embedded fleet stops and starts as a whole)"
+        )
+    scale.fleet_control(action, tickets, 60.0 if wait else 0.0, json, workspace)
 
 
 @app.command("status")

@@ -208,6 +208,68 @@ async def _drive(config: Any, tracker: Any, remote: str, base: str, once: bool, 
     return code
 
 
+def fleet_control(
+    action: str, tickets: list[str], wait: float, json: bool, workspace: Path
+) -> NoReturn:
+    """``cairn fleet stop|pause|resume TICKET…`` on the temporal engine (``stop`` without
+    tickets: every running ticket of this repository)."""
+    from cairn.config import load
+    from cairn.git import Repo
+
+    repo = Repo.discover(workspace)
+    config = load(repo.toplevel)
+    _need_temporalio()
+    remote = _remote_url(repo, config.fleet.remote)
+    from cairn.scale import control
+    from cairn.scale.worker import connect
+
+    async def main() -> list[control.Done]:
+        client = await connect(config.temporal)
+        names = tickets or (await control.running(client, remote) if action == "stop" else [])
+        return await control.act(client, remote, action, names, wait)
+
+    try:
+        done = asyncio.run(main())
+    except BadInput as exc:
+        _leave(report_error(exc, json))
+    except (OSError, RuntimeError) as exc:
+        _leave(report_error(_unreachable(config.temporal.address, exc), json))
+    for one in done:
+        snapshot = _remote_sha(repo, remote, f"refs/cairn/wip/{one.ticket}") if one.changed else ""
+        _emit(
+            json,
+            f"ticket_{action}" if one.changed else "ticket_unchanged",
+            _said(action, one.changed, one.state),
+            ticket=one.ticket,
+            state=one.state,
+            workflow_id=one.workflow_id,
+            snapshot=snapshot or None,
+        )
+    if not done:
+        _emit(json, "nothing_running", "no ticket of this repository is running")
+    _leave(0)
+
+
+def _said(action: str, changed: bool, state: str) -> str:
+    if not changed and action == "resume" and state != "paused":
+        hint = "; start a stopped ticket again with cairn fleet start" if state == "stopped" else ""
+        return "{ticket}: not paused ({state})" + hint
+    if not changed:
+        return "{ticket}: unchanged ({state})"
+    if action == "resume":
+        return "{ticket}: resumed ({state})"
+    return (
+        "{ticket}: "
+        + ("stopped" if action == "stop" else "paused")
+        + (" ({state}), snapshot {snapshot} on the shared remote")
+    )
+
+
+def _remote_sha(repo: Repo, remote: str, ref: str) -> str:
+    listed = repo.git.run(["ls-remote", "--", remote, ref], check=False)
+    return listed.text.split("\t")[0][:12] if listed.ok else ""
+
+
 def engine_of(asked: str | None, workspace: Path) -> str:
     """The engine ``--engine`` names, else ``[fleet] engine`` of the repository's config."""
     if asked is not None:

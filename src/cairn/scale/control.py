@@ -1,0 +1,90 @@
+"""``cairn fleet stop|pause|resume TICKET…`` with ``engine = "temporal"``: cancel a ticket's
+workflow (its segment stops with a snapshot pushed first) or signal it to pause or resume."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.service import RPCError, RPCStatusCode
+
+from cairn.errors import BadInput
+from cairn.scale.messages import workflow_id
+from cairn.scale.workflow import MEMO, TicketWorkflow
+
+ACTIONS = ("stop", "pause", "resume")
+
+
+@dataclass
+class Done:
+    ticket: str
+    workflow_id: str
+    state: str  # the ticket's state afterwards, from the workflow's memo
+    changed: bool  # False: it was not running (stop), or already so (pause/resume)
+
+
+async def running(client: Client, remote: str) -> list[str]:
+    """The tickets of this repository whose workflows run."""
+    prefix = workflow_id(remote, "")
+    query = 'WorkflowType = "cairn_ticket" AND ExecutionStatus = "Running"'
+    found = [w.id async for w in client.list_workflows(query) if w.id.startswith(prefix)]
+    return sorted(wid.removeprefix(prefix) for wid in found)
+
+
+async def act(
+    client: Client, remote: str, action: str, tickets: list[str], wait: float
+) -> list[Done]:
+    """Apply ``action`` to each ticket; every ticket must have a workflow (checked first, so a
+    typo changes nothing)."""
+    handles = {t: client.get_workflow_handle(workflow_id(remote, t)) for t in tickets}
+    states: dict[str, tuple[bool, str]] = {}
+    for ticket, handle in handles.items():
+        try:
+            states[ticket] = await _state(handle)
+        except RPCError as exc:
+            if exc.status != RPCStatusCode.NOT_FOUND:
+                raise
+            raise BadInput(
+                f"ticket {ticket} has no workflow on this task queue's namespace; start it with "
+                "cairn fleet start (cairn fleet status lists the tickets)"
+            ) from None
+    done: list[Done] = []
+    for ticket, handle in handles.items():
+        live, state = states[ticket]
+        if not live:
+            done.append(Done(ticket, handle.id, state, False))
+            continue
+        wanted = {"stop": "stopped", "pause": "paused", "resume": "running"}[action]
+        if (action == "pause" and state == "paused") or (action == "resume" and state != "paused"):
+            done.append(Done(ticket, handle.id, state, False))
+            continue
+        if action == "stop":
+            await handle.cancel()
+        elif action == "pause":
+            await handle.signal(TicketWorkflow.pause)
+        else:
+            await handle.signal(TicketWorkflow.resume)
+        done.append(Done(ticket, handle.id, await _settle(handle, wanted, wait), True))
+    return done
+
+
+async def _state(handle: WorkflowHandle[Any, Any]) -> tuple[bool, str]:
+    described = await handle.describe()
+    memo = await described.memo_value(MEMO, default={})
+    live = described.status == WorkflowExecutionStatus.RUNNING
+    if described.status == WorkflowExecutionStatus.CANCELED:
+        return live, "stopped"
+    return live, str(memo.get("state", "queued" if live else "failed"))
+
+
+async def _settle(handle: WorkflowHandle[Any, Any], wanted: str, wait: float) -> str:
+    """The ticket's state once it is ``wanted`` or ``wait`` seconds passed."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait
+    while True:
+        _, state = await _state(handle)
+        if state == wanted or loop.time() >= deadline:
+            return state
+        await asyncio.sleep(0.2)

@@ -1,0 +1,131 @@
+"""``cairn fleet pause|resume|stop TICKET`` on the temporal engine, end to end: a paused
+ticket's run stops with its snapshot pushed and continues on resume; a stopped ticket's
+workflow ends cancelled with its snapshot on the remote, and the next ``fleet start``
+continues it without redoing a completed task."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import temporal_server
+from scale_setup import agent_env, agent_log, events, shared_repo, start_worker
+
+from cairn.util import procs
+from helpers import assert_one_line_error, cairn, git, untouched_state
+
+
+def wait_for(what: str, check: Any, timeout: float = 60) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def asleep(env: dict[str, str], ticket: str) -> dict[str, Any]:
+    found: dict[str, Any] = wait_for(
+        f"{ticket}'s agent to sleep",
+        lambda: [e for e in agent_log(env, ticket) if e["event"] == "sleep"],
+    )[0]
+    return found
+
+
+def gone(pid: int) -> bool:
+    return procs.process_state(pid) in (None, ord("Z"))
+
+
+def snapshot_files(bare: Path, ticket: str) -> list[str]:
+    return git(bare, "ls-tree", "-r", "--name-only", f"refs/cairn/wip/{ticket}").split()
+
+
+def one_event(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    assert result.returncode == 0, (result.stdout, result.stderr)
+    (event,) = events(result.stdout)
+    return event
+
+
+def test_pause_resume_and_stop_a_ticket(
+    tmp_path: Path, temporal: temporal_server.DevServer
+) -> None:
+    user = shared_repo(tmp_path, temporal.address, {"P-1": 3, "S-1": 3})
+    bare = tmp_path / "shared.git"
+    env = agent_env(tmp_path, SCALE_AGENT_SLEEP="P-1:2,S-1:2", SCALE_AGENT_PAUSE="600")
+    worker = start_worker(user, tmp_path / "w1", env)
+    fleet = subprocess.Popen(
+        [sys.executable, "-m", "cairn", "fleet", "start", "--once", "--json"],
+        cwd=user,
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        paused_agent, stopped_agent = asleep(env, "P-1"), asleep(env, "S-1")
+
+        paused = one_event(cairn("fleet", "pause", "P-1", "--json", cwd=user, env=env))
+        assert (paused["event"], paused["state"]) == ("ticket_pause", "paused")
+        assert gone(paused_agent["pid"])
+        assert "work/P-1-task-2.txt" in snapshot_files(bare, "P-1")
+        again = one_event(cairn("fleet", "pause", "P-1", "--json", cwd=user, env=env))
+        assert (again["event"], again["state"]) == ("ticket_unchanged", "paused")
+
+        stopped = one_event(cairn("fleet", "stop", "S-1", "--json", cwd=user, env=env))
+        assert (stopped["event"], stopped["state"]) == ("ticket_stop", "stopped")
+        assert gone(stopped_agent["pid"])
+        assert "work/S-1-task-2.txt" in snapshot_files(bare, "S-1")
+        wip = git(bare, "rev-parse", "refs/cairn/wip/S-1").strip()
+        assert stopped["snapshot"] == wip[:12]
+
+        resumed = one_event(cairn("fleet", "resume", "P-1", "--json", cwd=user, env=env))
+        assert (resumed["event"], resumed["state"]) == ("ticket_resume", "running")
+        out, err = fleet.communicate(timeout=120)
+        assert fleet.returncode == 3, (out, err)  # S-1 stopped: resumable
+        assert events(out)[-1]["tickets"] == {"P-1": "completed", "S-1": "stopped"}
+
+        later = cairn("fleet", "start", "--once", "--json", cwd=user, env=env)
+        assert later.returncode == 0, (later.stdout, later.stderr)
+        seen = events(later.stdout)
+        kinds = ("ticket_exists", "ticket_started")
+        starts = {e["ticket"]: e["event"] for e in seen if e["event"] in kinds}
+        assert starts.get("P-1") == "ticket_exists" and starts.get("S-1") == "ticket_started"
+        assert seen[-1]["tickets"] == {"P-1": "completed", "S-1": "completed"}
+    finally:
+        if fleet.poll() is None:
+            fleet.kill()
+        worker.stop()
+
+    for ticket in ("P-1", "S-1"):
+        log = agent_log(env, ticket)
+        assert [e["task"] for e in log if e["event"] == "done"] == [1, 2, 3]  # none redone
+        (found,) = [e for e in log if e["event"] == "found"]
+        assert found["task"] == 2  # the task-2 file came back from the pushed snapshot
+        files = git(bare, "ls-tree", "-r", "--name-only", f"cairn/{ticket}").split()
+        assert {f"work/{ticket}-task-{n}.txt" for n in (1, 2, 3)} <= set(files)
+
+
+def test_control_bad_input_is_one_line_exit_2(
+    tmp_path: Path, temporal: temporal_server.DevServer
+) -> None:
+    user = shared_repo(tmp_path, temporal.address, {"A-1": 1})
+    before = untouched_state(user)
+    unknown = cairn("fleet", "stop", "NOPE-1", cwd=user)
+    assert_one_line_error(unknown)
+    assert "ticket NOPE-1 has no workflow" in unknown.stderr
+    as_json = cairn("fleet", "pause", "NOPE-1", "--json", cwd=user)
+    assert as_json.returncode == 2
+    assert "NOPE-1" in json.loads(as_json.stdout)["error"]["message"]
+    embedded = cairn("fleet", "pause", "A-1", "--engine", "embedded", cwd=user)
+    assert_one_line_error(embedded)
+    assert "cairn fleet pause needs the temporal engine" in embedded.stderr
+    single = cairn("fleet", "stop", "A-1", "--engine", "embedded", cwd=user)
+    assert_one_line_error(single)
+    assert "stopping single tickets needs the temporal engine" in single.stderr
+    assert untouched_state(user) == before
