@@ -38,6 +38,21 @@ def test_ensure_creates_beside_the_repo_then_reuses(repo: Path) -> None:
     assert workspaces.ensure(inside, cfg2, "T-1").path == ws.path
 
 
+def test_a_new_ticket_branch_starts_from_fleet_base(repo: Path) -> None:
+    git(repo, "branch", "release/2")
+    write(repo, "later.txt")
+    git(repo, "add", "later.txt")
+    git(repo, "commit", "-qm", "later on main")
+    write(repo, "cairn.toml", '[fleet]\nbase = "release/2"\n')
+    found, cfg = open_repo(repo)
+    ws = workspaces.ensure(found, cfg, "T-3")
+    assert rev(ws.path, "HEAD") == rev(repo, "release/2") != rev(repo, "main")
+    write(repo, "cairn.toml", '[fleet]\nbase = "nowhere"\n')
+    found, cfg = open_repo(repo)
+    with pytest.raises(BadInput, match="base 'nowhere' is not a branch of"):
+        workspaces.ensure(found, cfg, "T-4")
+
+
 def test_an_existing_branch_is_checked_out_not_recreated(repo: Path) -> None:
     git(repo, "branch", "cairn/T-2")
     write(repo, "later.txt")

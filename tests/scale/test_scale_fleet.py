@@ -57,6 +57,13 @@ def test_bad_input_is_one_line_exit_2(tmp_path: Path) -> None:
     assert_one_line_error(nowhere)
     assert "cannot reach Temporal at 127.0.0.1:" in nowhere.stderr
     assert untouched_state(user) == before
+    (user / "cairn.toml").write_text(
+        (user / "cairn.toml").read_text().replace("[fleet]\n", '[fleet]\nbase = "release"\n')
+    )
+    no_base = cairn("fleet", "start", "--once", cwd=user)
+    assert_one_line_error(no_base)
+    assert "[fleet] base 'release' is not a branch of" in no_base.stderr
+    git(user, "checkout", "-q", "cairn.toml")
     git(user, "remote", "remove", "origin")
     before = untouched_state(user)
     no_remote = cairn("fleet", "start", "--once", cwd=user)
