@@ -16,7 +16,13 @@ from cairn.util.records import plain, pydantic_json
 HEADER = ("ticket", "state", "phase", "task", "attempt", "turns", "snapshot", "worktree", "last")
 
 
-def status(json: bool = False, workspace: Path = Path(".")) -> None:
+def status(json: bool = False, workspace: Path = Path("."), engine: str | None = None) -> None:
+    from cairn.cli.handlers.scale import engine_of
+
+    if engine_of(engine, workspace) == "temporal":  # the rows are the workflows'
+        from cairn.cli.handlers import scale_status
+
+        scale_status.status(json, workspace)
     from cairn.state.fleetstatus import fleet_status
 
     report = fleet_status(workspace)
