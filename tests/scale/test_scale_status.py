@@ -66,8 +66,10 @@ def test_finished_tickets_and_the_dashboard(
     env = agent_env(tmp_path)
     worker = start_worker(user, tmp_path / "w1", env)
     try:
-        result = cairn("fleet", "start", "--once", "--json", cwd=user, env=env)
+        result = cairn("fleet", "start", "--once", "--json", "--port", "0", cwd=user, env=env)
         assert result.returncode == 0, (result.stdout, result.stderr)
+        first = json.loads(result.stdout.splitlines()[0])  # the dashboard beside the start
+        assert first["event"] == "dashboard_started" and first["read_only"] is False
     finally:
         worker.stop()
     bare = tmp_path / "shared.git"

@@ -17,15 +17,16 @@ HEADER = ("ticket", "state", "phase", "task", "attempt", "turns", "snapshot", "w
 
 
 def status(json: bool = False, workspace: Path = Path("."), engine: str | None = None) -> None:
-    from cairn.cli.handlers.scale import engine_of
+    from cairn.cli.handlers.scale import _engine
+    from cairn.state.fleetstatus import fleet_status
+    from cairn.state.layout import discover
 
-    if engine_of(engine, workspace) == "temporal":  # the rows are the workflows'
+    found = discover(workspace)
+    if _engine(engine, found[1].fleet.engine) == "temporal":  # the rows are the workflows'
         from cairn.cli.handlers import scale_status
 
         scale_status.status(json, workspace)
-    from cairn.state.fleetstatus import fleet_status
-
-    report = fleet_status(workspace)
+    report = fleet_status(workspace, found)
     for warning in report.warnings:  # on stderr: stdout stays the table or the JSON array
         sys.stderr.write(f"cairn: warning: {warning}\n")
     if json:
