@@ -201,7 +201,8 @@ COMMANDS: dict[tuple[str, ...], Command] = {
     ),
     ("status",): Command("cairn.cli.handlers.status:status", options=_options(JSON, WORKSPACE)),
     ("fleet", "status"): Command(
-        "cairn.cli.handlers.fleet_status:status", options=_options(JSON, WORKSPACE)
+        "cairn.cli.handlers.fleet_status:status",
+        options=_options(JSON, WORKSPACE, engine=Opt("engine")),
     ),
     ("logs",): Command(
         "cairn.cli.handlers.logs:logs",

@@ -11,14 +11,18 @@ from __future__ import annotations
 import os
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cairn.errors import CairnError
 from cairn.state import fleetstate, journal, status
-from cairn.state.layout import discover
+from cairn.state.layout import Layout, discover
 from cairn.util import clock
 from cairn.util.durations import parse_duration
 from cairn.util.records import Record, field
+
+if TYPE_CHECKING:
+    from cairn.config import Config
+    from cairn.git import Repo
 
 SHORT_SHA = 10
 
@@ -55,8 +59,11 @@ class FleetStatus(Record, frozen=False):
     warnings: list[str] = field(default_factory=list)
 
 
-def fleet_status(workspace: Path | str = ".") -> FleetStatus:
-    repo, config, layout = discover(workspace)
+def fleet_status(
+    workspace: Path | str = ".", discovered: tuple[Repo, Config, Layout] | None = None
+) -> FleetStatus:
+    """The rows of the repository at ``workspace`` (``discovered``: it, already read)."""
+    repo, config, layout = discovered or discover(workspace)
     report = FleetStatus()
     records = fleetstate.listing(layout, report.warnings)
     if not records:

@@ -56,6 +56,10 @@ def start(
     from cairn.cli.handlers import fleet_run, scale
 
     if scale.engine_of(engine, workspace) == "temporal":
+        if port is not None:
+            from cairn.cli.handlers import scale_status
+
+            scale_status.start(once, json, workspace, port, host)
         scale.fleet_start(once, json, workspace)
     if port is not None:
         from cairn.cli.handlers import fleet_dashboard
@@ -138,11 +142,12 @@ def _control(
 
 @app.command("status")
 @guarded
-def status(json: Json = False, workspace: Workspace = Path(".")) -> None:
-    """One row per fleet ticket: state, phase, task, attempt, snapshot, worktree."""
+def status(json: Json = False, workspace: Workspace = Path("."), engine: Engine = None) -> None:
+    """One row per fleet ticket: state, phase, task, attempt, snapshot, worktree (temporal:
+    read from the ticket workflows, with the worker)."""
     from cairn.cli.handlers import fleet_status
 
-    fleet_status.status(json=json, workspace=workspace)
+    fleet_status.status(json=json, workspace=workspace, engine=engine)
 
 
 @app.command("prune")
@@ -175,8 +180,14 @@ def dashboard(
     host: Host = None,
     json: Json = False,
     workspace: Workspace = Path("."),
+    engine: Engine = None,
 ) -> None:
-    """Serve the fleet's dashboard read-only from the files, without a supervisor."""
-    from cairn.cli.handlers import fleet_dashboard
+    """Serve the fleet's dashboard read-only from the files, without a supervisor (temporal:
+    from the ticket workflows)."""
+    from cairn.cli.handlers import fleet_dashboard, scale
 
+    if scale.engine_of(engine, workspace) == "temporal":
+        from cairn.cli.handlers import scale_status
+
+        scale_status.dashboard(json, workspace, port, host)
     fleet_dashboard.dashboard(json, workspace, port, host)

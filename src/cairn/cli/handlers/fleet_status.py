@@ -16,10 +16,17 @@ from cairn.util.records import plain, pydantic_json
 HEADER = ("ticket", "state", "phase", "task", "attempt", "turns", "snapshot", "worktree", "last")
 
 
-def status(json: bool = False, workspace: Path = Path(".")) -> None:
+def status(json: bool = False, workspace: Path = Path("."), engine: str | None = None) -> None:
+    from cairn.cli.handlers.scale import _engine
     from cairn.state.fleetstatus import fleet_status
+    from cairn.state.layout import discover
 
-    report = fleet_status(workspace)
+    found = discover(workspace)
+    if _engine(engine, found[1].fleet.engine) == "temporal":  # the rows are the workflows'
+        from cairn.cli.handlers import scale_status
+
+        scale_status.status(json, workspace)
+    report = fleet_status(workspace, found)
     for warning in report.warnings:  # on stderr: stdout stays the table or the JSON array
         sys.stderr.write(f"cairn: warning: {warning}\n")
     if json:

@@ -18,6 +18,7 @@ from cairn.fleet.dashboard import api
 from cairn.fleet.dashboard.views import Dashboard
 
 if TYPE_CHECKING:
+    from cairn.fleet.dashboard.source import Source
     from cairn.fleet.supervisor import Supervisor
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -31,11 +32,15 @@ def _page(name: str) -> Route:
 
 
 def make_app(
-    repo_path: Path, *, supervisor: Supervisor | None = None, token: str | None
+    repo_path: Path,
+    *,
+    supervisor: Supervisor | None = None,
+    token: str | None,
+    source: Source | None = None,
 ) -> Starlette:
     """The dashboard of the repository at ``repo_path``: read-only from the files when
-    ``supervisor`` is None, else also able to make it poll the tracker now. With ``token``,
-    every request must carry it."""
+    ``supervisor`` is None, else also able to make it poll the tracker now; its rows from
+    ``source`` when given (the temporal engine). With ``token``, every request must carry it."""
     routes = [
         Route("/api/v1/state", api.state, methods=["GET"]),
         Route("/api/v1/tickets/{ticket}", api.ticket, methods=["GET"]),
@@ -50,5 +55,5 @@ def make_app(
         middleware=[Middleware(api.Guard, token=token)],
         exception_handlers={HTTPException: api.http_error, Exception: api.server_error},
     )
-    app.state.dashboard = Dashboard(repo_path, supervisor)
+    app.state.dashboard = Dashboard(repo_path, supervisor, source)
     return app

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 from cairn.errors import BadInput, CairnError
 from cairn.fleet import lease
 from cairn.fleet.dashboard.rows import RowCache
+from cairn.fleet.dashboard.source import LocalView, Source
+from cairn.git import Git
 from cairn.state import fleetstate, journal
 from cairn.state.layout import SUMMARY_ARTIFACT, SUMMARY_ROLE, discover, latest_artifact
 from cairn.util import clock, durable
@@ -32,9 +34,15 @@ SNAPSHOTS = 20  # the newest snapshots listed on a ticket page
 
 class Dashboard:
     """One repository's fleet, as the dashboard reads it; ``supervisor`` when it runs inside
-    ``cairn fleet start`` (then ``refresh`` can wake it)."""
+    ``cairn fleet start`` (then ``refresh`` can wake it); ``source`` when the rows come from
+    elsewhere than the fleet files (the temporal engine)."""
 
-    def __init__(self, repo_path: Path, supervisor: Supervisor | None = None) -> None:
+    def __init__(
+        self,
+        repo_path: Path,
+        supervisor: Supervisor | None = None,
+        source: Source | None = None,
+    ) -> None:
         if supervisor is not None:
             self.repo, self.config, self.layout = (
                 supervisor.repo,
@@ -44,7 +52,8 @@ class Dashboard:
         else:
             self.repo, self.config, self.layout = discover(repo_path)
         self.supervisor = supervisor
-        self.rows = RowCache(self.repo, self.config, self.layout)
+        self.rows: RowCache | Source = source or RowCache(self.repo, self.config, self.layout)
+        self.source = source
 
     def warm(self) -> None:
         """Read every ticket's files once in the background, so the first page load finds
@@ -83,6 +92,8 @@ class Dashboard:
         }
 
     def _supervisor(self) -> dict[str, Any]:
+        if self.source is not None:
+            return self.source.supervisor()
         if self.supervisor is not None:
             return {"running": True, "pid": os.getpid()}
         try:
@@ -104,7 +115,9 @@ class Dashboard:
 
     def refresh(self) -> bool | None:
         """Ask the supervisor to poll the tracker now: None without one, else whether a poll
-        was already due (the request joins it)."""
+        was already due (the request joins it). A source reads again instead."""
+        if self.source is not None:
+            return self.source.refresh()
         sup = self.supervisor
         if sup is None:
             return None
@@ -119,46 +132,46 @@ class Dashboard:
         row = self.rows.row(ticket)
         if row is None:
             return None
-        run_dir = self.layout.run_dir(ticket, row["run"]) if row.get("run") else None
-        snapshots = self._snapshots(ticket)
+        view = self.source.view(ticket, row) if self.source is not None else self._local(row)
+        if view is None:
+            return {"ticket": row, "summary": "", "base": "", "branch_diff": "",
+                    "snapshot_diff": "", "journal": [], "snapshots": []}  # fmt: skip
+        git, run_dir = view.git, view.run_dir
+        snapshots = self._snapshots(git, ticket, view.snapshot)
         latest = snapshots[0] if snapshots else None
-        branch = row.get("branch")
         branch_diff = snapshot_diff = ""
-        if branch and self._exists(f"refs/heads/{branch}"):
-            branch_diff = self._diff(f"HEAD...refs/heads/{branch}")
+        if view.branch and _exists(git, view.branch):
+            branch_diff = _diff(git, f"{view.base}...{view.branch}")
         if latest is not None:
-            snapshot_diff = self._diff(latest["base"] or "", latest["commit"])
+            snapshot_diff = _diff(git, latest["base"] or "", latest["commit"])
         return {
             "ticket": row,
             "summary": _summary(run_dir) if run_dir else "",
-            "base": self.repo.current_branch() or "HEAD",
+            "base": view.base_name,
             "branch_diff": branch_diff,
             "snapshot_diff": snapshot_diff,
             "journal": _journal_tail(run_dir) if run_dir else [],
             "snapshots": snapshots,
         }
 
-    def _exists(self, ref: str) -> bool:
-        args = ["rev-parse", "-q", "--verify", "--end-of-options", ref]
-        return self.repo.git.run(args, check=False).ok
+    def _local(self, row: dict[str, Any]) -> LocalView:
+        """This repository's refs and its fleet's run directory."""
+        ticket, branch = row["ticket"], row.get("branch")
+        run_dir = self.layout.run_dir(ticket, row["run"]) if row.get("run") else None
+        return LocalView(
+            self.repo.git,
+            "HEAD",
+            self.repo.current_branch() or "HEAD",
+            f"refs/heads/{branch}" if branch else None,
+            wip_ref(self.config, ticket),
+            run_dir,
+        )
 
-    def _diff(self, *spec: str) -> str:
-        args = ["diff", "--no-ext-diff", "--no-color", "--patch", *(s for s in spec if s)]
-        result = self.repo.git.run([*args, "--"], check=False)
-        if not result.ok:
-            return ""
-        out = result.stdout
-        if len(out) <= DIFF_CAP:
-            return out.decode("utf-8", "replace")
-        cut = out[:DIFF_CAP].decode("utf-8", "ignore")
-        return f"{cut}\n… diff cut at {DIFF_CAP // 1024} KB of {len(out) // 1024} KB\n"
-
-    def _snapshots(self, ticket: str) -> list[dict[str, Any]]:
-        ref = wip_ref(self.config, ticket)
-        if not self._exists(ref):
+    def _snapshots(self, git: Git, ticket: str, ref: str | None) -> list[dict[str, Any]]:
+        if ref is None or not _exists(git, ref):
             return []
         try:
-            found = chain(self.repo.git, ref, SNAPSHOTS)
+            found = chain(git, ref, SNAPSHOTS)
         except CairnError:
             return []
         now = clock.now()
@@ -183,6 +196,23 @@ class Dashboard:
                 }
             )
         return listed
+
+
+def _exists(git: Git, ref: str) -> bool:
+    args = ["rev-parse", "-q", "--verify", "--end-of-options", ref]
+    return git.run(args, check=False).ok
+
+
+def _diff(git: Git, *spec: str) -> str:
+    args = ["diff", "--no-ext-diff", "--no-color", "--patch", *(s for s in spec if s)]
+    result = git.run([*args, "--"], check=False)
+    if not result.ok:
+        return ""
+    out = result.stdout
+    if len(out) <= DIFF_CAP:
+        return out.decode("utf-8", "replace")
+    cut = out[:DIFF_CAP].decode("utf-8", "ignore")
+    return f"{cut}\n… diff cut at {DIFF_CAP // 1024} KB of {len(out) // 1024} KB\n"
 
 
 def _summary(run_dir: Path) -> str:

@@ -1,0 +1,150 @@
+"""``cairn fleet status`` and the dashboard with ``engine = "temporal"``: the tickets' rows read
+from their workflows (``cairn.scale.status``), not from local files. Like every command that
+loads temporalio, they leave with ``os._exit`` (temporalio/sdk-python#300)."""
+
+from __future__ import annotations
+
+import asyncio
+import json as jsonlib
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from cairn.cli.handlers.scale import _leave, _need_temporalio, _remote_url, _unreachable
+from cairn.cli.output import console, report_error
+
+if TYPE_CHECKING:
+    from cairn.fleet.dashboard.source import Source
+
+HEADER = (
+    "ticket",
+    "state",
+    "phase",
+    "task",
+    "attempt",
+    "segments",
+    "snapshot",
+    "branch",
+    "worker",
+    "last",
+)
+
+
+def status(json: bool, workspace: Path) -> NoReturn:
+    from cairn.config import load
+    from cairn.git import Repo
+
+    repo = Repo.discover(workspace)
+    config = load(repo.toplevel)
+    remote = _remote_url(repo, config.fleet.remote)
+    _need_temporalio()
+    from cairn.scale import status as scale_status
+
+    async def read() -> scale_status.Listing:
+        client = await scale_status.connect(config.temporal)
+        return await scale_status.listing(client, remote)
+
+    try:
+        found = asyncio.run(read())
+    except (OSError, RuntimeError) as exc:
+        _leave(report_error(_unreachable(config.temporal.address, exc), json))
+    for warning in found.warnings:  # on stderr: stdout stays the table or the JSON array
+        sys.stderr.write(f"cairn: warning: {warning}\n")
+    if json:
+        sys.stdout.write(jsonlib.dumps(found.rows, indent=2) + "\n")
+    elif not found.rows:
+        console.print(
+            "no ticket workflows for this repository: `cairn fleet start` starts the queue's"
+        )
+    else:
+        sys.stdout.write(table(found.rows))
+    _leave(0)
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    from cairn.state.status import age_text
+
+    lines: list[tuple[str, ...]] = [HEADER]
+    for row in rows:
+        snapshot = row["snapshot"] or "-"
+        if row["snapshot"] and row["snapshot_age_seconds"] is not None:
+            snapshot += f" {age_text(row['snapshot_age_seconds'])}"
+        last = "-"
+        if row["last_event"] is not None:
+            last = f"{row['last_event']} {age_text(row['last_event_age_seconds'])}"
+        lines.append(
+            (
+                row["ticket"],
+                row["state"].replace("_", " ") + (" (paused)" if row["paused"] else ""),
+                row["phase"] or "-",
+                str(row["task"]) if row["task"] is not None else "-",
+                str(row["attempt"] or "-"),
+                str(row["segments"]),
+                snapshot,
+                row["branch_sha"] or "-",
+                row["worker"] or "-",
+                last,
+            )
+        )
+    widths = [max(len(line[i]) for line in lines) for i in range(len(HEADER))]
+    text = [
+        "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+        for line in lines
+    ]
+    text += [f"  {row['ticket']}: {row['detail']}" for row in rows if row["detail"]]
+    return "\n".join(text) + "\n"
+
+
+def _source(workspace: Path, json: bool) -> Source:
+    """The dashboard's rows from Temporal (``cairn.scale.dashsource``); an unreachable
+    Temporal is one error line, exit 2."""
+    from cairn.config import load
+    from cairn.git import Repo
+    from cairn.state.layout import Layout
+
+    repo = Repo.discover(workspace)
+    config = load(repo.toplevel)
+    remote = _remote_url(repo, config.fleet.remote)
+    _need_temporalio()
+    from cairn.cli.handlers.scale import _base
+    from cairn.scale.dashsource import TemporalRows
+
+    scratch = Layout.for_repo(repo, config).root / "scale" / "dashboard"
+    try:
+        return TemporalRows(
+            config, remote, _base(repo, remote), scratch, repo.common_dir / "objects"
+        )
+    except (OSError, RuntimeError, TimeoutError) as exc:
+        _leave(report_error(_unreachable(config.temporal.address, exc), json))
+
+
+def dashboard(json: bool, workspace: Path, port: int, host: str | None) -> NoReturn:
+    """``cairn fleet dashboard`` on the temporal engine: served until SIGINT or SIGTERM."""
+    from cairn.cli.handlers.fleet_dashboard import _announce
+    from cairn.fleet.dashboard import serve
+    from cairn.fleet.dashboard.app import make_app
+
+    token = serve.token_from_env()
+    address = serve.check_bind(host, token)
+    sock = serve.bind(address, port)
+    app = make_app(workspace, token=token, source=_source(workspace, json))
+    _announce(serve.url(sock), json, read_only=True, token=token is not None)
+    serve.foreground(app, sock)
+    _leave(0)
+
+
+def start(once: bool, json: bool, workspace: Path, port: int, host: str | None) -> NoReturn:
+    """``cairn fleet start --port P`` on the temporal engine: the dashboard in a thread while
+    the workflows are started (and, with ``--once``, waited for)."""
+    from cairn.cli.handlers import scale
+    from cairn.cli.handlers.fleet_dashboard import _announce
+    from cairn.fleet.dashboard import serve
+    from cairn.fleet.dashboard.app import make_app
+
+    token = serve.token_from_env()
+    address = serve.check_bind(host, token)
+    sock = serve.bind(address, port)
+    app = make_app(workspace, token=token, source=_source(workspace, json))
+    serve.Background(app, sock).start()
+    _announce(serve.url(sock), json, read_only=False, token=token is not None)
+    scale.fleet_start(once, json, workspace)

@@ -1,0 +1,58 @@
+"""Where the dashboard's rows come from when they are not this repository's fleet files: the
+interface a source implements (the temporal engine's is ``cairn.scale.dashsource``, handed in
+by the command line, so ``cairn.fleet`` never imports temporalio)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, NamedTuple, Protocol
+
+from cairn.git import Git
+
+
+class View(Protocol):
+    """What a ticket page diffs and reads: a repository holding the ticket's refs, the base
+    its branch is compared with, the branch and snapshot refs there (None: not there), and the
+    run directory with the change summary and the journal (None: none readable)."""
+
+    @property
+    def git(self) -> Git: ...
+    @property
+    def base(self) -> str: ...  # a revision of ``git``: the branch diff is base...branch
+    @property
+    def base_name(self) -> str: ...  # what the page calls it
+    @property
+    def branch(self) -> str | None: ...
+    @property
+    def snapshot(self) -> str | None: ...
+    @property
+    def run_dir(self) -> Path | None: ...
+
+
+class LocalView(NamedTuple):
+    """A ``View`` of this repository (the embedded fleet)."""
+
+    git: Git
+    base: str
+    base_name: str
+    branch: str | None
+    snapshot: str | None
+    run_dir: Path | None
+
+
+class Source(Protocol):
+    def rows(self) -> tuple[list[dict[str, Any]], list[str]]:
+        """Every ticket's row (``cairn fleet status --json``'s shape) and warnings."""
+        ...
+
+    def row(self, ticket: str) -> dict[str, Any] | None: ...
+
+    def refresh(self) -> bool:
+        """Read again at the next request; whether a read was due already."""
+        ...
+
+    def supervisor(self) -> dict[str, Any]:
+        """The page's ``supervisor`` object: ``running`` enables its refresh button."""
+        ...
+
+    def view(self, ticket: str, row: dict[str, Any]) -> View | None: ...

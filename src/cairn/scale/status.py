@@ -1,0 +1,245 @@
+"""``cairn fleet status`` and the dashboard on the temporal engine: one row per ticket workflow
+of this repository, read from Temporal, not from local files.
+
+A listing (visibility) gives every run of the repository's ``cairn_ticket`` workflows with its
+memo, where the workflow mirrors its state (``workflow.MEMO``); the latest run of each
+workflow id makes the row. A running workflow adds what only the server knows now: its pending
+segment's attempt and last heartbeat (``describe``, no worker needed) and its ``status`` query
+(a worker must answer; when none does within ``QUERY_TIMEOUT``, the memo stands in and the rest
+of the listing stops asking). No call blocks on a worker, so a fleet whose workers are all gone
+is still listed."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from temporalio.api.enums.v1 import PendingActivityState
+from temporalio.client import (
+    Client,
+    WorkflowExecution,
+    WorkflowExecutionDescription,
+    WorkflowExecutionStatus,
+)
+from temporalio.service import RPCError, RPCStatusCode
+
+from cairn.config import TemporalConfig
+from cairn.scale.messages import Progress, workflow_id
+
+WORKFLOW_TYPE = "cairn_ticket"
+MEMO = "cairn"  # workflow.MEMO, without importing the workflow module (and its sandbox)
+SHORT_SHA = 10  # as the embedded fleet's rows
+CONCURRENCY = 24  # describe/query calls in flight at once
+QUERY_TIMEOUT = timedelta(seconds=1)
+_CLOSED = {
+    WorkflowExecutionStatus.CANCELED: "stopped",
+    WorkflowExecutionStatus.FAILED: "failed",
+    WorkflowExecutionStatus.TERMINATED: "failed",
+    WorkflowExecutionStatus.TIMED_OUT: "failed",
+}
+
+
+async def connect(config: TemporalConfig) -> Client:
+    return await Client.connect(config.address, namespace=config.namespace, tls=config.tls)
+
+
+@dataclass
+class Listing:
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    queried: bool = True  # False once a query went unanswered: no worker answers queries
+
+
+def prefix(remote: str) -> str:
+    """What every ticket workflow id of the repository whose shared remote is ``remote``
+    starts with."""
+    return workflow_id(remote, "")
+
+
+async def executions(client: Client, remote: str) -> list[WorkflowExecution]:
+    """The latest run of each of the repository's ticket workflows, by ticket."""
+    start = prefix(remote)
+    query = f'WorkflowType = "{WORKFLOW_TYPE}" AND WorkflowId STARTS_WITH "{start}"'
+    try:
+        found = [w async for w in client.list_workflows(query)]
+    except RPCError as exc:  # a visibility store without STARTS_WITH: filter here
+        if exc.status != RPCStatusCode.INVALID_ARGUMENT:
+            raise
+        found = [w async for w in client.list_workflows(f'WorkflowType = "{WORKFLOW_TYPE}"')]
+    latest: dict[str, WorkflowExecution] = {}
+    for execution in found:
+        if not execution.id.startswith(start):
+            continue
+        known = latest.get(execution.id)
+        if known is None or execution.start_time > known.start_time:
+            latest[execution.id] = execution
+    return sorted(latest.values(), key=lambda e: e.id)
+
+
+async def listing(client: Client, remote: str, ticket: str | None = None) -> Listing:
+    """Every ticket's row (or only ``ticket``'s), sorted by ticket."""
+    found = await executions(client, remote)
+    start = prefix(remote)
+    if ticket is not None:
+        found = [e for e in found if e.id == start + ticket]
+    report = Listing()
+    gate = asyncio.Semaphore(CONCURRENCY)
+
+    async def one(execution: WorkflowExecution) -> dict[str, Any]:
+        async with gate:
+            return await _row(client, execution, execution.id[len(start) :], report)
+
+    report.rows = list(await asyncio.gather(*(one(e) for e in found)))
+    return report
+
+
+async def _row(
+    client: Client, execution: WorkflowExecution, ticket: str, report: Listing
+) -> dict[str, Any]:
+    memo = await execution.memo()
+    facts: dict[str, Any] = dict(memo.get(MEMO) or {})
+    running = execution.status == WorkflowExecutionStatus.RUNNING
+    live: dict[str, Any] = {}
+    if running:
+        handle = client.get_workflow_handle(execution.id, run_id=execution.run_id)
+        described, answer = await asyncio.gather(
+            handle.describe(), _query(client, execution, report)
+        )
+        facts.update(answer or {})
+        live = _pending(described)
+    return _shape(ticket, execution, facts, live)
+
+
+async def _query(
+    client: Client, execution: WorkflowExecution, report: Listing
+) -> dict[str, Any] | None:
+    if not report.queried:
+        return None
+    handle = client.get_workflow_handle(execution.id, run_id=execution.run_id)
+    try:
+        answer: dict[str, Any] = await handle.query("status", rpc_timeout=QUERY_TIMEOUT)
+    except Exception as exc:  # no worker answered in time, or none could: the memo stands in
+        if report.queried:
+            report.queried = False
+            why = (str(exc).splitlines() or [type(exc).__name__])[0][:120] or type(exc).__name__
+            report.warnings.append(
+                f"no worker answered the status query ({why}); states are the workflows' "
+                "memos (what they said at their last change) and their segments' last heartbeats"
+            )
+        return None
+    return answer
+
+
+def _pending(described: WorkflowExecutionDescription) -> dict[str, Any]:
+    """The running segment's attempt, last heartbeat and worker, from ``describe``."""
+    for pending in described.raw_description.pending_activities:
+        if pending.activity_type.name != "cairn_segment":
+            continue
+        live: dict[str, Any] = {
+            "attempt": pending.attempt,
+            "waiting": pending.state == PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED,
+            "identity": pending.last_worker_identity or None,
+        }
+        if pending.HasField("last_heartbeat_time"):
+            live["heartbeat_at"] = pending.last_heartbeat_time.ToDatetime(tzinfo=UTC)
+        if pending.HasField("last_failure") and pending.last_failure.message:
+            live["last_failure"] = pending.last_failure.message[:300]
+        payloads = pending.heartbeat_details.payloads
+        if payloads:
+            converter = described.data_converter.payload_converter
+            # a heartbeat of another version: its server-side facts stand
+            with contextlib.suppress(Exception):
+                live["progress"] = converter.from_payloads(payloads, [Progress])[0]
+        return live
+    return {}
+
+
+def _state(execution: WorkflowExecution, facts: dict[str, Any]) -> str:
+    if execution.status in _CLOSED:
+        return _CLOSED[execution.status]
+    state: str = facts.get("state") or "queued"
+    if execution.status == WorkflowExecutionStatus.COMPLETED and state not in (
+        "completed",
+        "needs_review",
+        "interrupted",
+        "failed",
+    ):
+        return "completed"
+    return state
+
+
+def _shape(
+    ticket: str, execution: WorkflowExecution, facts: dict[str, Any], live: dict[str, Any]
+) -> dict[str, Any]:
+    """The row, with the embedded fleet's key names where the meaning is the same."""
+    now = datetime.now(UTC)
+    state = _state(execution, facts)
+    marker: dict[str, str] = dict(facts.get("marker") or {})
+    attempt = facts.get("attempt")
+    snapshot, branch_sha, worker = facts.get("snapshot"), facts.get("branch"), None
+    progress: Progress | None = live.get("progress")
+    if progress is not None:
+        marker = dict(progress.marker) or marker
+        snapshot = progress.snapshot or snapshot
+        branch_sha = progress.branch or branch_sha
+        worker = progress.worker or None
+    if live:
+        attempt = live["attempt"]
+        if worker is None and not live["waiting"]:
+            worker = live["identity"]
+    heartbeat: datetime | None = live.get("heartbeat_at")
+    closed = execution.close_time
+    detail = facts.get("detail") or None
+    if live.get("waiting") and live.get("last_failure"):
+        detail = f"attempt {attempt} waits for a worker; the last one: {live['last_failure']}"
+    elif live.get("waiting") and state == "running":
+        detail = "the segment waits for a worker"
+    task = marker.get("task")
+    return {
+        "ticket": ticket,
+        "state": state,
+        "plan": None,
+        "phase": marker.get("phase") or None,
+        "task": int(task) if task and task.isdigit() else None,
+        "total": None,
+        "attempt": attempt if attempt is not None else 0,
+        "max_attempts": None,
+        "turn": None,
+        "max_turns": None,
+        "snapshot": snapshot[:SHORT_SHA] if snapshot else None,
+        "snapshot_age_seconds": _age(heartbeat, now) if snapshot and running(state) else None,
+        "worktree": None,
+        "branch": f"cairn/{ticket}",
+        "last_event": "heartbeat" if heartbeat is not None else None,
+        "last_event_age_seconds": _age(heartbeat, now),
+        "next_attempt_at": None,
+        "pid": None,
+        "last_exit": None,
+        "last_reason": None,
+        "detail": detail,
+        "run": marker.get("run") or None,
+        "run_state": None,
+        "updated": (heartbeat or closed or execution.start_time).isoformat(),
+        "usage": None,
+        # the temporal engine's own facts
+        "engine": "temporal",
+        "workflow_id": execution.id,
+        "run_id": execution.run_id,
+        "segments": int(facts.get("segments") or 0),
+        "paused": bool(facts.get("paused")),
+        "branch_sha": branch_sha[:SHORT_SHA] if branch_sha else None,
+        "worker": worker if running(state) else None,
+        "started_at": execution.start_time.isoformat(),
+        "closed_at": closed.isoformat() if closed else None,
+    }
+
+
+def running(state: str) -> bool:
+    return state in ("running", "pausing", "stopping")
+
+
+def _age(at: datetime | None, now: datetime) -> int | None:
+    return None if at is None else max(0, int((now - at).total_seconds()))
