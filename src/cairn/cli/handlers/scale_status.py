@@ -112,7 +112,11 @@ def _source(workspace: Path, json: bool) -> Source:
     scratch = Layout.for_repo(repo, config).root / "scale" / "dashboard"
     try:
         return TemporalRows(
-            config, remote, _base(repo, remote), scratch, repo.common_dir / "objects"
+            config,
+            remote,
+            _base(repo, remote, config.fleet.base),
+            scratch,
+            repo.common_dir / "objects",
         )
     except (OSError, RuntimeError, TimeoutError) as exc:
         _leave(report_error(_unreachable(config.temporal.address, exc), json))
