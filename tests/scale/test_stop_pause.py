@@ -84,6 +84,11 @@ def test_pause_resume_and_stop_a_ticket(
         wip = git(bare, "rev-parse", "refs/cairn/wip/S-1").strip()
         assert stopped["snapshot"] == wip[:12]
 
+        shown = cairn("fleet", "status", "--json", cwd=user, env=env)
+        assert shown.returncode == 0, shown.stderr
+        rows = {row["ticket"]: row["state"] for row in json.loads(shown.stdout)}
+        assert rows == {"P-1": "paused", "S-1": "stopped"}
+
         resumed = one_event(cairn("fleet", "resume", "P-1", "--json", cwd=user, env=env))
         assert (resumed["event"], resumed["state"]) == ("ticket_resume", "running")
         out, err = fleet.communicate(timeout=120)
