@@ -243,6 +243,9 @@ _ADDRESS = re.compile(r"(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 class TemporalConfig(Record, forbid_extra=True, strict=True):
     """``[temporal]``: the server of ``engine = "temporal"`` (docs/scale-out.md)."""
 
@@ -250,7 +253,10 @@ class TemporalConfig(Record, forbid_extra=True, strict=True):
     namespace: str = "default"
     task_queue: str = "cairn"
     heartbeat_timeout: Duration = "30s"
-    tls: bool = False  # true: TLS with the system's roots (Temporal Cloud's API keys: not yet)
+    tls: bool = False  # true: TLS with the system's roots
+    tls_cert: str | None = None  # mTLS: the client certificate's file (PEM), with tls_key
+    tls_key: str | None = None
+    api_key_env: str | None = None  # the environment variable holding an API key (Temporal Cloud)
 
     def check(self) -> None:
         port = _ADDRESS.fullmatch(self.address)
@@ -266,6 +272,13 @@ class TemporalConfig(Record, forbid_extra=True, strict=True):
                 )
         if parse_duration(self.heartbeat_timeout) < 1:
             raise ValueError("heartbeat_timeout must be at least 1s; give one such as 30s")
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ValueError("tls_cert and tls_key go together; give both files, or neither")
+        if self.api_key_env is not None and not _ENV_NAME.fullmatch(self.api_key_env):
+            raise ValueError(
+                f"api_key_env {self.api_key_env!r} is not an environment variable's name; give "
+                'one such as "TEMPORAL_API_KEY" (never the key itself)'
+            )
 
 
 # The defaults are built without validation (they are valid by construction): validating them

@@ -9,7 +9,7 @@ import pytest
 
 from cairn import config
 from cairn.errors import BadInput
-from helpers import assert_one_line_error, cairn, make_repo, untouched_state, write
+from helpers import assert_one_line_error, cairn, git, make_repo, untouched_state, write
 
 
 def bad(tmp_path: Path, text: str) -> str:
@@ -70,6 +70,9 @@ def test_an_ipv6_address(tmp_path: Path) -> None:
         ('[temporal]\nheartbeat_timeout = "soon"\n', "temporal.heartbeat_timeout", "duration"),
         ('[temporal]\nheartbeat_timeout = "0s"\n', "heartbeat_timeout must be at least 1s", ""),
         ('[temporal]\ntls = "yes"\n', "temporal.tls", ""),
+        ('[temporal]\ntls_cert = "c.pem"\n', "tls_cert and tls_key go together", ""),
+        ('[temporal]\ntls_key = "k.pem"\n', "tls_cert and tls_key go together", ""),
+        ('[temporal]\napi_key_env = "sk-123 456"\n', "is not an environment variable", ""),
         ("temporal = 3\n", "temporal", ""),
     ],
 )
@@ -99,4 +102,51 @@ def test_a_bad_temporal_key_is_one_line_exit_2_through_the_cli(tmp_path: Path) -
     result = cairn("config", "show", cwd=repo)
     assert_one_line_error(result)
     assert "temporal: address 'nowhere' is not host:port" in result.stderr
+    assert untouched_state(repo) == before
+
+
+def test_tls_and_api_key_reach_the_connection(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from temporalio.service import TLSConfig
+
+    from cairn.scale.connection import api_key_of, tls_of
+
+    (tmp_path / "c.pem").write_bytes(b"CERT")
+    (tmp_path / "k.pem").write_bytes(b"KEY")
+    plain = config.TemporalConfig()
+    assert (tls_of(plain), api_key_of(plain)) == (False, None)
+    mtls = config.TemporalConfig(tls_cert=str(tmp_path / "c.pem"), tls_key=str(tmp_path / "k.pem"))
+    found = tls_of(mtls)
+    assert isinstance(found, TLSConfig)
+    assert (found.client_cert, found.client_private_key) == (b"CERT", b"KEY")
+    cloud = config.TemporalConfig(api_key_env="CAIRN_TEST_TEMPORAL_KEY")
+    monkeypatch.setenv("CAIRN_TEST_TEMPORAL_KEY", "secret")
+    assert (tls_of(cloud), api_key_of(cloud)) == (True, "secret")
+
+
+@pytest.mark.parametrize(
+    ("section", "said"),
+    [
+        (
+            'api_key_env = "CAIRN_TEST_UNSET_KEY"',
+            "api_key_env names CAIRN_TEST_UNSET_KEY, which is not set",
+        ),
+        (
+            'tls_cert = "/nonexistent/c.pem"\ntls_key = "/nonexistent/k.pem"',
+            "cannot read [temporal] tls_cert /nonexistent/c.pem",
+        ),
+    ],
+)
+def test_missing_credentials_are_one_line_exit_2(tmp_path: Path, section: str, said: str) -> None:
+    repo = make_repo(tmp_path / "repo")
+    bare = tmp_path / "shared.git"
+    git(tmp_path, "clone", "-q", "--bare", str(repo), str(bare))
+    git(repo, "remote", "add", "origin", str(bare))
+    write(repo, "cairn.toml", f'[fleet]\nengine = "temporal"\n[temporal]\n{section}\n')
+    before = untouched_state(repo)
+    for command in (("fleet", "status"), ("fleet", "start", "--once")):
+        result = cairn(*command, cwd=repo)
+        assert_one_line_error(result)
+        assert said in result.stderr
     assert untouched_state(repo) == before

@@ -19,8 +19,9 @@ from temporalio.client import Client
 from cairn.config import Config
 from cairn.git import Git, base_runner
 from cairn.scale import statecommit
+from cairn.scale.connection import connect
 from cairn.scale.shared import TicketRefs
-from cairn.scale.status import Listing, connect, listing
+from cairn.scale.status import Listing, listing
 from cairn.state.layout import Layout
 
 FRESH = 1.0  # seconds a listing is served before Temporal is asked again

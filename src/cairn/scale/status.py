@@ -26,7 +26,6 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-from cairn.config import TemporalConfig
 from cairn.scale.messages import Progress, workflow_id
 
 WORKFLOW_TYPE = "cairn_ticket"
@@ -40,10 +39,6 @@ _CLOSED = {
     WorkflowExecutionStatus.TERMINATED: "failed",
     WorkflowExecutionStatus.TIMED_OUT: "failed",
 }
-
-
-async def connect(config: TemporalConfig) -> Client:
-    return await Client.connect(config.address, namespace=config.namespace, tls=config.tls)
 
 
 @dataclass

@@ -9,17 +9,13 @@ from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
-from temporalio.client import Client
 from temporalio.worker import Worker
 
 from cairn.config import TemporalConfig
+from cairn.scale.connection import connect
 from cairn.scale.segment import Segments
 from cairn.scale.workflow import TicketWorkflow
 from cairn.scale.workspace import STOP_GRACE
-
-
-async def connect(config: TemporalConfig) -> Client:
-    return await Client.connect(config.address, namespace=config.namespace, tls=config.tls)
 
 
 async def serve(

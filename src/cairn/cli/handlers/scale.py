@@ -9,8 +9,9 @@ import json as jsonlib
 import os
 import signal
 import sys
+from collections.abc import Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from cairn.cli.output import console, report_error
 from cairn.errors import BadInput
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from cairn.git import Repo
 
 ENGINES = ("embedded", "temporal")
+T = TypeVar("T")
 
 
 def _engine(asked: str | None, configured: str) -> str:
@@ -93,10 +95,7 @@ def worker(
             root=str(where),
         )
 
-    try:
-        asyncio.run(scale_worker.serve(temporal, where, slots, ready))
-    except RuntimeError as exc:
-        _leave(report_error(_unreachable(temporal.address, exc), json))
+    run_async(scale_worker.serve(temporal, where, slots, ready), json, temporal.address)
     _emit(json, "worker_stopped", "worker stopped", pid=os.getpid())
     _leave(0)
 
@@ -112,13 +111,23 @@ def fleet_start(once: bool, json: bool, workspace: Path) -> NoReturn:
     _need_temporalio()
     remote = _remote_url(repo, config.fleet.remote)
     tracker = open_tracker(repo, config, Layout.for_repo(repo, config))
+    base = _base(repo, remote, config.fleet.base)
+    _leave(
+        run_async(_drive(config, tracker, remote, base, once, json), json, config.temporal.address)
+    )
+
+
+def run_async(main: Coroutine[Any, Any, T], json: bool, address: str) -> T:
+    """``main``'s result; any error is reported as one line and the process leaves at once
+    (it has loaded temporalio)."""
     try:
-        code = asyncio.run(
-            _drive(config, tracker, remote, _base(repo, remote, config.fleet.base), once, json)
-        )
+        return asyncio.run(main)
+    except BadInput as exc:
+        _leave(report_error(exc, json))
     except (OSError, RuntimeError) as exc:
-        _leave(report_error(_unreachable(config.temporal.address, exc), json))
-    _leave(code)
+        _leave(report_error(_unreachable(address, exc), json))
+    except Exception as exc:
+        _leave(report_error(exc, json))
 
 
 def _remote_url(repo: Repo, name: str) -> str:
@@ -159,8 +168,8 @@ def _base(repo: Repo, remote: str, configured: str | None) -> str:
 async def _drive(config: Any, tracker: Any, remote: str, base: str, once: bool, json: bool) -> int:
     """Start a workflow per ticket the tracker lists; with ``once`` wait for them, else poll."""
     from cairn.scale import starter
+    from cairn.scale.connection import connect
     from cairn.scale.messages import TicketInput
-    from cairn.scale.worker import connect
     from cairn.util.durations import parse_duration
 
     client = await connect(config.temporal)
@@ -221,19 +230,14 @@ def fleet_control(
     _need_temporalio()
     remote = _remote_url(repo, config.fleet.remote)
     from cairn.scale import control
-    from cairn.scale.worker import connect
+    from cairn.scale.connection import connect
 
     async def main() -> list[control.Done]:
         client = await connect(config.temporal)
         names = tickets or (await control.running(client, remote) if action == "stop" else [])
         return await control.act(client, remote, action, names, wait)
 
-    try:
-        done = asyncio.run(main())
-    except BadInput as exc:
-        _leave(report_error(exc, json))
-    except (OSError, RuntimeError) as exc:
-        _leave(report_error(_unreachable(config.temporal.address, exc), json))
+    done = run_async(main(), json, config.temporal.address)
     for one in done:
         snapshot = _remote_sha(repo, remote, f"refs/cairn/wip/{one.ticket}") if one.changed else ""
         _emit(

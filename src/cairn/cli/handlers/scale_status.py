@@ -4,14 +4,20 @@ loads temporalio, they leave with ``os._exit`` (temporalio/sdk-python#300)."""
 
 from __future__ import annotations
 
-import asyncio
 import json as jsonlib
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from cairn.cli.handlers.scale import _leave, _need_temporalio, _remote_url, _unreachable
+from cairn.cli.handlers.scale import (
+    _leave,
+    _need_temporalio,
+    _remote_url,
+    _unreachable,
+    run_async,
+)
 from cairn.cli.output import console, report_error
+from cairn.errors import BadInput
 
 if TYPE_CHECKING:
     from cairn.fleet.dashboard.source import Source
@@ -39,15 +45,13 @@ def status(json: bool, workspace: Path) -> NoReturn:
     remote = _remote_url(repo, config.fleet.remote)
     _need_temporalio()
     from cairn.scale import status as scale_status
+    from cairn.scale.connection import connect
 
     async def read() -> scale_status.Listing:
-        client = await scale_status.connect(config.temporal)
+        client = await connect(config.temporal)
         return await scale_status.listing(client, remote)
 
-    try:
-        found = asyncio.run(read())
-    except (OSError, RuntimeError) as exc:
-        _leave(report_error(_unreachable(config.temporal.address, exc), json))
+    found = run_async(read(), json, config.temporal.address)
     for warning in found.warnings:  # on stderr: stdout stays the table or the JSON array
         sys.stderr.write(f"cairn: warning: {warning}\n")
     if json:
@@ -118,6 +122,8 @@ def _source(workspace: Path, json: bool) -> Source:
             scratch,
             repo.common_dir / "objects",
         )
+    except BadInput as exc:
+        _leave(report_error(exc, json))
     except (OSError, RuntimeError, TimeoutError) as exc:
         _leave(report_error(_unreachable(config.temporal.address, exc), json))
 
