@@ -10,15 +10,18 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import time
 from pathlib import Path
 
 from temporalio import activity
 
 from cairn.scale import workspace
 from cairn.scale.messages import INTERRUPTED, SegmentInput, SegmentResult
-from cairn.util import procs
+from cairn.terms import ENV_CHECKPOINT_DIR
+from cairn.util import barrier, procs
 
 STOP_GRACE = 10.0  # seconds a stopped run has to snapshot and exit before its group is killed
+ASKS_POLL = 0.1  # seconds between looks for a checkpoint request (cairn.util.barrier)
 
 
 class Segments:
@@ -33,6 +36,8 @@ class Segments:
         timeout = info.heartbeat_timeout.total_seconds() if info.heartbeat_timeout else 30.0
         every = max(0.5, timeout / 3)
         space = await asyncio.to_thread(workspace.prepare, self.root, task.ticket, info.attempt)
+        asks = self.root / ".checkpoint-requests" / task.ticket.ticket
+        barrier.reset(asks)
         progress = await asyncio.to_thread(workspace.checkpoint, space, "segment start")
         activity.heartbeat(progress)
         command = self._command(space, task)
@@ -42,22 +47,29 @@ class Segments:
             child = await asyncio.create_subprocess_exec(
                 *command,
                 cwd=space.worktree,
-                env=_child_env(),
+                env={**_child_env(), ENV_CHECKPOINT_DIR: str(asks)},
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=out,
                 stderr=out,
                 start_new_session=True,
             )
         workspace.remember_child(space, child.pid)
+        last = time.monotonic()
         try:
             while True:
                 try:
-                    await asyncio.wait_for(asyncio.shield(child.wait()), every)
+                    await asyncio.wait_for(asyncio.shield(child.wait()), ASKS_POLL)
                     break
                 except TimeoutError:
                     pass
+                # every `every` seconds, and at once when `cairn task done` waits for one
+                waiting = barrier.pending(asks)
+                if not waiting and time.monotonic() - last < every:
+                    continue
                 progress = await asyncio.to_thread(workspace.checkpoint, space, "heartbeat")
                 activity.heartbeat(progress)
+                barrier.release(waiting)
+                last = time.monotonic()
         except asyncio.CancelledError:
             # cancelled, timed out at the server, or the worker shuts down: the run saves a
             # snapshot on SIGTERM; push what it saved before giving up the attempt
@@ -71,6 +83,7 @@ class Segments:
         code = child.returncode if child.returncode is not None else INTERRUPTED
         progress = await asyncio.to_thread(workspace.checkpoint, space, "segment end")
         activity.heartbeat(progress)
+        barrier.release(barrier.pending(asks))
         return SegmentResult(code if code >= 0 else INTERRUPTED, progress, _tail(log))
 
     @staticmethod
