@@ -335,7 +335,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
-    where = args.work_dir or WORK / ("scale-out-quick" if args.quick else "scale-out")
+    where = (args.work_dir or WORK / ("scale-out-quick" if args.quick else "scale-out")).resolve()
     if where.exists():
         shutil.rmtree(where)
     where.mkdir(parents=True)
@@ -348,9 +348,10 @@ def main(argv: list[str] | None = None) -> int:
     problems = failures(temporal, args.tickets)
     if embedded is not None:
         problems += failures(embedded, args.tickets)
+    runs = [temporal] + ([embedded] if embedded else [])
+    dump = {"machine": info, "runs": [as_json(o) for o in runs], "failures": problems}
+    (where / "report.json").write_text(json.dumps(dump, indent=2) + "\n")
     if args.json:
-        runs = [temporal] + ([embedded] if embedded else [])
-        dump = {"machine": info, "runs": [as_json(o) for o in runs], "failures": problems}
         print(json.dumps(dump, indent=2))
     else:
         print(f"# python bench/scale_out.py {' '.join(sys.argv[1:] if argv is None else argv)}")
