@@ -78,7 +78,9 @@ class Segments:
             await asyncio.to_thread(workspace.checkpoint, space, "cancelled")
             raise
         except BaseException:
-            procs.kill_group(child.pid)
+            # a failed checkpoint: stop the run as when cancelled, so cairn stops its agent
+            # too (the agent has a process group of its own, which killing the run's misses)
+            await asyncio.to_thread(procs.stop_group, child.pid, STOP_GRACE)
             raise
         code = child.returncode if child.returncode is not None else INTERRUPTED
         progress = await asyncio.to_thread(workspace.checkpoint, space, "segment end")
