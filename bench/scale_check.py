@@ -1,9 +1,11 @@
 """What ``bench/scale_out.py`` checks after a fleet: the agents' logs (tasks done twice, tasks
 continued after a kill, files found restored) and the final branches (a task's file missing or
-wrong: lost work). A redone task is explained: when the run state the shared remote held
-records the task's completion twice, resume handed out a task whose completion was on the
-remote (a defect of resume); once, the completion never reached the remote before the machine
-died (it was done in the window between two checkpoints)."""
+wrong: lost work; or kept only in the ticket's snapshot ref, uncommitted).
+
+A redone task is explained: when the run state the shared remote held records the task's
+completion twice, resume handed out a task whose completion was on the remote (a defect of
+resume); once, the completion never reached the remote before the machine died (it was done in
+the window between two checkpoints)."""
 
 from __future__ import annotations
 
@@ -37,6 +39,8 @@ class Work:
     continued: int = 0  # tasks started again (the one in progress at a kill)
     found: int = 0  # task files found restored from a snapshot
     lost: dict[str, list[int]] = field(default_factory=dict)  # ticket → tasks lost
+    # ticket → tasks whose file is not on the branch but only in the snapshot ref (uncommitted)
+    uncommitted: dict[str, list[int]] = field(default_factory=dict)
 
     def redone_tasks(self) -> dict[str, list[int]]:
         found: dict[str, list[int]] = {}
@@ -66,15 +70,18 @@ def check_work(repo: Path, logs: Path, tickets: list[str], tasks: int) -> Work:
         starts = [e["task"] for e in events if e["event"] == "start"]
         work.continued += len(starts) - len(set(starts))
         work.found += sum(1 for e in events if e["event"] == "found")
-        missing = [n for n in range(1, tasks + 1) if _file(repo, ticket, n) != content(ticket, n)]
-        if missing:
-            work.lost[ticket] = missing
+        for n in range(1, tasks + 1):
+            if _file(repo, f"cairn/{ticket}", ticket, n) == content(ticket, n):
+                continue
+            wip = f"refs/cairn/wip/{ticket}"
+            kept = _file(repo, wip, ticket, n) == content(ticket, n)
+            (work.uncommitted if kept else work.lost).setdefault(ticket, []).append(n)
     return work
 
 
-def _file(repo: Path, ticket: str, task: int) -> str | None:
+def _file(repo: Path, ref: str, ticket: str, task: int) -> str | None:
     try:
-        return git(repo, "show", f"cairn/{ticket}:work/{ticket}-task-{task}.txt").decode()
+        return git(repo, "show", f"{ref}:work/{ticket}-task-{task}.txt").decode()
     except RuntimeError:
         return None
 

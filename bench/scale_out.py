@@ -231,6 +231,9 @@ def failures(outcome: Outcome, tickets: int) -> list[str]:
         found.append(f"{outcome.engine}: {outcome.completed}/{tickets} tickets completed")
     if outcome.work.lost:
         found.append(f"{outcome.engine}: work lost {outcome.work.lost}")
+    if outcome.work.uncommitted:
+        only = outcome.work.uncommitted
+        found.append(f"{outcome.engine}: not on the branch, only in the snapshot {only}")
     if outcome.work.redone:
         found.append(f"{outcome.engine}: tasks redone {outcome.work.redone_tasks()}")
     return found
@@ -265,6 +268,11 @@ def report(
             [f"{temporal.retries} ({retried}/{segments})", "—"],
         ),
         row("lost work (tasks)", [str(sum(map(len, o.work.lost.values()))) for o in both], "0"),
+        row(
+            "task files only in the snapshot ref, not on the branch",
+            [str(sum(map(len, o.work.uncommitted.values()))) for o in both],
+            "0",
+        ),
         row("redone tasks", [str(len(o.work.redone)) for o in both], "0"),
         row("tasks continued after a kill", [str(o.work.continued) for o in both]),
         row("task files found restored", [str(o.work.found) for o in both]),
@@ -299,6 +307,7 @@ def as_json(outcome: Outcome) -> dict[str, Any]:
         "attempts": outcome.attempts,
         "kills": [asdict(k) for k in outcome.kills],
         "lost": outcome.work.lost,
+        "uncommitted": outcome.work.uncommitted,
         "redone": [asdict(r) for r in outcome.work.redone],
         "continued": outcome.work.continued,
         "found_restored": outcome.work.found,
