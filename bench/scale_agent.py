@@ -3,7 +3,8 @@ cairn's prompt asks. Per task it writes the task's file (``work/<ticket>-task-<n
 that depend only on the ticket and the task), works for a while (a sleep drawn from
 ``$BENCH_AGENT_SLEEP`` = ``lo,hi`` seconds, seeded by ``$BENCH_AGENT_SEED``, the ticket and the
 task, so the fleet on Temporal and the embedded fleet get the same work), marks the task done
-with ``cairn task done N`` and commits.
+with ``cairn task done N`` and commits (commits, then marks it done, with
+``$BENCH_AGENT_COMMIT_FIRST=1``).
 
 Every action goes to ``$BENCH_AGENT_DIR/<ticket>.jsonl``, fsynced before it goes on: ``start``,
 ``found`` (the task's file was already there: restored from a snapshot after a kill), ``wrote``,
@@ -86,6 +87,14 @@ def cairn(*args: str) -> int:
     return done.returncode
 
 
+def commit(ticket: str, number: int) -> None:
+    env = {**os.environ, **IDENTITY}
+    subprocess.run(["git", "add", "-A", "work"], env=env, capture_output=True, check=False)
+    subprocess.run(
+        ["git", "commit", "-qm", f"{ticket} task {number}"], env=env, capture_output=True
+    )
+
+
 def main() -> int:
     prompt = sys.stdin.read()
     ticket = os.environ["CAIRN_TICKET"]
@@ -103,12 +112,12 @@ def main() -> int:
         path.write_text(content(ticket, number))
         log(ticket, event="wrote", task=number)
     time.sleep(work_seconds(ticket, number))
+    first = os.environ.get("BENCH_AGENT_COMMIT_FIRST") == "1"
+    if first:
+        commit(ticket, number)
     rc = cairn("task", "done", str(number), "--files", str(path), "--outcome", "done")
-    env = {**os.environ, **IDENTITY}
-    subprocess.run(["git", "add", "-A", "work"], env=env, capture_output=True, check=False)
-    subprocess.run(
-        ["git", "commit", "-qm", f"{ticket} task {number}"], env=env, capture_output=True
-    )
+    if not first:
+        commit(ticket, number)
     log(ticket, event="done", task=number, rc=rc)
     print(f"task {number} done")
     return 0

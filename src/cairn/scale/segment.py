@@ -17,6 +17,7 @@ from temporalio import activity
 
 from cairn.scale import workspace
 from cairn.scale.messages import INTERRUPTED, SegmentInput, SegmentResult
+from cairn.scale.outset import Outset, outset
 from cairn.terms import ENV_CHECKPOINT_DIR
 from cairn.util import barrier, procs
 
@@ -40,7 +41,10 @@ class Segments:
         barrier.reset(asks)
         progress = await asyncio.to_thread(workspace.checkpoint, space, "segment start")
         activity.heartbeat(progress)
-        command = self._command(space, task)
+        start = outset(space.state_dir)
+        if start.command == "finished" and start.exit_code is not None:
+            return SegmentResult(start.exit_code, progress, "the run had finished")
+        command = self._command(space, task, start)
         log = self.root / ".logs" / f"{task.ticket.ticket}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         with log.open("ab") as out:
@@ -89,12 +93,12 @@ class Segments:
         return SegmentResult(code if code >= 0 else INTERRUPTED, progress, _tail(log))
 
     @staticmethod
-    def _command(space: workspace.Workspace, task: SegmentInput) -> list[str]:
+    def _command(space: workspace.Workspace, task: SegmentInput, start: Outset) -> list[str]:
         base = [sys.executable, "-m", "cairn"]
-        if space.has_run:
+        if start.command == "resume":
             return [*base, "resume", task.ticket.ticket, "--takeover", "--json"]
         plan = str(space.plan_path(task.ticket))
-        return [*base, "run", plan, "--ticket", task.ticket.ticket, "--json"]
+        return [*base, "run", plan, "--ticket", task.ticket.ticket, "--takeover", "--json"]
 
 
 def _child_env() -> dict[str, str]:
