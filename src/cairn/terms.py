@@ -104,5 +104,7 @@ ENV_MAX_TURNS = "CAIRN_MAX_TURNS"
 ENV_PRESSURE_TURNS = "CAIRN_PRESSURE_TURNS"
 ENV_TASK = "CAIRN_TASK"
 ENV_TURN = "CAIRN_TURN"
+# What a worker of the fleet on Temporal sets for its runs (cairn.util.barrier).
+ENV_CHECKPOINT_DIR = "CAIRN_CHECKPOINT_DIR"
 # What people set.
 ENV_DEBUG = "CAIRN_DEBUG"  # show the traceback of an unexpected error

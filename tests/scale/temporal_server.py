@@ -56,7 +56,25 @@ class DevServer:
                 self.process.wait()
 
 
+SETTLE = 2.0  # seconds a dev server must stay up after it answered
+TRIES = 3
+
+
 def start(directory: Path) -> DevServer:
+    """A dev server with its database and log under ``directory``, once it answered and stayed
+    up: on a busy machine one of the ports it picks for its internal services may be taken by
+    then, and it panics just after it answered (another one is started, on other ports)."""
+    for attempt in range(1, TRIES + 1):
+        where = directory / f"try-{attempt}"
+        where.mkdir(parents=True, exist_ok=True)
+        server = _start_once(where)
+        time.sleep(SETTLE)
+        if server.process.poll() is None:
+            return server
+    raise RuntimeError(f"the Temporal dev server did not stay up {TRIES} times; see {directory}")
+
+
+def _start_once(directory: Path) -> DevServer:
     """A dev server with its database and log in ``directory``, once it answers."""
     port = free_port()
     log = directory / "temporal-server.log"

@@ -80,3 +80,16 @@ def test_a_checkpoint_with_nothing_new_pushes_nothing(tmp_path: Path, user: Path
     assert (again.branch, again.snapshot) == (first.branch, first.snapshot)
     assert again.state == first.state
     assert not (bare / "pushes").exists()
+
+
+def test_what_an_ended_run_left_uncommitted_lands_on_the_branch(tmp_path: Path, user: Path) -> None:
+    bare, task = tmp_path / "shared.git", ticket_input(user)
+    space = workspace.prepare(tmp_path / "w1", task, attempt=1)
+    assert not workspace.commit_leftovers(space)  # nothing left: no commit
+    (space.worktree / "work").mkdir()
+    (space.worktree / "work" / "last.txt").write_text("the last task's file\n")
+    assert workspace.commit_leftovers(space)
+    progress = workspace.checkpoint(space, "segment end")
+    assert progress.branch == remote(bare, f"refs/heads/cairn/{TICKET}")
+    assert git(bare, "show", f"cairn/{TICKET}:work/last.txt") == "the last task's file\n"
+    assert "left uncommitted" in git(bare, "log", "-1", "--format=%s", f"cairn/{TICKET}")

@@ -19,7 +19,7 @@ from cairn.state.layout import Layout, artifacts, discover, latest_artifact
 from cairn.state.runstate import RunRef, edit_summary, record
 from cairn.summary import Summary
 from cairn.terms import ENV_RUN_DIR, FINDING_RESOLUTIONS, JournalEvent
-from cairn.util import clock, durable
+from cairn.util import barrier, clock, durable
 
 if TYPE_CHECKING:
     from cairn.run import evaluation, review
@@ -65,7 +65,7 @@ def task_done(
     outcome: str | None = None,
     notes: str | None = None,
 ) -> Summary:
-    return edit_summary(
+    after = edit_summary(
         ref,
         None,
         "task",
@@ -75,6 +75,8 @@ def task_done(
         outcome=outcome,
         notes=notes,
     )
+    barrier.wait_for_checkpoint()  # on a worker: the completion is on the shared remote
+    return after
 
 
 def task_set_aside(ref: RunRef, number: int, status: str, notes: str | None) -> Summary:
@@ -82,7 +84,9 @@ def task_set_aside(ref: RunRef, number: int, status: str, notes: str | None) -> 
     if not notes or not notes.strip():
         verb = {"skipped": "skip", "deferred": "defer"}[status]
         raise BadInput(f"task {verb} needs --notes saying why; nothing was written")
-    return edit_summary(ref, None, "task", task=number, status=status, notes=notes)
+    after = edit_summary(ref, None, "task", task=number, status=status, notes=notes)
+    barrier.wait_for_checkpoint()
+    return after
 
 
 def finding(ref: RunRef, finding_id: str, status: str, action: str | None) -> Summary:

@@ -11,15 +11,26 @@ import asyncio
 import contextlib
 import os
 import sys
+import time
 from pathlib import Path
 
 from temporalio import activity
 
 from cairn.scale import workspace
-from cairn.scale.messages import INTERRUPTED, SegmentInput, SegmentResult
+from cairn.scale.messages import (
+    COMPLETED,
+    INTERRUPTED,
+    NEEDS_REVIEW,
+    SegmentInput,
+    SegmentResult,
+)
+from cairn.scale.outset import Outset, outset
 from cairn.scale.shared import Fenced
 from cairn.scale.workspace import STOP_GRACE
-from cairn.util import procs
+from cairn.terms import ENV_CHECKPOINT_DIR
+from cairn.util import barrier, procs
+
+ASKS_POLL = 0.1  # seconds between looks for a checkpoint request (cairn.util.barrier)
 
 
 class Segments:
@@ -34,31 +45,43 @@ class Segments:
         timeout = info.heartbeat_timeout.total_seconds() if info.heartbeat_timeout else 30.0
         every = max(0.5, timeout / 3)
         space = await asyncio.to_thread(workspace.prepare, self.root, task.ticket, info.attempt)
+        asks = self.root / ".checkpoint-requests" / task.ticket.ticket
+        barrier.reset(asks)
         progress = await asyncio.to_thread(workspace.checkpoint, space, "segment start")
         activity.heartbeat(progress)
-        command = self._command(space, task)
+        start = outset(space.state_dir)
+        if start.command == "finished" and start.exit_code is not None:
+            return SegmentResult(start.exit_code, progress, "the run had finished")
+        command = self._command(space, task, start)
         log = self.root / ".logs" / f"{task.ticket.ticket}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         with log.open("ab") as out:
             child = await asyncio.create_subprocess_exec(
                 *command,
                 cwd=space.worktree,
-                env=_child_env(),
+                env={**_child_env(), ENV_CHECKPOINT_DIR: str(asks)},
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=out,
                 stderr=out,
                 start_new_session=True,
             )
         workspace.remember_child(space, child.pid)
+        last = time.monotonic()
         try:
             while True:
                 try:
-                    await asyncio.wait_for(asyncio.shield(child.wait()), every)
+                    await asyncio.wait_for(asyncio.shield(child.wait()), ASKS_POLL)
                     break
                 except TimeoutError:
                     pass
+                # every `every` seconds, and at once when `cairn task done` waits for one
+                waiting = barrier.pending(asks)
+                if not waiting and time.monotonic() - last < every:
+                    continue
                 progress = await asyncio.to_thread(workspace.checkpoint, space, "heartbeat")
                 activity.heartbeat(progress)
+                barrier.release(waiting)
+                last = time.monotonic()
         except asyncio.CancelledError:
             # cancelled, timed out at the server, or the worker shuts down: the run saves a
             # snapshot on SIGTERM; push what it saved before giving up the attempt (unless a
@@ -75,20 +98,25 @@ class Segments:
             await child.wait()
             raise
         except BaseException:
-            procs.kill_group(child.pid)
+            # a failed checkpoint: stop the run as when cancelled, so cairn stops its agent
+            # too (the agent has a process group of its own, which killing the run's misses)
+            await asyncio.to_thread(procs.stop_group, child.pid, STOP_GRACE)
             raise
         code = child.returncode if child.returncode is not None else INTERRUPTED
+        if code in (COMPLETED, NEEDS_REVIEW):
+            await asyncio.to_thread(workspace.commit_leftovers, space)
         progress = await asyncio.to_thread(workspace.checkpoint, space, "segment end")
         activity.heartbeat(progress)
+        barrier.release(barrier.pending(asks))
         return SegmentResult(code if code >= 0 else INTERRUPTED, progress, _tail(log))
 
     @staticmethod
-    def _command(space: workspace.Workspace, task: SegmentInput) -> list[str]:
+    def _command(space: workspace.Workspace, task: SegmentInput, start: Outset) -> list[str]:
         base = [sys.executable, "-m", "cairn"]
-        if space.has_run:
+        if start.command == "resume":
             return [*base, "resume", task.ticket.ticket, "--takeover", "--json"]
         plan = str(space.plan_path(task.ticket))
-        return [*base, "run", plan, "--ticket", task.ticket.ticket, "--json"]
+        return [*base, "run", plan, "--ticket", task.ticket.ticket, "--takeover", "--json"]
 
 
 def _child_env() -> dict[str, str]:

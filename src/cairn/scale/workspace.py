@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 
 from cairn.config import load
-from cairn.git import Git
+from cairn.git import Git, base_runner
 from cairn.scale import shared, statecommit
 from cairn.scale.messages import Progress, TicketInput
 from cairn.util import procs
@@ -168,6 +168,25 @@ def remember_child(space: Workspace, pid: int) -> None:
     path = space.pid_file()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"pid": pid, "started": started.isoformat() if started else None}))
+
+
+LEFTOVERS = (
+    "cairn: commit what {ticket}'s run left uncommitted\n\n"
+    "The run ended with these changes in its worktree (a machine lost between the agent's\n"
+    "last report and its commit, or an agent that does not commit). The worktree is thrown\n"
+    "away after the segment, so the branch takes them; they are also in the last snapshot.\n"
+)
+
+
+def commit_leftovers(space: Workspace) -> bool:
+    """Commit what the ended run left uncommitted in the worktree onto the ticket branch (the
+    worktree does not outlive the segment); False when there was nothing."""
+    git = base_runner(space.worktree)
+    if not git.out(["status", "--porcelain", "--untracked-files=all"]).strip():
+        return False
+    git.run(["add", "-A"])
+    git.run(["commit", "-q", "--no-verify", "-m", LEFTOVERS.format(ticket=space.ticket)])
+    return True
 
 
 def checkpoint(space: Workspace, reason: str) -> Progress:

@@ -1,0 +1,127 @@
+"""The command agent of ``bench/scale_out.py`` (``agent.kind = "command"``): one task a turn, as
+cairn's prompt asks. Per task it writes the task's file (``work/<ticket>-task-<n>.txt``, bytes
+that depend only on the ticket and the task), works for a while (a sleep drawn from
+``$BENCH_AGENT_SLEEP`` = ``lo,hi`` seconds, seeded by ``$BENCH_AGENT_SEED``, the ticket and the
+task, so the fleet on Temporal and the embedded fleet get the same work), marks the task done
+with ``cairn task done N`` and commits (commits, then marks it done, with
+``$BENCH_AGENT_COMMIT_FIRST=1``).
+
+Every action goes to ``$BENCH_AGENT_DIR/<ticket>.jsonl``, fsynced before it goes on: ``start``,
+``found`` (the task's file was already there: restored from a snapshot after a kill), ``wrote``,
+``done``. It follows the prompt only: a task cairn hands it again after it logged ``done`` is
+done again, and the log shows two ``done``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+TASK_LINE = re.compile(r"^- Task (\d+): .*?(?: \[([a-z ]+)\])?$")
+DONE = ("completed", "skipped", "deferred")
+IDENTITY = {
+    "GIT_AUTHOR_NAME": "bench agent",
+    "GIT_AUTHOR_EMAIL": "agent@example.invalid",
+    "GIT_COMMITTER_NAME": "bench agent",
+    "GIT_COMMITTER_EMAIL": "agent@example.invalid",
+}
+
+
+def content(ticket: str, task: int) -> str:
+    return f"{ticket} task {task}\n"
+
+
+def log(ticket: str, **record: object) -> None:
+    path = Path(os.environ["BENCH_AGENT_DIR"]) / f"{ticket}.jsonl"
+    line = json.dumps({"t": time.time(), "pid": os.getpid(), "cwd": os.getcwd(), **record})
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, (line + "\n").encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def section(prompt: str, heading: str) -> list[str]:
+    lines = prompt.splitlines()
+    if heading not in lines:
+        return []
+    out = []
+    for line in lines[lines.index(heading) + 1 :]:
+        if not line.strip():
+            break
+        out.append(line)
+    return out
+
+
+def task_to_do(prompt: str) -> int | None:
+    """The first task the prompt names as in progress, else as remaining or not yet done."""
+    if prompt.startswith("You are continuing"):
+        candidates = section(prompt, "In progress when it stopped:")
+        candidates += section(prompt, "Remaining:")
+    elif prompt.startswith("Continue with ticket"):
+        candidates = section(prompt, "Remaining tasks:")
+    else:
+        candidates = prompt.splitlines()
+    for line in candidates:
+        match = TASK_LINE.match(line)
+        if match and (match.group(2) or "pending") not in DONE:
+            return int(match.group(1))
+    return None
+
+
+def work_seconds(ticket: str, task: int) -> float:
+    low, high = (float(x) for x in os.environ.get("BENCH_AGENT_SLEEP", "0.5,1.5").split(","))
+    seed = os.environ.get("BENCH_AGENT_SEED", "0")
+    return random.Random(f"{seed}:{ticket}:{task}").uniform(low, high)
+
+
+def cairn(*args: str) -> int:
+    done = subprocess.run([sys.executable, "-m", "cairn", *args], capture_output=True, check=False)
+    return done.returncode
+
+
+def commit(ticket: str, number: int) -> None:
+    env = {**os.environ, **IDENTITY}
+    subprocess.run(["git", "add", "-A", "work"], env=env, capture_output=True, check=False)
+    subprocess.run(
+        ["git", "commit", "-qm", f"{ticket} task {number}"], env=env, capture_output=True
+    )
+
+
+def main() -> int:
+    prompt = sys.stdin.read()
+    ticket = os.environ["CAIRN_TICKET"]
+    number = task_to_do(prompt)
+    if number is None:
+        print("nothing left to do")
+        return 0
+    log(ticket, event="start", task=number)
+    cairn("task", "start", str(number))
+    path = Path("work") / f"{ticket}-task-{number}.txt"
+    if path.exists():
+        log(ticket, event="found", task=number, content=path.read_text())
+    else:
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(content(ticket, number))
+        log(ticket, event="wrote", task=number)
+    time.sleep(work_seconds(ticket, number))
+    first = os.environ.get("BENCH_AGENT_COMMIT_FIRST") == "1"
+    if first:
+        commit(ticket, number)
+    rc = cairn("task", "done", str(number), "--files", str(path), "--outcome", "done")
+    if not first:
+        commit(ticket, number)
+    log(ticket, event="done", task=number, rc=rc)
+    print(f"task {number} done")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
