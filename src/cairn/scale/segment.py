@@ -51,6 +51,9 @@ class Segments:
         activity.heartbeat(progress)
         start = outset(space.state_dir)
         if start.command == "finished" and start.exit_code is not None:
+            if start.exit_code in (COMPLETED, NEEDS_REVIEW):
+                await asyncio.to_thread(workspace.commit_leftovers, space)
+                progress = await asyncio.to_thread(workspace.checkpoint, space, "segment end")
             return SegmentResult(start.exit_code, progress, "the run had finished")
         command = self._command(space, task, start)
         log = self.root / ".logs" / f"{task.ticket.ticket}.log"
