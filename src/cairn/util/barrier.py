@@ -9,7 +9,6 @@ Outside a worker the variable is unset and nothing waits."""
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -57,5 +56,7 @@ def release(requests: list[Path]) -> None:
 
 def reset(directory: Path) -> None:
     """An empty ``directory`` (requests of an earlier attempt are dead with their asker)."""
+    import shutil  # only on a worker: `cairn task done` imports this module on its hot path
+
     shutil.rmtree(directory, ignore_errors=True)
     directory.mkdir(parents=True)
