@@ -10,7 +10,7 @@ import json
 import os
 import shutil
 import socket
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -38,15 +38,10 @@ class Workspace:
     worktree: Path
     refs: shared.TicketRefs
     leases: dict[str, str | None]  # what the remote held when this attempt last looked or pushed
-    pushed: dict[str, str] = field(default_factory=dict)
 
     @property
     def state_dir(self) -> Path:
         return self.clone / ".git" / "cairn" / "tickets" / self.ticket
-
-    @property
-    def has_run(self) -> bool:
-        return self.state_dir.is_dir() and any(p.is_dir() for p in self.state_dir.iterdir())
 
     def plan_path(self, task: TicketInput) -> Path:
         return self.root / ".plans" / self.ticket / Path(task.plan_name).name
