@@ -15,6 +15,7 @@ from cairn.errors import BadInput
 from cairn.terms import AgentPermissions, LoopPhase
 from cairn.util.durations import parse_duration
 from cairn.util.records import Before, Ge, Gt, MinLen, Record, field, first_error
+from cairn.util.text import is_branch_name
 
 MiB = 1024 * 1024
 MAX_CONFIG_BYTES = MiB
@@ -218,7 +219,7 @@ class FleetConfig(Record, forbid_extra=True, strict=True):
             )
         if not self.remote.strip() or self.remote.startswith("-"):
             raise ValueError(f"remote {self.remote!r} is not a remote; give one such as origin")
-        if self.base is not None and not _branch_name(self.base):
+        if self.base is not None and not is_branch_name(self.base):
             raise ValueError(f"base {self.base!r} is not a branch name; give one such as main")
         for url in self.notify:
             if not url.startswith(("https://", "http://")):
@@ -394,15 +395,3 @@ def effective(config: Config) -> list[tuple[str, Any, str]]:
 
     walk(config, "", config._given if config.source is not None else None)
     return rows
-
-
-def _branch_name(name: str) -> bool:
-    """A plausible git branch name (git check-ref-format's rules that matter here)."""
-    bad = (" ", "~", "^", ":", "?", "*", "[", "\\", "..", "@{", "//")
-    return (
-        bool(name)
-        and not name.startswith(("-", "/", "."))
-        and not name.endswith(("/", ".", ".lock"))
-        and not any(b in name for b in bad)
-        and all(ord(c) >= 32 and ord(c) != 127 for c in name)
-    )

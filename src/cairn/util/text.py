@@ -1,4 +1,5 @@
-"""Free text that cairn stores and prints: one line, nothing a terminal would act on."""
+"""Free text that cairn stores and prints: one line, nothing a terminal would act on; names
+that must be plausible git branch names."""
 
 from __future__ import annotations
 
@@ -13,3 +14,15 @@ def one_line(text: str, limit: int = 160) -> str:
     """``printable(text)`` cut to ``limit`` characters (an ellipsis marks the cut)."""
     flat = printable(text)
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def is_branch_name(name: str) -> bool:
+    """A plausible git branch name (the rules of git check-ref-format that matter here)."""
+    bad = (" ", "~", "^", ":", "?", "*", "[", "\\", "..", "@{", "//")
+    return (
+        bool(name)
+        and not name.startswith(("-", "/", "."))
+        and not name.endswith(("/", ".", ".lock"))
+        and not any(b in name for b in bad)
+        and all(ord(c) >= 32 and ord(c) != 127 for c in name)
+    )
