@@ -7,7 +7,9 @@ completed before the loss. Three ways to lose it:
 - ``worker``: SIGKILL of the worker process only: its run and agent live on, on the same host as
   the survivor, which must stop them;
 - ``partition``: SIGSTOP of the worker (cut off, not dead), SIGCONT once the survivor took the
-  ticket: the zombie must not move the remote's refs after the survivor's claim."""
+  ticket: the zombie must not move the remote's refs after the survivor's claim;
+- ``shutdown``: SIGTERM to the worker (a deploy, a scale-down): it stops its run, which
+  snapshots, pushes, hands the segment back and exits 0."""
 
 from __future__ import annotations
 
@@ -73,7 +75,7 @@ def alive(pid: int) -> bool:
     return procs.process_state(pid) not in (None, ord("Z"))  # a zombie has stopped
 
 
-@pytest.mark.parametrize("loss", ["machine", "worker", "partition"])
+@pytest.mark.parametrize("loss", ["machine", "worker", "partition", "shutdown"])
 def test_a_lost_worker_s_task_is_resumed_elsewhere_from_the_pushed_snapshot(
     tmp_path: Path, temporal: temporal_server.DevServer, loss: str
 ) -> None:
@@ -105,6 +107,9 @@ def test_a_lost_worker_s_task_is_resumed_elsewhere_from_the_pushed_snapshot(
         elif loss == "worker":
             lost.process.kill()
             lost.process.wait()
+        elif loss == "shutdown":
+            lost.process.send_signal(signal.SIGTERM)
+            assert lost.process.wait(timeout=30) == 0
         else:
             lost.process.send_signal(signal.SIGSTOP)
             wait_for(

@@ -3,6 +3,12 @@ processes, `cairn fleet start --engine temporal --once`."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import temporal_server
@@ -70,3 +76,46 @@ def test_bad_input_is_one_line_exit_2(tmp_path: Path) -> None:
     assert_one_line_error(no_remote)
     assert "[fleet] remote 'origin' is not a remote of" in no_remote.stderr
     assert untouched_state(user) == before
+
+
+def test_without_once_it_polls_the_queue_until_sigterm(
+    tmp_path: Path, temporal: temporal_server.DevServer
+) -> None:
+    user = shared_repo(tmp_path, temporal.address, {"A-1": 1})
+    env = agent_env(tmp_path)
+    worker = start_worker(user, tmp_path / "w1", env)
+    fleet = subprocess.Popen(
+        [sys.executable, "-m", "cairn", "fleet", "start", "--json"],
+        cwd=user,
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+
+        def done(ticket: str) -> list[dict[str, object]]:
+            return [e for e in agent_log(env, ticket) if e["event"] == "done"]
+
+        wait_until(lambda: done("A-1"))
+        # a plan added while it runs is picked up at the next poll (poll_interval = 1s)
+        (user / "cairn-queue" / "B-1.md").write_text(
+            "# Plan: B-1\n\n### Task 1: Step 1\n\nDo it.\n"
+        )
+        wait_until(lambda: done("B-1"))
+        fleet.send_signal(signal.SIGTERM)
+        out, err = fleet.communicate(timeout=30)
+    finally:
+        if fleet.poll() is None:
+            fleet.kill()
+        worker.stop()
+    assert fleet.returncode == 3, (out, err)
+    started = [e["ticket"] for e in events(out) if e["event"] == "ticket_started"]
+    assert started == ["A-1", "B-1"]  # each once, though the queue was read at every poll
+
+
+def wait_until(check: Callable[[], object], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.2)

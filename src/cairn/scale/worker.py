@@ -15,7 +15,6 @@ from cairn.config import TemporalConfig
 from cairn.scale.connection import connect
 from cairn.scale.segment import Segments
 from cairn.scale.workflow import TicketWorkflow
-from cairn.scale.workspace import STOP_GRACE
 
 
 async def serve(
@@ -32,7 +31,9 @@ async def serve(
         workflows=[TicketWorkflow],
         activities=[segments.run_segment],
         max_concurrent_activities=concurrency,
-        graceful_shutdown_timeout=timedelta(seconds=STOP_GRACE * 2),
+        # a segment lasts as long as its agent: on shutdown it is cancelled at once, and stops
+        # its run with a snapshot pushed (at most STOP_GRACE) so another worker continues it
+        graceful_shutdown_timeout=timedelta(0),
     )
     loop = asyncio.get_running_loop()
     stopping = asyncio.Event()
