@@ -6,7 +6,10 @@ from __future__ import annotations
 import gc
 import os
 import sys
-from typing import NoReturn
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hot path)
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 
 def main() -> None:
