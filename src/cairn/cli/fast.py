@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
-from typing import Any, Literal
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hot path)
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+    from pathlib import Path
+    from typing import Any, Literal
 
 ENV_FAST = "CAIRN_FAST"
 
@@ -29,6 +32,8 @@ class Unsure(Exception):
 def as_path(value: str) -> Path:
     if not value or "\0" in value:
         raise Unsure
+    from pathlib import Path
+
     return Path(value)
 
 
@@ -99,17 +104,23 @@ class Arg:
 
 
 class Command:
-    """A command of the table: its handler (``"module:function"``), arguments and options."""
+    """A command of the table: its handler (``"module:function"``), arguments and options, and
+    what to start before the handler's modules are imported (``early``: ``"module:function"``,
+    called with the work tree's path as typed, ``.`` by default; ``abandon`` stops it when the
+    command does not run)."""
 
-    __slots__ = ("arguments", "handler", "options")
+    __slots__ = ("abandon", "arguments", "early", "handler", "options")
 
     def __init__(
         self,
         handler: str,
         arguments: tuple[Arg, ...] = (),
         options: Mapping[str, Opt] | None = None,
+        early: tuple[str, str] | None = None,
     ) -> None:
         self.handler, self.arguments, self.options = handler, arguments, options or {}
+        self.early: str | None = early[0] if early else None
+        self.abandon: str | None = early[1] if early else None
 
 
 def _options(*groups: Mapping[str, Opt], **single: Opt) -> dict[str, Opt]:
@@ -141,6 +152,8 @@ COMMANDS: dict[tuple[str, ...], Command] = {
     ("hook", "claude", "heartbeat"): Command(HOOKS + "heartbeat"),
     ("wip", "save"): Command(
         "cairn.cli.handlers.wip:save",
+        # git status, most of a save's time on a big repository, runs while cairn is imported
+        early=("cairn.git.status:start_early", "cairn.git.status:abandon_early"),
         options=_options(
             TICKET,
             JSON,
@@ -280,8 +293,24 @@ def parse(command: Command, words: Sequence[str]) -> dict[str, Any]:
 
 
 def handler_of(command: Command) -> Callable[..., Any]:
-    module, _, name = command.handler.partition(":")
+    return _function(command.handler)
+
+
+def _function(spec: str) -> Callable[..., Any]:
+    module, _, name = spec.partition(":")
     return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
+
+
+def _workspace_text(words: Sequence[str]) -> str:
+    """The work tree a command line names, as typed (``.`` when it names none), read before
+    the line is parsed; the parse decides whether the command runs at all."""
+    found = "."
+    for i, word in enumerate(words):
+        if word in ("-C", "--workspace") and i + 1 < len(words):
+            found = words[i + 1]
+        elif word.startswith("--workspace="):
+            found = word.partition("=")[2]
+    return found
 
 
 def dispatch(argv: Sequence[str]) -> int | None:
@@ -292,9 +321,14 @@ def dispatch(argv: Sequence[str]) -> int | None:
     if found is None:
         return None
     path, command = found
+    words = argv[len(path) :]
+    if command.early is not None:
+        _function(command.early)(_workspace_text(words))
     try:
-        kwargs = parse(command, argv[len(path) :])
+        kwargs = parse(command, words)
     except Unsure:
+        if command.abandon is not None:
+            _function(command.abandon)()
         return None
     try:
         handler_of(command)(**kwargs)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import time
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from cairn.util.procs import kill_group
 
@@ -64,3 +64,13 @@ def kill_and_reap(proc: subprocess.Popen[bytes]) -> None:
     kill_group(proc.pid)
     proc.kill()
     proc.communicate()
+
+
+class Pending(Protocol):
+    """A git command started earlier and read now (``sessions.Started``, ``early.Spawned``)."""
+
+    args: list[str]
+
+    def result(self, *, check: bool = True, deadline: Deadline | None = None) -> GitResult: ...
+
+    def abandon(self) -> None: ...

@@ -18,13 +18,14 @@ from cairn.config import Config
 from cairn.config import load as load_config
 from cairn.errors import BadInput, GitError, SaveTimeout
 from cairn.git import Deadline, Git, Repo
-from cairn.git.sessions import Started
+from cairn.git.process import Pending
+from cairn.git.status import start_status
 from cairn.wip.hashcache import HashCache, digest, stamp_now
 from cairn.wip.meta import SnapshotMeta, clean_reason
 from cairn.wip.models import SaveResult
 from cairn.wip.objects import CommitObject, ObjectReader, parse_commit, read_objects
 from cairn.wip.recording import Prepared, record
-from cairn.wip.scan import STATUS_ARGS, Selection, StatusScan, scan_status, select_untracked
+from cairn.wip.scan import Selection, StatusScan, scan_status, select_untracked
 from cairn.wip.scratch import scratch_dir
 from cairn.wip.treebuild import Edit, Known, TreeWriter, hash_worktree
 
@@ -63,16 +64,17 @@ def save(
     run_id: str | None = None,
     config: Config | None = None,
     mirror_branch: bool | None = None,
+    status: Pending | None = None,
 ) -> SaveResult:
     """Snapshot ``workspace``; ``timeout`` seconds (default ``agent.cutoff_timeout_ms``).
 
-    ``git status``, the bulk of a save on a big repository, starts first and runs while the
-    repository is discovered, the config read and the stat cache loaded. It reads the index
-    in place and reports paths from the top of the work tree, from any directory of it.
+    ``git status``, the bulk of a save on a big repository, starts first (or was started by
+    the caller: ``status``, from ``cairn.git.status.start_status(workspace)``) and runs while
+    the repository is discovered, the config read and the stat cache loaded.
     """
     started = time.monotonic()
-    where = Path(workspace).expanduser()
-    status = Git(where.resolve()).start(STATUS_ARGS) if where.is_dir() else None
+    if status is None:
+        status = start_status(workspace)
     try:
         repo = Repo.discover(workspace)
         warnings: list[str] = []
@@ -124,7 +126,7 @@ def prepare(
     deadline: Deadline | None,
     *,
     via_index: bool = False,
-    status: Started | None = None,
+    status: Pending | None = None,
 ) -> Prepared:
     """Write the snapshot's trees (the work tree, the staged state); record nothing.
 
@@ -212,7 +214,7 @@ def _runner(repo: Repo, config: Config, index: Path) -> Git:
 
 
 def _scan(
-    repo: Repo, config: Config, git: Git, deadline: Deadline | None, started: Started | None = None
+    repo: Repo, config: Config, git: Git, deadline: Deadline | None, started: Pending | None = None
 ) -> tuple[StatusScan, Selection]:
     status = scan_status(git, deadline, started)
     return status, select_untracked(repo.toplevel, status.untracked, status.nested, config.snapshot)

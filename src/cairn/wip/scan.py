@@ -15,20 +15,9 @@ from typing import NamedTuple
 
 from cairn.config import SnapshotConfig
 from cairn.git import Deadline, Git
-from cairn.git.sessions import Started
+from cairn.git.process import Pending
+from cairn.git.status import STATUS_ARGS
 from cairn.wip.models import Skipped
-
-STATUS_ARGS = [
-    "status",
-    "--porcelain=v2",
-    "-z",
-    "--branch",
-    "--no-ahead-behind",
-    "--untracked-files=all",
-    "--ignored=no",
-    "--no-renames",
-    "--ignore-submodules=dirty",
-]
 
 # Directory names that are almost always generated; over budget they are dropped first.
 HEAVY_DIRS = frozenset(
@@ -89,7 +78,7 @@ class StatusScan:
         return len(self.changes) + len(self.conflicted)
 
 
-def scan_status(git: Git, deadline: Deadline | None, started: Started | None = None) -> StatusScan:
+def scan_status(git: Git, deadline: Deadline | None, started: Pending | None = None) -> StatusScan:
     """The status of the work tree: from ``started`` (``git.start(STATUS_ARGS)``, run while the
     caller did other work), else from a status run now."""
     if started is not None:

@@ -1,0 +1,69 @@
+"""The status pass of a snapshot (``cairn.wip.scan`` parses it): its arguments, and starting it
+early, so that ``git status`` (the bulk of a save on a big repository) runs while the rest of
+cairn is imported and set up. Light on purpose: ``os``, ``cairn.git.command`` and
+``os.posix_spawn`` (``cairn.git.early``) rather than ``subprocess``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from cairn.git.command import argv, scrubbed_env
+from cairn.git.early import Spawned
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hot path)
+if TYPE_CHECKING:
+    from pathlib import Path
+
+STATUS_ARGS = [
+    "status",
+    "--porcelain=v2",
+    "-z",
+    "--branch",
+    "--no-ahead-behind",
+    "--untracked-files=all",
+    "--ignored=no",
+    "--no-renames",
+    "--ignore-submodules=dirty",
+]
+
+
+_early: dict[str, Spawned] = {}  # started by ``start_early``, by the work tree's real path
+
+
+def start_early(workspace: str) -> None:
+    """Start the status pass now, for the ``start_status`` of the same work tree to take: the
+    command line calls it before it imports the save (``cairn.cli.fast``)."""
+    where = _real(workspace)
+    if where not in _early:
+        started = start_status(where)
+        if started is not None:
+            _early[where] = started
+
+
+def abandon_early() -> None:
+    """Stop what ``start_early`` started and nothing took (the command did not run)."""
+    while _early:
+        _early.popitem()[1].abandon()
+
+
+def start_status(workspace: Path | str) -> Spawned | None:
+    """``git status`` of the work tree at ``workspace``: the one ``start_early`` started for it,
+    else one started now, with the environment and config overrides every git command gets
+    (None when it is not a directory, or git cannot start: the save then says why). It reads
+    the index in place and reports paths from the top of the work tree, from any directory of
+    it."""
+    where = _real(workspace)
+    early = _early.pop(where, None)
+    if early is not None:
+        return early
+    if not os.path.isdir(where):
+        return None
+    try:
+        return Spawned(argv(STATUS_ARGS), list(STATUS_ARGS), where, scrubbed_env())
+    except OSError:
+        return None  # the save runs git again and reports what is wrong
+
+
+def _real(workspace: Path | str) -> str:
+    return os.path.realpath(os.path.expanduser(os.fspath(workspace)))
