@@ -29,7 +29,6 @@ A corrupt, unreadable or older cache file is ignored and replaced, without a wor
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Iterable
@@ -38,6 +37,7 @@ from typing import Any
 
 from cairn.git import Deadline, Git, Repo
 from cairn.util import durable
+from cairn.util.digests import sha1
 
 FORMAT = 2
 RACY_WINDOW_NS = 2_000_000_000
@@ -60,7 +60,7 @@ def _stat_of(path: str) -> list[int] | None:
 
 def digest(base_tree: str | None, edits: Edits) -> str:
     """What a tree is built from: a base tree and path edits."""
-    h = hashlib.sha1(usedforsecurity=False)
+    h = sha1()
     h.update(f"{base_tree}\n".encode())
     for path in sorted(edits):
         h.update(path + b"\0" + repr(edits[path]).encode() + b"\n")
@@ -69,7 +69,7 @@ def digest(base_tree: str | None, edits: Edits) -> str:
 
 class HashCache:
     def __init__(self, repo: Repo, stamp: int) -> None:
-        key = hashlib.sha1(os.fsencode(repo.git_dir), usedforsecurity=False).hexdigest()[:16]
+        key = sha1(os.fsencode(repo.git_dir)).hexdigest()[:16]
         self.path = repo.state_root() / "cache" / f"hashes-{key}.json"
         self.top = os.fsencode(repo.toplevel)
         self.config_files = _config_files(repo)

@@ -7,19 +7,19 @@ is recognised and removed by the next one on the same host.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from cairn.util.digests import sha256
 from cairn.util.procs import pid_alive
 
 STALE_AFTER_SECONDS = 24 * 3600
 
 
 def _host() -> str:
-    return hashlib.sha256(os.uname().nodename.encode()).hexdigest()[:8]  # gethostname()
+    return sha256(os.uname().nodename.encode()).hexdigest()[:8]  # gethostname()
 
 
 @contextlib.contextmanager
