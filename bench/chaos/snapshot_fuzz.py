@@ -163,8 +163,10 @@ Damage = Callable[["Case", dict[str, Any]], None]
 def check_case(case: Case, tally: Tally, damage: Damage | None = None) -> set[str]:
     """Build, save, restore and compare one tree; the violation kinds it produced."""
     tree = trees.build(case.repo, case.seed)
-    if damage is not None:  # a self-test tree always has an over-cap file to report
+    if damage is not None:  # a self-test tree always has an over-cap file to report, and a
+        # file to restore (a tree of only an over-cap file records nothing, restores nothing)
         tree.write("zz-over-the-cap.bin", tree.content(oversized=True))
+        tree.write("zz-to-restore.txt", b"restored by the self-test\n")
     case.edits = tree.edits
     tally.count("trees")
     tally.count("edits", len(tree.edits))
