@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-TASK_LINE = re.compile(r"^- Task (\d+): .*?(?: \[([a-z ]+)\])?$")
-DONE = ("completed", "skipped", "deferred")
+# how a stand-in agent reads cairn's prompt: the fleet tests' agent knows it
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "fleet"))
+from fleet_agent import task_to_do
+
 IDENTITY = {
     "GIT_AUTHOR_NAME": "scale agent",
     "GIT_AUTHOR_EMAIL": "agent@example.invalid",
@@ -37,33 +38,6 @@ def log(ticket: str, **record: object) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def section(prompt: str, heading: str) -> list[str]:
-    lines = prompt.splitlines()
-    if heading not in lines:
-        return []
-    out = []
-    for line in lines[lines.index(heading) + 1 :]:
-        if not line.strip():
-            break
-        out.append(line)
-    return out
-
-
-def task_to_do(prompt: str) -> int | None:
-    if prompt.startswith("You are continuing"):
-        candidates = section(prompt, "In progress when it stopped:")
-        candidates += section(prompt, "Remaining:")
-    elif prompt.startswith("Continue with ticket"):
-        candidates = section(prompt, "Remaining tasks:")
-    else:
-        candidates = prompt.splitlines()
-    for line in candidates:
-        match = TASK_LINE.match(line)
-        if match and (match.group(2) or "pending") not in DONE:
-            return int(match.group(1))
-    return None
 
 
 def cairn(*args: str) -> int:

@@ -13,41 +13,42 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hot pa
 if TYPE_CHECKING:
     from typing import Any
 
-    from cairn.git.command import IDENTITY, scrubbed_env
-    from cairn.git.runner import (
-        INDEX_WRITERS,
-        MIN_VERSION,
-        Deadline,
-        Git,
-        GitResult,
-        Repo,
-        base_runner,
-        kill_and_reap,
-        null_oid,
-        telling_line,
-        version,
-    )
+    from cairn.git.command import IDENTITY as IDENTITY
+    from cairn.git.command import scrubbed_env as scrubbed_env
+    from cairn.git.process import Deadline as Deadline
+    from cairn.git.process import GitResult as GitResult
+    from cairn.git.process import kill_and_reap as kill_and_reap
+    from cairn.git.process import telling_line as telling_line
+    from cairn.git.runner import INDEX_WRITERS as INDEX_WRITERS
+    from cairn.git.runner import MIN_VERSION as MIN_VERSION
+    from cairn.git.runner import Git as Git
+    from cairn.git.runner import Repo as Repo
+    from cairn.git.runner import base_runner as base_runner
+    from cairn.git.runner import null_oid as null_oid
+    from cairn.git.runner import version as version
 
-__all__ = [
-    "IDENTITY",
-    "INDEX_WRITERS",
-    "MIN_VERSION",
-    "Deadline",
-    "Git",
-    "GitResult",
-    "Repo",
-    "base_runner",
-    "kill_and_reap",
-    "null_oid",
-    "scrubbed_env",
-    "telling_line",
-    "version",
-]
+# where each name lives: loaded on first use
+_HOMES = {
+    "IDENTITY": "command",
+    "scrubbed_env": "command",
+    "Deadline": "process",
+    "GitResult": "process",
+    "kill_and_reap": "process",
+    "telling_line": "process",
+    "INDEX_WRITERS": "runner",
+    "MIN_VERSION": "runner",
+    "Git": "runner",
+    "Repo": "runner",
+    "base_runner": "runner",
+    "null_oid": "runner",
+    "version": "runner",
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name in __all__:
-        from cairn.git import runner
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'cairn.git' has no attribute {name!r}")
+    import importlib
 
-        return getattr(runner, name)
-    raise AttributeError(f"module 'cairn.git' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"cairn.git.{home}"), name)

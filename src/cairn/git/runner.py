@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from cairn.errors import CairnError, GitError, NotARepository, SaveTimeout
 from cairn.git.command import BASE_CONFIG, argv, scrubbed_env
-from cairn.git.process import Deadline, GitResult, kill_and_reap, telling_line
+from cairn.git.process import Deadline, GitResult, kill_and_reap
 
 if TYPE_CHECKING:
     from cairn.git.sessions import Session, Started
@@ -211,18 +211,3 @@ class Repo(NamedTuple):
 
 def null_oid(like: str) -> str:
     return "0" * len(like)
-
-
-__all__ = [
-    "MIN_VERSION",
-    "Deadline",
-    "Git",
-    "GitResult",
-    "Repo",
-    "base_runner",
-    "kill_and_reap",
-    "null_oid",
-    "scrubbed_env",
-    "telling_line",
-    "version",
-]

@@ -23,6 +23,7 @@ from cairn.scale.connection import connect
 from cairn.scale.shared import TicketRefs
 from cairn.scale.status import Listing, listing
 from cairn.state.layout import Layout
+from cairn.util import durable
 
 FRESH = 1.0  # seconds a listing is served before Temporal is asked again
 FETCH_EVERY = 2.0  # seconds between fetches of one ticket's refs (the page polls every 2 s)
@@ -114,7 +115,7 @@ class TemporalRows:
                 stamp = layout.ticket_dir(ticket) / ".state-commit"
                 if not stamp.is_file() or stamp.read_text() != state:
                     statecommit.checkout(git, state, layout.ticket_dir(ticket))
-                    stamp.write_text(state)
+                    durable.atomic_write(stamp, state, fsync=False)
                 run = row.get("run") or layout.latest_run(ticket)  # a finished run has no marker
                 run_dir = layout.ticket_dir(ticket) / run if run else None
         return View(git, base, self.base, refs.branch, refs.wip, run_dir)
@@ -125,7 +126,8 @@ class TemporalRows:
             repo.mkdir(parents=True, exist_ok=True)
             base_runner(repo).run(["init", "-q", "--bare", str(repo)])
             if self.objects is not None:
-                (repo / "objects" / "info" / "alternates").write_text(f"{self.objects}\n")
+                alternates = repo / "objects" / "info" / "alternates"
+                durable.atomic_write(alternates, f"{self.objects}\n", fsync=False)
         return base_runner(repo)
 
     def _fetch(self, git: Git, refs: TicketRefs, base: str) -> None:

@@ -3,15 +3,22 @@ from the repository and the ticket, so starting twice never duplicates a ticket.
 
 from __future__ import annotations
 
+import asyncio
+import signal
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
 
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import CancelledError, WorkflowAlreadyStartedError
 
-from cairn.config import TemporalConfig
+from cairn.config import Config, TemporalConfig
+from cairn.scale.connection import connect
 from cairn.scale.messages import TicketInput, workflow_id
 from cairn.scale.workflow import TicketWorkflow
+from cairn.util.durations import parse_duration
 
 
 @dataclass
@@ -63,3 +70,72 @@ def exit_code(states: dict[str, str]) -> int:
     if any(s in ("interrupted", "stopped") for s in states.values()):
         return 3
     return 0 if all(s == "completed" for s in states.values()) else 1
+
+
+Emit = Callable[..., None]  # (kind, text, **fields): one event of `cairn fleet start`
+
+
+class Candidate(Protocol):
+    @property
+    def ticket(self) -> str: ...
+
+    @property
+    def plan(self) -> Path: ...
+
+
+class Tracker(Protocol):
+    """What ``drive`` needs of a tracker (``cairn.fleet.trackers``)."""
+
+    @property
+    def rejected(self) -> Sequence[object]: ...
+
+    def candidates(self) -> Sequence[Candidate]: ...
+
+
+async def drive(
+    config: Config, tracker: Tracker, remote: str, base: str, once: bool, emit: Emit
+) -> int:
+    """Start a workflow per ticket the tracker lists; with ``once`` wait for them, else poll."""
+    client = await connect(config.temporal)
+    ids: dict[str, str] = {}
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stopping.set)
+    while True:
+        tickets = [
+            TicketInput(
+                ticket=c.ticket,
+                plan_name=c.plan.name,
+                plan=c.plan.read_text(),
+                remote=remote,
+                base=base,
+                max_segments=config.fleet.max_attempts,
+                heartbeat_seconds=parse_duration(config.temporal.heartbeat_timeout),
+            )
+            for c in tracker.candidates()
+            if c.ticket not in ids
+        ]
+        for rejected in tracker.rejected:
+            emit("ticket_rejected", "{line}", line=str(rejected))
+        for got in await start(client, config.temporal, tickets):
+            ids[got.ticket] = got.workflow_id
+            kind, text = (
+                ("ticket_started", "{ticket}: workflow {workflow_id} started")
+                if got.new
+                else ("ticket_exists", "{ticket}: workflow {workflow_id} exists already")
+            )
+            emit(kind, text, ticket=got.ticket, workflow_id=got.workflow_id)
+        if once:
+            break
+        try:
+            await asyncio.wait_for(stopping.wait(), parse_duration(config.fleet.poll_interval))
+            return 3
+        except TimeoutError:
+            continue
+    states = await outcomes(client, ids)
+    for ticket, state in states.items():
+        emit("ticket_finished", "{ticket}: {state}", ticket=ticket, state=state)
+    code = exit_code(states)
+    emit("fleet_finished", "fleet: exit {exit_code}", exit_code=code, tickets=states)
+    return code

@@ -18,7 +18,7 @@ from cairn.config import load
 from cairn.git import Git, base_runner
 from cairn.scale import shared, statecommit
 from cairn.scale.messages import Progress, TicketInput
-from cairn.util import procs
+from cairn.util import durable, procs
 
 STOP_GRACE = 10.0  # seconds a stopped run has to snapshot and exit before its group is killed
 
@@ -90,7 +90,7 @@ def prepare(root: Path, task: TicketInput, attempt: int) -> Workspace:
         _restore_snapshot(space, found[refs.wip])
     plan = space.plan_path(task)
     plan.parent.mkdir(parents=True, exist_ok=True)
-    plan.write_text(task.plan)
+    durable.atomic_write(plan, task.plan, fsync=False)
     return space
 
 
@@ -162,7 +162,8 @@ def remember_child(space: Workspace, pid: int) -> None:
     started = procs.process_start_time(pid)
     path = space.pid_file()
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"pid": pid, "started": started.isoformat() if started else None}))
+    record = {"pid": pid, "started": started.isoformat() if started else None}
+    durable.atomic_write(path, json.dumps(record))
 
 
 LEFTOVERS = (

@@ -27,8 +27,10 @@ def wait_for_checkpoint(environ: Mapping[str, str] | None = None, timeout: float
     if not where:
         return True
     path = Path(where) / f"{os.getpid()}-{time.time_ns()}{SUFFIX}"
+    from cairn.util import durable  # loaded already by the commands that call this
+
     try:
-        path.write_bytes(b"")
+        durable.atomic_write(path, b"", fsync=False)
     except OSError:
         return False
     deadline = time.monotonic() + timeout

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json as jsonlib
 import os
-import signal
 import sys
 from collections.abc import Coroutine
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from cairn.cli.output import console, report_error
 from cairn.errors import BadInput
+from cairn.scale.remote import base_of, url_of
 
 if TYPE_CHECKING:
     from cairn.git import Repo
@@ -109,12 +109,16 @@ def fleet_start(once: bool, json: bool, workspace: Path) -> NoReturn:
     repo = Repo.discover(workspace)
     config = load(repo.toplevel)
     _need_temporalio()
-    remote = _remote_url(repo, config.fleet.remote)
+    remote = url_of(repo, config.fleet.remote)
     tracker = open_tracker(repo, config, Layout.for_repo(repo, config))
-    base = _base(repo, remote, config.fleet.base)
-    _leave(
-        run_async(_drive(config, tracker, remote, base, once, json), json, config.temporal.address)
-    )
+    base = base_of(repo, remote, config.fleet.base)
+    from cairn.scale.starter import drive
+
+    def emit(kind: str, text: str, **fields: Any) -> None:
+        _emit(json, kind, text, **fields)
+
+    address = config.temporal.address
+    _leave(run_async(drive(config, tracker, remote, base, once, emit), json, address))
 
 
 def run_async(main: Coroutine[Any, Any, T], json: bool, address: str) -> T:
@@ -130,93 +134,6 @@ def run_async(main: Coroutine[Any, Any, T], json: bool, address: str) -> T:
         _leave(report_error(exc, json))
 
 
-def _remote_url(repo: Repo, name: str) -> str:
-    found = repo.git.run(["remote", "get-url", "--", name], check=False)
-    if not found.ok or not found.text:
-        raise BadInput(
-            f"[fleet] remote {name!r} is not a remote of {repo.toplevel}; add the shared "
-            f"repository every worker reaches: git remote add {name} <url>"
-        )
-    url = found.text
-    local = Path(url) if "://" not in url and ":" not in url.split("/")[0] else None
-    if local is not None and not local.is_absolute():
-        url = str((repo.toplevel / local).resolve())
-    return url
-
-
-def _base(repo: Repo, remote: str, configured: str | None) -> str:
-    """``[fleet] base`` (which the remote must have), else the remote's default branch (its
-    HEAD), else the branch checked out here."""
-    if configured is not None:
-        listed = repo.git.run(["ls-remote", "--", remote, f"refs/heads/{configured}"], check=False)
-        if not listed.text:
-            raise BadInput(
-                f"[fleet] base {configured!r} is not a branch of {remote}; push it there or fix "
-                "[fleet] base in cairn.toml"
-            )
-        return configured
-    found = repo.git.run(["ls-remote", "--symref", "--", remote, "HEAD"], check=False)
-    for line in found.text.splitlines():
-        if line.startswith("ref: refs/heads/"):
-            return line.split()[1].removeprefix("refs/heads/")
-    branch = repo.current_branch()
-    if branch is None:
-        raise BadInput(f"{remote} has no default branch and HEAD is detached; check out one")
-    return branch
-
-
-async def _drive(config: Any, tracker: Any, remote: str, base: str, once: bool, json: bool) -> int:
-    """Start a workflow per ticket the tracker lists; with ``once`` wait for them, else poll."""
-    from cairn.scale import starter
-    from cairn.scale.connection import connect
-    from cairn.scale.messages import TicketInput
-    from cairn.util.durations import parse_duration
-
-    client = await connect(config.temporal)
-    ids: dict[str, str] = {}
-    stopping = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stopping.set)
-    while True:
-        tickets = [
-            TicketInput(
-                ticket=c.ticket,
-                plan_name=c.plan.name,
-                plan=c.plan.read_text(),
-                remote=remote,
-                base=base,
-                max_segments=config.fleet.max_attempts,
-                heartbeat_seconds=parse_duration(config.temporal.heartbeat_timeout),
-            )
-            for c in tracker.candidates()
-            if c.ticket not in ids
-        ]
-        for rejected in tracker.rejected:
-            _emit(json, "ticket_rejected", "{line}", line=str(rejected))
-        for got in await starter.start(client, config.temporal, tickets):
-            ids[got.ticket] = got.workflow_id
-            kind, text = (
-                ("ticket_started", "{ticket}: workflow {workflow_id} started")
-                if got.new
-                else ("ticket_exists", "{ticket}: workflow {workflow_id} exists already")
-            )
-            _emit(json, kind, text, ticket=got.ticket, workflow_id=got.workflow_id)
-        if once:
-            break
-        try:
-            await asyncio.wait_for(stopping.wait(), parse_duration(config.fleet.poll_interval))
-            return 3
-        except TimeoutError:
-            continue
-    states = await starter.outcomes(client, ids)
-    for ticket, state in states.items():
-        _emit(json, "ticket_finished", "{ticket}: {state}", ticket=ticket, state=state)
-    code = starter.exit_code(states)
-    _emit(json, "fleet_finished", "fleet: exit {exit_code}", exit_code=code, tickets=states)
-    return code
-
-
 def fleet_control(
     action: str, tickets: list[str], wait: float, json: bool, workspace: Path
 ) -> NoReturn:
@@ -228,7 +145,7 @@ def fleet_control(
     repo = Repo.discover(workspace)
     config = load(repo.toplevel)
     _need_temporalio()
-    remote = _remote_url(repo, config.fleet.remote)
+    remote = url_of(repo, config.fleet.remote)
     from cairn.scale import control
     from cairn.scale.connection import connect
 

@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from cairn.cli.handlers.scale import (
     _leave,
     _need_temporalio,
-    _remote_url,
     _unreachable,
     run_async,
 )
 from cairn.cli.output import console, report_error
 from cairn.errors import BadInput
+from cairn.scale.remote import base_of, url_of
 
 if TYPE_CHECKING:
     from cairn.fleet.dashboard.source import Source
@@ -42,7 +42,7 @@ def status(json: bool, workspace: Path) -> NoReturn:
 
     repo = Repo.discover(workspace)
     config = load(repo.toplevel)
-    remote = _remote_url(repo, config.fleet.remote)
+    remote = url_of(repo, config.fleet.remote)
     _need_temporalio()
     from cairn.scale import status as scale_status
     from cairn.scale.connection import connect
@@ -108,9 +108,8 @@ def _source(workspace: Path, json: bool) -> Source:
 
     repo = Repo.discover(workspace)
     config = load(repo.toplevel)
-    remote = _remote_url(repo, config.fleet.remote)
+    remote = url_of(repo, config.fleet.remote)
     _need_temporalio()
-    from cairn.cli.handlers.scale import _base
     from cairn.scale.dashsource import TemporalRows
 
     scratch = Layout.for_repo(repo, config).root / "scale" / "dashboard"
@@ -118,7 +117,7 @@ def _source(workspace: Path, json: bool) -> Source:
         return TemporalRows(
             config,
             remote,
-            _base(repo, remote, config.fleet.base),
+            base_of(repo, remote, config.fleet.base),
             scratch,
             repo.common_dir / "objects",
         )

@@ -1,0 +1,45 @@
+"""The shared remote as the user's repository names it: its URL, and the branch new ticket
+branches start from. Plain git (no temporalio): the command line asks before it connects."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cairn.errors import BadInput
+from cairn.git import Repo
+
+
+def url_of(repo: Repo, name: str) -> str:
+    """The URL of the remote ``name`` (``[fleet] remote``); a relative path made absolute."""
+    found = repo.git.run(["remote", "get-url", "--", name], check=False)
+    if not found.ok or not found.text:
+        raise BadInput(
+            f"[fleet] remote {name!r} is not a remote of {repo.toplevel}; add the shared "
+            f"repository every worker reaches: git remote add {name} <url>"
+        )
+    url = found.text
+    local = Path(url) if "://" not in url and ":" not in url.split("/")[0] else None
+    if local is not None and not local.is_absolute():
+        url = str((repo.toplevel / local).resolve())
+    return url
+
+
+def base_of(repo: Repo, remote: str, configured: str | None) -> str:
+    """``[fleet] base`` (which the remote must have), else the remote's default branch (its
+    HEAD), else the branch checked out here."""
+    if configured is not None:
+        listed = repo.git.run(["ls-remote", "--", remote, f"refs/heads/{configured}"], check=False)
+        if not listed.text:
+            raise BadInput(
+                f"[fleet] base {configured!r} is not a branch of {remote}; push it there or fix "
+                "[fleet] base in cairn.toml"
+            )
+        return configured
+    found = repo.git.run(["ls-remote", "--symref", "--", remote, "HEAD"], check=False)
+    for line in found.text.splitlines():
+        if line.startswith("ref: refs/heads/"):
+            return line.split()[1].removeprefix("refs/heads/")
+    branch = repo.current_branch()
+    if branch is None:
+        raise BadInput(f"{remote} has no default branch and HEAD is detached; check out one")
+    return branch
