@@ -36,7 +36,6 @@ under ``bench/.work/`` keyed by size; ``--rebuild`` rebuilds them. Results: docs
 from __future__ import annotations
 
 import argparse
-import importlib
 import itertools
 import json
 import os
@@ -418,9 +417,7 @@ def instrumented(steps: dict[str, float]) -> Iterator[None]:
     """Time every git process cairn starts, and the index copy, inside this process."""
     from cairn import git as cairn_git
     from cairn.git import sessions as git_sessions
-
-    # ``cairn.wip.save`` is re-exported as a function by ``cairn.wip``; fetch the module itself.
-    cairn_save = importlib.import_module("cairn.wip.save")
+    from cairn.wip import saving as cairn_save
 
     original_run = cairn_git.Git.run
     original_result = git_sessions.Started.result

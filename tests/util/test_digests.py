@@ -22,7 +22,7 @@ def test_the_same_digests_as_hashlib(data: bytes) -> None:
 
 
 def test_a_save_does_not_import_hashlib() -> None:
-    code = "import sys, cairn.wip.save; print('hashlib' in sys.modules)"
+    code = "import sys, cairn.wip.saving; print('hashlib' in sys.modules)"
     assert (
         subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout
         == "False\n"

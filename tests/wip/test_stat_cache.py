@@ -23,7 +23,7 @@ from cairn import wip
 from cairn.config import load
 from cairn.git import Repo
 from cairn.wip.hashcache import FORMAT, RACY_WINDOW_NS, HashCache
-from cairn.wip.save import plainly_valid, prepare
+from cairn.wip.saving import plainly_valid, prepare
 from cairn.wip.scratch import scratch_dir
 from helpers import git, make_repo, snapshot_files, write
 

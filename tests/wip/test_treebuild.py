@@ -22,12 +22,12 @@ from test_property import (
 from cairn.config import Config
 from cairn.git import Repo
 from cairn.wip import save as save_api
-from cairn.wip.save import prepare
+from cairn.wip.saving import prepare
 from cairn.wip.scratch import scratch_dir
 from cairn.wip.treebuild import quote
 from helpers import git, make_conflict, make_repo, snapshot_files, write
 
-save_module = sys.modules["cairn.wip.save"]
+save_module = sys.modules["cairn.wip.saving"]
 
 
 def both_ways(repo: Path) -> tuple[tuple[str | None, str], tuple[str | None, str]]:

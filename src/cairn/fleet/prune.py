@@ -184,7 +184,7 @@ def _snapshot(
     a snapshot is recorded (even of a clean tree, so it holds HEAD) unless ``dry_run``."""
     from cairn.errors import SaveTimeout
     from cairn.wip.recording import record
-    from cairn.wip.save import prepare
+    from cairn.wip.saving import prepare
     from cairn.wip.scratch import scratch_dir
 
     deadline = Deadline(config.agent.cutoff_timeout_ms / 1000)
@@ -249,7 +249,7 @@ def _unsaved_commits(
     """Commits of the worktree's HEAD and of ``cairn/<ticket>`` that no other branch, no
     remote-tracking ref and not the snapshot (or, in a dry run, the snapshot that would hold
     HEAD) reaches."""
-    from cairn.wip.save import wip_ref
+    from cairn.wip.saving import wip_ref
 
     branch = f"refs/heads/{branch_of(ticket)}"
     tips = [t for t in (head, gitworktree.branch_tip(here, branch_of(ticket))) if t]

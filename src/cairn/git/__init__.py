@@ -16,9 +16,9 @@ if TYPE_CHECKING:
     from cairn.git.command import IDENTITY as IDENTITY
     from cairn.git.command import scrubbed_env as scrubbed_env
     from cairn.git.process import Deadline as Deadline
-    from cairn.git.process import GitResult as GitResult
     from cairn.git.process import kill_and_reap as kill_and_reap
-    from cairn.git.process import telling_line as telling_line
+    from cairn.git.result import GitResult as GitResult
+    from cairn.git.result import telling_line as telling_line
     from cairn.git.runner import INDEX_WRITERS as INDEX_WRITERS
     from cairn.git.runner import MIN_VERSION as MIN_VERSION
     from cairn.git.runner import Git as Git
@@ -32,9 +32,9 @@ _HOMES = {
     "IDENTITY": "command",
     "scrubbed_env": "command",
     "Deadline": "process",
-    "GitResult": "process",
+    "GitResult": "result",
     "kill_and_reap": "process",
-    "telling_line": "process",
+    "telling_line": "result",
     "INDEX_WRITERS": "runner",
     "MIN_VERSION": "runner",
     "Git": "runner",

@@ -6,12 +6,15 @@ rest of cairn is imported (a snapshot's ``git status``, ``cairn.git.status``), s
 from __future__ import annotations
 
 import os
+from time import monotonic as time_now
+
+from cairn.git.result import GitResult
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hot path)
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from cairn.git.process import Deadline, GitResult
+    from cairn.git.process import Deadline
 
 
 class Spawned:
@@ -41,40 +44,49 @@ class Spawned:
             os.close(out_w)
             os.close(err_w)
         self._fds = {out_r: bytearray(), err_r: bytearray()}
+        self._open = {out_r, err_r}  # not yet at end of file
         self._out, self._err = out_r, err_r
         self.returncode: int | None = None
+        self._result: GitResult | None = None
 
-    def result(self, *, check: bool = True, deadline: Deadline | None = None) -> GitResult:
+    def wait(self, until: float | None) -> bool:
+        """Read its output until it ends or ``time.monotonic()`` passes ``until`` (None: no
+        limit); whether it ended. It keeps running otherwise: ``result`` reads on."""
         import selectors
 
-        from cairn.errors import GitError, SaveTimeout
-        from cairn.git.process import GitResult
-
-        timeout = deadline.remaining() if deadline is not None else None
         with selectors.DefaultSelector() as selector:
-            for fd in self._fds:
+            for fd in self._open:
                 selector.register(fd, selectors.EVENT_READ)
-            while selector.get_map():
-                if timeout is not None:
-                    timeout = deadline.remaining() if deadline is not None else None
-                    if timeout is not None and timeout <= 0:
-                        self.abandon()
-                        name = self.args[0]
-                        raise SaveTimeout(f"`git {name}` did not finish within the time budget")
+            while self._open:
+                timeout = None if until is None else until - time_now()
+                if timeout is not None and timeout <= 0:
+                    return False
                 for key, _ in selector.select(timeout):
                     chunk = os.read(key.fd, 1 << 16)
                     if chunk:
                         self._fds[key.fd] += chunk
                     else:
                         selector.unregister(key.fd)
+                        self._open.remove(key.fd)
         self._reap()
-        code = self.returncode if self.returncode is not None else -9
-        result = GitResult(
-            self.args, code, bytes(self._fds[self._out]), bytes(self._fds[self._err])
-        )
-        if check and not result.ok:
-            raise GitError(self.args, result.returncode, result.error_line)
-        return result
+        return True
+
+    def result(self, *, check: bool = True, deadline: Deadline | None = None) -> GitResult:
+        if self._result is None:
+            left = deadline.remaining() if deadline is not None else None
+            if not self.wait(None if left is None else time_now() + left):
+                from cairn.errors import SaveTimeout
+
+                self.abandon()
+                raise SaveTimeout(f"`git {self.args[0]}` did not finish within the time budget")
+            code = self.returncode if self.returncode is not None else -9
+            out, err = bytes(self._fds[self._out]), bytes(self._fds[self._err])
+            self._result = GitResult(self.args, code, out, err)
+        if check and not self._result.ok:
+            from cairn.errors import GitError
+
+            raise GitError(self.args, self._result.returncode, self._result.error_line)
+        return self._result
 
     def abandon(self) -> None:
         import contextlib
@@ -91,6 +103,7 @@ class Spawned:
         if self.returncode is None:
             _, status = os.waitpid(self.pid, 0)
             self.returncode = os.waitstatus_to_exitcode(status)
+        self._open.clear()
         for fd in (self._out, self._err):
             with contextlib.suppress(OSError):
                 os.close(fd)

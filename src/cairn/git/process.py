@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import subprocess
 import time
-from typing import NamedTuple, Protocol
+from typing import Protocol
 
+from cairn.git.result import GitResult as GitResult
+from cairn.git.result import telling_line as telling_line
 from cairn.util.procs import kill_group
 
 
@@ -24,39 +26,6 @@ class Deadline:
     def expired(self) -> bool:
         left = self.remaining()
         return left is not None and left <= 0
-
-
-class GitResult(NamedTuple):
-    args: list[str]
-    returncode: int
-    stdout: bytes
-    stderr: bytes
-
-    @property
-    def ok(self) -> bool:
-        return self.returncode == 0
-
-    @property
-    def text(self) -> str:
-        return self.stdout.decode("utf-8", "surrogateescape").strip()
-
-    @property
-    def error_text(self) -> str:
-        return self.stderr.decode("utf-8", "replace").strip()
-
-    @property
-    def error_line(self) -> str:
-        """The line of stderr that names the problem (git ends with hints and usage notes)."""
-        return telling_line(self.error_text) or f"exit status {self.returncode}"
-
-
-def telling_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    for prefix in ("fatal:", "error:", "! ["):
-        for line in lines:
-            if line.startswith(prefix):
-                return line
-    return next((line for line in lines if not line.startswith("hint:")), "")
 
 
 def kill_and_reap(proc: subprocess.Popen[bytes]) -> None:

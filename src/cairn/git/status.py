@@ -13,6 +13,7 @@ from cairn.git.early import Spawned
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hot path)
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from pathlib import Path
 
 STATUS_ARGS = [
@@ -67,3 +68,26 @@ def start_status(workspace: Path | str) -> Spawned | None:
 
 def _real(workspace: Path | str) -> str:
     return os.path.realpath(os.path.expanduser(os.fspath(workspace)))
+
+
+# fields before the path in each kind of record of ``git status --porcelain=v2``
+_FIELDS_BEFORE_PATH = {b"1": 8, b"2": 9, b"u": 10, b"?": 1}
+
+
+def entries(out: bytes) -> Iterator[tuple[bytes, bytes, bytes]]:
+    """The records of the status pass's ``-z`` output as (kind, record, path): kind ``#`` (a
+    header; path empty), ``1`` (changed), ``2`` (renamed; its original path is skipped), ``u``
+    (unmerged) or ``?`` (untracked; a nested repository's path ends in ``/``)."""
+    fields = out.split(b"\0")
+    i = 0
+    while i < len(fields):
+        record = fields[i]
+        i += 1
+        if not record:
+            continue
+        kind = record[:1]
+        if kind == b"2":
+            i += 1
+        before = _FIELDS_BEFORE_PATH.get(kind)
+        path = record.split(b" ", before)[-1] if before else b""
+        yield kind, record, path

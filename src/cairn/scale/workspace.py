@@ -103,7 +103,7 @@ def _restore_snapshot(space: Workspace, sha: str) -> None:
     """cairn's own restore of the ticket's snapshot, when it was taken on the branch's tip (an
     older one would undo later commits: it stays in its ref)."""
     from cairn.wip.meta import SnapshotMeta
-    from cairn.wip.restore import restore
+    from cairn.wip.restoring import restore
 
     tip = space.git.out(["rev-parse", f"cairn/{space.ticket}"]).strip()
     meta = SnapshotMeta.parse(space.git.out(["log", "-1", "--format=%B", sha]))
@@ -188,7 +188,7 @@ def commit_leftovers(space: Workspace) -> bool:
 def checkpoint(space: Workspace, reason: str) -> Progress:
     """Snapshot the worktree, commit the run state, push branch, snapshot and state to the
     remote (fenced by the leases), and say what was pushed. Raises shared.Fenced."""
-    from cairn.wip.save import save
+    from cairn.wip.saving import save
 
     # the run's own save may hold the ref this instant: the next checkpoint catches up
     with contextlib.suppress(Exception):

@@ -5,35 +5,59 @@ list_snapshots(workspace, ticket) -> [SnapshotInfo]
 show(workspace, spec) / diff(workspace, a, b)
 restore(workspace, spec, to=None, dry_run=False, force=False) -> RestoreResult
 prune(workspace, older_than) / push(workspace, remote)
+
+The names below live in the package's modules (``saving``, ``history``, ``restoring``,
+``retention``, ``models``) and are loaded on first use, so that importing a light module of the
+package (``cairn.wip.proof``, which the command line reads before anything else) does not load
+the engine.
 """
 
-from cairn.wip.history import diff, list_snapshots, show
-from cairn.wip.models import (
-    PruneResult,
-    PushResult,
-    RestoreResult,
-    SaveResult,
-    ShowResult,
-    Skipped,
-    SnapshotInfo,
-)
-from cairn.wip.restore import restore
-from cairn.wip.retention import prune, push
-from cairn.wip.save import save
+from __future__ import annotations
 
-__all__ = [
-    "PruneResult",
-    "PushResult",
-    "RestoreResult",
-    "SaveResult",
-    "ShowResult",
-    "Skipped",
-    "SnapshotInfo",
-    "diff",
-    "list_snapshots",
-    "prune",
-    "push",
-    "restore",
-    "save",
-    "show",
-]
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hot path)
+if TYPE_CHECKING:
+    from typing import Any
+
+    from cairn.wip.history import diff as diff
+    from cairn.wip.history import list_snapshots as list_snapshots
+    from cairn.wip.history import show as show
+    from cairn.wip.models import PruneResult as PruneResult
+    from cairn.wip.models import PushResult as PushResult
+    from cairn.wip.models import RestoreResult as RestoreResult
+    from cairn.wip.models import SaveResult as SaveResult
+    from cairn.wip.models import ShowResult as ShowResult
+    from cairn.wip.models import Skipped as Skipped
+    from cairn.wip.models import SnapshotInfo as SnapshotInfo
+    from cairn.wip.restoring import restore as restore
+    from cairn.wip.retention import prune as prune
+    from cairn.wip.retention import push as push
+    from cairn.wip.saving import save as save
+
+# where each name lives: loaded on first use
+_HOMES = {
+    "PruneResult": "models",
+    "PushResult": "models",
+    "RestoreResult": "models",
+    "SaveResult": "models",
+    "ShowResult": "models",
+    "Skipped": "models",
+    "SnapshotInfo": "models",
+    "diff": "history",
+    "list_snapshots": "history",
+    "show": "history",
+    "prune": "retention",
+    "push": "retention",
+    "restore": "restoring",
+    "save": "saving",
+}
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'cairn.wip' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"cairn.wip.{home}"), name)

@@ -16,7 +16,7 @@ from typing import NamedTuple
 from cairn.config import SnapshotConfig
 from cairn.git import Deadline, Git
 from cairn.git.process import Pending
-from cairn.git.status import STATUS_ARGS
+from cairn.git.status import STATUS_ARGS, entries
 from cairn.wip.models import Skipped
 
 # Directory names that are almost always generated; over budget they are dropped first.
@@ -88,25 +88,16 @@ def scan_status(git: Git, deadline: Deadline | None, started: Pending | None = N
 
 def parse_status(out: bytes) -> StatusScan:
     result = StatusScan(head=None, branch=None)
-    fields = out.split(b"\0")
-    i = 0
-    while i < len(fields):
-        record = fields[i]
-        i += 1
-        if not record:
-            continue
-        kind = record[:1]
+    for kind, record, raw_path in entries(out):
         if kind == b"#":
             _header(result, record.decode("utf-8", "surrogateescape"))
         elif kind in (b"1", b"2"):
             # 1 XY sub mH mI mW hH hI path  (2: … Xscore path, then the original path)
-            parts = record.decode("utf-8", "surrogateescape").split(" ", 9 if kind == b"2" else 8)
-            if kind == b"2":
-                i += 1
+            parts = record.decode("utf-8", "surrogateescape").split(" ", 8)
             xy = parts[1]
             result.changes.append(
                 Change(
-                    path=parts[-1],
+                    path=os.fsdecode(raw_path),
                     x=xy[0],
                     y=xy[1],
                     submodule=parts[2].startswith("S"),
@@ -116,9 +107,9 @@ def parse_status(out: bytes) -> StatusScan:
                 )
             )
         elif kind == b"u":
-            result.conflicted.append(os.fsdecode(record.split(b" ", 10)[-1]))
+            result.conflicted.append(os.fsdecode(raw_path))
         elif kind == b"?":
-            path = os.fsdecode(record[2:])
+            path = os.fsdecode(raw_path)
             (result.nested if path.endswith("/") else result.untracked).append(path)
     return result
 

@@ -36,7 +36,7 @@ def save(
     json: bool = False,
     workspace: Path = Path("."),
 ) -> None:
-    from cairn.wip.save import save as save_snapshot
+    from cairn.wip.saving import save as save_snapshot
 
     timeout = timeout_ms / 1000 if timeout_ms is not None else None
     result = save_snapshot(workspace, ticket=ticket, reason=reason, timeout=timeout, run_id=run)

@@ -19,7 +19,7 @@ from cairn.git import Deadline, Git, Repo
 from cairn.wip.history import load_snapshot, open_repo
 from cairn.wip.models import RestoreResult, SnapshotInfo
 from cairn.wip.recording import record
-from cairn.wip.save import prepare
+from cairn.wip.saving import prepare
 from cairn.wip.scratch import scratch_dir
 
 GITLINK = "160000"

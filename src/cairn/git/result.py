@@ -1,0 +1,50 @@
+"""What a git command returned (``GitResult``) and the line of its stderr that names a problem.
+Standard library only, and no ``typing`` at run time: the save's early ``git status``
+(``cairn.git.early``) is read with it before the rest of cairn is imported."""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hot path)
+if TYPE_CHECKING:
+    from typing import NamedTuple
+
+    class _Fields(NamedTuple):
+        args: list[str]
+        returncode: int
+        stdout: bytes
+        stderr: bytes
+
+else:
+    from collections import namedtuple
+
+    _Fields = namedtuple("_Fields", ["args", "returncode", "stdout", "stderr"])
+
+
+class GitResult(_Fields):
+    __slots__ = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+    @property
+    def text(self) -> str:
+        return self.stdout.decode("utf-8", "surrogateescape").strip()
+
+    @property
+    def error_text(self) -> str:
+        return self.stderr.decode("utf-8", "replace").strip()
+
+    @property
+    def error_line(self) -> str:
+        """The line of stderr that names the problem (git ends with hints and usage notes)."""
+        return telling_line(self.error_text) or f"exit status {self.returncode}"
+
+
+def telling_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    for prefix in ("fatal:", "error:", "! ["):
+        for line in lines:
+            if line.startswith(prefix):
+                return line
+    return next((line for line in lines if not line.startswith("hint:")), "")
