@@ -77,10 +77,12 @@ def test_start_early_hands_its_process_to_the_save(repo: Path) -> None:
     taken = git_status.start_status(repo)
     assert taken is not None and git_status.start_status(repo) is not taken  # taken once
     taken.result()
+    assert git_status.take_discovery(repo) is not None and git_status.take_discovery(repo) is None
     git_status.start_early(str(repo))
-    (left,) = git_status._early.values()
+    left = list(git_status._early.values())
+    assert sorted(kind for kind, _ in git_status._early) == ["discovery", "status"]
     git_status.abandon_early()
-    assert not git_status._early and gone(left.pid)
+    assert not git_status._early and all(gone(p.pid) for p in left)
     assert git_status.start_status(repo / "missing") is None
 
 

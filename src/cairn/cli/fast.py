@@ -30,11 +30,16 @@ class Unsure(Exception):
 
 
 def as_path(value: str) -> Path:
-    if not value or "\0" in value:
-        raise Unsure
     from pathlib import Path
 
-    return Path(value)
+    return Path(as_path_text(value))
+
+
+def as_path_text(value: str) -> str:
+    """A path option for a handler that takes it as text (``Path | str``): no ``pathlib``."""
+    if not value or "\0" in value:
+        raise Unsure
+    return value
 
 
 class IntAtLeast:
@@ -136,6 +141,7 @@ WORKSPACE = {
     "-C": Opt("workspace", convert=as_path),
     "--workspace": Opt("workspace", convert=as_path),
 }
+WORKSPACE_TEXT = {flag: Opt("workspace", convert=as_path_text) for flag in WORKSPACE}
 TICKET = {"--ticket": Opt("ticket"), "-t": Opt("ticket")}
 REPORT = _options(TICKET, JSON, WORKSPACE)
 NUMBER = (Arg("number"),)
@@ -157,7 +163,7 @@ COMMANDS: dict[tuple[str, ...], Command] = {
         options=_options(
             TICKET,
             JSON,
-            WORKSPACE,
+            WORKSPACE_TEXT,
             {"-r": Opt("reason")},
             reason=Opt("reason"),
             run=Opt("run"),

@@ -3,7 +3,6 @@ through them, with the environment and config overrides of ``cairn.git.command``
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -13,7 +12,10 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from cairn.errors import CairnError, GitError, NotARepository, SaveTimeout
 from cairn.git.command import BASE_CONFIG, argv, scrubbed_env
+from cairn.git.discovery import DISCOVER_ARGS
+from cairn.git.discovery import parse as parse_discovery
 from cairn.git.process import Deadline, GitResult, kill_and_reap
+from cairn.git.status import take_discovery
 
 if TYPE_CHECKING:
     from cairn.git.sessions import Session, Started
@@ -178,27 +180,19 @@ class Repo(NamedTuple):
         if not start.is_dir():
             raise NotARepository(f"{start} is not a directory; pass -C <path of a git work tree>")
         git = Git(start.resolve(), skip_index_hash=True)
-        result = git.run(
-            [
-                "rev-parse",
-                "--path-format=absolute",
-                "--show-toplevel",
-                "--git-dir",
-                "--git-common-dir",
-                "--git-path",
-                "index",
-                "--show-object-format",
-            ],
-            check=False,
-        )
-        lines = result.stdout.decode("utf-8", "surrogateescape").splitlines()
-        if not result.ok or len(lines) < 5 or not all(os.path.isabs(p) for p in lines[:4]):
+        early = take_discovery(start)
+        result = early.result(check=False) if early else git.run(DISCOVER_ARGS, check=False)
+        found = parse_discovery(result.returncode, result.stdout)
+        if found is None:
             base_runner(start)  # a git older than 2.31 does not know --path-format: say so
             raise NotARepository(
                 f"{start} is not inside a git work tree; run `git init` there or pass -C <repo>"
             )
-        toplevel, git_dir, common_dir, index = (Path(p) for p in lines[:4])
-        return cls(toplevel, git_dir, common_dir, index, lines[4], git.replace(cwd=toplevel))
+        toplevel, git_dir, common_dir, index = (
+            Path(p) for p in (found.toplevel, found.git_dir, found.common_dir, found.index)
+        )
+        at_top = git.replace(cwd=toplevel)
+        return cls(toplevel, git_dir, common_dir, index, found.object_format, at_top)
 
     def state_root(self) -> Path:
         return self.common_dir / "cairn"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 
 from cairn.git.command import argv, scrubbed_env
+from cairn.git.discovery import DISCOVER_ARGS
 from cairn.git.early import Spawned
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hot path)
@@ -29,17 +30,26 @@ STATUS_ARGS = [
 ]
 
 
-_early: dict[str, Spawned] = {}  # started by ``start_early``, by the work tree's real path
+# started by ``start_early``, by kind ("status", "discovery") and the work tree's real path
+_early: dict[tuple[str, str], Spawned] = {}
 
 
 def start_early(workspace: str) -> None:
-    """Start the status pass now, for the ``start_status`` of the same work tree to take: the
-    command line calls it before it imports the save (``cairn.cli.fast``)."""
+    """Start the status pass and the repository's discovery (``cairn.git.discovery``) now, for
+    ``start_status`` and ``take_discovery`` of the same work tree to take: the command line calls
+    it before it imports the save (``cairn.cli.fast``)."""
     where = _real(workspace)
-    if where not in _early:
+    if ("status", where) not in _early:
         started = start_status(where)
         if started is not None:
-            _early[where] = started
+            _early["status", where] = started
+    if ("discovery", where) not in _early and os.path.isdir(where):
+        try:
+            _early["discovery", where] = Spawned(
+                argv(DISCOVER_ARGS), list(DISCOVER_ARGS), where, scrubbed_env()
+            )
+        except OSError:
+            return  # discovery runs git again and reports what is wrong
 
 
 def abandon_early() -> None:
@@ -55,7 +65,7 @@ def start_status(workspace: Path | str) -> Spawned | None:
     the index in place and reports paths from the top of the work tree, from any directory of
     it."""
     where = _real(workspace)
-    early = _early.pop(where, None)
+    early = _early.pop(("status", where), None)
     if early is not None:
         return early
     if not os.path.isdir(where):
@@ -64,6 +74,20 @@ def start_status(workspace: Path | str) -> Spawned | None:
         return Spawned(argv(STATUS_ARGS), list(STATUS_ARGS), where, scrubbed_env())
     except OSError:
         return None  # the save runs git again and reports what is wrong
+
+
+def take_discovery(workspace: Path | str) -> Spawned | None:
+    """The discovery ``start_early`` started for ``workspace``, once; None when it started none."""
+    return _early.pop(("discovery", _real(workspace)), None)
+
+
+def hand_back(workspace: Path | str, status: Spawned | None, discovery: Spawned | None) -> None:
+    """Return what was taken and not used up, for the next taker (the save, after the command
+    line's quick look at them)."""
+    where = _real(workspace)
+    for kind, spawned in (("status", status), ("discovery", discovery)):
+        if spawned is not None:
+            _early[kind, where] = spawned
 
 
 def _real(workspace: Path | str) -> str:

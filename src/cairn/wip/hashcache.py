@@ -38,9 +38,9 @@ from typing import Any
 from cairn.git import Deadline, Git, Repo
 from cairn.util import durable
 from cairn.util.digests import sha1
+from cairn.wip.proof import RACY_WINDOW_NS, attribute_files, config_files
 
 FORMAT = 2
-RACY_WINDOW_NS = 2_000_000_000
 MAX_ANCHORS = 8
 Signature = tuple[int, int, int, int, int]  # size, mtime_ns, ctime_ns, inode, mode
 Edits = dict[bytes, tuple[str, str] | None]
@@ -72,7 +72,7 @@ class HashCache:
         key = sha1(os.fsencode(repo.git_dir)).hexdigest()[:16]
         self.path = repo.state_root() / "cache" / f"hashes-{key}.json"
         self.top = os.fsencode(repo.toplevel)
-        self.config_files = _config_files(repo)
+        self.config_files = config_files(os.fspath(repo.git_dir), os.fspath(repo.common_dir))
         self.stamp = stamp  # of this save: entries hashed now are judged against it
         self.old: dict[bytes, tuple[Signature, str]] = {}
         self.new: dict[bytes, tuple[Signature, str]] = {}
@@ -104,15 +104,9 @@ class HashCache:
 
     def _fingerprint(self, paths: Iterable[str]) -> list[Any]:
         """Stat of every file that decides how git filters the cached paths."""
-        directories = {b""}
-        for parent in {os.path.dirname(os.fsencode(path)) for path in paths}:
-            while parent not in directories:
-                directories.add(parent)
-                parent = os.path.dirname(parent)
         found: list[Any] = [[f, _stat_of(f)] for f in self.config_files]
-        for directory in sorted(directories):
-            name = os.fsdecode(os.path.join(self.top, directory, b".gitattributes"))
-            found.append([name, _stat_of(name)])
+        for name in attribute_files(self.top, (os.fsencode(path) for path in paths)):
+            found.append([os.fsdecode(name), _stat_of(os.fsdecode(name))])
         return found
 
     # --- use ---------------------------------------------------------------------------------
@@ -186,20 +180,6 @@ class HashCache:
             durable.atomic_write(self.path, json.dumps(data), fsync=False)
         except OSError:
             pass  # a cache that cannot be written is a cache that is not used
-
-
-def _config_files(repo: Repo) -> list[str]:
-    home = os.path.expanduser("~")
-    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
-    return [
-        os.path.join(repo.common_dir, "config"),
-        os.path.join(repo.git_dir, "config.worktree"),
-        os.path.join(repo.common_dir, "info", "attributes"),
-        os.path.join(home, ".gitconfig"),
-        os.path.join(xdg, "git", "config"),
-        os.path.join(xdg, "git", "attributes"),
-        "/etc/gitconfig",
-    ]
 
 
 def stamp_now(scratch: Path) -> int:

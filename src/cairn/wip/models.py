@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from cairn.util.records import Record, field
+from cairn.wip.proof import unchanged_line
 
 SkipReason = Literal["too_large", "nested_repo", "over_budget", "special_file"]
 
@@ -37,9 +38,7 @@ class SaveResult(Record):
     def summary(self) -> str:
         if self.created:
             return f"saved {self.files_changed} changed file(s) to {self.ref} ({self.commit:.12})"
-        if self.commit:
-            return f"nothing changed since the last snapshot {self.commit:.12} of {self.ref}"
-        return "nothing to save: the work tree is clean and there is no earlier snapshot"
+        return unchanged_line(self.ref, self.commit)
 
 
 class SnapshotInfo(Record):

@@ -18,12 +18,16 @@ from cairn.config import Config
 from cairn.config import load as load_config
 from cairn.errors import BadInput, GitError, SaveTimeout
 from cairn.git import Deadline, Git, Repo
+from cairn.git.discovery import Found
+from cairn.git.early import Spawned
 from cairn.git.process import Pending
 from cairn.git.status import start_status
+from cairn.wip import proof
 from cairn.wip.hashcache import HashCache, digest, stamp_now
 from cairn.wip.meta import SnapshotMeta, clean_reason
 from cairn.wip.models import SaveResult
 from cairn.wip.objects import CommitObject, ObjectReader, parse_commit, read_objects
+from cairn.wip.proof import Proof
 from cairn.wip.recording import Prepared, record
 from cairn.wip.scan import Selection, StatusScan, scan_status, select_untracked
 from cairn.wip.scratch import scratch_dir
@@ -64,7 +68,7 @@ def save(
     run_id: str | None = None,
     config: Config | None = None,
     mirror_branch: bool | None = None,
-    status: Pending | None = None,
+    status: Spawned | None = None,
 ) -> SaveResult:
     """Snapshot ``workspace``; ``timeout`` seconds (default ``agent.cutoff_timeout_ms``).
 
@@ -78,6 +82,7 @@ def save(
     try:
         repo = Repo.discover(workspace)
         warnings: list[str] = []
+        provable = config is None and status is not None  # the proof knows the config's files
         if config is None:
             config, warnings = config_or_defaults(repo.toplevel)
         if ticket is not None:
@@ -90,11 +95,19 @@ def save(
             mirror_branch = config.agent.preserve_uncommitted_work_branch
         deadline = Deadline(seconds)
         try:
-            with scratch_dir(repo.state_root(), "save") as scratch:
-                prepared = prepare(repo, config, scratch, ticket, deadline, status=status)
-                result = record(prepared, reason, run_id, deadline, mirror_branch=mirror_branch)
-                if prepared.cache is not None and result.commit:
-                    prepared.cache.save(prepared.ref, result.commit)
+            found = paths_of(repo)
+            out = status.result(deadline=deadline).stdout if provable and status else b""
+            proven = proof.holds(found, out, ticket, run_id) if provable and not warnings else None
+            if proven is not None:
+                result = proven_result(proven, reason)
+            else:
+                with scratch_dir(repo.state_root(), "save") as scratch:
+                    prepared = prepare(repo, config, scratch, ticket, deadline, status=status)
+                    result = record(prepared, reason, run_id, deadline, mirror_branch=mirror_branch)
+                    if prepared.cache is not None and result.commit:
+                        prepared.cache.save(prepared.ref, result.commit)
+                if provable:
+                    keep_proof(found, out, ticket, run_id, prepared, result, config, warnings)
         except SaveTimeout as exc:
             raise SaveTimeout(
                 f"snapshot abandoned after {seconds * 1000:.0f} ms ({exc}); no ref was moved; "
@@ -107,6 +120,66 @@ def save(
     return result.model_copy(
         update={"elapsed_ms": elapsed, "warnings": [*warnings, *result.warnings]}
     )
+
+
+def paths_of(repo: Repo) -> Found:
+    return Found(
+        os.fspath(repo.toplevel),
+        os.fspath(repo.git_dir),
+        os.fspath(repo.common_dir),
+        os.fspath(repo.index_path),
+        repo.object_format,
+    )
+
+
+def proven_result(proven: Proof, reason: str) -> SaveResult:
+    """The result of a save the proof showed would record nothing."""
+    return SaveResult(
+        ref=proven.ref,
+        commit=proven.commit,
+        created=False,
+        base=proven.base,
+        branch=proven.branch,
+        files_changed=proven.files_changed,
+        skipped=[],
+        elapsed_ms=0,
+        ticket=proven.ticket,
+        reason=reason,
+        conflicted=[],
+        previous=None,
+        warnings=[],
+    )
+
+
+def keep_proof(
+    found: Found,
+    out: bytes,
+    ticket: str | None,
+    run_id: str | None,
+    prepared: Prepared,
+    result: SaveResult,
+    config: Config,
+    warnings: list[str],
+) -> None:
+    """Write the proof of this save for the next one, when its answer is one the proof can
+    give again (see ``cairn.wip.proof``)."""
+    if prepared.cache is None or result.skipped or result.conflicted or result.warnings:
+        return
+    if warnings:
+        return
+    kept = Proof(
+        key="",
+        asked=ticket,
+        run=run_id,
+        ref=result.ref,
+        commit=result.commit,
+        ticket=result.ticket,
+        files_changed=result.files_changed,
+        base=result.base,
+        branch=result.branch,
+        timeout_ms=config.agent.cutoff_timeout_ms,
+    )
+    proof.write(found, out, prepared.cache.stamp, kept)
 
 
 def config_or_defaults(toplevel: Path) -> tuple[Config, list[str]]:
