@@ -312,7 +312,11 @@ def plain(value: Any, *, json_mode: bool = False, exclude_none: bool = False) ->
             item = getattr(value, name)
             if item is None and exclude_none:
                 continue
-            out[name] = plain(item, json_mode=json_mode, exclude_none=exclude_none)
+            kind = type(item)
+            if kind is str or kind is int or item is None:  # most fields: nothing to convert
+                out[name] = item
+            else:
+                out[name] = plain(item, json_mode=json_mode, exclude_none=exclude_none)
         return out
     if isinstance(value, list | tuple):
         return [plain(item, json_mode=json_mode, exclude_none=exclude_none) for item in value]
@@ -345,8 +349,11 @@ def pydantic_json(value: Any, indent: int | None = None) -> str:
         from pydantic_core import to_json
 
         return to_json(value, indent=indent).decode()
-    separators = (",", ":") if indent is None else (",", ": ")
-    return json.dumps(value, ensure_ascii=False, indent=indent, separators=separators)
+    if indent is not None:
+        from cairn.util.jsontext import indented
+
+        return indented(value, indent)
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 # --- errors ---------------------------------------------------------------------------------------
