@@ -2,7 +2,8 @@
 
 Built for thousands of tickets: each ticket directory is listed once, its marker is read only
 when the listing shows one, and a finished ticket costs one more listing (its latest run) and
-one small read (the head of its change summary, for the status line). Snapshot refs come from
+one small read (the head of its change summary, for the status line), and once settled (no
+marker) three ``stat`` calls from then on (``cairn.state.rowcache``). Snapshot refs come from
 one ``for-each-ref``. Fleet tickets (``cairn.state.fleetstate``) carry their fleet state; a
 repository without a fleet pays one failed directory listing for it.
 """
@@ -13,7 +14,7 @@ import os
 import re
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from cairn import tickets
 from cairn.config import Config
@@ -29,6 +30,7 @@ from cairn.state.layout import (
     run_sort_key,
 )
 from cairn.state.marker import Marker, TicketState
+from cairn.state.rowcache import RowCache
 from cairn.util import clock
 from cairn.util.durations import parse_duration
 from cairn.util.records import Record
@@ -63,8 +65,9 @@ def status(workspace: Path | str = ".") -> list[StatusRow]:
     fleet = fleetstate.by_ticket(layout)
     rows = []
     tickets_dir = str(layout.tickets_dir)
+    cache = RowCache(str(layout.root))
     for ticket in sorted(set(layout.list_tickets()) | set(snapshots) | set(fleet)):
-        row, _ = ticket_row(os.path.join(tickets_dir, ticket), ticket, stale_after, now)
+        row, _ = ticket_row(f"{tickets_dir}/{ticket}", ticket, stale_after, now, cache)
         snapshot = snapshots.get(ticket)
         record = fleet.get(ticket)
         if row is None:
@@ -76,6 +79,7 @@ def status(workspace: Path | str = ".") -> list[StatusRow]:
         if record is not None:
             row.fleet = fleetstate.live_state(record)[0]
         rows.append(row)
+    cache.save()
     return rows
 
 
@@ -100,9 +104,25 @@ def snapshot_refs(repo: Repo, config: Config, dated: bool = False) -> dict[str, 
 Found = tuple[StatusRow | None, Marker | None]
 
 
-def ticket_row(ticket_dir: str, ticket: str, stale_after: float, now: datetime) -> Found:
-    """The status row of the ticket whose directory is ``ticket_dir``, and its marker."""
+def ticket_row(
+    ticket_dir: str,
+    ticket: str,
+    stale_after: float,
+    now: datetime,
+    rows: RowCache | None = None,
+) -> Found:
+    """The status row of the ticket whose directory is ``ticket_dir``, and its marker; a
+    settled ticket's row from ``rows`` when its ``stat`` calls say nothing changed."""
+    if rows is not None:
+        hit = rows.get(ticket, ticket_dir)
+        if hit is not None:
+            (run_id, _, line, usage), summary_stat = hit
+            if run_id is None:
+                return None, None
+            mtime = summary_stat.st_mtime if summary_stat is not None else None
+            return _settled_row(ticket, run_id, line, mtime, usage, now), None
     try:
+        dir_stat = os.stat(ticket_dir) if rows is not None else None  # before the listing
         names = os.listdir(ticket_dir)
     except (FileNotFoundError, NotADirectoryError):
         return None, None
@@ -112,36 +132,61 @@ def ticket_row(ticket_dir: str, ticket: str, stale_after: float, now: datetime) 
     if run_id is None and runs:
         run_id = max(runs, key=run_sort_key)
     if current is None and run_id is None:
+        if rows is not None and dir_stat is not None:
+            rows.put(ticket, dir_stat, None, None, (None, None, None, None))
         return None, None
-    line, mtime, usage = (
-        _summary_head(os.path.join(ticket_dir, run_id)) if run_id else (None, None, None)
-    )
+    head = _summary_head(os.path.join(ticket_dir, run_id), rows is not None) if run_id else None
+    line, summary_stat, usage = (head.line, head.stat, head.usage) if head else (None, None, None)
+    mtime = summary_stat.st_mtime if summary_stat is not None else None
+    if current is None:
+        assert run_id is not None
+        if rows is not None and dir_stat is not None and head is not None and head.settled:
+            settled = (run_id, head.name, line, usage)
+            rows.put(ticket, dir_stat, head.run_stat, summary_stat, settled)
+        return _settled_row(ticket, run_id, line, mtime, usage, now), None
     task = total = None
     if line is not None:
-        position = _POSITION.search(line)
-        count = _COUNT.search(line)
-        if position:
-            task, total = int(position.group(1)), int(position.group(2))
-        elif count:
-            total = int(count.group(2))
-    if current is not None:
-        state, _, _ = marker.judge(current, stale_after, now)
-        row = StatusRow.model_construct(
-            ticket=ticket,
-            state=state,
-            phase=current.phase,
-            round=current.round,
-            task=current.task if current.task is not None else task,
-            total=total,
-            age_seconds=max(0, int((now - current.last_updated).total_seconds())),
-            owner=current.owner.describe() if current.owner else None,
-            run=run_id,
-            snapshot=None,
-            usage=usage,
-        )
-        return row, current
-    done = line is not None and line.startswith("Completed")
+        task, total = _position(line)
+    state, _, _ = marker.judge(current, stale_after, now)
     row = StatusRow.model_construct(
+        ticket=ticket,
+        state=state,
+        phase=current.phase,
+        round=current.round,
+        task=current.task if current.task is not None else task,
+        total=total,
+        age_seconds=max(0, int((now - current.last_updated).total_seconds())),
+        owner=current.owner.describe() if current.owner else None,
+        run=run_id,
+        snapshot=None,
+        usage=usage,
+    )
+    return row, current
+
+
+def _position(line: str) -> tuple[int | None, int | None]:
+    """(task, total) of a status line: ``… task 2 of 5 …`` or ``… 3 of 5 tasks``."""
+    position = _POSITION.search(line)
+    if position:
+        return int(position.group(1)), int(position.group(2))
+    count = _COUNT.search(line)
+    if count:
+        return None, int(count.group(2))
+    return None, None
+
+
+def _settled_row(
+    ticket: str,
+    run_id: str,
+    line: str | None,
+    mtime: float | None,
+    usage: dict[str, Any] | None,
+    now: datetime,
+) -> StatusRow:
+    """The row of a ticket with no marker: done or interrupted, as its last summary says."""
+    task, total = _position(line) if line is not None else (None, None)
+    done = line is not None and line.startswith("Completed")
+    return StatusRow.model_construct(
         ticket=ticket,
         state="done" if done else "interrupted",
         phase="done" if done else None,
@@ -154,34 +199,48 @@ def ticket_row(ticket_dir: str, ticket: str, stale_after: float, now: datetime) 
         snapshot=None,
         usage=usage,
     )
-    return row, None
 
 
-Head = tuple[str | None, float | None, dict[str, Any] | None]
+class Head(NamedTuple):
+    """The head of a run's latest change summary: its status line, ``fstat`` and usage; its
+    name, and the run directory's ``stat`` taken before it was listed (when asked for)."""
+
+    line: str | None
+    stat: os.stat_result | None
+    usage: dict[str, Any] | None
+    name: str | None
+    run_stat: os.stat_result | None
+
+    @property
+    def settled(self) -> bool:
+        """Whether what was found can be cached: nothing failed to be read."""
+        return self.run_stat is not None and (self.name is None or self.stat is not None)
 
 
-def _summary_head(run_dir: str) -> Head:
-    """The status line of the run's latest change summary, when it was written, and the
-    run's usage its front matter records."""
+def _summary_head(run_dir: str, with_stat: bool = False) -> Head:
+    """The status line of the run's latest change summary, its ``fstat``, and the run's usage
+    its front matter records."""
     try:
+        run_stat = os.stat(run_dir) if with_stat else None
         names = os.listdir(run_dir)
     except (FileNotFoundError, NotADirectoryError):
-        return None, None, None
+        return Head(None, None, None, None, None)
     summaries = [n for n in names if n.endswith(_SUMMARY_SUFFIX) and ARTIFACT.fullmatch(n)]
     if not summaries:
-        return None, None, None
+        return Head(None, None, None, None, run_stat)
     latest = max(summaries, key=lambda n: int(n.split("_", 1)[0]))
     try:
         fd = os.open(os.path.join(run_dir, latest), os.O_RDONLY | os.O_NOFOLLOW)
     except OSError:
-        return None, None, None
+        return Head(None, None, None, latest, None)
     try:
         head = os.read(fd, HEAD_BYTES).decode("utf-8", "replace")
-        mtime = os.fstat(fd).st_mtime
+        stat = os.fstat(fd)
     finally:
         os.close(fd)
     match = _STATUS.search(head)
-    return (match.group(1).strip() if match else None), mtime, _usage(head)
+    line = match.group(1).strip() if match else None
+    return Head(line, stat, _usage(head), latest, run_stat)
 
 
 def _usage(head: str) -> dict[str, Any] | None:
