@@ -4,7 +4,6 @@ through them, with the environment and config overrides of ``cairn.git.command``
 from __future__ import annotations
 
 import re
-import subprocess
 from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
@@ -15,7 +14,7 @@ from cairn.git.command import BASE_CONFIG, argv, scrubbed_env
 from cairn.git.discovery import DISCOVER_ARGS
 from cairn.git.discovery import parse as parse_discovery
 from cairn.git.process import Deadline, GitResult, kill_and_reap
-from cairn.git.status import take_discovery
+from cairn.git.status import spawn_discovery, take_discovery
 
 if TYPE_CHECKING:
     from cairn.git.sessions import Session, Started
@@ -86,6 +85,8 @@ class Git:
                 raise SaveTimeout(f"time budget spent before `git {args[0]}`")
             if critical:
                 timeout = None
+        import subprocess
+
         try:
             proc = subprocess.Popen(
                 argv,
@@ -117,6 +118,8 @@ class Git:
     def start(self, args: Sequence[str]) -> Started:
         """Start ``git <args>`` now (no input) and collect it later with ``Started.result``:
         the caller works meanwhile."""
+        import subprocess
+
         try:
             proc = subprocess.Popen(
                 self._argv(args),
@@ -180,7 +183,7 @@ class Repo(NamedTuple):
         if not start.is_dir():
             raise NotARepository(f"{start} is not a directory; pass -C <path of a git work tree>")
         git = Git(start.resolve(), skip_index_hash=True)
-        early = take_discovery(start)
+        early = take_discovery(start) or spawn_discovery(start)  # without loading subprocess
         result = early.result(check=False) if early else git.run(DISCOVER_ARGS, check=False)
         found = parse_discovery(result.returncode, result.stdout)
         if found is None:

@@ -250,7 +250,9 @@ def _usage(head: str) -> dict[str, Any] | None:
     if not head.startswith("---\n"):
         return None
     end = head.find("\n---\n", 3)
-    front = load_flat(head[4:end]) if end > 0 else None
+    if end < 0 or "\nusage:" not in head[3:end]:
+        return None  # no top-level usage key: nothing to parse
+    front = load_flat(head[4:end])
     found = front.get("usage") if front else None
     return accounting.usage(found) if isinstance(found, dict) else None
 
