@@ -76,9 +76,9 @@ def settled(repo: Path, ticket: str = "T") -> wip.SaveResult:
 def test_a_no_op_is_answered_from_git_status_alone(dirty: Path) -> None:
     first = settled(dirty)
     assert first.created
-    with git_calls() as calls:
+    with git_calls(spawned=True) as calls:
         again = wip.save(dirty, ticket="T", reason="stop")
-    assert calls == ["rev-parse"]  # finding the repository; no objects read, nothing hashed
+    assert calls == ["status", "rev-parse"]  # and the repository found: no object read, no hash
     slow = full_save(dirty)
     fields = ("ref", "commit", "created", "base", "branch", "files_changed", "ticket", "skipped")
     assert [getattr(again, f) for f in fields] == [getattr(slow, f) for f in fields]

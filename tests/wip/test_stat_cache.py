@@ -36,20 +36,30 @@ def age(repo: Path, *paths: str, seconds: int = OLD) -> None:
 
 
 @contextmanager
-def git_calls() -> Iterator[list[str]]:
-    """The git subcommands cairn runs meanwhile (git still runs; this only listens)."""
+def git_calls(spawned: bool = False) -> Iterator[list[str]]:
+    """The git subcommands cairn runs meanwhile (git still runs; this only listens); with
+    ``spawned``, those started with ``os.posix_spawn`` too (``cairn.git.early.Spawned``)."""
+    from cairn.git.early import Spawned
+
     calls: list[str] = []
-    original = cairn_git.Git.run
+    original, original_spawn = cairn_git.Git.run, Spawned.__init__
 
     def listening(self: Any, args: Any, **kwargs: Any) -> Any:
         calls.append(" ".join(args[:2]) if args[0] == "cat-file" else args[0])
         return original(self, args, **kwargs)
 
+    def listening_spawn(self: Any, argv: Any, args: Any, *rest: Any) -> None:
+        calls.append(args[0])
+        original_spawn(self, argv, args, *rest)
+
     cairn_git.Git.run = listening  # type: ignore[method-assign]
+    if spawned:
+        Spawned.__init__ = listening_spawn  # type: ignore[method-assign]
     try:
         yield calls
     finally:
         cairn_git.Git.run = original  # type: ignore[method-assign]
+        Spawned.__init__ = original_spawn  # type: ignore[method-assign]
 
 
 def cache_file(repo: Path) -> Path:

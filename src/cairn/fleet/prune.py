@@ -249,7 +249,7 @@ def _unsaved_commits(
     """Commits of the worktree's HEAD and of ``cairn/<ticket>`` that no other branch, no
     remote-tracking ref and not the snapshot (or, in a dry run, the snapshot that would hold
     HEAD) reaches."""
-    from cairn.wip.saving import wip_ref
+    from cairn.wip.naming import wip_ref
 
     branch = f"refs/heads/{branch_of(ticket)}"
     tips = [t for t in (head, gitworktree.branch_tip(here, branch_of(ticket))) if t]

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-import subprocess
 import time
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from cairn.git.result import GitResult as GitResult
 from cairn.git.result import telling_line as telling_line
 from cairn.util.procs import kill_group
+
+if TYPE_CHECKING:
+    import subprocess
 
 
 class Deadline:

@@ -43,13 +43,22 @@ def start_early(workspace: str) -> None:
         started = start_status(where)
         if started is not None:
             _early["status", where] = started
-    if ("discovery", where) not in _early and os.path.isdir(where):
-        try:
-            _early["discovery", where] = Spawned(
-                argv(DISCOVER_ARGS), list(DISCOVER_ARGS), where, scrubbed_env()
-            )
-        except OSError:
-            return  # discovery runs git again and reports what is wrong
+    if ("discovery", where) not in _early:
+        discovery = spawn_discovery(where)
+        if discovery is not None:
+            _early["discovery", where] = discovery
+
+
+def spawn_discovery(workspace: Path | str) -> Spawned | None:
+    """The repository's discovery (``cairn.git.discovery``) started now, without ``subprocess``;
+    None when it cannot start (``Repo.discover`` then runs git again and says what is wrong)."""
+    where = _real(workspace)
+    if not os.path.isdir(where):
+        return None
+    try:
+        return Spawned(argv(DISCOVER_ARGS), list(DISCOVER_ARGS), where, scrubbed_env())
+    except OSError:
+        return None
 
 
 def abandon_early() -> None:

@@ -241,7 +241,7 @@ def _infer(report: CatchupReport, loaded: Summary | None, events: list[dict[str,
 
 def _latest_snapshot(repo: Repo, config: Config, ticket: str) -> SnapshotBrief | None:
     from cairn.wip.history import chain
-    from cairn.wip.saving import wip_ref
+    from cairn.wip.naming import wip_ref
 
     found = chain(repo.git, wip_ref(config, ticket), 1)
     if not found:

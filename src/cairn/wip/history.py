@@ -12,8 +12,8 @@ from cairn.errors import BadInput
 from cairn.git import Git, Repo
 from cairn.wip.meta import SnapshotMeta
 from cairn.wip.models import DiffStat, ShowResult, SnapshotInfo
+from cairn.wip.naming import wip_ref
 from cairn.wip.objects import CommitObject, read_commits
-from cairn.wip.saving import wip_ref
 from cairn.wip.treebuild import EMPTY_TREE
 
 _FIELD = "%x00"

@@ -26,17 +26,13 @@ from cairn.wip import proof
 from cairn.wip.hashcache import HashCache, digest, stamp_now
 from cairn.wip.meta import SnapshotMeta, clean_reason
 from cairn.wip.models import SaveResult
+from cairn.wip.naming import wip_ref
 from cairn.wip.objects import CommitObject, ObjectReader, parse_commit, read_objects
 from cairn.wip.proof import Proof
 from cairn.wip.recording import Prepared, record
 from cairn.wip.scan import Selection, StatusScan, scan_status, select_untracked
 from cairn.wip.scratch import scratch_dir
 from cairn.wip.treebuild import Edit, Known, TreeWriter, hash_worktree
-
-
-def wip_ref(config: Config, ticket: str) -> str:
-    return f"{config.snapshot.ref_prefix.rstrip('/')}/{ticket}"
-
 
 # A ref whose components all look like this is valid for git (no "..", no leading "." or "-",
 # no ".lock" ending), so the usual snapshot ref needs no ``git check-ref-format``.

@@ -21,7 +21,7 @@ from cairn.state import fleetstate, journal
 from cairn.state.layout import SUMMARY_ARTIFACT, SUMMARY_ROLE, discover, latest_artifact
 from cairn.util import clock, durable
 from cairn.wip.history import chain
-from cairn.wip.saving import wip_ref
+from cairn.wip.naming import wip_ref
 
 if TYPE_CHECKING:
     from cairn.fleet.supervisor import Supervisor
