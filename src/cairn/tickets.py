@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import re
 
-from cairn.errors import BadInput
-
 DEFAULT_TICKET = "default"
 MAX_LENGTH = 100
 
@@ -63,6 +61,8 @@ def validate(ticket: str) -> str:
     if why is not None:
         suggestion = map_name(ticket)
         hint = f"; try --ticket {suggestion}" if suggestion else "; pass a slug such as PROJ-123"
+        from cairn.errors import BadInput  # only then: a hook derives ids without loading it
+
         raise BadInput(f"invalid ticket id {ticket!r}: {why}{hint}")
     return ticket
 
@@ -73,5 +73,7 @@ def from_branch(branch: str | None) -> str:
         return DEFAULT_TICKET
     mapped = map_name(branch)
     if not mapped:
+        from cairn.errors import BadInput
+
         raise BadInput(f"cannot derive a ticket id from branch {branch!r}; pass --ticket <id>")
     return mapped

@@ -13,16 +13,18 @@ its coder must not be told that "a run is in the middle of" its own ticket.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
 import time
-from collections.abc import Iterator, Mapping
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
+from cairn.state import touch
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hot path)
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+    from typing import Any
+
     from cairn.git import Repo
 
 TRANSCRIPT_LIMIT = 64 * 1024 * 1024
@@ -86,6 +88,8 @@ def post_tool_use(payload: Mapping[str, Any], env: Mapping[str, str]) -> dict[st
         max_turns = int(env["CAIRN_MAX_TURNS"])
     except (KeyError, ValueError):
         return None
+    from pathlib import Path
+
     workspace = Path(str(payload.get("cwd") or "."))
     try:
         pressure = int(env.get("CAIRN_PRESSURE_TURNS", "0"))
@@ -124,6 +128,8 @@ def _dispatch_baseline(env: Mapping[str, str], turns: int) -> int:
     run_dir, dispatch = env.get("CAIRN_RUN_DIR"), env.get("CAIRN_DISPATCH_ID")
     if not run_dir or not dispatch or not dispatch.replace("-", "").isalnum():
         return 0
+    from pathlib import Path
+
     from cairn.util import durable
 
     path = Path(run_dir) / "claude-hook" / f"{dispatch}.json"
@@ -148,16 +154,21 @@ def _toplevel(workspace: Path) -> Path | None:
 
 RUN_ENV = "CAIRN_RUN_DIR"
 ATTENTION = ("in_progress", "interrupted", "stale")
-LOCK_WAIT = 2.0
 
 
 def workspace_of(payload: Mapping[str, Any], env: Mapping[str, str]) -> Path | None:
     """The directory a hook is about: the payload's ``cwd``, else Claude's project dir, else
     the hook's own working directory. None under ``cairn run``, where these hooks step aside."""
+    from pathlib import Path
+
+    where = _where(payload, env)
+    return None if where is None else Path(where)
+
+
+def _where(payload: Mapping[str, Any], env: Mapping[str, str]) -> str | None:
     if env.get(RUN_ENV):
         return None
-    where = payload.get("cwd") or env.get("CLAUDE_PROJECT_DIR") or os.getcwd()
-    return Path(str(where))
+    return str(payload.get("cwd") or env.get("CLAUDE_PROJECT_DIR") or os.getcwd())
 
 
 def session_start(payload: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any] | None:
@@ -214,17 +225,23 @@ def _event_reason(payload: Mapping[str, Any]) -> str:
 def heartbeat(payload: Mapping[str, Any], env: Mapping[str, str]) -> bool:
     """Rewrite the branch ticket's marker with ``last_updated`` now; False when there is none.
 
-    It runs after every tool use, so it is cheap: one ``git rev-parse`` (in ``discover``), the
-    branch read from ``HEAD`` without git, and nothing written when there is no marker.
+    It runs after every tool use, so it is cheap: the usual case is ``cairn.state.touch``'s
+    (one ``git rev-parse``, the branch read from ``HEAD``, the marker's line replaced), and
+    this full path (the layout, the branch mapping, the marker validated and rendered) runs
+    only when that one cannot tell.
     """
-    workspace = workspace_of(payload, env)
-    if workspace is None:
+    where = _where(payload, env)
+    if where is None:
         return False
+    quick = touch.touch(where)
+    if quick is not None:
+        return quick
     from cairn import tickets
     from cairn.state import marker
     from cairn.state.layout import discover
+    from cairn.util import durable
 
-    repo, _config, layout = discover(workspace)
+    repo, _config, layout = discover(where)
     branch = _branch(repo)
     ticket = tickets.from_branch(branch)
     path = layout.marker_path(ticket)
@@ -238,7 +255,7 @@ def heartbeat(payload: Mapping[str, Any], env: Mapping[str, str]) -> bool:
                 break
     if not path.is_file():
         return False
-    with _lock(layout.lock_path(ticket)) as held:
+    with touch.lock(str(layout.lock_path(ticket))) as held:
         if not held:
             return False
         current = marker.read(path)
@@ -246,40 +263,14 @@ def heartbeat(payload: Mapping[str, Any], env: Mapping[str, str]) -> bool:
             return False
         touched = current.touched()
         if touched.last_updated != current.last_updated:
-            marker.write(path, touched)
+            text = marker.render(touched)
+            durable.atomic_write(path, text)
+            touch.remember(str(layout.root), ticket, text)  # the next heartbeat's quick touch
     return True
 
 
 def _branch(repo: Repo) -> str | None:
     """The checked-out branch, read from ``HEAD``; git is asked only when that file does not
     say (reftable keeps a placeholder there)."""
-    try:
-        head = (repo.git_dir / "HEAD").read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError):
-        head = ""
-    if head.startswith("ref: refs/heads/") and head != "ref: refs/heads/.invalid":
-        return head.removeprefix("ref: refs/heads/")
-    if head and not head.startswith("ref:"):
-        return None
-    return repo.current_branch()
-
-
-@contextlib.contextmanager
-def _lock(path: Path) -> Iterator[bool]:
-    """The ticket's short ``.lock`` (the one every marker transition takes), waiting at most
-    ``LOCK_WAIT`` seconds: a hook never hangs the agent. Yields whether it is held."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-    try:
-        deadline = time.monotonic() + LOCK_WAIT
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    yield False
-                    return
-                time.sleep(0.02)
-        yield True
-    finally:
-        os.close(fd)
+    known, branch = touch.branch_of_head(str(repo.git_dir))
+    return branch if known else repo.current_branch()

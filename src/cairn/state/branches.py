@@ -16,9 +16,10 @@ from cairn import tickets
 from cairn.errors import CairnError
 from cairn.git import Repo
 from cairn.state.layout import MARKER, Layout
+from cairn.state.names import BRANCHES
 from cairn.util import durable
 
-FILE = "branches.json"
+FILE = BRANCHES
 LOCK = ".branches.lock"
 READ_LIMIT = 4 * 1024 * 1024
 KEEP = 20  # tickets remembered per branch, the newest last

@@ -21,13 +21,13 @@ from cairn import tickets
 from cairn.config import Config
 from cairn.errors import BadInput
 from cairn.git import Repo
+from cairn.state.names import JOURNAL as JOURNAL
+from cairn.state.names import LEASE as LEASE
+from cairn.state.names import LOCK as LOCK
+from cairn.state.names import MARKER as MARKER
 from cairn.terms import ENV_RUN_DIR
 from cairn.util import durable
 
-MARKER = ".in-progress.yaml"
-LEASE = "lease"
-LOCK = ".lock"
-JOURNAL = "run-log.jsonl"
 SUMMARY_ROLE = "coder"
 SUMMARY_ARTIFACT = "change-summary"
 

@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import NamedTuple
 
 from cairn.errors import BadInput
+from cairn.util import atomic
 from cairn.util.procs import pid_alive
 
-TEMP_PREFIX = ".tmp."
+TEMP_PREFIX = atomic.TEMP_PREFIX
 DEFAULT_READ_LIMIT = 4 * 1024 * 1024
 
 
@@ -71,11 +72,7 @@ def check_state_dir(path: Path, what: str) -> None:
 
 
 def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    atomic.fsync_dir(os.fspath(path))
 
 
 def ensure_dir(path: Path) -> None:
@@ -105,23 +102,7 @@ class Staged(NamedTuple):
 
 def stage(path: Path, data: bytes | str, *, fsync: bool = True) -> Staged:
     """Write ``data`` to a temp file in ``path``'s directory; nothing is replaced yet."""
-    payload = data.encode("utf-8") if isinstance(data, str) else data
-    temp = path.parent / f"{TEMP_PREFIX}{path.name}.{os.getpid()}.{os.urandom(4).hex()}"
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-    try:
-        try:
-            view = memoryview(payload)
-            while view:
-                view = view[os.write(fd, view) :]
-            if fsync:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            temp.unlink()
-        raise
-    return Staged(temp, path)
+    return Staged(Path(atomic.stage(os.fspath(path), data, fsync=fsync)), path)
 
 
 def put_in_place(staged: Sequence[Staged], *, fsync: bool = True) -> None:
@@ -139,13 +120,13 @@ def put_in_place(staged: Sequence[Staged], *, fsync: bool = True) -> None:
 
 def discard(staged: Sequence[Staged]) -> None:
     for item in staged:
-        with contextlib.suppress(OSError):
-            item.temp.unlink()
+        atomic.discard(os.fspath(item.temp))
 
 
 def atomic_write(path: Path, data: bytes | str, *, fsync: bool = True) -> None:
-    """Replace ``path`` with ``data`` so that readers only ever see a complete file."""
-    put_in_place([stage(path, data, fsync=fsync)], fsync=fsync)
+    """Replace ``path`` with ``data`` so that readers only ever see a complete file
+    (``cairn.util.atomic``)."""
+    atomic.write(os.fspath(path), data, fsync=fsync)
 
 
 def check_free_space(path: Path, need: int) -> None:

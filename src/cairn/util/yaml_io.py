@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hot path)
+if TYPE_CHECKING:
+    from typing import Any
 
 # What an unquoted scalar means under YAML 1.1's implicit types (yaml.org/type/: null, bool, int,
 # float, timestamp, merge, value). Only the forms cairn writes are decided; a value that another

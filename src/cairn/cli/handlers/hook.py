@@ -12,8 +12,11 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import Iterator
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hot path)
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
 
 
 def post_tool_use() -> None:

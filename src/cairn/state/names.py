@@ -1,0 +1,9 @@
+"""The names of a ticket's state files (``cairn.state.layout`` says where they live), in a
+module of their own, standard library free: the heartbeat hook's touch of a marker
+(``cairn.state.touch``) finds them without loading the layout."""
+
+MARKER = ".in-progress.yaml"
+LEASE = "lease"
+LOCK = ".lock"
+JOURNAL = "run-log.jsonl"
+BRANCHES = "branches.json"  # at the state root: the tickets run from each branch
