@@ -239,7 +239,6 @@ def heartbeat(payload: Mapping[str, Any], env: Mapping[str, str]) -> bool:
     from cairn import tickets
     from cairn.state import marker
     from cairn.state.layout import discover
-    from cairn.util import durable
 
     repo, _config, layout = discover(where)
     branch = _branch(repo)
@@ -263,9 +262,7 @@ def heartbeat(payload: Mapping[str, Any], env: Mapping[str, str]) -> bool:
             return False
         touched = current.touched()
         if touched.last_updated != current.last_updated:
-            text = marker.render(touched)
-            durable.atomic_write(path, text)
-            touch.remember(str(layout.root), ticket, text)  # the next heartbeat's quick touch
+            marker.write(path, touched)
     return True
 
 

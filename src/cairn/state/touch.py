@@ -13,12 +13,12 @@ answers None (the full heartbeat decides) for anything else:
   git directory (what ``Layout`` requires), the branch readable from ``HEAD``;
 - no marker: False, unless ``branches.json`` may map the branch onto another ticket (None);
 - the marker is read under the ticket's ``.lock``, as every marker writer holds it, and is
-  touched only when it is, byte for byte, the text a heartbeat last wrote (its digest, with
-  cairn's version, is kept in ``<state root>/cache/heartbeat-<ticket>``) and in the flat shape
-  ``yaml_io`` writes: it was then validated when it was written, and replacing its
-  ``last_updated`` line gives exactly what rendering the touched marker gives. A marker that a
-  run's transition or a person rewrote since is left to the full heartbeat, which validates it,
-  touches it and keeps its digest for the next call.
+  touched only when it is, byte for byte, the text cairn last rendered into it (every writer
+  of a marker keeps its digest, with cairn's version, in ``<state root>/cache/heartbeat-
+  <ticket>``: ``remember_marker``) and in the flat shape ``yaml_io`` writes: it is then a valid
+  marker, and replacing its ``last_updated`` line gives exactly what rendering the touched
+  marker gives. A marker a person edited, or one whose digest was lost, is left to the full
+  heartbeat, which validates it, touches it and keeps its digest for the next call.
 
 The result is the full heartbeat's: the same bytes in the marker, the same True or False.
 """
@@ -151,6 +151,14 @@ def remember(root: str, ticket: str, text: str) -> None:
         atomic.write(_memo(root, ticket), text_digest(text) + "\n", fsync=False)
     except OSError:
         pass
+
+
+def remember_marker(path: str, text: str) -> None:
+    """``remember`` for the marker at ``path`` (``<state root>/tickets/<ticket>/<marker>``):
+    every writer of a marker cairn rendered calls it, so that the next heartbeat's touch is
+    quick."""
+    ticket_dir = os.path.dirname(path)
+    remember(os.path.dirname(os.path.dirname(ticket_dir)), os.path.basename(ticket_dir), text)
 
 
 def _configured(toplevel: str) -> bool:
