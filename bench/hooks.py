@@ -440,7 +440,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer runs (3 and 3)")
     parser.add_argument("--runs", type=int, help="timed runs of the per-call group (15)")
-    parser.add_argument("--save-runs", type=int, help="timed runs of the save group (9)")
+    parser.add_argument("--save-runs", type=int, help="runs of the status and save groups (15)")
     parser.add_argument("--files", type=int, default=100_000, help="files of the save repository")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the cached repositories")
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
@@ -452,7 +452,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add_cairn_argument(parser)
     args = parser.parse_args(argv)
     args.runs = args.runs or (5 if args.quick else 15)
-    args.save_runs = args.save_runs or (3 if args.quick else 9)
+    args.save_runs = args.save_runs or (3 if args.quick else 15)
     return args
 
 
