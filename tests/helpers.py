@@ -3,16 +3,19 @@ forked children and stand-in agent CLIs. Every test module imports them from her
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import shutil
 import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,6 +80,17 @@ class CliResult:
     returncode: int
     stdout: str
     stderr: str
+
+
+@contextlib.contextmanager
+def fresh_repo(prefix: str, files: dict[str, str] | None = None) -> Iterator[Path]:
+    """A repository (``make_repo``) in a temp directory of its own, removed after: for the
+    examples of a property test, which cannot share a pytest fixture."""
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield make_repo(root / "repo", files=files)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def cairn(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> CliResult:

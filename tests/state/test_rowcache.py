@@ -9,10 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -21,7 +18,7 @@ from hypothesis import strategies as st
 
 from cairn.state import rowcache, status
 from cairn.state.layout import discover
-from helpers import make_repo
+from helpers import fresh_repo
 
 TICK = 0.01  # longer than the kernel's timestamp tick
 RUNS = ["20260101-000000Z", "20260102-000000Z", "20260102-000000Z-2"]
@@ -187,15 +184,6 @@ OPS = st.lists(
 )
 
 
-@contextmanager
-def fresh_repo() -> Iterator[Path]:
-    root = Path(tempfile.mkdtemp(prefix="cairn-rowcache-"))
-    try:
-        yield make_repo(root / "repo")
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
-
-
 def latest_run(ticket: Path) -> Path:
     runs = (
         sorted(
@@ -245,7 +233,7 @@ def apply(repo: Path, op: str, ticket: str, n: int) -> None:
 def test_the_cache_never_changes_a_row(ops: list[tuple[str, str, int]]) -> None:
     """After every step, ``cairn status`` (which reads and keeps the cache) gives the rows a
     call without it gives."""
-    with pytest.MonkeyPatch.context() as patch, fresh_repo() as repo:
+    with pytest.MonkeyPatch.context() as patch, fresh_repo("cairn-rowcache-") as repo:
         patch.setattr(rowcache, "RACY_WINDOW_NS", 0)
         for op, ticket, n in ops:
             apply(repo, op, ticket, n)

@@ -12,8 +12,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -26,7 +24,7 @@ from cairn.git.early import Spawned
 from cairn.git.status import start_status
 from cairn.wip import proof
 from cairn.wip.saving import paths_of
-from helpers import git, make_repo, snapshot_files, write
+from helpers import fresh_repo, git, make_repo, snapshot_files, write
 from wip.test_stat_cache import git_calls
 
 TICK = 0.01  # longer than the kernel's timestamp tick: a later change gets a later ctime
@@ -303,6 +301,7 @@ def test_a_status_that_misses_the_time_budget_is_handed_to_the_save(repo: Path) 
 
 # --- the property: a proof never hides a change -----------------------------------------------
 
+TRACKED = {"a.txt": "tracked a\n", "d/c.txt": "tracked c\n"}
 NAMES = ["a.txt", "d/c.txt", "d/e/f.bin", "run.sh"]
 OPS = st.lists(
     st.tuples(
@@ -327,15 +326,6 @@ OPS = st.lists(
     min_size=1,
     max_size=8,
 )
-
-
-@contextmanager
-def fresh_repo() -> Iterator[Path]:
-    root = Path(tempfile.mkdtemp(prefix="cairn-proof-"))
-    try:
-        yield make_repo(root / "repo", files={"a.txt": "tracked a\n", "d/c.txt": "tracked c\n"})
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def apply(repo: Path, op: str, name: str, data: bytes) -> None:
@@ -377,7 +367,7 @@ def apply(repo: Path, op: str, name: str, data: bytes) -> None:
 def test_a_proof_never_hides_a_change(ops: list[tuple[str, str, bytes]]) -> None:
     """After every step: when the proof kept by the last save holds, the full save agrees that
     nothing changed; then a save keeps the proof of this state for the next step."""
-    with pytest.MonkeyPatch.context() as patch, fresh_repo() as repo:
+    with pytest.MonkeyPatch.context() as patch, fresh_repo("cairn-proof-", TRACKED) as repo:
         patch.setattr(proof, "RACY_WINDOW_NS", 0)
         wip.save(repo, ticket="T")
         for op, name, data in ops:

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,7 +23,7 @@ from cairn.git import Repo
 from cairn.wip.hashcache import FORMAT, RACY_WINDOW_NS, HashCache
 from cairn.wip.saving import plainly_valid, prepare
 from cairn.wip.scratch import scratch_dir
-from helpers import git, make_repo, snapshot_files, write
+from helpers import fresh_repo, git, snapshot_files, write
 
 OLD = 1_600_000_000  # a file time long before any save: never racy
 
@@ -267,6 +265,7 @@ def test_refs_taken_as_valid_without_git_are_valid_for_git(
 
 # --- the property: the cache never changes a snapshot ----------------------------------------
 
+TRACKED = {"a.txt": "tracked a\n", "d/c.txt": "tracked c\n"}
 NAMES = ["a.txt", "b.txt", "d/c.txt", "d/e/f.bin", "g h.txt", "run.sh"]
 OPS = st.lists(
     st.tuples(
@@ -277,15 +276,6 @@ OPS = st.lists(
     min_size=1,
     max_size=12,
 )
-
-
-@contextmanager
-def fresh_repo() -> Iterator[Path]:
-    root = Path(tempfile.mkdtemp(prefix="cairn-cache-"))
-    try:
-        yield make_repo(root / "repo", files={"a.txt": "tracked a\n", "d/c.txt": "tracked c\n"})
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def apply(repo: Path, op: str, name: str, data: bytes, clock: list[int]) -> None:
@@ -315,7 +305,7 @@ def apply(repo: Path, op: str, name: str, data: bytes, clock: list[int]) -> None
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ops=OPS)
 def test_cached_saves_equal_the_uncached_path(ops: list[tuple[str, str, bytes]]) -> None:
-    with fresh_repo() as repo:
+    with fresh_repo("cairn-cache-", TRACKED) as repo:
         clock = [OLD]
         for op, name, data in [*ops, ("save", "", b"")]:
             if op != "save":

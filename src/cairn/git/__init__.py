@@ -9,10 +9,10 @@ light submodule (``cairn.git.command``, ``cairn.git.status``) does not load the 
 
 from __future__ import annotations
 
+from cairn.util.lazy import names_from
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hot path)
 if TYPE_CHECKING:
-    from typing import Any
-
     from cairn.git.command import IDENTITY as IDENTITY
     from cairn.git.command import scrubbed_env as scrubbed_env
     from cairn.git.process import Deadline as Deadline
@@ -45,10 +45,4 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'cairn.git' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(f"cairn.git.{home}"), name)
+__getattr__ = names_from(__name__, _HOMES)

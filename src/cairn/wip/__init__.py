@@ -14,10 +14,10 @@ the engine.
 
 from __future__ import annotations
 
+from cairn.util.lazy import names_from
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hot path)
 if TYPE_CHECKING:
-    from typing import Any
-
     from cairn.wip.history import diff as diff
     from cairn.wip.history import list_snapshots as list_snapshots
     from cairn.wip.history import show as show
@@ -54,10 +54,4 @@ _HOMES = {
 __all__ = sorted(_HOMES)
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'cairn.wip' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(f"cairn.wip.{home}"), name)
+__getattr__ = names_from(__name__, _HOMES)
