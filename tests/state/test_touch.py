@@ -189,3 +189,17 @@ def test_the_command_line_touches_without_typing_pathlib_or_records(repo: Path) 
     second = subprocess.run([sys.executable, "-c", probe], input=payload, capture_output=True)
     assert second.stdout == b"[]", second.stderr
     assert path.read_text() != text and "last_updated: '2020" not in path.read_text()
+
+
+def test_nothing_started_is_left_behind_in_the_process(repo: Path, fixed_clock: datetime) -> None:
+    """The discovery the quick touch started is read, or handed to the full heartbeat, which
+    reads it: none stays for a later caller in a long-lived process to take stale."""
+    from cairn.git import status
+
+    path = interrupted(repo)
+    memo(repo).unlink()
+    assert touch.touch(str(repo)) is None and not status._early
+    assert beat(repo) and not status._early  # the full path took what it was handed
+    assert touch.touch(str(repo)) is True and not status._early
+    path.unlink()
+    assert beat(repo) is False and not status._early

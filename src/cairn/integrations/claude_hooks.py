@@ -233,13 +233,17 @@ def heartbeat(payload: Mapping[str, Any], env: Mapping[str, str]) -> bool:
     where = _where(payload, env)
     if where is None:
         return False
-    quick = touch.touch(where)
+    from cairn.git import status
+
+    discovery = status.spawn_discovery(where)
+    quick = touch.touch(where, discovery)
     if quick is not None:
         return quick
     from cairn import tickets
     from cairn.state import marker
     from cairn.state.layout import discover
 
+    status.hand_back(where, None, discovery)  # discover reads the same answer
     repo, _config, layout = discover(where)
     branch = _branch(repo)
     ticket = tickets.from_branch(branch)

@@ -47,24 +47,18 @@ CONFIG_FILES = ("cairn.toml", "pyproject.toml")
 _FIELD = "last_updated: '"
 
 
-def touch(workspace: str) -> bool | None:
+def touch(workspace: str, discovery: Spawned | None = None) -> bool | None:
     """Set the branch ticket's marker's ``last_updated`` to now: True when it has one (touched),
-    False when it has none, None when this path cannot tell and the full heartbeat decides."""
-    from cairn.git import status
-
-    discovery = status.spawn_discovery(workspace)
-    if discovery is None:
-        return None
-    touched = _touch(discovery)
-    if touched is None:  # the full heartbeat finds the repository from the same answer
-        status.hand_back(workspace, None, discovery)
-    return touched
-
-
-def _touch(discovery: Spawned) -> bool | None:
+    False when it has none, None when this path cannot tell and the full heartbeat decides.
+    ``discovery``: the repository's discovery, started by the caller (who may hand it on to
+    the full heartbeat), else started here."""
     from cairn import tickets
     from cairn.git.discovery import parse
+    from cairn.git.status import spawn_discovery
 
+    discovery = discovery or spawn_discovery(workspace)
+    if discovery is None:
+        return None
     answer = discovery.result(check=False)
     found = parse(answer.returncode, answer.stdout)
     if found is None or _configured(found.toplevel):
