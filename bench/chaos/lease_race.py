@@ -158,12 +158,16 @@ def interrupt_ticket(repo: Path, plan: Path, ticket: str) -> None:
     processes.quiesce(5)
 
 
-def wait_for_dispatch(repo: Path, ticket: str, pid: int) -> bool:
+def wait_for_dispatch(
+    repo: Path, ticket: str, pid: int, proc: subprocess.Popen[bytes] | None = None
+) -> bool:
+    """Whether the ticket's marker names ``pid`` with a dispatch within ``HOLD_TIMEOUT``; with
+    ``proc`` (that process), False as soon as it exits."""
     from cairn.state import marker
 
     path = checks.state_root(repo) / "tickets" / ticket / ".in-progress.yaml"
     deadline = time.monotonic() + HOLD_TIMEOUT
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and (proc is None or proc.poll() is None):
         try:
             found = marker.read(path)
         except Exception:
@@ -205,6 +209,9 @@ def race(repo: Path, plan: Path, game: Round, tally: Tally) -> None:
     slowest = time.monotonic() - started
     tally.figures["slowest loser (s)"] = max(tally.figures.get("slowest loser (s)", 0), slowest)
     running = [c for c in contenders if c.proc.poll() is None]
+    if len(running) == 1:  # the winner, or a loser slower than the rest (on a loaded machine)
+        wait_for_dispatch(repo, game.ticket, running[0].pid, running[0].proc)
+        running = [c for c in contenders if c.proc.poll() is None]
     try:
         judge(repo, game, contenders, running, tally, runs_before, started_before)
     finally:
