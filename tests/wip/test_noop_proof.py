@@ -380,3 +380,19 @@ def test_a_proof_never_hides_a_change(ops: list[tuple[str, str, bytes]]) -> None
                 assert not full.created and full.commit == kept.commit
                 assert full.summary == proof.unchanged_line(kept.ref, kept.commit)
             wip.save(repo, ticket="T")
+
+
+def test_the_command_line_leaves_no_git_process_behind(
+    dirty: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """In one process, the status pass and discovery the command line starts are used up
+    whether the proof holds or not: a later save never takes a finished, stale answer."""
+    from cairn.cli.handlers.wip import save as command_line_save
+    from cairn.git import status
+
+    settled(dirty)
+    command_line_save(ticket="T", workspace=str(dirty))  # the proof holds
+    assert capsys.readouterr().out.startswith("nothing changed") and not status._early
+    write(dirty, "new/later.txt", "later\n")
+    command_line_save(ticket="T", workspace=str(dirty))  # it does not: the save takes them
+    assert capsys.readouterr().out.startswith("saved") and not status._early

@@ -1,9 +1,10 @@
 """The names of a ticket's state files (``cairn.state.layout`` says where they live), in a
-module of their own, standard library free: the heartbeat hook's touch of a marker
+module of their own that imports nothing: the heartbeat hook's touch of a marker
 (``cairn.state.touch``) finds them without loading the layout."""
 
 MARKER = ".in-progress.yaml"
 LEASE = "lease"
 LOCK = ".lock"
 JOURNAL = "run-log.jsonl"
+MARKER_READ_LIMIT = 1024 * 1024  # a marker larger than this is not one
 BRANCHES = "branches.json"  # at the state root: the tickets run from each branch

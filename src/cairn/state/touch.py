@@ -31,7 +31,7 @@ import os
 import time
 
 from cairn import __version__
-from cairn.state.names import BRANCHES, LOCK, MARKER
+from cairn.state.names import BRANCHES, LOCK, MARKER, MARKER_READ_LIMIT
 from cairn.util import atomic
 from cairn.util.digests import sha1
 
@@ -42,7 +42,6 @@ if TYPE_CHECKING:
     from cairn.git.early import Spawned
 
 LOCK_WAIT = 2.0  # seconds a hook waits for a ticket's lock: it never hangs the agent
-READ_LIMIT = 1024 * 1024  # as the marker reader's
 CONFIG_FILES = ("cairn.toml", "pyproject.toml")
 _FIELD = "last_updated: '"
 
@@ -177,27 +176,21 @@ def _real_dir(path: str, expected: str) -> bool:
 
 
 def _read(path: str) -> str | None:
-    """The marker's text, read as the marker reader reads it (no symlink, a regular file within
-    the size limit, UTF-8); None for anything else, which the full heartbeat reports."""
-    import stat
-
+    """The marker's text, opened as every state file is (no symlink, a regular file) and within
+    the marker reader's size limit; None for anything else, which the full heartbeat reports.
+    Its digest, not this reading, says whether it is valid."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = atomic.open_regular(path, os.O_RDONLY)
     except OSError:
         return None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        os.set_blocking(fd, True)
-        data = os.read(fd, READ_LIMIT + 1)
+        data = os.read(fd, MARKER_READ_LIMIT + 1)
     except OSError:
         return None
     finally:
         os.close(fd)
-    if len(data) > READ_LIMIT:
-        return None
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8") if len(data) <= MARKER_READ_LIMIT else None
     except UnicodeDecodeError:
         return None
 

@@ -1,15 +1,32 @@
-"""Replacing a file so that a reader only ever sees a whole one: the new content goes to a temp
-file beside it (fsynced), is renamed over it, and the directory is fsynced. Every state file
-cairn writes is written this way; ``cairn.util.durable`` builds its state-file helpers on it.
-Standard library only (``os``), paths as text: the heartbeat hook writes the marker through it
-without loading ``pathlib``."""
+"""The core of cairn's state-file I/O, which ``cairn.util.durable`` builds on: replacing a file
+so that a reader only ever sees a whole one (the new content goes to a temp file beside it,
+fsynced, is renamed over it, and the directory is fsynced), and opening one without following
+a symlink or blocking on anything but a regular file. Every state file cairn writes is written
+this way. Standard library only (``os``, ``stat``), paths as text: the heartbeat hook reads and
+writes the marker through it without loading ``pathlib``."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import stat
 
 TEMP_PREFIX = ".tmp."
+
+
+class NotRegular(OSError):
+    """The path names something other than a regular file (a FIFO, a device, a socket)."""
+
+
+def open_regular(path: str, flags: int, mode: int = 0o644) -> int:
+    """Open a regular file without following a symlink (``ELOOP``) and without blocking on a
+    FIFO; a directory raises ``EISDIR``, anything else not regular ``NotRegular``."""
+    fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise NotRegular(path)
+    os.set_blocking(fd, True)
+    return fd
 
 
 def stage(path: str, data: bytes | str, *, fsync: bool = True) -> str:

@@ -39,7 +39,9 @@ def open_state(path: Path, flags: int, what: str, mode: int = 0o644) -> int:
     """Open a state file without following a symlink; a link or a non-regular file is bad input
     naming it. Other OS errors (no space, read-only) are raised as they are."""
     try:
-        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode)
+        return atomic.open_regular(os.fspath(path), flags, mode)
+    except atomic.NotRegular:
+        raise BadInput(f"{what} {path} is not a regular file; remove it") from None
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise BadInput(
@@ -48,11 +50,6 @@ def open_state(path: Path, flags: int, what: str, mode: int = 0o644) -> int:
         if exc.errno == errno.EISDIR:
             raise BadInput(f"{what} {path} is a directory, not a file; remove it") from None
         raise
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise BadInput(f"{what} {path} is not a regular file; remove it")
-    os.set_blocking(fd, True)
-    return fd
 
 
 def check_state_dir(path: Path, what: str) -> None:

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from cairn.git.discovery import Found
+    from cairn.git.early import Spawned
 
 FORMAT = "cairn no-op proofs 1"
 RACY_WINDOW_NS = 2_000_000_000  # as the stat cache's: 1- and 2-second filesystems
@@ -285,3 +286,45 @@ def ref_value(common_dir: str, ref: str) -> str | bool | None:
     except OSError:
         return False
     return None
+
+
+def early_answer(
+    workspace: str, ticket: str | None, run: str | None, timeout_ms: int | None
+) -> str | None:
+    """What ``cairn wip save`` says when the work tree's proof holds, read from the status
+    pass and discovery the command line started before anything else (``cairn.git.status``),
+    without the snapshot engine; None when it does not, both then handed back for the save to
+    take as they are (used up when it holds: nothing is left for a later save to take stale)."""
+    from cairn.git import status as early
+
+    early.start_early(workspace)  # unless the command line did
+    status, discovery = early.start_status(workspace), early.take_discovery(workspace)
+    answer = None
+    try:
+        if status is not None and discovery is not None:
+            answer = _answer(status, discovery, ticket, run, timeout_ms)
+    finally:
+        if answer is None:
+            early.hand_back(workspace, status, discovery)
+    return answer
+
+
+def _answer(
+    status: Spawned, discovery: Spawned, ticket: str | None, run: str | None, limit: int | None
+) -> str | None:
+    from time import monotonic
+
+    from cairn.git.discovery import parse
+
+    paths = discovery.result(check=False)
+    found = parse(paths.returncode, paths.stdout)
+    kept = read(found, ticket, run) if found else None
+    if found is None or kept is None:
+        return None
+    budget = limit if limit is not None else kept.timeout_ms
+    if not status.wait(monotonic() + budget / 1000):
+        return None  # the save's own deadline decides
+    done = status.result(check=False)
+    if not done.ok or holds(found, done.stdout, ticket, run, kept) is None:
+        return None
+    return unchanged_line(kept.ref, kept.commit)

@@ -39,8 +39,13 @@ def save(
     json: bool = False,
     workspace: Path | str = ".",
 ) -> None:
-    if not json and said_unchanged(workspace, ticket, run, timeout_ms):
-        return
+    if not json:
+        from cairn.wip.proof import early_answer
+
+        unchanged = early_answer(os.fspath(workspace), ticket, run, timeout_ms)
+        if unchanged is not None:
+            sys.stdout.write(unchanged + "\n")
+            return
     from cairn.cli.output import console, emit_json
     from cairn.wip.saving import save as save_snapshot
 
@@ -61,38 +66,3 @@ def save(
         console.print(skipped_line(item))
     for warning in result.warnings:
         console.print(f"  warning: {warning}")
-
-
-def said_unchanged(
-    workspace: Path | str, ticket: str | None, run: str | None, timeout_ms: int | None
-) -> bool:
-    """Print the no-op line when the work tree's proof holds (``cairn.wip.proof``), read from
-    the status pass and discovery started early, before the snapshot engine is imported. When
-    it does not, print nothing and hand both back: the save takes them as they are."""
-    from time import monotonic
-
-    from cairn.git import status as early
-    from cairn.git.discovery import parse
-    from cairn.wip import proof
-
-    where = os.fspath(workspace)
-    early.start_early(where)  # unless the command line did
-    status, discovery = early.start_status(where), early.take_discovery(where)
-    try:
-        if status is None or discovery is None:
-            return False
-        paths = discovery.result(check=False)
-        found = parse(paths.returncode, paths.stdout)
-        kept = proof.read(found, ticket, run) if found else None
-        if found is None or kept is None:
-            return False
-        limit = timeout_ms if timeout_ms is not None else kept.timeout_ms
-        if not status.wait(monotonic() + limit / 1000):
-            return False  # the save's own deadline decides
-        done = status.result(check=False)
-        if not done.ok or proof.holds(found, done.stdout, ticket, run, kept) is None:
-            return False
-    finally:
-        early.hand_back(where, status, discovery)
-    sys.stdout.write(proof.unchanged_line(kept.ref, kept.commit) + "\n")
-    return True
