@@ -44,7 +44,9 @@ if TYPE_CHECKING:
     from cairn.git.early import Spawned
 
 FORMAT = "cairn no-op proofs 1"
-RACY_WINDOW_NS = 2_000_000_000  # as the stat cache's: 1- and 2-second filesystems
+# git's racy rule, with a window for 1- and 2-second filesystems: every cache of cairn keyed on
+# stat data (this proof, the stat cache, cairn status's rows) takes it from here
+RACY_WINDOW_NS = 2_000_000_000
 CONFIG_FILES = ("cairn.toml", "pyproject.toml")  # cairn's config, at the top of the work tree
 MAX_PROOFS = 64  # per work tree: one per --ticket and --run given, the latest kept
 

@@ -159,9 +159,7 @@ def keep_proof(
 ) -> None:
     """Write the proof of this save for the next one, when its answer is one the proof can
     give again (see ``cairn.wip.proof``)."""
-    if prepared.cache is None or result.skipped or result.conflicted or result.warnings:
-        return
-    if warnings:
+    if prepared.cache is None or result.skipped or result.conflicted or result.warnings or warnings:
         return
     kept = Proof(
         key="",
