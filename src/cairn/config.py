@@ -16,6 +16,7 @@ from cairn.terms import AgentPermissions, LoopPhase
 from cairn.util.durations import parse_duration
 from cairn.util.records import Before, Ge, Gt, MinLen, Record, field, first_error
 from cairn.util.text import is_branch_name
+from cairn.util.tomlfile import read_table
 
 MiB = 1024 * 1024
 MAX_CONFIG_BYTES = MiB
@@ -323,12 +324,12 @@ def load(toplevel: Path) -> Config:
     (two stats, no parser imported)."""
     path = toplevel / "cairn.toml"
     if os.path.lexists(path):  # a directory or a dangling link is reported, not skipped
-        data = _read_toml(path)
+        data = read_table(path, MAX_CONFIG_BYTES)
     else:
         path = toplevel / "pyproject.toml"
         if not os.path.lexists(path):
             return Config.model_construct()
-        tool = _read_toml(path).get("tool", {})
+        tool = read_table(path, MAX_CONFIG_BYTES).get("tool", {})
         if not isinstance(tool, dict) or "cairn" not in tool:
             return Config.model_construct()
         data = tool["cairn"]
@@ -344,28 +345,6 @@ def load(toplevel: Path) -> Config:
     object.__setattr__(config, "_source", path)
     object.__setattr__(config, "_given", data)
     return config
-
-
-def _read_toml(path: Path) -> dict[str, Any]:
-    import tomllib
-
-    if not path.is_file():
-        raise BadInput(f"{path} is not a regular file; make it a TOML file or remove it")
-    try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_CONFIG_BYTES + 1)
-    except OSError as exc:
-        raise BadInput(f"{path}: cannot be read ({exc.strerror})") from None
-    if len(data) > MAX_CONFIG_BYTES:
-        raise BadInput(f"{path} is over {MAX_CONFIG_BYTES} bytes, not a config; fix the file")
-    if b"\0" in data:
-        raise BadInput(f"{path} is binary, not TOML text; fix or remove it")
-    try:
-        return tomllib.loads(data.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise BadInput(f"{path} is not UTF-8 text (byte {exc.start}); fix the file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise BadInput(f"{path}: not valid TOML ({exc}); fix the file") from None
 
 
 def effective(config: Config) -> list[tuple[str, Any, str]]:
