@@ -208,7 +208,7 @@ def test_every_command_stops_on_a_broken_config(tmp_path: Path) -> None:
     git(tmp_path, "init", "-q", "--bare", str(remote))
     write(repo, "pyproject.toml", "[tool.cairn.snapshot]\nref_prefix = 'refs/heads/wip'\n")
     before = untouched_state(repo)
-    result = cairn("wip", "list", cwd=repo)
+    result = cairn("wip", "diff", commit, cwd=repo)
     assert_one_line_error(result, 2)
     assert "ref_prefix" in result.stderr and "pyproject.toml" in result.stderr
     calls = [
@@ -223,7 +223,8 @@ def test_every_command_stops_on_a_broken_config(tmp_path: Path) -> None:
             call()
     assert untouched_state(repo) == before
     assert git(remote, "for-each-ref") == ""
-    # except a snapshot: it goes ahead with the defaults (issue 12, defect 12)
+    # except a snapshot (issue 12, defect 12) and recovery (issue 22, item 14): they go ahead
+    # with the defaults when asked to (tests/state/test_recovery_broken_config.py)
     saved = wip.save(repo, ticket="T")
     assert saved.ref == "refs/cairn/wip/T" and any("ref_prefix" in w for w in saved.warnings)
 

@@ -319,9 +319,21 @@ class Config(Record, forbid_extra=True, strict=True):
         return self._source
 
 
-def load(toplevel: Path) -> Config:
+def load(toplevel: Path, warnings: list[str] | None = None) -> Config:
     """The effective config for the work tree at ``toplevel``; without a file, the defaults
-    (two stats, no parser imported)."""
+    (two stats, no parser imported). A file that does not load is bad input, or, given
+    ``warnings``, the defaults and a line there saying so: what saves or recovers work
+    (snapshots, restores, catch-up, status) never depends on the config."""
+    try:
+        return _load(toplevel)
+    except BadInput as exc:
+        if warnings is None:
+            raise
+        warnings.append(f"{exc} (the default settings were used)")
+        return Config.model_construct()
+
+
+def _load(toplevel: Path) -> Config:
     path = toplevel / "cairn.toml"
     if os.path.lexists(path):  # a directory or a dangling link is reported, not skipped
         data = read_table(path, MAX_CONFIG_BYTES)

@@ -82,6 +82,13 @@ def say_error(message: str, code: int, json: bool) -> None:
         err_console.print(f"cairn: error: {message}")
 
 
+def say_warnings(warnings: Sequence[str]) -> None:
+    """Warnings of a command whose output has no place for them, as ``cairn: warning: …``
+    lines on stderr: stdout stays the table or the JSON."""
+    for warning in warnings:
+        err_console.print(f"cairn: warning: {warning}")
+
+
 def error_json(message: str, code: int) -> str:
     """``{"error": {"message", "problem", "fix", "exit_code"}}`` on one line: ``message`` is the
     line ``cairn: error:`` would show, split at its first ``; `` into the problem and the fix

@@ -244,7 +244,7 @@ def heartbeat(payload: Mapping[str, Any], env: Mapping[str, str]) -> bool:
     from cairn.state.layout import discover
 
     status.hand_back(where, None, discovery)  # discover reads the same answer
-    repo, _config, layout = discover(where)
+    repo, _config, layout = discover(where, [])  # a broken config: the defaults, silently
     branch = _branch(repo)
     ticket = tickets.from_branch(branch)
     path = layout.marker_path(ticket)

@@ -95,17 +95,17 @@ def catchup(
     *,
     clear_stale: bool = False,
 ) -> CatchupReport:
-    repo, config, layout = discover(workspace)
-    note = None
+    notes: list[str] = []  # a config that does not load: the defaults, and a warning
+    repo, config, layout = discover(workspace, notes)
     if ticket is None:
-        ticket, note = branches.default_ticket(repo, layout)
+        ticket, mapped = branches.default_ticket(repo, layout)
+        notes += [mapped] if mapped is not None else []
     else:
         ticket = tickets.validate(ticket)
     stale_after = parse_duration(config.marker.stale_after)
     runstate.catch_up_ticket(layout, ticket)
     report = build(repo, config, layout, ticket, stale_after)
-    if note is not None:
-        report.warnings.insert(0, note)
+    report.warnings[:0] = notes
     if clear_stale:
         if report.state != "stale":
             raise BadInput(
@@ -118,8 +118,7 @@ def catchup(
         marker.remove(layout.marker_path(ticket))
         report = build(repo, config, layout, ticket, stale_after)
         report.cleared = True
-        if note is not None:
-            report.warnings.insert(0, note)
+        report.warnings[:0] = notes
     return report
 
 

@@ -51,12 +51,16 @@ def new_run_id(now: datetime) -> str:
     return now.astimezone(UTC).strftime("%Y%m%d-%H%M%SZ")
 
 
-def discover(workspace: Path | str) -> tuple[Repo, Config, Layout]:
-    """The repository at ``workspace``, its config, and where its run state lives."""
+def discover(
+    workspace: Path | str, warnings: list[str] | None = None
+) -> tuple[Repo, Config, Layout]:
+    """The repository at ``workspace``, its config, and where its run state lives; given
+    ``warnings``, a config that does not load gives the defaults and a line there
+    (``cairn.config.load``), for the commands that recover work."""
     from cairn.config import load
 
     repo = Repo.discover(workspace)
-    config = load(repo.toplevel)
+    config = load(repo.toplevel, warnings)
     return repo, config, Layout.for_repo(repo, config)
 
 

@@ -57,8 +57,9 @@ class StatusRow(Record, frozen=False):
     fleet: str | None = None  # the fleet state of a fleet ticket (queued, running, …)
 
 
-def status(workspace: Path | str = ".") -> list[StatusRow]:
-    repo, config, layout = discover(workspace)
+def status(workspace: Path | str = ".", warnings: list[str] | None = None) -> list[StatusRow]:
+    """One row per ticket; ``warnings``: as ``discover``'s (a broken config: the defaults)."""
+    repo, config, layout = discover(workspace, warnings)
     snapshots = {ticket: oid for ticket, (oid, _) in snapshot_refs(repo, config).items()}
     now = clock.now()
     stale_after = parse_duration(config.marker.stale_after)

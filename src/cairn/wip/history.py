@@ -20,9 +20,13 @@ _FIELD = "%x00"
 _RECORD = "%x1e"
 
 
-def open_repo(workspace: Path | str, config: Config | None) -> tuple[Repo, Config]:
+def open_repo(
+    workspace: Path | str, config: Config | None, warnings: list[str] | None = None
+) -> tuple[Repo, Config]:
+    """The repository at ``workspace`` and ``config``, else its own (given ``warnings``, the
+    defaults when it does not load, and a line there)."""
     repo = Repo.discover(workspace)
-    return repo, config or load_config(repo.toplevel)
+    return repo, config or load_config(repo.toplevel, warnings)
 
 
 def ticket_refs(repo: Repo, config: Config) -> dict[str, str]:
@@ -89,9 +93,11 @@ def list_snapshots(
     ticket: str | None = None,
     limit: int | None = 20,
     config: Config | None = None,
+    warnings: list[str] | None = None,
 ) -> list[SnapshotInfo]:
-    """Snapshots of every ticket (or one), newest first; ``limit`` per ticket (None: all)."""
-    repo, config = open_repo(workspace, config)
+    """Snapshots of every ticket (or one), newest first; ``limit`` per ticket (None: all).
+    ``warnings``: as ``open_repo``'s."""
+    repo, config = open_repo(workspace, config, warnings)
     refs = ticket_refs(repo, config)
     if ticket is not None:
         tickets.validate(ticket)
@@ -134,8 +140,13 @@ def load_snapshot(repo: Repo, config: Config, spec: str) -> SnapshotInfo:
     return found
 
 
-def show(workspace: Path | str, spec: str, config: Config | None = None) -> ShowResult:
-    repo, config = open_repo(workspace, config)
+def show(
+    workspace: Path | str,
+    spec: str,
+    config: Config | None = None,
+    warnings: list[str] | None = None,
+) -> ShowResult:
+    repo, config = open_repo(workspace, config, warnings)
     snap = load_snapshot(repo, config, spec)
     against = snap.base or EMPTY_TREE[repo.object_format]
     out = repo.git.run(["diff", "--numstat", "-z", "--no-renames", against, snap.commit]).stdout

@@ -43,8 +43,10 @@ def restore(
     force: bool = False,
     ticket: str | None = None,
     config: Config | None = None,
+    warnings: list[str] | None = None,
 ) -> RestoreResult:
-    repo, config = open_repo(workspace, config)
+    """Bring ``spec`` back into the work tree (or ``to``); ``warnings``: as ``open_repo``'s."""
+    repo, config = open_repo(workspace, config, warnings)
     snap = load_snapshot(repo, config, spec)
     if to is not None:
         return _restore_to(repo, snap, Path(to), dry_run)

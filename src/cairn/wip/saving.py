@@ -80,7 +80,7 @@ def save(
         warnings: list[str] = []
         provable = config is None and status is not None  # the proof knows the config's files
         if config is None:
-            config, warnings = config_or_defaults(repo.toplevel)
+            config = load_config(repo.toplevel, warnings)
         if ticket is not None:
             tickets.validate(ticket)
         if run_id is not None:
@@ -174,15 +174,6 @@ def keep_proof(
         timeout_ms=config.agent.cutoff_timeout_ms,
     )
     proof.write(found, out, prepared.cache.stamp, kept)
-
-
-def config_or_defaults(toplevel: Path) -> tuple[Config, list[str]]:
-    """The config, or the defaults and a warning when it is broken: the safety net never
-    depends on a config file."""
-    try:
-        return load_config(toplevel), []
-    except BadInput as exc:
-        return Config.model_construct(), [f"{exc} (the snapshot used the default settings)"]
 
 
 def prepare(

@@ -10,7 +10,7 @@ import typer
 from cairn.cli.commands.options import Json, TicketOpt, Workspace
 from cairn.cli.handlers import wip as handler
 from cairn.cli.handlers.wip import skipped_line
-from cairn.cli.output import console, emit_json, guarded, human_bytes
+from cairn.cli.output import console, emit_json, guarded, human_bytes, say_warnings
 from cairn.errors import BadInput
 from cairn.util.durations import format_duration, parse_duration
 
@@ -49,7 +49,9 @@ def list_(
     """List snapshots, newest first: time, reason, base, files, commit."""
     from cairn import wip
 
-    found = wip.list_snapshots(workspace, ticket=ticket, limit=limit or None)
+    warnings: list[str] = []
+    found = wip.list_snapshots(workspace, ticket=ticket, limit=limit or None, warnings=warnings)
+    say_warnings(warnings)
     if json:
         emit_json(found)
         return
@@ -84,7 +86,9 @@ def show(
     """Show a snapshot's metadata and its diffstat against its base."""
     from cairn import wip
 
-    result = wip.show(workspace, snapshot)
+    warnings: list[str] = []
+    result = wip.show(workspace, snapshot, warnings=warnings)
+    say_warnings(warnings)
     if json:
         emit_json(result)
         return
@@ -149,7 +153,12 @@ def restore(
     """Bring a snapshot back without destroying anything (a safety snapshot comes first)."""
     from cairn import wip
 
-    result = wip.restore(workspace, snapshot, to=to, dry_run=dry_run, force=force, ticket=ticket)
+    said: list[str] = []
+    result = wip.restore(
+        workspace, snapshot, to=to, dry_run=dry_run, force=force, ticket=ticket, warnings=said
+    )
+    if said:  # the config's, first among the result's
+        result = result.model_copy(update={"warnings": [*said, *result.warnings]})
     if json:
         emit_json(result)
         return

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from cairn.cli.output import console, emit_json
+from cairn.cli.output import console, emit_json, say_warnings
 
 HEADER = ("ticket", "state", "phase", "round", "task", "age", "owner")
 
@@ -14,7 +14,9 @@ def status(json: bool = False, workspace: Path = Path(".")) -> None:
     from cairn.state.status import age_text
     from cairn.state.status import status as rows_of
 
-    rows = rows_of(workspace)
+    warnings: list[str] = []
+    rows = rows_of(workspace, warnings)
+    say_warnings(warnings)
     if json:
         emit_json(rows)
         return
