@@ -80,12 +80,14 @@ class Layout(NamedTuple):  # not a dataclass: dataclasses costs every hook call 
         that resolves outside the repository (a symlinked ``.git/cairn``, ``state_dir = "../x"``)
         is refused; only an absolute ``state_dir`` may point anywhere."""
         if not config.state_dir:
-            return cls(_inside(repo.state_root(), [repo.common_dir], "the state root"))
+            return cls(durable.inside(repo.state_root(), [repo.common_dir], "the state root"))
         state_dir = Path(config.state_dir).expanduser()
         if state_dir.is_absolute():
             return cls(state_dir)
         where = f"state_dir {config.state_dir!r} in {config.source or 'the config'}"
-        return cls(_inside(repo.toplevel / state_dir, [repo.toplevel, repo.common_dir], where))
+        return cls(
+            durable.inside(repo.toplevel / state_dir, [repo.toplevel, repo.common_dir], where)
+        )
 
     @classmethod
     def from_run_dir(cls, run_dir: Path) -> tuple[Layout, str, str]:
@@ -185,19 +187,6 @@ class Layout(NamedTuple):  # not a dataclass: dataclasses costs every hook call 
                 continue
             durable.fsync_dir(ticket_dir)
             return run_id, path
-
-
-def _inside(root: Path, bounds: list[Path], what: str) -> Path:
-    """``root``, once its real path is known to be inside one of ``bounds``."""
-    real = Path(os.path.realpath(root))
-    for bound in bounds:
-        if real.is_relative_to(os.path.realpath(bound)):
-            return root
-    raise BadInput(
-        f"{what} {root} resolves to {real}, outside the repository; cairn keeps its state "
-        "inside it: remove the symlink or fix state_dir (an absolute state_dir may point "
-        "anywhere)"
-    )
 
 
 def artifacts(run_dir: Path) -> list[Artifact]:

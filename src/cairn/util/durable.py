@@ -68,6 +68,19 @@ def check_state_dir(path: Path, what: str) -> None:
         raise BadInput(f"{what} {path} is not a directory; move it away")
 
 
+def inside(root: Path, bounds: list[Path], what: str) -> Path:
+    """``root``, once its real path is known to be inside one of ``bounds``."""
+    real = Path(os.path.realpath(root))
+    for bound in bounds:
+        if real.is_relative_to(os.path.realpath(bound)):
+            return root
+    raise BadInput(
+        f"{what} {root} resolves to {real}, outside the repository; cairn keeps its state "
+        "inside it: remove the symlink or fix state_dir (an absolute state_dir may point "
+        "anywhere)"
+    )
+
+
 def fsync_dir(path: Path) -> None:
     atomic.fsync_dir(os.fspath(path))
 
