@@ -108,6 +108,7 @@ class RowCache:
             return
         from pathlib import Path
 
+        from cairn.errors import BadInput
         from cairn.util import durable
 
         text = json.dumps({"format": FORMAT, "version": __version__, "tickets": self.new})
@@ -115,7 +116,7 @@ class RowCache:
         try:
             durable.ensure_dir(path.parent)
             durable.atomic_write(path, text, fsync=False)
-        except OSError:
+        except (OSError, BadInput):  # BadInput: a symlink or a file where its directory goes
             pass  # a cache that cannot be written is a cache that is not used
 
 

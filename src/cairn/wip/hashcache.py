@@ -35,6 +35,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from cairn.errors import BadInput
 from cairn.git import Deadline, Git, Repo
 from cairn.util import durable
 from cairn.util.digests import sha1
@@ -178,7 +179,7 @@ class HashCache:
         try:
             durable.ensure_dir(self.path.parent)
             durable.atomic_write(self.path, json.dumps(data), fsync=False)
-        except OSError:
+        except (OSError, BadInput):  # BadInput: a symlink or a file where its directory goes
             pass  # a cache that cannot be written is a cache that is not used
 
 

@@ -245,6 +245,7 @@ def write(found: Found, status: bytes, stamp: int, proof: Proof) -> None:
     written atomically, without fsync; at most ``MAX_PROOFS`` are kept."""
     from pathlib import Path
 
+    from cairn.errors import BadInput
     from cairn.util import durable
 
     now = key(found, status, proof.asked, proof.run)
@@ -258,7 +259,7 @@ def write(found: Found, status: bytes, stamp: int, proof: Proof) -> None:
     try:
         durable.ensure_dir(path.parent)
         durable.atomic_write(path, os.fsencode("\n".join(lines) + "\n"), fsync=False)
-    except OSError:
+    except (OSError, BadInput):  # BadInput: a symlink or a file where its directory goes
         pass  # a proof that cannot be written is simply not used
 
 

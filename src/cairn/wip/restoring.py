@@ -51,9 +51,11 @@ def restore(
     if to is not None:
         return _restore_to(repo, snap, Path(to), dry_run)
     deadline = Deadline(config.agent.cutoff_timeout_ms / 1000)
-    with scratch_dir(repo.state_root(), "restore") as scratch:
+    replaced: list[str] = []
+    with scratch_dir(repo.state_root(), "restore", replaced) as scratch:
         current = prepare(repo, config, scratch, ticket, deadline)
         plan = _plan(repo, current.git, current.tree, snap.tree)
+        plan.warnings[:0] = replaced
         if snap.base != current.head:
             plan.warnings.append(
                 f"the snapshot was taken on {_short(snap.base)}; HEAD is now {_short(current.head)}"

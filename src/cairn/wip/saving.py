@@ -97,7 +97,7 @@ def save(
             if proven is not None:
                 result = proven_result(proven, reason)
             else:
-                with scratch_dir(repo.state_root(), "save") as scratch:
+                with scratch_dir(repo.state_root(), "save", warnings) as scratch:
                     prepared = prepare(repo, config, scratch, ticket, deadline, status=status)
                     result = record(prepared, reason, run_id, deadline, mirror_branch=mirror_branch)
                     if prepared.cache is not None and result.commit:
