@@ -338,4 +338,8 @@ def serve(workspace: Path | str = ".") -> None:
     workspace = Path(workspace)
     if not workspace.is_dir():
         raise BadInput(f"workspace {workspace} is not a directory")
-    build(workspace).run("stdio")
+    import anyio
+
+    from cairn.integrations.mcp_frames import serve_stdio
+
+    anyio.run(serve_stdio, build(workspace))
