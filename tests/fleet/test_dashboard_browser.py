@@ -64,6 +64,9 @@ def chromium() -> str:
 
 @pytest.fixture
 def browser_page(tmp_path: Path) -> Iterator[Any]:
+    """A Chromium page; every Content-Security-Policy violation it logs is kept in
+    ``page.csp_violations``, and a test that leaves one there fails (the dashboard runs its own
+    files only: no inline script, style or handler)."""
     executable = chromium()
     from playwright.sync_api import sync_playwright
 
@@ -72,9 +75,18 @@ def browser_page(tmp_path: Path) -> Iterator[Any]:
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 640})
             page.set_default_timeout(30_000)
+            page.csp_violations = []
+            page.on("console", lambda message: _keep_csp(page, message.text))
+            page.on("pageerror", lambda error: _keep_csp(page, str(error)))
             yield page
+            assert page.csp_violations == [], "the page broke its Content-Security-Policy"
         finally:
             browser.close()
+
+
+def _keep_csp(page: Any, text: str) -> None:
+    if "Content Security Policy" in text:
+        page.csp_violations.append(text)
 
 
 def fleet_repo(tmp_path: Path) -> Path:
@@ -175,6 +187,7 @@ def test_a_row_goes_running_to_completed_live_and_the_ticket_page_shows_summary_
         detail = page.locator('tr.more[data-state="retrying"] td').inner_text()
         assert detail, "a retrying row shows its last error"
         assert "next try in" in page.locator('tr.row[data-ticket="PROJ-3"] .c-attempt').inner_text()
+        assert "retry in" not in detail, "one retry time per row: the live one"
         page.screenshot(path=str(tmp_path / "fleet.png"), full_page=True)
 
         page.click('tr.row[data-ticket="PROJ-1"] .c-ticket a')
@@ -255,3 +268,38 @@ def test_a_page_opened_with_a_token_passes_it_on(tmp_path: Path, browser_page: A
         page.click('tr.row[data-ticket="TOK-1"] .c-ticket a')
         page.wait_for_selector("#ticket-state.s-queued")
         assert page.get_attribute("#back", "href") == "/?token=s3cret"
+
+
+def test_the_pages_run_under_their_content_security_policy(
+    tmp_path: Path, browser_page: Any
+) -> None:
+    """Both pages load their script and style from their own files and work under the policy
+    the server sends; an inline script is refused, and the fixture sees the violation."""
+    import dashboard_server
+
+    repo = make_repo(tmp_path / "repo")
+    _, _, where = layout.discover(repo)
+    fleetstate.write(
+        where,
+        FleetTicket(
+            ticket="CSP-1", plan="cairn-queue/CSP-1.md", state="queued", updated=datetime.now(UTC)
+        ),
+    )
+    app, _ = dashboard_server.app_for(repo)
+    with dashboard_server.serving(app) as base:
+        page = browser_page
+        response = page.goto(f"{base}/")
+        assert response is not None
+        assert "frame-ancestors 'none'" in response.headers["content-security-policy"]
+        assert response.headers["x-content-type-options"] == "nosniff"
+        page.wait_for_selector('tr.row[data-ticket="CSP-1"]')
+        assert page.evaluate("getComputedStyle(document.body).margin") == "0px", "style.css"
+        page.goto(f"{base}/tickets/CSP-1")
+        page.wait_for_selector("#ticket-state.s-queued")
+        assert page.csp_violations == []
+        with contextlib.suppress(Exception):
+            page.add_script_tag(content="window.__inline = true")
+        page.wait_for_timeout(200)
+        assert page.evaluate("window.__inline === undefined"), "an inline script ran"
+        assert page.csp_violations, "the refused inline script was not seen"
+        page.csp_violations.clear()

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 from typing import NamedTuple
 
 from cairn.config import FleetConfig
-from cairn.state.fleetstate import FleetState, FleetTicket
+from cairn.state.fleetstate import RETRY_IN, FleetState, FleetTicket
 from cairn.util.durations import parse_duration
 
 MEMINFO = "/proc/meminfo"
@@ -59,7 +59,8 @@ def after_attempt(
             f"cairn resume {record.ticket} continues it",
         )
     wait = backoff(config, record.attempt)
-    return Verdict("retrying", now + timedelta(seconds=wait), f"{why}; retry in {wait:g}s")
+    retry = f"{why}{RETRY_IN}{wait:g}s"
+    return Verdict("retrying", now + timedelta(seconds=wait), retry)
 
 
 def runnable(config: FleetConfig, record: FleetTicket, now: datetime) -> bool:

@@ -45,6 +45,23 @@ class Started:
             raise GitError(self.args, result.returncode, result.error_line)
         return result
 
+    def head(self, limit: int) -> tuple[GitResult, bool]:
+        """At most ``limit`` bytes of the command's output, read as it comes, and whether
+        there was more: then the command is stopped at once, so no more than ``limit`` bytes
+        (and a pipe's worth) are ever held, however long the output."""
+        assert self._proc.stdout is not None
+        try:
+            data = self._proc.stdout.read(limit + 1)  # returns short only at the end
+        except BaseException:
+            kill_and_reap(self._proc)
+            raise
+        cut = len(data) > limit
+        if cut:
+            kill_and_reap(self._proc)
+            return GitResult(self.args, self._proc.returncode, data[:limit], b""), True
+        rest, err = self._proc.communicate()
+        return GitResult(self.args, self._proc.returncode, data + rest, err), False
+
     def abandon(self) -> None:
         if self._proc.returncode is None:
             kill_and_reap(self._proc)

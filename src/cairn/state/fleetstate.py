@@ -75,6 +75,19 @@ class FleetTicket(Record):
             raise ValueError(f"ticket {self.ticket!r} is not a valid id: {why}")
 
 
+# How a retrying record's detail ends (``stall; retry in 20s``): the wait as it was when the
+# attempt ended. Where the time is shown live from ``next_attempt_at`` it is left out.
+RETRY_IN = "; retry in "
+
+
+def without_retry_time(detail: str | None) -> str | None:
+    """``detail`` without its written ``; retry in Ns``: one retry time per row, the live one."""
+    head, sep, wait = (detail or "").rpartition(RETRY_IN)
+    if sep and wait.endswith("s") and wait[:-1].replace(".", "", 1).isdigit():
+        return head
+    return detail
+
+
 def live_state(record: FleetTicket) -> tuple[FleetState, str | None]:
     """The state ``record`` puts its ticket in now, and its one-line detail: a record that says
     running whose process is gone (the supervisor and its child were killed) is interrupted,

@@ -82,8 +82,11 @@ def _note(row: FleetRow) -> str | None:
     """The line under the table: the row's detail, and when a retrying ticket starts again."""
     parts = [row.detail] if row.detail else []
     if row.state == "retrying" and row.next_attempt_at is not None:
+        from cairn.state.fleetstate import without_retry_time
         from cairn.state.status import age_text
         from cairn.util import clock
+
+        parts = [part for part in [without_retry_time(row.detail)] if part]  # one retry time
 
         wait = int((row.next_attempt_at - clock.now()).total_seconds())
         parts.append(f"next attempt in {age_text(wait)}" if wait > 0 else "next attempt due")

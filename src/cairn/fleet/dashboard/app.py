@@ -52,7 +52,7 @@ def make_app(
     ]
     app = Starlette(
         routes=routes,
-        middleware=[Middleware(api.Guard, token=token)],
+        middleware=[Middleware(api.SecurityHeaders), Middleware(api.Guard, token=token)],
         exception_handlers={HTTPException: api.http_error, Exception: api.server_error},
     )
     app.state.dashboard = Dashboard(repo_path, supervisor, source)

@@ -216,8 +216,8 @@ class RowCache:
         if read.last_event_at is not None:
             age = int((now - read.last_event_at).total_seconds())
             row["last_event_age_seconds"] = max(0, age)
-        if state == "retrying":
-            row["last_error"] = detail
+        if state == "retrying":  # the page shows the retry time live, from next_attempt_at
+            row["last_error"] = fleetstate.without_retry_time(detail)
         return row
 
 

@@ -204,15 +204,16 @@ def _exists(git: Git, ref: str) -> bool:
 
 
 def _diff(git: Git, *spec: str) -> str:
-    args = ["diff", "--no-ext-diff", "--no-color", "--patch", *(s for s in spec if s)]
-    result = git.run([*args, "--"], check=False)
-    if not result.ok:
-        return ""
-    out = result.stdout
-    if len(out) <= DIFF_CAP:
-        return out.decode("utf-8", "replace")
-    cut = out[:DIFF_CAP].decode("utf-8", "ignore")
-    return f"{cut}\n… diff cut at {DIFF_CAP // 1024} KB of {len(out) // 1024} KB\n"
+    """The patch, at most ``DIFF_CAP`` bytes of it: streamed from git and cut, never read
+    whole (a page for a diff of gigabytes costs what one of 200 KB costs)."""
+    shown = [s for s in spec if s]
+    args = ["diff", "--no-ext-diff", "--no-color", "--patch", *shown, "--"]
+    result, cut = git.start(args).head(DIFF_CAP)
+    if not cut:
+        return result.stdout.decode("utf-8", "replace") if result.ok else ""
+    text = result.stdout.decode("utf-8", "ignore")  # a character cut in two is dropped
+    whole = f"git diff {' '.join(shown)}"
+    return f"{text}\n… diff cut at {DIFF_CAP // 1024} KB; `{whole}` shows all of it\n"
 
 
 def _summary(run_dir: Path) -> str:
