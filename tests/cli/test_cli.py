@@ -51,6 +51,21 @@ def test_demo_runs_end_to_end(tmp_path: Path) -> None:
     assert git(project, "status", "--porcelain").strip() == ""
 
 
+def test_demo_takes_a_relative_directory(tmp_path: Path) -> None:
+    """``cairn demo --dir d`` from the directory that holds ``d`` (the agent's script was looked
+    for under the project a second time: ``d/project/d/agent-script.yaml``)."""
+    import json
+
+    result = cairn("demo", "--dir", "mine", "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    facts = json.loads(result.stdout)
+    assert facts["directory"] == str(tmp_path / "mine") and facts["exit_code"] == 0
+    assert facts["resumed"]["status"] == "completed"
+    human = cairn("demo", "--dir", "other", cwd=tmp_path)
+    assert human.returncode == 0, human.stderr
+    assert f"cairn status -C {tmp_path / 'other' / 'project'}" in human.stdout
+
+
 def test_demo_removes_its_temporary_directory_unless_kept(tmp_path: Path) -> None:
     """The README's quick start: a bare ``cairn demo`` leaves nothing behind."""
     scratch = tmp_path / "tmp"

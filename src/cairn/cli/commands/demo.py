@@ -39,7 +39,10 @@ def demo(
     from cairn.cli.display import Display
 
     temporary = directory is None
+    # absolute: every path the tour prints and passes on (-C, the agent's script) must hold
+    # from wherever it is read, not only from the directory the command was typed in
     where = Path(tempfile.mkdtemp(prefix="cairn-demo-")) if directory is None else directory
+    where = where.expanduser().absolute()
     removed = temporary and not keep
     say: Callable[[str], None] = (lambda _line: None) if json else console.print
     try:
