@@ -23,7 +23,7 @@ from cairn.cli.commands import (
     wip,
     worker,
 )
-from cairn.cli.output import say_error, wants_json
+from cairn.cli.output import flush_streams, say_error, wants_json
 from cairn.errors import ExitCode
 
 app = typer.Typer(
@@ -79,8 +79,8 @@ def main() -> None:
     try:
         code = app(standalone_mode=False)
     except Exception as exc:
-        sys.exit(_usage_error(exc, wants_json(sys.argv[1:])))
-    sys.exit(code if isinstance(code, int) else 0)
+        sys.exit(flush_streams(_usage_error(exc, wants_json(sys.argv[1:]))))
+    sys.exit(flush_streams(code if isinstance(code, int) else 0))
 
 
 def _usage_error(exc: Exception, json: bool) -> int:

@@ -31,11 +31,16 @@ def main() -> None:
 def leave(code: int) -> NoReturn:
     """Exit without tearing the interpreter down, which costs a fast command about 6 ms and
     serves nothing: every state file is written and every git process waited for; only the
-    standard streams need flushing. A stream that cannot be flushed (a closed pipe) is left to
-    Python's own exit, which reports it as it always has."""
+    standard streams need flushing. A stdout whose reader has gone (``cairn status | head``)
+    ends quietly; any other stream that cannot be flushed is left to Python's own exit, which
+    reports it as it always has."""
     try:
         sys.stdout.flush()
         sys.stderr.flush()
-    except (OSError, ValueError):
-        sys.exit(code)
+    except (OSError, ValueError) as exc:
+        from cairn.cli.output import drop_stdout, stdout_gone
+
+        if not stdout_gone(exc):
+            sys.exit(code)
+        drop_stdout()
     os._exit(code)

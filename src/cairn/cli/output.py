@@ -6,8 +6,10 @@ through it, and so do the same commands under Typer, so both print the same byte
 
 from __future__ import annotations
 
+import errno
 import functools
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, ParamSpec, TypeVar
@@ -69,10 +71,47 @@ def _escape_surrogates(text: str) -> str:
 def report_error(exc: BaseException, json: bool = False) -> int:
     """Print an error and return its exit code: ``cairn: error: …`` on stderr, or under
     ``--json`` the error object on stdout (``error_json``). An unexpected error is re-raised
-    when ``CAIRN_DEBUG`` is set, so its traceback shows."""
+    when ``CAIRN_DEBUG`` is set, so its traceback shows. Stdout's reader having gone
+    (``cairn status | head``) is no error: nothing is said, and the exit code is 0."""
+    if stdout_gone(exc):
+        drop_stdout()
+        return 0
     code, message = explain(exc)
     say_error(message, int(code), json)
     return int(code)
+
+
+def stdout_gone(exc: BaseException) -> bool:
+    """Whether ``exc`` is a write to a stdout whose reader has gone (a pipe into ``head``
+    that ``head`` closed): a broken pipe, and fd 1 a pipe with no reader."""
+    if not (isinstance(exc, OSError) and exc.errno == errno.EPIPE):
+        return False
+    import select
+
+    poller = select.poll()
+    poller.register(1, select.POLLOUT)
+    return any(events & select.POLLERR for _, events in poller.poll(0))
+
+
+def drop_stdout() -> None:
+    """Point fd 1 at the null device: what Python still holds for stdout goes nowhere at
+    exit, instead of failing again there."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.close(null)
+
+
+def flush_streams(code: int) -> int:
+    """Flush stdout and stderr before exiting with ``code``; stdout's reader having gone is
+    not reported (``report_error``). Any other failure is raised."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except OSError as exc:
+        if not stdout_gone(exc):
+            raise
+        drop_stdout()
+    return code
 
 
 def say_error(message: str, code: int, json: bool) -> None:
