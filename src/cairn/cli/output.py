@@ -163,14 +163,3 @@ def guarded(fn: Callable[P, R]) -> Callable[P, R]:
             raise Exit(report_error(exc, bool(kwargs.get("json")))) from None
 
     return wrapper
-
-
-def human_bytes(size: int | None) -> str:
-    if size is None:
-        return "?"
-    value = float(size)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} GiB"

@@ -1,5 +1,6 @@
 """Free text that cairn stores and prints: one line, nothing a terminal would act on; names
-that must be plausible git branch names."""
+that must be plausible git branch names; counts and sizes in words (``1 task``, ``2 tasks``,
+``1.5 MiB``)."""
 
 from __future__ import annotations
 
@@ -26,3 +27,15 @@ def is_branch_name(name: str) -> bool:
         and not any(b in name for b in bad)
         and all(ord(c) >= 32 and ord(c) != 127 for c in name)
     )
+
+
+def human_bytes(size: int | None) -> str:
+    """A size as people read it: ``512 B``, ``1.5 MiB``; ``?`` when unknown."""
+    if size is None:
+        return "?"
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"

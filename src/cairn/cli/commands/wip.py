@@ -10,9 +10,10 @@ import typer
 from cairn.cli.commands.options import Json, TicketOpt, Workspace
 from cairn.cli.handlers import wip as handler
 from cairn.cli.handlers.wip import skipped_line
-from cairn.cli.output import console, emit_json, guarded, human_bytes, say_warnings
+from cairn.cli.output import console, emit_json, guarded, say_warnings
 from cairn.errors import BadInput
 from cairn.util.durations import format_duration, parse_duration
+from cairn.util.text import human_bytes
 
 app = typer.Typer(
     help="Snapshots of uncommitted work under refs/cairn/wip/<ticket>.", no_args_is_help=True

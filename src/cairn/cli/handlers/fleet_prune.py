@@ -11,8 +11,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from cairn.cli.output import console, emit_json, human_bytes
+from cairn.cli.output import console, emit_json
 from cairn.errors import BadInput, ExitCode
+from cairn.util.text import human_bytes
 
 SHOWN = 10
 

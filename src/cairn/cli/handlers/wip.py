@@ -20,7 +20,7 @@ SKIP_REASONS = {
 
 
 def skipped_line(item: Skipped) -> str:
-    from cairn.cli.output import human_bytes
+    from cairn.util.text import human_bytes
 
     extra = []
     if item.files is not None:
