@@ -130,7 +130,7 @@ def test_tools_report_progress_into_the_run(repo: Path, tmp_path: Path) -> None:
         saved = await session.call_tool("wip_save", {"reason": "before lunch"})
         data = ok(saved)
         assert data["created"] and data["ref"] == "refs/cairn/wip/T-1"
-        assert text_of(saved).startswith("saved 1 changed file(s) to refs/cairn/wip/T-1")
+        assert text_of(saved).startswith("saved 1 changed file to refs/cairn/wip/T-1")
         assert git(repo, "rev-parse", "refs/cairn/wip/T-1").strip() == data["commit"]
 
     try:

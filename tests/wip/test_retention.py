@@ -147,7 +147,7 @@ def test_prune_cutoff(aged: dict) -> None:
     assert sorted(p.ticket for p in everything.pruned) == ["fresh", "old"]
     human = cairn("wip", "prune", "--older-than", "60d", cwd=repo)
     assert human.returncode == 0, human.stderr
-    assert "pruned 0 ticket(s) older than 60d, kept 2" in human.stdout
+    assert "pruned 0 tickets older than 60d, kept 2" in human.stdout
     assert set(refs(repo, "refs/cairn")) == {"refs/cairn/wip/old", "refs/cairn/wip/fresh"}
 
 
@@ -269,7 +269,7 @@ def test_push_defaults_to_origin(pushable: dict) -> None:
     git(repo, "remote", "add", "origin", str(remote))
     result = cairn("wip", "push", cwd=repo)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "pushed 2 snapshot ref(s) to origin (0 already up to date)"
+    assert result.stdout.strip() == "pushed 2 snapshot refs to origin (0 already up to date)"
     assert refs(remote) == refs(repo, "refs/cairn")
     assert "refs/heads/main" not in refs(remote)
 

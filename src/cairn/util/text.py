@@ -39,3 +39,9 @@ def human_bytes(size: int | None) -> str:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{value:.1f} GiB"
+
+
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """``count`` and its noun, in the number the count asks for: ``1 task``, ``2 tasks``,
+    ``0 tasks``, ``3 dispatches`` (``plural`` when adding an ``s`` is not it)."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"

@@ -37,7 +37,10 @@ class SaveResult(Record):
     @property
     def summary(self) -> str:
         if self.created:
-            return f"saved {self.files_changed} changed file(s) to {self.ref} ({self.commit:.12})"
+            from cairn.util.text import counted
+
+            files = counted(self.files_changed, "changed file")
+            return f"saved {files} to {self.ref} ({self.commit:.12})"
         return unchanged_line(self.ref, self.commit)
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from cairn.config import Config
 from cairn.errors import BadInput, RestoreRefused
 from cairn.git import Deadline, Git, Repo
+from cairn.util.text import counted
 from cairn.wip.history import load_snapshot, open_repo
 from cairn.wip.models import RestoreResult, SnapshotInfo
 from cairn.wip.recording import record
@@ -80,15 +81,16 @@ def restore(
                     update={
                         "warnings": [
                             *plan.warnings,
-                            f"a restore would refuse: {len(plan.obstacles)} path(s) that no "
-                            f"snapshot holds would be overwritten ({shown}); move them away or "
-                            "pass --force",
+                            f"a restore would refuse: {counted(len(plan.obstacles), 'path')} "
+                            f"that no snapshot holds would be overwritten ({shown}); move them "
+                            "away or pass --force",
                         ]
                     }
                 )
             raise RestoreRefused(
-                f"restore would overwrite {len(plan.obstacles)} path(s) that no snapshot holds "
-                f"(ignored, too large or in a nested repo): {shown}; nothing was changed; "
+                f"restore would overwrite {counted(len(plan.obstacles), 'path')} that no "
+                f"snapshot holds (ignored, too large or in a nested repo): {shown}; nothing was "
+                "changed; "
                 "move them away or pass --force"
             )
         if dry_run:

@@ -13,7 +13,7 @@ from cairn.cli.handlers.wip import skipped_line
 from cairn.cli.output import console, emit_json, guarded, say_warnings
 from cairn.errors import BadInput
 from cairn.util.durations import format_duration, parse_duration
-from cairn.util.text import human_bytes
+from cairn.util.text import counted, human_bytes
 
 app = typer.Typer(
     help="Snapshots of uncommitted work under refs/cairn/wip/<ticket>.", no_args_is_help=True
@@ -216,7 +216,7 @@ def prune(
     for item in result.pruned:
         console.print(f"{verb} {item.ticket} at {item.commit} (last snapshot {item.last_snapshot})")
     console.print(
-        f"{verb} {len(result.pruned)} ticket(s) older than {format_duration(seconds)}, "
+        f"{verb} {counted(len(result.pruned), 'ticket')} older than {format_duration(seconds)}, "
         f"kept {result.kept}; snapshots use {human_bytes(result.disk_bytes_after)} "
         f"(was {human_bytes(result.disk_bytes_before)}; git gc reclaims the rest later)"
     )
@@ -238,6 +238,6 @@ def push(
         emit_json(result)
         return
     console.print(
-        f"pushed {len(result.pushed)} snapshot ref(s) to {remote}"
+        f"pushed {counted(len(result.pushed), 'snapshot ref')} to {remote}"
         f" ({len(result.up_to_date)} already up to date)"
     )
