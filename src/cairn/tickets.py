@@ -8,6 +8,12 @@ from __future__ import annotations
 
 import re
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hot path)
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from cairn.errors import BadInput
+
 DEFAULT_TICKET = "default"
 MAX_LENGTH = 100
 
@@ -77,3 +83,22 @@ def from_branch(branch: str | None) -> str:
 
         raise BadInput(f"cannot derive a ticket id from branch {branch!r}; pass --ticket <id>")
     return mapped
+
+
+def unknown(
+    ticket: str,
+    known: Sequence[str],
+    lister: str,
+    what: str = "ticket",
+    start: str = "start one with cairn run PLAN",
+) -> BadInput:
+    """The error for ``ticket`` when this repository has no trace of it, naming the tickets it
+    has (the first 20; ``lister`` shows them all), or saying how to ``start`` one."""
+    from cairn.errors import BadInput
+
+    if not known:
+        return BadInput(f"no {what} {ticket} here, nor any other yet; {start}")
+    shown = ", ".join(known[:20])
+    if len(known) > 20:
+        shown += f" and {len(known) - 20} more ({lister} lists them)"
+    return BadInput(f"no {what} {ticket} here; pass one of: {shown}")

@@ -32,7 +32,9 @@ def test_demo_runs_end_to_end(tmp_path: Path) -> None:
     assert "→ interrupted (max_turns), exit code 3" in out
     assert "src/divide.py" in out.split("2. Nothing is lost")[1].split("\n")[1]
     flat = " ".join(out.split())
-    assert "catchup" in flat and "You were in the middle of impl at implement, task 2 of 4" in flat
+    assert (
+        "catchup" in flat and "You were in the middle of implementing the plan, task 2 of 4" in flat
+    )
     assert "→ completed, exit code 0" in out
     assert flat.index("interrupted") < flat.index("You were in the middle of")
     assert flat.rindex("completed") > flat.index("cairn resume")

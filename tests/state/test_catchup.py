@@ -12,11 +12,13 @@ from cairn.state import journal, marker
 from cairn.state.layout import MARKER
 from cairn.util import clock
 from helpers import (
+    assert_error,
     assert_one_line_error,
     begin_run,
     cairn,
     git,
     hold_run,
+    scripted_project,
     state_files,
     state_root,
     write,
@@ -32,11 +34,43 @@ def catchup_json(repo: Path, *args: str) -> dict:
 
 
 def test_none_when_nothing_ran(repo: Path) -> None:
-    report = catchup_json(repo, "T-1")
-    assert report["state"] == "none"
+    result = cairn("catchup", "--json", cwd=repo)  # the branch's own ticket
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert (report["ticket"], report["state"]) == ("main", "none")
     assert report["next_command"] is None
     assert report["run"] is None
     assert state_files(state_root(repo)) == []
+
+
+def test_an_unknown_ticket_is_bad_input_naming_the_known_ones(repo: Path) -> None:
+    """(issue 22) ``catchup T-1`` where nothing of T-1 exists said ``none`` (exit 0): a typo
+    went unnoticed. It is exit 2 naming the tickets there are: with a run, a snapshot only,
+    or a fleet record only."""
+    lonely = cairn("catchup", "T-1", cwd=repo)
+    assert_one_line_error(lonely)
+    assert "no ticket T-1 here, nor any other yet; start one with cairn run PLAN" in lonely.stderr
+    _ref, lease = begin_run(repo, "RUN-1", ["a"])
+    lease.release()
+    write(repo, "loose.txt", "x\n")
+    assert cairn("wip", "save", "--ticket", "SNAP-1", cwd=repo).returncode == 0
+    from cairn.state import fleetstate
+    from cairn.state.layout import discover
+
+    fleetstate.write(
+        discover(repo)[2],
+        fleetstate.FleetTicket(
+            ticket="FLEET-1", plan="cairn-queue/FLEET-1.md", state="queued", updated=clock.now()
+        ),
+    )
+    before = state_files(state_root(repo))
+    for args in (["catchup", "RUN-2"], ["catchup", "RUN-2", "--json"]):
+        typo = cairn(*args, cwd=repo)
+        message = assert_error(typo)
+        assert "no ticket RUN-2 here; pass one of: FLEET-1, RUN-1, SNAP-1" in message
+    assert state_files(state_root(repo)) == before
+    for known in ("RUN-1", "SNAP-1", "FLEET-1"):
+        assert cairn("catchup", known, cwd=repo).returncode == 0, known
 
 
 def test_in_progress_then_interrupted_by_sigkill(repo: Path) -> None:
@@ -49,7 +83,7 @@ def test_in_progress_then_interrupted_by_sigkill(repo: Path) -> None:
         assert live["run"] == run_id
         assert live["next_command"] is None
         text = cairn("catchup", "T-1", "--format", "context", cwd=repo).stdout
-        assert "A run is in the middle of impl at implement" in text
+        assert "A run is in the middle of implementing the plan" in text
         second = cairn("status", "--json", cwd=repo)
         assert json.loads(second.stdout)[0]["state"] == "in_progress"
     finally:
@@ -92,7 +126,7 @@ def test_interrupted_report_names_task_and_snapshot(repo: Path) -> None:
     assert report["artifacts"] == ["01_coder_change-summary.md"]
 
     text = cairn("catchup", "T-2", "--format", "context", cwd=repo).stdout
-    assert "You were in the middle of impl at implement, task 1 of 3" in text
+    assert "You were in the middle of implementing the plan, task 1 of 3" in text
     assert '"Wire the *CLI*"' in text
     assert "Tasks done: 0; remaining: 1, 2." in text
     assert f"refs/cairn/wip/T-2 ({commit[:7]}" in text
@@ -209,7 +243,7 @@ def test_hand_written_five_field_marker(repo: Path) -> None:
     assert report["phase"] == "code-reviewer"
     assert report["round"] == 2
     text = cairn("catchup", "T-10", "--format", "context", cwd=repo).stdout
-    assert text.startswith("You were in the middle of impl at code-reviewer, round 2")
+    assert text.startswith("You were in the middle of the code-reviewer step, round 2")
 
 
 def test_snapshot_only_ticket(repo: Path) -> None:
@@ -285,3 +319,47 @@ def test_status_skips_snapshot_refs_that_are_not_ticket_ids(repo: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert [r["ticket"] for r in json.loads(result.stdout)] == ["T-12"]
     lease.release()
+
+
+REVIEWED = {
+    "coder": [
+        [{"cairn": ["task", "start", "1"]}, {"write": {"path": "a.py", "content": "a = 1\n"}}],
+        [{"cairn": ["task", "done", "1", "--files", "a.py"]}, {"cairn": ["task", "start", "2"]}],
+        [{"write": {"path": "b.py", "content": "b = 1\n"}}, {"cairn": ["task", "done", "2"]}],
+        [{"say": "looking at F1"}],
+        [{"say": "still looking"}],
+        [{"say": "still looking"}],
+    ],
+    "reviewer": [[{"cairn": ["finding", "add", "F1", "b must be 2", "--location", "b.py:1"]}]],
+}
+
+
+def test_catchup_after_a_review_round_still_names_the_plans_tasks(tmp_path: Path) -> None:
+    """(issue 22) Cut off while fixing a review's finding, the run's latest change summary lists
+    the findings only: catch-up said ``done: none · remaining: F1`` and nothing of the plan.
+    It names the plan's tasks (from the run's implementation summary) and the findings, and
+    says what the run was doing in plain words (it said ``impl at fix``)."""
+    repo, plan = scripted_project(
+        tmp_path, REVIEWED, tasks=("Add the parser", "Wire it up"), max_turns=3
+    )
+    config = (repo / "cairn.toml").read_text()
+    write(repo, "cairn.toml", config.replace('["implement"]', '["implement", "review", "fix"]'))
+    git(repo, "commit", "-qam", "review too")
+    ran = cairn("run", str(plan), "--ticket", "T-1", cwd=repo)
+    assert ran.returncode == 3, ran.stdout + ran.stderr
+    report = catchup_json(repo, "T-1")
+    assert (report["state"], report["mode"], report["phase"]) == ("interrupted", "review", "fix")
+    assert [(t["id"], t["title"], t["status"]) for t in report["tasks"]] == [
+        ("1", "Add the parser", "completed"),
+        ("2", "Wire it up", "completed"),
+    ]
+    assert report["remaining"] == ["F1"]
+    text = cairn("catchup", "T-1", cwd=repo).stdout
+    assert "  where: fixing the review's findings, round 1\n" in text
+    assert "  tasks done: 1, 2 · remaining: none\n" in text
+    assert "  findings done: none · remaining: F1\n" in text
+    context = cairn("catchup", "T-1", "--format", "context", cwd=repo).stdout
+    assert context.startswith("You were in the middle of fixing the review's findings, round 1")
+    assert "Tasks done: 1, 2; remaining: none. Findings done: none; remaining: F1." in context
+    for said in (text, context):
+        assert " at fix" not in said and "impl" not in said

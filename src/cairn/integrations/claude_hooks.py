@@ -177,7 +177,8 @@ def session_start(payload: Mapping[str, Any], env: Mapping[str, str]) -> dict[st
     workspace = workspace_of(payload, env)
     if workspace is None:
         return None
-    from cairn.state.catchup import catchup, context_paragraph
+    from cairn.state.catchup import catchup
+    from cairn.state.catchup_text import context_paragraph
 
     report = catchup(workspace)
     if report.state not in ATTENTION:

@@ -306,7 +306,7 @@ def build(workspace: Path | str = ".", environ: Mapping[str, str] | None = None)
     ) -> Annotated[CallToolResult, CatchupReport]:
         """Where the last run of a ticket got to, and what to do next (cairn catchup)."""
         from cairn.state.catchup import catchup as build_report
-        from cairn.state.catchup import context_paragraph
+        from cairn.state.catchup_text import context_paragraph
 
         report = build_report(workspace, run_of(ticket)[0])
         if format == "json":

@@ -16,7 +16,7 @@ from cairn.config import Config
 from cairn.errors import BadInput
 from cairn.git import Repo
 from cairn.state import accounting, branches, journal, marker, runstate, transcripts
-from cairn.state.layout import Layout, artifacts, discover
+from cairn.state.layout import SUMMARY_ARTIFACT, SUMMARY_ROLE, Layout, artifacts, discover
 from cairn.state.marker import TicketState
 from cairn.state.owner import Liveness, Owner
 from cairn.state.runstate import RunRef
@@ -27,6 +27,7 @@ from cairn.util.durations import parse_duration
 from cairn.util.records import Record, field
 
 FORMAT = 1
+RESOLVED_TASK = frozenset({"completed", "skipped", "deferred"})  # a task that needs no more work
 
 
 class SnapshotBrief(Record, frozen=False):
@@ -59,6 +60,7 @@ class CatchupReport(Record, frozen=False):
     done: list[str] = field(default_factory=list)
     remaining: list[str] = field(default_factory=list)
     items: list[TaskBrief] = field(default_factory=list)
+    tasks: list[TaskBrief] = field(default_factory=list)  # the plan's, also in a review round
     run: str | None = None
     run_dir: str | None = None
     summary_path: str | None = None
@@ -97,6 +99,7 @@ def catchup(
 ) -> CatchupReport:
     notes: list[str] = []  # a config that does not load: the defaults, and a warning
     repo, config, layout = discover(workspace, notes)
+    given = ticket is not None
     if ticket is None:
         ticket, mapped = branches.default_ticket(repo, layout)
         notes += [mapped] if mapped is not None else []
@@ -106,6 +109,8 @@ def catchup(
     runstate.catch_up_ticket(layout, ticket)
     report = build(repo, config, layout, ticket, stale_after)
     report.warnings[:0] = notes
+    if given and _unknown(report, layout):
+        raise tickets.unknown(ticket, known_tickets(repo, config, layout), "cairn status")
     if clear_stale:
         if report.state != "stale":
             raise BadInput(
@@ -146,6 +151,7 @@ def build(
         report.last_event = events[-1] if events else None
         report.artifacts = [a.path.name for a in artifacts(ref.run_dir)]
         _account(report, ref, events, loaded)
+        report.tasks = _plan_tasks(report, ref, loaded)
         if current is None:
             _infer(report, loaded, events)
     report.snapshot = _latest_snapshot(repo, config, ticket)
@@ -193,10 +199,8 @@ def _read_summary(report: CatchupReport, ref: RunRef) -> Summary | None:
     report.mode = loaded.mode
     report.summary_status = status_line(loaded)
     if loaded.mode == "implementation":
-        report.items = [
-            TaskBrief(id=str(t.number), title=t.title, status=t.status) for t in loaded.tasks
-        ]
-        resolved = {"completed", "skipped", "deferred"}
+        report.items = [_task(t) for t in loaded.tasks]
+        resolved = set(RESOLVED_TASK)
     else:
         report.items = [TaskBrief(id=f.id, title=f.title, status=f.status) for f in loaded.findings]
         resolved = {"FIXED", "NOT_FIXED", "ALREADY_RESOLVED"}
@@ -214,6 +218,48 @@ def _read_summary(report: CatchupReport, ref: RunRef) -> Summary | None:
     if report.round is None:
         report.round = loaded.round
     return loaded
+
+
+def _plan_tasks(report: CatchupReport, ref: RunRef, loaded: Summary | None) -> list[TaskBrief]:
+    """The plan's tasks and how far they got: the summary's own in the implementation phase,
+    else (a review round's summary lists its findings) the run's last implementation summary."""
+    if loaded is not None and loaded.mode == "implementation":
+        return list(report.items)
+    for artifact in reversed(artifacts(ref.run_dir)):
+        if (artifact.role, artifact.name) != (SUMMARY_ROLE, SUMMARY_ARTIFACT):
+            continue
+        try:
+            earlier = summary.load(artifact.path)
+        except BadInput:
+            continue  # a broken earlier summary hides only the task list
+        if earlier is not None and earlier.mode == "implementation":
+            return [_task(t) for t in earlier.tasks]
+    return []
+
+
+def _task(task: Any) -> TaskBrief:
+    return TaskBrief(id=str(task.number), title=task.title, status=task.status)
+
+
+def _unknown(report: CatchupReport, layout: Layout) -> bool:
+    """A ticket given by name that this repository has no trace of: no ticket directory (run,
+    marker, lease), no snapshot, no fleet record."""
+    if report.run is not None or report.snapshot is not None or report.marker_path is not None:
+        return False
+    from cairn.state import fleetstate
+
+    if layout.ticket_dir(report.ticket).is_dir():
+        return False
+    return report.ticket not in fleetstate.names(layout)
+
+
+def known_tickets(repo: Repo, config: Config, layout: Layout) -> list[str]:
+    """Every ticket with a trace here: a ticket directory, a snapshot or a fleet record."""
+    from cairn.state import fleetstate
+    from cairn.wip.history import ticket_refs
+
+    found = set(layout.list_tickets()) | set(ticket_refs(repo, config))
+    return sorted(found | {n for n in fleetstate.names(layout) if tickets.problem(n) is None})
 
 
 def _infer(report: CatchupReport, loaded: Summary | None, events: list[dict[str, Any]]) -> None:
@@ -261,58 +307,3 @@ def _next_command(report: CatchupReport) -> str | None:
     if report.state == "none" and report.snapshot is not None:
         return f"cairn wip restore {report.snapshot.ref}"
     return None
-
-
-def context_paragraph(report: CatchupReport) -> str:
-    """A short paragraph to place into an agent's context."""
-    ticket = report.ticket
-    if report.state == "none":
-        text = f"There is no cairn run for ticket {ticket}."
-        if report.snapshot is not None:
-            text += (
-                f" Uncommitted work was saved at {report.snapshot.ref} "
-                f"({report.snapshot.commit[:7]}, {report.snapshot.time})."
-            )
-        return text
-    if report.state == "done":
-        return (
-            f"The last run of ticket {ticket} ({report.run}) finished: "
-            f"{report.summary_status or 'completed'}. There is nothing to resume."
-        )
-    where = [f"{report.skill or 'impl'} at {report.phase or 'an unknown phase'}"]
-    if report.round is not None:
-        where.append(f"round {report.round}")
-    if report.task is not None and report.mode == "implementation":
-        title = f' ("{report.task_title}")' if report.task_title else ""
-        where.append(f"task {report.task} of {report.total}{title}")
-    if report.finding is not None:
-        where.append(f"finding {report.finding} of {report.total}")
-    lead = {
-        "in_progress": "A run is in the middle of",
-        "interrupted": "You were in the middle of",
-        "stale": "A stale marker says a run was in the middle of",
-    }[report.state]
-    parts = [f"{lead} {', '.join(where)} on ticket {ticket}."]
-    if report.items:
-        noun = "Tasks" if report.mode == "implementation" else "Findings"
-        done = ", ".join(report.done) or "none"
-        remaining = ", ".join(report.remaining) or "none"
-        parts.append(f"{noun} done: {done}; remaining: {remaining}.")
-    if report.state == "interrupted" and report.summary_status:
-        parts.append(f"The change summary says: {report.summary_status}.")
-    if report.denials:
-        parts.append(f"The {accounting.denials_text(report.denials)}.")
-    if report.owner_detail and report.owner_state not in (None, "unknown"):
-        parts.append(f"Owner: {report.owner_detail}.")
-    if report.inferred:
-        parts.append("(Inferred from the run's files; there was no marker.)")
-    if report.snapshot is not None:
-        parts.append(
-            f"Uncommitted work was saved at {report.snapshot.ref} "
-            f"({report.snapshot.commit[:7]}, {report.snapshot.time})."
-        )
-    if report.next_command:
-        parts.append(f"Resume with: {report.next_command}")
-    elif report.state == "in_progress":
-        parts.append("Wait for it to finish; do not start a second run.")
-    return " ".join(parts)

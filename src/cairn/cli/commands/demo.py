@@ -65,7 +65,7 @@ def tour(
     from cairn.git import base_runner
     from cairn.run import launch
     from cairn.run.demo import prepare
-    from cairn.state import catchup
+    from cairn.state import catchup, catchup_text
     from cairn.summary.render import status_line
 
     repo, plan = prepare(directory)
@@ -93,7 +93,7 @@ def tour(
     say("")
     say(f"$ cairn catchup {first.ticket} --format context")
     report = catchup.catchup(repo, first.ticket)
-    for line in textwrap.wrap(catchup.context_paragraph(report), 92):
+    for line in textwrap.wrap(catchup_text.context_paragraph(report), 92):
         say(f"   {line}")
     say("")
 

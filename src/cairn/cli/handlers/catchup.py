@@ -22,7 +22,7 @@ def catchup(
     if format_ not in ("text", "context"):
         raise BadInput(f"--format must be text or context (got {format_!r}); pass one of them")
     from cairn.state.catchup import catchup as build_report
-    from cairn.state.catchup import context_paragraph
+    from cairn.state.catchup_text import context_paragraph
 
     report = build_report(workspace, ticket, clear_stale=clear_stale)
     if json:
@@ -35,6 +35,7 @@ def catchup(
 
 
 def _lines(report: CatchupReport) -> list[str]:
+    from cairn.state.catchup_text import doing, split_done
     from cairn.state.owner import format_age
 
     head = f"ticket {report.ticket}: {report.state.replace('_', ' ')}"
@@ -46,7 +47,7 @@ def _lines(report: CatchupReport) -> list[str]:
     if report.owner_detail and not report.inferred:
         age = f", last update {format_age(report.age_seconds)} ago" if report.age_seconds else ""
         lines.append(f"  owner: {report.owner_detail}{age}")
-    where = [f"{report.skill or 'impl'} at {report.phase or '?'}"]
+    where = [doing(report.phase)]
     if report.round is not None:
         where.append(f"round {report.round}")
     if report.task is not None:
@@ -56,11 +57,12 @@ def _lines(report: CatchupReport) -> list[str]:
         where.append(f"finding {report.finding} of {report.total}")
     if report.state != "none":
         lines.append(f"  where: {', '.join(where)}")
-    if report.items:
-        lines.append(
-            f"  done: {', '.join(report.done) or 'none'} · "
-            f"remaining: {', '.join(report.remaining) or 'none'}"
-        )
+    if report.tasks:  # the plan's tasks, in a review round too
+        done, remaining = split_done(report.tasks)
+        lines.append(f"  tasks done: {done} · remaining: {remaining}")
+    if report.items and report.mode != "implementation":
+        done, remaining = ", ".join(report.done) or "none", ", ".join(report.remaining) or "none"
+        lines.append(f"  findings done: {done} · remaining: {remaining}")
     if report.summary_status:
         lines.append(f"  summary: {report.summary_status} ({report.summary_path})")
     lines += _accounting(report)
@@ -81,6 +83,7 @@ def _accounting(report: CatchupReport) -> list[str]:
     """The error that cut the run off, what the agent was denied, what the run used, and
     the transcripts ``cairn logs`` prints."""
     from cairn.state import accounting
+    from cairn.util.text import counted
 
     lines = []
     if report.error:
@@ -91,7 +94,7 @@ def _accounting(report: CatchupReport) -> list[str]:
     used = accounting.usage_text(report.usage)
     if used:
         count = len(report.dispatches)
-        lines.append(f"  usage: {used} in {count} dispatch{'es' if count != 1 else ''}")
+        lines.append(f"  usage: {used} in {counted(count, 'dispatch', 'dispatches')}")
     if report.transcripts:
         lines.append(f"  transcripts: {', '.join(report.transcripts)} (cairn logs {report.ticket})")
     return lines
