@@ -16,7 +16,7 @@ from cairn.fleet import prune, workspaces
 from cairn.git import Repo
 from cairn.state import fleetstate
 from cairn.state.layout import Layout
-from helpers import cairn, fingerprint, git, rev, snapshot_files, write
+from helpers import assert_one_line_error, cairn, fingerprint, git, rev, snapshot_files, write
 
 
 def setup(repo: Path, toml: str | None = None):  # type: ignore[no-untyped-def]
@@ -91,7 +91,11 @@ def test_a_file_no_snapshot_can_hold_is_refused_and_listed(repo: Path) -> None:
     write(ws.path, "small.txt", "fits\n")
     report = prune.prune(found, cfg, "T-1", dry_run=False, layout=layout)
     assert report.action == "refused"
-    assert report.reason == "1 uncommitted files, 0 commits not on any other branch or remote"
+    assert report.reason == (
+        "1 uncommitted file in no snapshot (big.bin is over the size cap of 100 B set by "
+        "snapshot.max_new_file_bytes); commit the files or move them out of the worktree (or "
+        "raise snapshot.max_new_file_bytes), then prune again"
+    )
     assert report.uncommitted == ["big.bin"]
     assert (ws.path / "big.bin").stat().st_size == 1000 and (ws.path / "small.txt").exists()
     assert report.snapshot and snapshot_files(repo, report.snapshot)["small.txt"] == b"fits\n"
@@ -108,7 +112,10 @@ def test_commits_reachable_only_from_the_branch_are_refused(repo: Path) -> None:
     report = prune.prune(found, cfg, "T-1", dry_run=False, layout=layout)
     assert report.action == "refused"
     assert report.unsaved_commits == [only]
-    assert report.reason == "0 uncommitted files, 1 commits not on any other branch or remote"
+    assert report.reason == (
+        "1 commit on no other branch or remote; push the commits or put a branch on them, "
+        "then prune again"
+    )
     assert ws.path.is_dir()
     # once the commit is on another branch, prune proceeds
     git(repo, "branch", "keep", only)
@@ -168,7 +175,8 @@ def test_the_command_prunes_all_finished_and_reports_json(
     assert payload["tickets"][0]["action"] == "removed" and payload["freed_bytes"] > 0
     assert not done.path.exists() and busy.path.is_dir()
     prune_command(ticket="T-2", dry_run=True, workspace=repo)
-    assert "T-2: would remove" in capsys.readouterr().out
+    assert ", then remove " in capsys.readouterr().out
+    finished(layout, "T-9", repo.parent / "gone")  # a record whose worktree is gone
     prune_command(ticket="T-9", workspace=repo)
     assert capsys.readouterr().out == "T-9: no worktree\n"
 
@@ -181,7 +189,8 @@ def test_the_command_lists_what_it_refuses(repo: Path, capsys: pytest.CaptureFix
         prune_command(ticket="T-1", workspace=repo)
     out = capsys.readouterr().out
     assert exited.value.code == 1
-    assert "1 uncommitted files, 0 commits not on any other branch or remote" in out
+    assert "1 uncommitted file in no snapshot (big.bin is over the size cap of 10 B" in out
+    assert "or raise snapshot.max_new_file_bytes), then prune again" in out
     assert "uncommitted, in no snapshot: big.bin" in out
 
 
@@ -229,5 +238,51 @@ def test_cairn_fleet_prune_through_the_cli(repo: Path) -> None:
     finished(layout, "T-2", ws2.path)
     refused = cairn("fleet", "prune", "T-2", cwd=repo)
     assert refused.returncode == 1, (refused.stdout, refused.stderr)
-    assert "1 uncommitted files, 0 commits not on any other branch or remote" in refused.stdout
+    assert "1 uncommitted file in no snapshot (big.bin is over the size cap" in refused.stdout
     assert (ws2.path / "big.bin").read_bytes() == b"y" * 100
+
+
+def test_the_command_says_what_it_snapshots_before_it_removes(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """(issue 22) The report said only ``removed …, freed …``: what the snapshot taken first
+    holds (the uncommitted files and HEAD) comes before it, and in a dry run too."""
+    found, cfg, layout = setup(repo)
+    ws = workspaces.ensure(found, cfg, "T-1")
+    write(ws.path, "notes.txt", "one\n")
+    write(ws.path, "more.txt", "two\n")
+    head = rev(ws.path, "HEAD")
+    finished(layout, "T-1", ws.path)
+    prune_command(ticket="T-1", dry_run=True, workspace=repo)
+    planned = capsys.readouterr().out.splitlines()
+    assert planned[0] == (
+        f"T-1: would snapshot its 2 uncommitted files and HEAD {head[:12]}, then remove {ws.path}"
+    )
+    prune_command(ticket="T-1", workspace=repo)
+    said = capsys.readouterr().out.splitlines()
+    snapshot = rev(repo, "refs/cairn/wip/T-1")
+    assert (
+        said[0]
+        == f"T-1: snapshot {snapshot[:12]} holds its 2 uncommitted files and HEAD {head[:12]}"
+    )
+    assert said[1].startswith(f"T-1: removed {ws.path}, freed ")
+    assert not ws.path.exists()
+    done = cairn("fleet", "prune", "T-1", "--json", cwd=repo)
+    (again,) = json.loads(done.stdout)["tickets"]
+    assert again["action"] == "absent"
+
+
+def test_an_unknown_ticket_is_bad_input_naming_the_fleets(repo: Path) -> None:
+    """(issue 22) ``fleet prune T-9`` of a ticket the fleet never had said ``no worktree``,
+    exit 0: a typo passed for done. It is exit 2 naming the fleet's tickets."""
+    found, cfg, layout = setup(repo)
+    empty = cairn("fleet", "prune", "T-9", cwd=repo)
+    assert_one_line_error(empty)
+    assert "no fleet ticket T-9 here, nor any other yet; cairn fleet start" in empty.stderr
+    for ticket in ("T-2", "T-1"):
+        finished(layout, ticket, workspaces.ensure(found, cfg, ticket).path)
+    before = fingerprint(repo)
+    typo = cairn("fleet", "prune", "T-9", cwd=repo)
+    assert_one_line_error(typo)
+    assert "no fleet ticket T-9 here; pass one of: T-1, T-2" in typo.stderr
+    assert fingerprint(repo) == before

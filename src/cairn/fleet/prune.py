@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from cairn import tickets
 from cairn.config import Config
@@ -29,6 +29,11 @@ from cairn.state import fleetstate
 from cairn.state.layout import Layout
 from cairn.util.durations import parse_duration
 from cairn.util.records import Record, field
+from cairn.util.text import counted, human_bytes
+
+if TYPE_CHECKING:
+    from cairn.wip.models import Skipped
+    from cairn.wip.recording import Prepared
 
 PruneAction = Literal["removed", "would_remove", "refused", "kept", "absent"]
 SHOWN = 20  # paths and commits listed in a refusal
@@ -48,6 +53,8 @@ class PruneReport(Record):
     worktree: str | None = None
     branch: str
     snapshot: str | None = None  # the snapshot that holds the worktree (taken now)
+    head: str | None = None  # the worktree's HEAD, which the snapshot holds too
+    saved_files: int | None = None  # its uncommitted files, all in the snapshot
     uncommitted: list[str] = field(default_factory=list)  # files no snapshot holds
     unsaved_commits: list[str] = field(default_factory=list)  # commits on no other ref
     freed_bytes: int = 0
@@ -81,7 +88,7 @@ def prune(
             return base
         report = base.model_copy(update={"worktree": str(entry.path)})
         try:
-            snapshot = _check(repo, config, ticket, entry, layout, dry_run)
+            held = _check(repo, config, ticket, entry, layout, dry_run)
         except _Refused as refused:
             return report.model_copy(
                 update={
@@ -92,7 +99,7 @@ def prune(
                     "snapshot": refused.snapshot,
                 }
             )
-        report = report.model_copy(update={"snapshot": snapshot})
+        report = report.model_copy(update=held._asdict())
         if dry_run:
             return report.model_copy(update={"action": "would_remove"})
         hook = hooks.run_hook("before_remove", entry.path, config, ticket=ticket)
@@ -100,7 +107,7 @@ def prune(
             why = hook.describe("before_remove", hooks.timeout_text(config))
             return report.model_copy(update={"action": "kept", "reason": f"{why}; kept"})
         try:
-            snapshot = _check(repo, config, ticket, entry, layout, dry_run)
+            held = _check(repo, config, ticket, entry, layout, dry_run)
         except _Refused as refused:
             return report.model_copy(
                 update={
@@ -117,14 +124,31 @@ def prune(
         after = _disk_use(entry.path)
         if layout is not None:
             _forget_worktree(layout, ticket)
-        return report.model_copy(
-            update={"action": "removed", "snapshot": snapshot, "freed_bytes": before - after}
-        )
+        update = {**held._asdict(), "action": "removed", "freed_bytes": before - after}
+        return report.model_copy(update=update)
+
+
+def known(repo: Repo, config: Config, layout: Layout, ticket: str) -> str:
+    """``ticket`` when the fleet knows it (a record, or a worktree), else bad input naming
+    the tickets it has."""
+    if fleetstate.read(layout, ticket) is None and workspaces.find(repo, config, ticket) is None:
+        names = [n for n in fleetstate.names(layout) if tickets.problem(n) is None]
+        start = "cairn fleet start runs the plans in the queue"
+        raise tickets.unknown(ticket, sorted(names), "cairn fleet status", "fleet ticket", start)
+    return ticket
 
 
 def finished_tickets(layout: Layout, config: Config) -> list[str]:
     """The tickets whose fleet record says they are done for good."""
     return [r.ticket for r in fleetstate.listing(layout) if is_finished(r, config)]
+
+
+class _Held(NamedTuple):
+    """What the snapshot taken before a removal holds (``PruneReport``'s fields)."""
+
+    snapshot: str | None  # None in a dry run: not taken
+    head: str | None
+    saved_files: int
 
 
 def _check(
@@ -134,8 +158,8 @@ def _check(
     entry: Worktree,
     layout: Layout | None,
     dry_run: bool,
-) -> str | None:
-    """Refuse (``_Refused``) unless removing ``entry`` loses nothing; the snapshot commit."""
+) -> _Held:
+    """Refuse (``_Refused``) unless removing ``entry`` loses nothing; what the snapshot holds."""
     path = entry.path
     for other in (repo.common_dir, gitworktree.main_toplevel(repo)):
         if (
@@ -151,18 +175,51 @@ def _check(
     for name, what in _IN_PROGRESS.items():
         if (here.git_dir / name).exists():
             raise _Refused(f"{what} is in progress in {path}; finish or abort it first")
-    tree, head, commit = _snapshot(here, config, ticket, dry_run)
-    files = _not_in(here, tree)
+    prepared, commit = _snapshot(here, config, ticket, dry_run)
+    head = prepared.head
+    files = _not_in(here, prepared.tree)
     commits = _unsaved_commits(here, config, ticket, head, commit)
     if files or commits:
-        raise _Refused(
-            f"{len(files)} uncommitted files, {len(commits)} commits not on any other branch "
-            "or remote",
-            files,
-            commits,
-            commit,
-        )
-    return commit
+        reason = _refusal(files, commits, prepared.skipped, config)
+        raise _Refused(reason, files, commits, commit)
+    return _Held(commit, head, prepared.files_changed)
+
+
+# Why a snapshot left an untracked path out, and the key that would let it in.
+_LEFT_OUT = {
+    "too_large": ("over the size cap of {cap} set by snapshot.max_new_file_bytes", "file_bytes"),
+    "over_budget": ("over the budget set by snapshot.max_new_files and max_new_bytes", "budget"),
+    "nested_repo": ("a repository of its own, which no snapshot holds", None),
+    "special_file": ("not a regular file, which no snapshot holds", None),
+}
+
+
+def _refusal(files: list[str], commits: list[str], skipped: list[Skipped], config: Config) -> str:
+    """Why a worktree stays, in one line: what would be lost, why the snapshot could not hold
+    it, and what to do (``problem; fix``)."""
+    problems, why, raise_keys = [], [], []
+    if files:
+        problems.append(f"{counted(len(files), 'uncommitted file')} in no snapshot")
+        cap = human_bytes(config.snapshot.max_new_file_bytes)
+        for item in skipped:
+            held_back = [f for f in files if f == item.path or f.startswith(item.path + "/")]
+            if held_back:
+                text, key = _LEFT_OUT[item.reason]
+                why.append(f"{item.path} is {text.format(cap=cap)}")
+                raise_keys += [key] if key and key not in raise_keys else []
+    if commits:
+        problems.append(f"{counted(len(commits), 'commit')} on no other branch or remote")
+    line = " and ".join(problems) + (f" ({', '.join(why[:3])})" if why else "")
+    fixes = []
+    if files:
+        fixes.append("commit the files or move them out of the worktree")
+        if "file_bytes" in raise_keys:
+            fixes[-1] += " (or raise snapshot.max_new_file_bytes)"
+        elif "budget" in raise_keys:
+            fixes[-1] += " (or raise snapshot.max_new_files or max_new_bytes)"
+    if commits:
+        fixes.append("push the commits or put a branch on them")
+    return f"{line}; {', '.join(fixes)}, then prune again"
 
 
 def _refuse_live(layout: Layout, config: Config, ticket: str, path: Path) -> None:
@@ -179,9 +236,9 @@ def _refuse_live(layout: Layout, config: Config, ticket: str, path: Path) -> Non
 
 def _snapshot(
     here: Repo, config: Config, ticket: str, dry_run: bool
-) -> tuple[str, str | None, str | None]:
-    """(work-tree tree, HEAD, snapshot commit): the worktree's trees are written either way,
-    a snapshot is recorded (even of a clean tree, so it holds HEAD) unless ``dry_run``."""
+) -> tuple[Prepared, str | None]:
+    """The worktree's snapshot trees (written either way) and the snapshot commit: recorded
+    (even of a clean tree, so it holds HEAD) unless ``dry_run``."""
     from cairn.errors import SaveTimeout
     from cairn.wip.recording import record
     from cairn.wip.saving import prepare
@@ -192,11 +249,11 @@ def _snapshot(
         with scratch_dir(here.state_root(), "save") as scratch:
             prepared = prepare(here, config, scratch, ticket, deadline)
             if dry_run:
-                return prepared.tree, prepared.head, None
+                return prepared, None
             saved = record(prepared, "before prune", None, deadline, force=True)
     except SaveTimeout as exc:
         raise _Refused(f"the snapshot did not finish ({exc})") from None
-    return prepared.tree, prepared.head, saved.commit
+    return prepared, saved.commit
 
 
 def _not_in(here: Repo, tree: str) -> list[str]:

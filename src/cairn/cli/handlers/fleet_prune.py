@@ -35,7 +35,7 @@ def prune(
         )
     repo, config, layout = discover(workspace)
     if ticket is not None:
-        names = [tickets.validate(ticket)]
+        names = [pruning.known(repo, config, layout, tickets.validate(ticket))]
     else:
         names = pruning.finished_tickets(layout, config)
     reports = [pruning.prune(repo, config, t, dry_run=dry_run, layout=layout) for t in names]
@@ -65,6 +65,17 @@ def _exit(code: int) -> None:
         raise SystemExit(code)
 
 
+def _held(report: object) -> str:
+    """What the snapshot taken before the removal holds: the uncommitted files and HEAD."""
+    from cairn.fleet.prune import PruneReport
+    from cairn.util.text import counted
+
+    assert isinstance(report, PruneReport)
+    files = counted(report.saved_files or 0, "uncommitted file")
+    head = f"HEAD {report.head[:12]}" if report.head else "no commit"
+    return f"its {files} and {head}"
+
+
 def _print(report: object) -> None:
     from cairn.fleet.prune import PruneReport
 
@@ -74,10 +85,12 @@ def _print(report: object) -> None:
     if report.action == "absent":
         console.print(f"{name}: no worktree")
     elif report.action == "would_remove":
-        console.print(f"{name}: would remove {where}; branch {report.branch} stays")
+        console.print(f"{name}: would snapshot {_held(report)}, then remove {where}")
+        console.print(f"{name}: branch {report.branch} stays")
     elif report.action == "removed":
         freed = human_bytes(report.freed_bytes)
-        console.print(f"{name}: removed {where}, freed {freed}{snap}; branch {report.branch} stays")
+        console.print(f"{name}: snapshot {(report.snapshot or '?')[:12]} holds {_held(report)}")
+        console.print(f"{name}: removed {where}, freed {freed}; branch {report.branch} stays")
     else:
         verb = "kept" if report.action == "kept" else "refused"
         console.print(f"{name}: {verb} {where}: {report.reason}{snap}")
