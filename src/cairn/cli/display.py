@@ -19,7 +19,7 @@ _LINES = {
     "task": "  task {task} {status}",
     "finding": "  finding {finding} {status}",
     "snapshot": "  snapshot {short} ({reason})",
-    "cutoff": "cutoff: {reason}{detail_text} in {role} dispatch; work saved at {snapshot_text}",
+    "cutoff": "cutoff: {reason}{detail_text} in {role} dispatch; {saved_text}",
     "dispatch_finished": "dispatch {dispatch} ended: {reason} after {turns} turns{error_text}",
     "denials": "  {message}",
     "warning": "warning: {message}",
@@ -70,7 +70,11 @@ class Display:
             **fields,
             "round_text": f", round {fields['round']}" if fields.get("round") else "",
             "pressure_text": " (wrap-up directive sent)" if fields.get("pressure") else "",
-            "snapshot_text": fields.get("snapshot") or "nothing to save",
+            "saved_text": (
+                f"work saved at {fields['snapshot']}"
+                if fields.get("snapshot")
+                else "no snapshot taken"
+            ),
             "short": str(fields.get("commit", ""))[:12],
             "detail_text": f" ({fields['detail']})" if fields.get("detail") else "",
             "error_text": f": {fields['error']}" if fields.get("error") else "",
