@@ -370,3 +370,37 @@ def test_hooks_step_aside_under_cairn_run(repo: Path) -> None:
     assert claude_hooks.heartbeat(shape, under_run) is False
     assert claude_hooks.session_start(shape, {}) is not None
     assert claude_hooks.heartbeat(shape, {}) is True
+
+
+def test_install_local_keeps_its_file_out_of_git(repo: Path) -> None:
+    """(issue 22) ``--local`` wrote ``.claude/settings.local.json`` and git offered it for the
+    next commit (with this machine's interpreter path in it). It goes to ``.git/info/exclude``
+    unless git ignores it already; uninstalling takes that entry out once the file is gone."""
+    exclude = repo / ".git" / "info" / "exclude"
+    original = exclude.read_bytes()
+    done = cairn("hooks", "install", "claude", "--local", "--json", cwd=repo / "src")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["excluded"] == str(exclude)
+    assert (repo / ".claude" / "settings.local.json").is_file()
+    assert git(repo, "status", "--porcelain") == ""
+    assert exclude.read_bytes().startswith(original)
+    assert exclude.read_text().count("/.claude/settings.local.json") == 1
+    again = cairn("hooks", "install", "claude", "--local", "--json", cwd=repo)
+    assert json.loads(again.stdout)["excluded"] is None  # ignored already: no second entry
+    assert exclude.read_text().count("/.claude/settings.local.json") == 1
+    gone = cairn("hooks", "uninstall", "claude", "--local", cwd=repo)
+    assert gone.returncode == 0 and "taken out of" in gone.stdout
+    assert exclude.read_bytes() == original
+
+
+def test_install_local_leaves_a_file_git_ignores_already_alone(repo: Path) -> None:
+    write(repo, ".gitignore", ".claude/\n")
+    git(repo, "add", ".gitignore")
+    git(repo, "commit", "-qm", "ignore .claude")
+    exclude = repo / ".git" / "info" / "exclude"
+    original = exclude.read_bytes()
+    done = cairn("hooks", "install", "claude", "--local", cwd=repo)
+    assert done.returncode == 0 and "info/exclude" not in done.stdout
+    assert exclude.read_bytes() == original and git(repo, "status", "--porcelain") == ""
+    project = cairn("hooks", "install", "claude", "--project", "--json", cwd=repo)
+    assert json.loads(project.stdout)["excluded"] is None  # the shared file is meant for git

@@ -55,10 +55,17 @@ def install(
     result = claude_settings.install(
         claude_settings.settings_path(scope, workspace), claude_settings.state_root(workspace)
     )
+    excluded = None
+    if scope == "local":  # this checkout's file: git must never offer to commit it
+        from cairn.integrations.local_exclude import exclude
+
+        excluded = exclude(workspace, result.path)
     if json:
-        emit_json(_as_json(result, scope))
+        emit_json({**_as_json(result, scope), "excluded": str(excluded) if excluded else None})
     else:
         _report(result, scope, installing=True)
+        if excluded is not None:
+            console.print(f"  {result.path.name} added to {excluded}: git will not offer it")
 
 
 @app.command()
@@ -79,10 +86,17 @@ def uninstall(
     result = claude_settings.uninstall(
         claude_settings.settings_path(scope, workspace), claude_settings.state_root(workspace)
     )
+    included = None
+    if scope == "local" and not result.path.exists():  # the file is gone: so is its entry
+        from cairn.integrations.local_exclude import unexclude
+
+        included = unexclude(workspace, result.path)
     if json:
         emit_json(_as_json(result, scope))
     else:
         _report(result, scope, installing=False)
+        if included is not None:
+            console.print(f"  {result.path.name} taken out of {included} again")
 
 
 def _check(agent: str) -> None:
