@@ -9,6 +9,7 @@ import pytest
 
 from cairn.errors import GitError, SaveTimeout
 from cairn.git import Deadline, Repo, scrubbed_env, telling_line
+from helpers import write
 
 
 def test_scrubbed_env_drops_inherited_git_variables() -> None:
@@ -51,3 +52,19 @@ def test_session_reports_git_errors(repo: Path) -> None:
         session.send(b"garbage line\n\n")
         session.readline()
     assert "mktree" in str(caught.value)
+
+
+def test_head_reads_at_most_its_limit_and_stops_the_command(repo: Path) -> None:
+    """``Started.head``: the dashboard's diffs are read this way, never whole (issue 22)."""
+    from cairn.git import Git
+
+    write(repo, "big.txt", "line\n" * 100_000)  # 500 KB in the work tree, not committed
+    git_ = Git(repo)
+    started = git_.start(["diff", "--no-index", "--", "/dev/null", "big.txt"])
+    result, cut = started.head(1024)
+    assert cut and len(result.stdout) == 1024 and result.stdout.startswith(b"diff --git")
+    assert started._proc.returncode is not None  # stopped, not left running
+    whole, cut = git_.start(["rev-parse", "HEAD"]).head(1024)
+    assert not cut and whole.ok and len(whole.stdout.strip()) == 40
+    failed, cut = git_.start(["rev-parse", "--verify", "nope"]).head(1024)
+    assert not cut and not failed.ok and failed.stdout == b""
