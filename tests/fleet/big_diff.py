@@ -4,11 +4,9 @@ memory read from /proc: for tests/fleet/test_dashboard_faces.py and bench/dashbo
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+from test_dashboard_api import serve, started_url
 
 from cairn.state import fleetstate
 from cairn.state.fleetstate import FleetTicket
@@ -71,23 +70,9 @@ def memory(pid: int) -> dict[str, int]:
 @contextmanager
 def dashboard(repo: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
     """``cairn fleet dashboard --port 0`` of ``repo``; yields the process and its URL."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "cairn", "fleet", "dashboard", "--port", "0", "--json"],
-        cwd=repo,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = serve(["dashboard", "--port", "0", "--json"], repo)
     try:
-        assert proc.stdout is not None
-        url = None
-        for line in proc.stdout:
-            event = json.loads(line)
-            if event.get("event") == "dashboard_started":
-                url = event["url"]
-                break
-        assert url is not None, proc.stderr.read() if proc.stderr else "no dashboard_started"
-        yield proc, url
+        yield proc, started_url(proc)
     finally:
         proc.send_signal(signal.SIGINT)
         proc.communicate(timeout=30)

@@ -306,19 +306,25 @@ def test_snapshot_saves_a_dirty_tree_and_prints_nothing(tmp_path: Path) -> None:
     assert git(repo, "rev-parse", ref).strip() == commit  # unchanged tree: no new snapshot
 
 
-def test_heartbeat_moves_last_updated(repo: Path) -> None:
-    interrupted_run(repo)
+def aged_marker(repo: Path, ticket: str = "main") -> tuple[Path, marker.Marker]:
+    """``ticket``'s marker made an hour older than it is: its path and the old marker."""
     _, _, layout = discover(repo)
-    path = layout.marker_path("main")
+    path = layout.marker_path(ticket)
     old = marker.read(path)
     assert old is not None
-    earlier = old.last_updated - timedelta(hours=1)
-    marker.write(path, old.model_copy(update={"last_updated": earlier}))
+    aged = old.model_copy(update={"last_updated": old.last_updated - timedelta(hours=1)})
+    marker.write(path, aged)
+    return path, aged
+
+
+def test_heartbeat_moves_last_updated(repo: Path) -> None:
+    interrupted_run(repo)
+    path, aged = aged_marker(repo)
     done = run_hook("heartbeat", payload("PostToolUse", repo), repo)
     assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
     now = marker.read(path)
-    assert now is not None and now.last_updated > earlier
-    assert now.model_copy(update={"last_updated": old.last_updated}) == old  # nothing else
+    assert now is not None and now.last_updated > aged.last_updated
+    assert now.model_copy(update={"last_updated": aged.last_updated}) == aged  # nothing else
 
 
 def test_heartbeat_finds_the_ticket_run_from_this_branch(repo: Path) -> None:
@@ -329,15 +335,11 @@ def test_heartbeat_finds_the_ticket_run_from_this_branch(repo: Path) -> None:
     runstate.interrupt(ref, lease, "signal")
     _, _, layout = discover(repo)
     branches.remember(layout, "main", "plan")
-    path = layout.marker_path("plan")
-    old = marker.read(path)
-    assert old is not None
-    earlier = old.last_updated - timedelta(hours=1)
-    marker.write(path, old.model_copy(update={"last_updated": earlier}))
+    path, aged = aged_marker(repo, "plan")
     done = run_hook("heartbeat", payload("PostToolUse", repo), repo)
     assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
     now = marker.read(path)
-    assert now is not None and now.last_updated > earlier
+    assert now is not None and now.last_updated > aged.last_updated
     assert not layout.marker_path("main").exists()
 
 

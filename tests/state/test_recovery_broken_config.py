@@ -18,7 +18,7 @@ from cairn.state import runstate
 from helpers import begin_run, cairn, git, write
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "integrations"))
-from test_hooks_install import payload, run_hook
+from test_hooks_install import aged_marker, payload, run_hook
 
 # Each shape an agent (or a bad merge) leaves a config in, and a word of cairn's reason.
 BROKEN: dict[str, tuple[str, object]] = {
@@ -117,17 +117,10 @@ def test_wip_list_show_and_restore_work_with_a_warning(ready: Path, case: str) -
 
 
 def test_the_heartbeat_hook_beats_despite_a_broken_config(ready: Path) -> None:
-    from datetime import timedelta
-
     from cairn.state import marker
-    from cairn.state.layout import discover
 
-    _, _, layout = discover(ready)
-    path = layout.marker_path("main")
-    old = marker.read(path)
-    assert old is not None
-    earlier = old.last_updated - timedelta(hours=1)
-    marker.write(path, old.model_copy(update={"last_updated": earlier}))
+    path, aged = aged_marker(ready)
+    earlier = aged.last_updated
     clobber(ready, "not-toml")
     done = run_hook("heartbeat", payload("PostToolUse", ready), ready)
     assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
