@@ -25,7 +25,9 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-@pytest.mark.parametrize("command", [("config", "show"), ("status",), ("catchup", "T-1")])
+# (status, catchup and the wip commands go on with the defaults and a warning instead: issue 22,
+# tests/state/test_recovery_broken_config.py)
+@pytest.mark.parametrize("command", [("config", "show"), ("resume", "T-1"), ("wip", "diff", "T-1")])
 def test_a_config_that_is_not_exactly_right_is_one_line_exit_2(
     repo: Path, case: str, command: tuple[str, ...]
 ) -> None:

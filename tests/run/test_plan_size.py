@@ -37,8 +37,9 @@ def test_a_plan_too_large_for_its_summary_is_refused_before_anything_is_written(
     assert "10000 tasks" in result.stderr and "split the plan" in result.stderr
     assert untouched_state(repo) == before
     assert not (state_root(repo) / "tickets").exists()
-    # the ticket is as usable as before
-    assert cairn("catchup", "T-1", cwd=repo).returncode == 0
+    # the ticket is as it was before: unknown here (catch-up names it so, exit 2)
+    left = cairn("catchup", "T-1", cwd=repo)
+    assert left.returncode == 2 and "no ticket T-1 here" in left.stderr
 
 
 def test_the_share_a_plan_may_use_is_a_quarter_of_the_summary_limit() -> None:

@@ -143,9 +143,11 @@ def test_a_state_dir_leading_out_of_the_repository_is_refused(
 
 def test_state_dir_inside_the_work_tree_or_absolute_is_fine(repo: Path, tmp_path: Path) -> None:
     write(repo, "cairn.toml", 'state_dir = ".backlog/active"\n')
-    assert cairn("catchup", "T-1", cwd=repo).returncode == 0
+    assert cairn("catchup", cwd=repo).returncode == 0
+    assert cairn("status", cwd=repo).returncode == 0
     write(repo, "cairn.toml", f'state_dir = "{tmp_path / "anywhere"}"\n')
-    assert cairn("catchup", "T-1", cwd=repo).returncode == 0
+    assert cairn("catchup", cwd=repo).returncode == 0
+    assert cairn("status", cwd=repo).returncode == 0
 
 
 def test_a_run_dir_variable_outside_any_repository_writes_nothing(tmp_path: Path) -> None:
