@@ -25,6 +25,7 @@ from cairn.fleet import lease as fleet_lease
 from cairn.fleet import schedule
 from cairn.fleet.endings import Endings
 from cairn.fleet.hooks import set_up
+from cairn.fleet.intake import Intake
 from cairn.fleet.trackers import Tracker, open_tracker
 from cairn.fleet.watch import Adopted, Attempt, Watched, outcome_on_disk, same_process
 from cairn.fleet.workspaces import ensure, run_hook
@@ -58,6 +59,7 @@ class Supervisor:
         self.concurrency = concurrency or self.fleet.concurrency
         self.emit: Emit = emit or (lambda kind, **fields: None)
         self.tracker: Tracker = open_tracker(repo, config, layout)
+        self.intake = Intake(self.tracker, layout, self.emit)
         self.endings = Endings(repo, config, layout, self.tracker, self.emit)
         self.records: dict[str, FleetTicket] = {}
         self.queue: set[str] = set()  # the tickets this supervisor drives
@@ -82,7 +84,9 @@ class Supervisor:
                 )
                 self._recover()
                 code = self._loop()
-                self.emit("fleet_finished", exit_code=code, tickets=self._states())
+                self.emit(
+                    "fleet_finished", exit_code=code, tickets=self._states(), **self.intake.totals()
+                )
                 return code
         finally:
             held.release()
@@ -163,7 +167,7 @@ class Supervisor:
             self.emit("ticket_recovered", ticket=record.ticket)
 
     def _poll_tracker(self) -> None:
-        for candidate in self.tracker.candidates():
+        for candidate in self.intake.poll():
             ticket = candidate.ticket
             record = self.records.get(ticket) or fleetstate.read(self.layout, ticket)
             if record is None:
@@ -191,7 +195,7 @@ class Supervisor:
             return ExitCode.INTERRUPTED
         if states - {"completed"}:
             return ExitCode.FAILURE
-        return ExitCode.OK
+        return self.intake.settle(bool(states))
 
     # --- starting attempts ---------------------------------------------------------------------
 

@@ -7,9 +7,12 @@ import json as jsonlib
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cairn.cli.output import console
+from cairn.cli.output import console, say_warning
+
+if TYPE_CHECKING:
+    from cairn.fleet.supervisor import Supervisor
 
 STOP_WAIT = 600.0  # seconds `fleet stop` waits for the supervisor to save and exit
 
@@ -31,6 +34,10 @@ _LINES = {
 
 def _emitter(json: bool) -> Any:
     def emit(kind: str, **fields: Any) -> None:
+        if kind == "ticket_refused":  # a warning where people look, on both outputs
+            say_warning(f"refused: {fields['reason']}")
+            if not json:
+                return
         if json:
             sys.stdout.write(jsonlib.dumps({"event": kind, **fields}, default=str) + "\n")
             sys.stdout.flush()
@@ -43,7 +50,12 @@ def _emitter(json: bool) -> Any:
             counts: dict[str, int] = {}
             for state in fields["tickets"].values():
                 counts[state] = counts.get(state, 0) + 1
-            shown["totals"] = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "empty"
+            if fields.get("refused"):
+                counts["refused"] = fields["refused"]
+            totals = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+            if not totals and fields.get("tracker_error"):
+                totals = "nothing listed, the tracker could not be read"
+            shown["totals"] = totals or "empty"
         console.print(_LINES[kind].format(**shown))
         sys.stdout.flush()
 
