@@ -63,10 +63,18 @@ def _emitter(json: bool) -> Any:
 
 
 def start(once: bool, concurrency: int | None, json: bool, workspace: Path) -> int:
+    return supervisor_for(once, concurrency, json, workspace).run()
+
+
+def supervisor_for(once: bool, concurrency: int | None, json: bool, workspace: Path) -> Supervisor:
+    """The supervisor of ``cairn fleet start``, once the configuration its runs read is known
+    to be committed (their worktrees are made from a commit)."""
+    from cairn.fleet import committed
     from cairn.fleet.supervisor import Supervisor
 
     supervisor = Supervisor(workspace, once=once, concurrency=concurrency, emit=_emitter(json))
-    return supervisor.run()
+    committed.check(supervisor.repo, supervisor.config)
+    return supervisor
 
 
 def stop(wait: bool, json: bool, workspace: Path) -> None:
