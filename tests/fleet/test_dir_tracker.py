@@ -65,7 +65,7 @@ def test_bad_ids_are_rejected_with_a_clear_message_and_do_not_stop_the_rest(repo
 
 def test_a_duplicate_never_takes_the_ticket_from_the_plan_it_runs(repo: Path) -> None:
     write(repo, "cairn-queue/A-1.md", PLAN)
-    tracker, layout = tracker_for(repo)
+    tracker, _ = tracker_for(repo)
     assert [c.ticket for c in tracker.candidates()] == ["A-1"]
     assert tracker.claim("A-1")  # its record names cairn-queue/A-1.md
     write(repo, "cairn-queue/0-first.md", f"---\nticket: A-1\n---\n{PLAN}")  # sorts first

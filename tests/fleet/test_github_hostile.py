@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from fake_github import TOKEN, FakeGitHub, Raw, serve
 from test_fleet_supervisor import finish, supervisor, wait_for
-from test_github_tracker import TWO_TASKS, project, tracker_for
+from test_github_tracker import TWO_TASKS, project, queued, tracker_for
 
 from cairn.fleet.trackers import Candidate
 from helpers import assert_one_line_error, cairn
@@ -204,3 +204,18 @@ def test_a_long_running_supervisor_outlives_hostile_listings(
     assert code == 3
     refused: list[dict[str, Any]] = [e for e in lines if e["event"] == "ticket_refused"]
     assert [(e["ticket"], e["plan"]) for e in refused] == [(None, "entry 1 of the issue listing")]
+
+
+def test_an_issue_under_way_keeps_its_plan_when_its_body_is_emptied(
+    tmp_path: Path, github: FakeGitHub
+) -> None:
+    repo = project(tmp_path, github)
+    github.add_issue(1, "Add login", TWO_TASKS)
+    tracker, layout = tracker_for(repo)
+    assert [c.ticket for c in tracker.candidates()] == ["GH-1"]
+    queued(layout, "GH-1", "retrying", attempt=1)  # started: its plan is the one it runs
+    github.issues[1]["body"] = ""
+    assert [c.ticket for c in tracker.candidates()] == ["GH-1"] and tracker.rejected == []
+    assert tracker.claim("GH-1")
+    tracker.flush()
+    assert github.comments == []

@@ -10,6 +10,7 @@ change by a supervisor that keeps polling, and on the dashboard.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -208,3 +209,35 @@ def test_the_dashboard_shows_refused_rows(tmp_path: Path) -> None:
     assert "rename it fix-the-login.md" in refused[0]["detail"]
     assert set(refused[0]) >= {"ticket", "state", "plan", "detail", "updated", "attempt"}
     assert state["warnings"] == []
+
+
+def test_a_tracker_that_fails_after_the_first_poll_is_a_warning(tmp_path: Path) -> None:
+    """The queue turned into a file under a running supervisor: each poll warns, the last good
+    list holds, and the supervisor lives on; a plan queued once the directory is back runs."""
+    repo = fleet_repo(tmp_path, {"A-1": 1})
+    queue = repo / "cairn-queue"
+    records = repo / ".git" / "cairn" / "fleet" / "tickets"
+
+    def completed(ticket: str) -> bool:
+        path = records / f"{ticket}.json"
+        return path.exists() and json.loads(path.read_text())["state"] == "completed"
+
+    proc = supervisor(repo, agent_env(tmp_path))
+    try:
+        wait_for(lambda: completed("A-1"), what="A-1 completed")  # polled once at least
+        queue.rename(repo / "queue-aside")
+        queue.write_text("not a directory\n")
+        time.sleep(2.5)  # two polls or more (poll_interval 1s)
+        assert proc.poll() is None
+        queue.unlink()
+        (repo / "queue-aside").rename(queue)
+        (queue / "B-1.md").write_text(PLAN)
+        wait_for(lambda: completed("B-1"), what="B-1 completed")
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 3 and "Traceback" not in err, err
+    warnings = [line for line in err.splitlines() if "the tracker's poll failed" in line]
+    assert warnings and all("is not a directory" in line for line in warnings), err
+    assert warnings[0].endswith("; the last list holds till the next poll")

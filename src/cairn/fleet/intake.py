@@ -28,6 +28,7 @@ class Intake:
         self.reporter = refusals.Reporter(layout)
         self.last: list[Candidate] = []
         self.polls = 0
+        self.failed: str | None = None  # the trouble this intake set, when the poll raised
 
     def poll(self) -> list[Candidate]:
         self.polls += 1
@@ -36,9 +37,12 @@ class Intake:
         except Exception as exc:
             if self.polls == 1:
                 raise
-            self.tracker.trouble = f"the tracker's poll failed ({_why(exc)})"
-            _warn(f"{self.tracker.trouble}; the last list holds till the next poll")
+            self.failed = self.tracker.trouble = f"the tracker's poll failed ({_why(exc)})"
+            _warn(f"{self.failed}; the last list holds till the next poll")
             return self.last
+        if self.failed is not None and self.tracker.trouble == self.failed:
+            self.tracker.trouble = None  # it answered again
+        self.failed = None
         self.last = found
         for refusal in self.reporter.poll(self.tracker.rejected):
             self.emit(

@@ -244,7 +244,9 @@ class GitHubTracker(Tracker):
                 continue
             body = issue.get("body")
             text = body.replace("\r\n", "\n").strip() if isinstance(body, str) else ""
-            problem = self.refusals.problem(number, body, text)
+            record = fleetstate.read(self.layout, ticket)
+            started = record is not None and record.state != "queued"  # its plan is kept
+            problem = None if started else self.refusals.problem(number, body, text)
             if problem is not None:
                 where = _url(issue) or f"{self.config.fleet.github.repo} issue #{number}"
                 version = _digest(body)
@@ -252,7 +254,7 @@ class GitHubTracker(Tracker):
                 self.refusals.tell(ticket, problem, version)
                 continue
             self.refusals.forget(ticket)
-            self._write_plan(ticket, self.plans / f"{ticket}.md", text + "\n")
+            self._write_plan(record, self.plans / f"{ticket}.md", text + "\n")
             found[ticket] = issue
         self.issues, self.rejected = found, rejected
 
@@ -267,10 +269,9 @@ class GitHubTracker(Tracker):
         }[exc.status or 0]
         return f"github refused the listing of {settings.repo}'s issues ({exc}); {fix}"
 
-    def _write_plan(self, ticket: str, path: Any, text: str) -> None:
+    def _write_plan(self, record: fleetstate.FleetTicket | None, path: Any, text: str) -> None:
         """The issue's body as the ticket's plan, until the ticket starts: an edit of the
         body after that does not change the plan of a run under way."""
-        record = fleetstate.read(self.layout, ticket)
         if path.exists() and record is not None and record.state != "queued":
             return
         if path.exists() and path.read_text(encoding="utf-8", errors="replace") == text:
@@ -299,7 +300,7 @@ def _nameless(issue: Any, index: int, why: str) -> Rejected:
     where = _url(issue) or f"entry {index} of the issue listing"
     return Rejected(
         where,
-        f"{where}: {why}; cairn skips it (is [fleet.github] api_url GitHub's API?)",
+        f"{where}: {why}; cairn skips it (check that [fleet.github] api_url is GitHub's API)",
         None,
         _digest(json.dumps(issue, sort_keys=True, default=str)),
     )
