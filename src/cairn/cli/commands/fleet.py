@@ -52,7 +52,7 @@ def start(
     engine: Engine = None,
 ) -> None:
     """Supervise the queue in the foreground; --once exits 0 all completed, 1 any needs
-    review, 3 any left interrupted."""
+    review (or a refused entry beside them), 2 only refused entries, 3 any left interrupted."""
     from cairn.cli.handlers import fleet_run, scale
 
     if scale.engine_of(engine, workspace) == "temporal":
