@@ -100,10 +100,10 @@ async def drive(
     base: str,
     once: bool,
     emit: Emit,
-    reporter: Reporter | None = None,
+    reporter: Reporter,
 ) -> int:
     """Start a workflow per ticket the tracker lists; with ``once`` wait for them, else poll.
-    Each refused entry is said once per change (``reporter``: and kept for ``fleet status``)."""
+    Each entry the tracker refused is said once per change, and kept (``reporter``)."""
     client = await connect(config.temporal)
     ids: dict[str, str] = {}
     stopping = asyncio.Event()
@@ -124,7 +124,7 @@ async def drive(
             for c in tracker.candidates()
             if c.ticket not in ids
         ]
-        for refused in reporter.poll(tracker.rejected) if reporter is not None else []:
+        for refused in reporter.poll(tracker.rejected):
             emit(
                 EVENT,
                 "refused: {reason}",
@@ -132,8 +132,7 @@ async def drive(
                 plan=refused.plan,
                 reason=refused.reason,
             )
-        if reporter is not None:
-            reporter.save()
+        reporter.save()
         for got in await start(client, config.temporal, tickets):
             ids[got.ticket] = got.workflow_id
             kind, text = (
