@@ -174,11 +174,19 @@ def test_a_polling_supervisor_says_each_refusal_once_per_change(tmp_path: Path) 
         assert [(r["state"], r["plan"]) for r in rows] == [
             ("refused", "cairn-queue/fix the login.md")
         ]
-        time.sleep(3.5)  # three more polls (poll_interval 1s): nothing said again
+        time.sleep(3.5)  # more polls (poll_interval 1s): nothing said again
         assert status.stat().st_mtime_ns == first  # nor written again
+        before = json.loads(status.read_text())["refused"][0]["version"]
         bad.write_text(PLAN + "\n## Task 2: More\n")  # the entry changed: said again
         (queue / "PROJ-1.yaml").write_text("tasks: [")  # a new one: said
-        time.sleep(3.5)
+
+        def both_seen() -> bool:  # the listing is written after the poll's events
+            listed = {r["plan"]: r for r in json.loads(status.read_text())["refused"]}
+            login = listed.get("cairn-queue/fix the login.md")
+            changed = login is not None and login["version"] != before
+            return changed and "cairn-queue/PROJ-1.yaml" in listed
+
+        wait_for(both_seen, what="a poll that sees both changes")
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
     code, lines = finish(proc)
@@ -222,12 +230,25 @@ def test_a_tracker_that_fails_after_the_first_poll_is_a_warning(tmp_path: Path) 
         path = records / f"{ticket}.json"
         return path.exists() and json.loads(path.read_text())["state"] == "completed"
 
-    proc = supervisor(repo, agent_env(tmp_path))
+    errors = tmp_path / "stderr.txt"
+    with errors.open("w") as sink:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "cairn", "fleet", "start", "--json"],
+            cwd=repo,
+            env={**os.environ, **agent_env(tmp_path)},
+            stdout=subprocess.DEVNULL,
+            stderr=sink,
+            start_new_session=True,
+        )
+
+    def warned(times: int) -> bool:
+        return errors.read_text().count("the tracker's poll failed") >= times
+
     try:
         wait_for(lambda: completed("A-1"), what="A-1 completed")  # polled once at least
         queue.rename(repo / "queue-aside")
         queue.write_text("not a directory\n")
-        time.sleep(2.5)  # two polls or more (poll_interval 1s)
+        wait_for(lambda: warned(2), what="two polls of a queue that is a file")
         assert proc.poll() is None
         queue.unlink()
         (repo / "queue-aside").rename(queue)
@@ -236,7 +257,8 @@ def test_a_tracker_that_fails_after_the_first_poll_is_a_warning(tmp_path: Path) 
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGTERM)
-    _, err = proc.communicate(timeout=60)
+    proc.wait(timeout=60)
+    err = errors.read_text()
     assert proc.returncode == 3 and "Traceback" not in err, err
     warnings = [line for line in err.splitlines() if "the tracker's poll failed" in line]
     assert warnings and all("is not a directory" in line for line in warnings), err
