@@ -71,6 +71,19 @@ LOOP_PHASES: tuple[LoopPhase, ...] = get_args(LoopPhase)
 # Where a ticket stands, as catch-up and status see it.
 TicketState = Literal["in_progress", "interrupted", "stale", "done", "none"]
 
+# Where a ticket stands in the embedded fleet (its fleet record, ``cairn fleet status``).
+FleetState = Literal[
+    "queued",
+    "running",
+    "retrying",
+    "interrupted",
+    "needs_review",
+    "needs_input",
+    "completed",
+    "failed",
+]
+FLEET_STATES: tuple[FleetState, ...] = get_args(FleetState)
+
 # Whether the owner of a run is still running it (catch-up's "owner_state").
 Liveness = Literal["alive", "dead", "remote", "remote_stale", "unknown"]
 

@@ -7,7 +7,8 @@ from datetime import datetime, timedelta
 from typing import NamedTuple
 
 from cairn.config import FleetConfig
-from cairn.state.fleetstate import FleetState, FleetTicket
+from cairn.state.fleetstate import FleetTicket
+from cairn.terms import FleetState
 from cairn.util.durations import parse_duration
 
 MEMINFO = "/proc/meminfo"

@@ -31,8 +31,9 @@ from cairn.fleet.watch import Adopted, Attempt, Watched, outcome_on_disk, same_p
 from cairn.fleet.workspaces import ensure, run_hook
 from cairn.git import Repo
 from cairn.state import fleetstate
-from cairn.state.fleetstate import FleetState, FleetTicket
+from cairn.state.fleetstate import FleetTicket
 from cairn.state.layout import Layout, discover
+from cairn.terms import FleetState
 from cairn.util import clock
 from cairn.util.durations import parse_duration
 

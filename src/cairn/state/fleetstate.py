@@ -15,37 +15,17 @@ import os
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from cairn import tickets
 from cairn.errors import BadInput, CorruptState
 from cairn.state.layout import Layout
 from cairn.state.owner import START_TIME_TOLERANCE, with_offset
+from cairn.terms import FleetState
 from cairn.util import durable
 from cairn.util.procs import pid_alive, process_start_time
 from cairn.util.records import After, Ge, Record, first_error
 
-FleetState = Literal[
-    "queued",
-    "running",
-    "retrying",
-    "interrupted",
-    "needs_review",
-    "needs_input",
-    "completed",
-    "failed",
-]
-FLEET_STATES: tuple[FleetState, ...] = (
-    "queued",
-    "running",
-    "retrying",
-    "interrupted",
-    "needs_review",
-    "needs_input",
-    "completed",
-    "failed",
-)
-FINISHED: frozenset[str] = frozenset({"completed", "needs_review", "failed"})
 SUFFIX = ".json"
 READ_LIMIT = 256 * 1024
 WHAT = "fleet record"

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from cairn.errors import CairnError
 from cairn.state import fleetstate, journal, refusals, status
 from cairn.state.layout import Layout, discover
+from cairn.terms import FleetState
 from cairn.util import clock
 from cairn.util.durations import parse_duration
 from cairn.util.records import Record, field, plain
@@ -29,7 +30,7 @@ SHORT_SHA = 10
 
 class FleetRow(Record, frozen=False):
     ticket: str
-    state: fleetstate.FleetState
+    state: FleetState
     plan: str
     phase: str | None = None
     task: int | None = None
