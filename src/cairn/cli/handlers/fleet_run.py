@@ -26,6 +26,11 @@ _LINES = {
     "ticket_retrying": "{ticket}: attempt {attempt} interrupted ({detail})",
     "ticket_finished": "{ticket}: {state}{detail_text}",
     "waiting": "{message}",
+    "ticket_pause": "{ticket}: {state} (asked by cairn fleet pause)",
+    "ticket_stop": "{ticket}: {state} (asked by cairn fleet stop)",
+    "ticket_resume": "{ticket}: {state} (asked by cairn fleet resume)",
+    "ticket_unchanged": "{ticket}: unchanged ({state}){detail_text}",
+    "ticket_restarted": "{ticket}: stopped before; started again ({state})",
     "fleet_stopping": "stopping: {count} running tickets are saving a snapshot{message_text}",
     "fleet_killing": "third stop: killing {count} running tickets",
     "fleet_finished": "fleet: {totals} (exit {exit_code})",
@@ -46,6 +51,12 @@ def _emitter(json: bool) -> Any:
         shown["detail_text"] = f" — {fields['detail']}" if fields.get("detail") else ""
         shown["message_text"] = f" ({fields['message']})" if fields.get("message") else ""
         shown["count"] = len(fields.get("running") or [])
+        if kind == "fleet_budget":
+            from cairn.fleet.budget import line
+
+            console.print(line(fields))
+            sys.stdout.flush()
+            return
         if kind == "fleet_finished":
             counts: dict[str, int] = {}
             for state in fields["tickets"].values():
