@@ -127,6 +127,9 @@ ENV_MAX_TURNS = "CAIRN_MAX_TURNS"
 ENV_PRESSURE_TURNS = "CAIRN_PRESSURE_TURNS"
 ENV_TASK = "CAIRN_TASK"
 ENV_TURN = "CAIRN_TURN"
+# What the embedded fleet's supervisor sets for the attempts it starts: the ticket (a `cairn
+# resume` with it is the fleet's own, not a person's by hand: cairn.fleet.byhand).
+ENV_FLEET_ATTEMPT = "CAIRN_FLEET_ATTEMPT"
 # What a worker of the fleet on Temporal sets for its runs (cairn.util.barrier).
 ENV_CHECKPOINT_DIR = "CAIRN_CHECKPOINT_DIR"
 # What people set.

@@ -22,6 +22,7 @@ from typing import Any
 
 from cairn.state import journal, marker
 from cairn.state.layout import JOURNAL, Layout
+from cairn.terms import ENV_FLEET_ATTEMPT
 from cairn.util.procs import pid_alive, process_start_time
 
 STDERR_LINES = 20
@@ -111,7 +112,7 @@ class Attempt(Watched):
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "cairn", *argv],
             cwd=cwd,
-            env=child_env(),
+            env={**child_env(), ENV_FLEET_ATTEMPT: ticket},  # not a resume by hand
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
