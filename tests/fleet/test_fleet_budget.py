@@ -7,10 +7,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from starlette.testclient import TestClient
 from test_fleet_supervisor import FLEET_DEFAULTS, finish, record, supervisor
 
 from cairn.fleet import budget
-from helpers import git, make_repo
+from cairn.fleet.dashboard.app import make_app
+from helpers import cairn, git, make_repo
 
 SLEEP_B2 = 'if [ "$CAIRN_TICKET" = b2 ]; then sleep 3; fi'
 
@@ -89,6 +91,12 @@ def test_a_spent_fleet_budget_stops_running_runs_after_their_turn_and_holds_the_
     assert "### Task 3: Step 3 — completed" not in text
     assert record(repo, "b3")["attempt"] == 0
     assert not (repo / ".git/cairn/tickets/b3").exists()
+    # `fleet status` and the dashboard show them waiting for the budget
+    rows = json.loads(cairn("fleet", "status", "--json", cwd=repo).stdout)
+    assert {r["ticket"]: r["state"] for r in rows} == lines[-1]["tickets"]
+    with TestClient(make_app(repo, token=None), base_url="http://127.0.0.1") as client:
+        state = client.get("/api/v1/state").json()
+    assert state["counts"]["budget"] == 2 and state["counts"]["completed"] == 1
 
     # a person raises the cap: the next start lets them run, b2 resumed where it stopped
     config = (repo / "cairn.toml").read_text().replace("max_cost_usd = 0.25", "max_cost_usd = 5")
