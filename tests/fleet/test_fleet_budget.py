@@ -8,7 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from starlette.testclient import TestClient
-from test_fleet_supervisor import FLEET_DEFAULTS, finish, record, supervisor
+from test_fleet_supervisor import (
+    FLEET_DEFAULTS,
+    agent_env,
+    finish,
+    fleet_repo,
+    record,
+    supervisor,
+)
 
 from cairn.fleet import budget
 from cairn.fleet.dashboard.app import make_app
@@ -117,6 +124,22 @@ def test_the_budget_line_says_the_cap_or_no_limit_and_unknown_costs() -> None:
         budget.line({"max_cost_usd": 50.0, "spent_usd": 12.3, "unknown": 0})
         == "fleet budget: $50.00 ($12.30 spent so far)"
     )
-    assert budget.line({"max_cost_usd": None, "spent_usd": 0.0, "unknown": 1}) == (
-        "no fleet cost limit ($0.00 spent so far (the cost of 1 ticket is unknown))"
+    assert (
+        budget.line({"max_cost_usd": 10, "spent_usd": 2.5, "unknown": 2})
+        == "fleet budget: $10.00 ($2.50 spent so far (the cost of 2 tickets is unknown))"
+    )
+    assert budget.line({"max_cost_usd": None, "spent_usd": None, "unknown": None}) == (
+        "no fleet cost limit"
+    )
+
+
+def test_an_agent_that_reports_no_cost_is_counted_as_unknown_and_said_so(tmp_path: Path) -> None:
+    repo = fleet_repo(tmp_path, {"u1": 1}, max_cost_usd=5)  # the command agent: no usage
+    env = agent_env(tmp_path)
+    code, _ = finish(supervisor(repo, env, "--once"), timeout=60)
+    assert code == 0
+    result = cairn("fleet", "start", "--once", cwd=repo, env=env)
+    assert result.returncode == 0, result.stderr
+    assert "fleet budget: $5.00 ($0.00 spent so far (the cost of 1 ticket is unknown))" in (
+        result.stdout
     )

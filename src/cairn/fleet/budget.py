@@ -69,6 +69,9 @@ class FleetBudget:
         self.said = False  # the `waiting` line for the budget was emitted
 
     def read(self, tickets: Iterable[str]) -> None:
+        """Read the costs of ``tickets`` (nothing is read without a cap)."""
+        if self.cap is None:
+            return
         for ticket in tickets:
             try:
                 self.costs[ticket] = ticket_cost(self.layout, ticket)
@@ -80,8 +83,10 @@ class FleetBudget:
         return Spend(round(known, 6), sum(1 for _, unknown in self.costs.values() if unknown))
 
     def fields(self) -> dict[str, object]:
-        """The ``fleet_budget`` event's fields."""
+        """The ``fleet_budget`` event's fields (without a cap, the spend is not read: null)."""
         spend = self.spend()
+        if self.cap is None:
+            return {"max_cost_usd": None, "spent_usd": None, "unknown": None}
         return {"max_cost_usd": self.cap, "spent_usd": spend.cost, "unknown": spend.unknown}
 
     def note(self) -> str | None:
@@ -127,8 +132,7 @@ def unknown_text(count: int) -> str:
 def line(fields: Mapping[str, object]) -> str:
     """The ``fleet_budget`` event for people."""
     cap, spent, unknown = fields["max_cost_usd"], fields["spent_usd"], fields["unknown"]
-    assert isinstance(spent, float | int) and isinstance(unknown, int)
-    so_far = f"{dollars(spent)} spent so far{unknown_text(unknown)}"
     if not isinstance(cap, float | int):
-        return f"no fleet cost limit ({so_far})"
-    return f"fleet budget: {dollars(cap)} ({so_far})"
+        return "no fleet cost limit"
+    assert isinstance(spent, float | int) and isinstance(unknown, int)
+    return f"fleet budget: {dollars(cap)} ({dollars(spent)} spent so far{unknown_text(unknown)})"
