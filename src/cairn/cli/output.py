@@ -121,11 +121,11 @@ def say_error(message: str, code: int, json: bool) -> None:
         err_console.print(f"cairn: error: {message}")
 
 
-def say_warnings(warnings: Sequence[str]) -> None:
-    """Warnings of a command whose output has no place for them, as ``cairn: warning: …``
-    lines on stderr: stdout stays the table or the JSON."""
-    for warning in warnings:
-        err_console.print(f"cairn: warning: {warning}")
+def say_warning(message: str) -> None:
+    """``cairn: warning: <message>`` on stderr, whatever the output mode: what cairn drops or
+    skips is said where people look."""
+    sys.stderr.write(f"cairn: warning: {message}\n")
+    sys.stderr.flush()
 
 
 def error_json(message: str, code: int) -> str:

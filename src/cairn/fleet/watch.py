@@ -22,6 +22,7 @@ from typing import Any
 
 from cairn.state import journal, marker
 from cairn.state.layout import JOURNAL, Layout
+from cairn.terms import ENV_FLEET_ATTEMPT
 from cairn.util.procs import pid_alive, process_start_time
 
 STDERR_LINES = 20
@@ -111,7 +112,7 @@ class Attempt(Watched):
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "cairn", *argv],
             cwd=cwd,
-            env=child_env(),
+            env={**child_env(), ENV_FLEET_ATTEMPT: ticket},  # not a resume by hand
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -122,6 +123,7 @@ class Attempt(Watched):
         self.outcome: dict[str, Any] | None = None
         self.last_reason: str | None = None
         self.denied = False
+        self.error: str | None = None  # the message of the error object the child printed
         self.stderr: deque[str] = deque(maxlen=STDERR_LINES)
         self._readers = [
             threading.Thread(target=self._read_stdout, daemon=True),
@@ -145,6 +147,8 @@ class Attempt(Watched):
         kind = data.get("event")
         if kind is None and "exit_code" in data:
             self.outcome = data
+        elif kind is None and isinstance(data.get("error"), dict):  # `--json`'s error object
+            self.error = str(data["error"].get("message") or "") or None
         elif kind in ("run_started", "run_resumed"):
             self.run_id = str(data.get("run"))
         elif kind == "cutoff":
@@ -177,6 +181,8 @@ class Attempt(Watched):
                 return "needs_manual_review", None, False
             reason = outcome.get("reason")
             detail = outcome.get("error")
+            if outcome.get("status") == "needs_input":  # no progress: the blocker is the error
+                return "no_progress", detail, True
             needs_input = self.denied and reason == "incomplete"
             if needs_input:
                 denied = outcome.get("denials") or []
@@ -188,6 +194,8 @@ class Attempt(Watched):
         return "crash", self.error_line(), False
 
     def error_line(self) -> str | None:
+        if self.error:
+            return self.error
         for line in reversed(self.stderr):
             if line.startswith("cairn: error: "):
                 return line.removeprefix("cairn: error: ")
@@ -222,13 +230,28 @@ def outcome_on_disk(layout: Layout, ticket: str) -> tuple[str, str | None]:
     if run_id is None:
         return "none", None
     events, _ = journal.read(layout.run_dir(ticket, run_id))
-    reason = None
-    for event in events:
-        if event.get("event") in ("cutoff", "run_interrupted"):
-            reason = event.get("reason")
-        if event.get("event") == "run_started":
-            reason = None
+    reason = _last_interruption(events)[0]
     last = events[-1] if events else {}
     if last.get("event") == "run_finished" and not layout.marker_path(ticket).exists():
         return str(last.get("status", "completed")), None
     return "interrupted", reason
+
+
+def interruption_detail(layout: Layout, ticket: str) -> str | None:
+    """The detail (the agent's error, the blocker) of the latest run's last cutoff, if any."""
+    run_id = layout.latest_run(ticket)
+    if run_id is None:
+        return None
+    events, _ = journal.read(layout.run_dir(ticket, run_id))
+    return _last_interruption(events)[1]
+
+
+def _last_interruption(events: list[dict[str, Any]]) -> tuple[str | None, str | None]:
+    """The reason and detail of the last cutoff since the last (re)start of the run."""
+    reason = detail = None
+    for event in events:
+        if event.get("event") in ("cutoff", "run_interrupted"):
+            reason, detail = event.get("reason"), event.get("detail")
+        if event.get("event") == "run_started":
+            reason = detail = None
+    return reason, detail if isinstance(detail, str) else None

@@ -10,7 +10,7 @@ import typer
 from cairn.cli.commands.options import Json, TicketOpt, Workspace
 from cairn.cli.handlers import wip as handler
 from cairn.cli.handlers.wip import skipped_line
-from cairn.cli.output import console, emit_json, guarded, say_warnings
+from cairn.cli.output import console, emit_json, guarded, say_warning
 from cairn.errors import BadInput
 from cairn.util.durations import format_duration, parse_duration
 from cairn.util.text import counted, human_bytes
@@ -52,7 +52,8 @@ def list_(
 
     warnings: list[str] = []
     found = wip.list_snapshots(workspace, ticket=ticket, limit=limit or None, warnings=warnings)
-    say_warnings(warnings)
+    for warning in warnings:  # on stderr: stdout stays the table or the JSON
+        say_warning(warning)
     if json:
         emit_json(found)
         return
@@ -89,7 +90,8 @@ def show(
 
     warnings: list[str] = []
     result = wip.show(workspace, snapshot, warnings=warnings)
-    say_warnings(warnings)
+    for warning in warnings:  # on stderr: stdout stays the table or the JSON
+        say_warning(warning)
     if json:
         emit_json(result)
         return

@@ -7,9 +7,12 @@ import json as jsonlib
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cairn.cli.output import console
+from cairn.cli.output import console, say_warning
+
+if TYPE_CHECKING:
+    from cairn.fleet.supervisor import Supervisor
 
 STOP_WAIT = 600.0  # seconds `fleet stop` waits for the supervisor to save and exit
 
@@ -23,6 +26,11 @@ _LINES = {
     "ticket_retrying": "{ticket}: attempt {attempt} interrupted ({detail})",
     "ticket_finished": "{ticket}: {state}{detail_text}",
     "waiting": "{message}",
+    "ticket_pause": "{ticket}: {state} (asked by cairn fleet pause)",
+    "ticket_stop": "{ticket}: {state} (asked by cairn fleet stop)",
+    "ticket_resume": "{ticket}: {state} (asked by cairn fleet resume)",
+    "ticket_unchanged": "{ticket}: unchanged ({state}){detail_text}",
+    "ticket_restarted": "{ticket}: stopped before; started again ({state})",
     "fleet_stopping": "stopping: {count} running tickets are saving a snapshot{message_text}",
     "fleet_killing": "third stop: killing {count} running tickets",
     "fleet_finished": "fleet: {totals} (exit {exit_code})",
@@ -31,6 +39,10 @@ _LINES = {
 
 def _emitter(json: bool) -> Any:
     def emit(kind: str, **fields: Any) -> None:
+        if kind == "ticket_refused":  # a warning where people look, on both outputs
+            say_warning(f"refused: {fields['reason']}")
+            if not json:
+                return
         if json:
             sys.stdout.write(jsonlib.dumps({"event": kind, **fields}, default=str) + "\n")
             sys.stdout.flush()
@@ -39,11 +51,22 @@ def _emitter(json: bool) -> Any:
         shown["detail_text"] = f" — {fields['detail']}" if fields.get("detail") else ""
         shown["message_text"] = f" ({fields['message']})" if fields.get("message") else ""
         shown["count"] = len(fields.get("running") or [])
+        if kind == "fleet_budget":
+            from cairn.fleet.budget import line
+
+            console.print(line(fields))
+            sys.stdout.flush()
+            return
         if kind == "fleet_finished":
             counts: dict[str, int] = {}
             for state in fields["tickets"].values():
                 counts[state] = counts.get(state, 0) + 1
-            shown["totals"] = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "empty"
+            if fields.get("refused"):
+                counts["refused"] = fields["refused"]
+            totals = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+            if not totals and fields.get("tracker_error"):
+                totals = "nothing listed, the tracker could not be read"
+            shown["totals"] = totals or "empty"
         console.print(_LINES[kind].format(**shown))
         sys.stdout.flush()
 
@@ -51,10 +74,18 @@ def _emitter(json: bool) -> Any:
 
 
 def start(once: bool, concurrency: int | None, json: bool, workspace: Path) -> int:
+    return supervisor_for(once, concurrency, json, workspace).run()
+
+
+def supervisor_for(once: bool, concurrency: int | None, json: bool, workspace: Path) -> Supervisor:
+    """The supervisor of ``cairn fleet start``, once the configuration its runs read is known
+    to be committed (their worktrees are made from a commit)."""
+    from cairn.fleet import committed
     from cairn.fleet.supervisor import Supervisor
 
     supervisor = Supervisor(workspace, once=once, concurrency=concurrency, emit=_emitter(json))
-    return supervisor.run()
+    committed.check(supervisor.repo, supervisor.config)
+    return supervisor
 
 
 def stop(wait: bool, json: bool, workspace: Path) -> None:

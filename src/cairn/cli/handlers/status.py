@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from cairn.cli.output import console, emit_json, say_warnings
+from cairn.cli.output import console, emit_json, say_warning
 
 HEADER = ("ticket", "state", "phase", "round", "task", "age", "owner")
 
@@ -16,7 +16,8 @@ def status(json: bool = False, workspace: Path = Path(".")) -> None:
 
     warnings: list[str] = []
     rows = rows_of(workspace, warnings)
-    say_warnings(warnings)
+    for warning in warnings:  # on stderr: stdout stays the table or the JSON
+        say_warning(warning)
     if json:
         emit_json(rows)
         return
