@@ -51,6 +51,8 @@ def after_attempt(
     if reason == STOPPED:
         return Verdict("interrupted", None, "stopped with the fleet; the next start resumes it")
     why = reason or ("crash" if exit_code is None or exit_code < 0 else f"exit {exit_code}")
+    if detail:  # the run's own error line (an agent error, a crash): kept, not only its reason
+        why = f"{why}: {detail}"
     if record.attempt >= config.max_attempts:
         return Verdict(
             "interrupted",

@@ -122,6 +122,7 @@ class Attempt(Watched):
         self.outcome: dict[str, Any] | None = None
         self.last_reason: str | None = None
         self.denied = False
+        self.refusal: dict[str, Any] | None = None
         self.stderr: deque[str] = deque(maxlen=STDERR_LINES)
         self._readers = [
             threading.Thread(target=self._read_stdout, daemon=True),
@@ -145,6 +146,8 @@ class Attempt(Watched):
         kind = data.get("event")
         if kind is None and "exit_code" in data:
             self.outcome = data
+        elif kind is None and isinstance(data.get("error"), dict):
+            self.refusal = data["error"]  # `cairn: error: …` as JSON: cairn's own line
         elif kind in ("run_started", "run_resumed"):
             self.run_id = str(data.get("run"))
         elif kind == "cutoff":
@@ -188,6 +191,9 @@ class Attempt(Watched):
         return "crash", self.error_line(), False
 
     def error_line(self) -> str | None:
+        """cairn's own error line (its ``--json`` error object), else stderr's last line."""
+        if self.refusal is not None and self.refusal.get("message"):
+            return str(self.refusal["message"])
         for line in reversed(self.stderr):
             if line.startswith("cairn: error: "):
                 return line.removeprefix("cairn: error: ")
