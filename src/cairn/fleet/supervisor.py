@@ -26,7 +26,7 @@ from cairn.fleet import schedule
 from cairn.fleet.endings import Endings
 from cairn.fleet.hooks import set_up
 from cairn.fleet.trackers import Tracker, open_tracker
-from cairn.fleet.watch import Adopted, Attempt, Watched, outcome_on_disk, same_process
+from cairn.fleet.watch import Adopted, Attempt, Watched, outcome_on_disk
 from cairn.fleet.workspaces import ensure, run_hook
 from cairn.git import Repo
 from cairn.state import fleetstate
@@ -138,17 +138,20 @@ class Supervisor:
 
     def _recover(self) -> None:
         """Tickets a killed supervisor left running: a child still alive is adopted (watched
-        until it ends); a dead one is resumed before anything else, its attempt not counted."""
+        until it ends), and so is one that ended meanwhile and wrote how (its outcome is read
+        at the next look); one killed with it is resumed before anything else, its attempt not
+        counted."""
         for record in fleetstate.listing(self.layout):
             self.records[record.ticket] = record
             if record.state != "running":
                 continue
             self.queue.add(record.ticket)
-            if same_process(record.pid, record.pid_started_at):
-                assert record.pid is not None
-                self.running[record.ticket] = Adopted(record.ticket, self.layout, record.pid)
-                self.emit("ticket_adopted", ticket=record.ticket, pid=record.pid)
-                continue
+            if record.pid is not None:
+                child = Adopted(record.ticket, self.layout, record.pid, record.pid_started_at)
+                if child.alive() or child.ended_with_outcome():
+                    self.running[record.ticket] = child
+                    self.emit("ticket_adopted", ticket=record.ticket, pid=record.pid)
+                    continue
             self.first.add(record.ticket)
             self._save(
                 record,
@@ -252,6 +255,7 @@ class Supervisor:
             pid_started_at=attempt.started_at.timestamp() if attempt.started_at else None,
             detail=None,
         )
+        attempt.go()  # only now: a supervisor killed before this leaves no unrecorded run
         self.tracker.transition(ticket, "running")
         self.emit(
             "ticket_started",
@@ -296,15 +300,15 @@ class Supervisor:
                 continue
             del self.running[ticket]
             record = self.records[ticket]
-            if isinstance(child, Attempt):
-                reason, detail, needs_input = child.verdict()
-                if self.stopping and child.exit_code is not None and child.exit_code < 0:
-                    reason = schedule.STOPPED
-                self._ended(record, child.exit_code, reason, detail, needs_input=needs_input)
-            else:
+            code = child.exit_code
+            reason, detail, needs_input = child.verdict()
+            if self.stopping and code is not None and code < 0:
+                reason = schedule.STOPPED
+            if isinstance(child, Adopted) and code is None:  # it wrote no outcome: its files
                 status, reason = outcome_on_disk(self.layout, ticket)
-                code = {"completed": 0, "needs_manual_review": 1}.get(status, 3)
-                self._ended(record, code, status if code == 1 else reason, None)
+                code = {"completed": 0, "needs_manual_review": 1}.get(status)
+                reason = status if code == 1 else reason or "crash"
+            self._ended(record, code, reason, detail, needs_input=needs_input)
             if record.worktree:
                 run_hook("after_run", Path(record.worktree), self.config, ticket=record.ticket)
 

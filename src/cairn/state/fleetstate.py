@@ -85,15 +85,19 @@ def live_state(record: FleetTicket) -> tuple[FleetState, str | None]:
 
 
 def _alive(record: FleetTicket) -> bool:
-    assert record.pid is not None
-    if not pid_alive(record.pid):
+    return same_process(record.pid, record.pid_started_at)
+
+
+def same_process(pid: int | None, started_at: float | None) -> bool:
+    """Whether ``pid`` is alive and is the process that started at ``started_at`` (epoch s)."""
+    if pid is None or not pid_alive(pid):
         return False
-    if record.pid_started_at is None:
+    if started_at is None:
         return True
-    started = process_start_time(record.pid)
+    started = process_start_time(pid)
     if started is None:
         return True
-    return abs(started.timestamp() - record.pid_started_at) <= START_TIME_TOLERANCE
+    return abs(started.timestamp() - started_at) <= START_TIME_TOLERANCE
 
 
 def fleet_dir(layout: Layout) -> Path:
@@ -108,6 +112,16 @@ def tickets_dir(layout: Layout) -> Path:
     path = fleet_dir(layout) / "tickets"
     durable.check_state_dir(path, "fleet tickets directory")
     return path
+
+
+def output_paths(layout: Layout, ticket: str) -> tuple[Path, Path]:
+    """Where the child run of ``ticket`` writes (its latest attempt's): its ``--json`` lines and
+    its stderr, ``<state root>/fleet/output/<ticket>.jsonl`` and ``.stderr``. Files, never a
+    pipe, so the run outlives its supervisor and the next one reads how it ended."""
+    directory = fleet_dir(layout) / "output"
+    durable.check_state_dir(directory, "fleet output directory")
+    name = tickets.validate(ticket)
+    return directory / f"{name}.jsonl", directory / f"{name}.stderr"
 
 
 def record_path(layout: Layout, ticket: str) -> Path:
