@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from cairn.config import Config
-from cairn.errors import ExitCode
+from cairn.errors import CairnError, ExitCode
 from cairn.fleet import lease as fleet_lease
-from cairn.fleet import schedule
+from cairn.fleet import recovery, schedule
 from cairn.fleet.endings import Endings
 from cairn.fleet.hooks import set_up
 from cairn.fleet.trackers import Tracker, open_tracker
@@ -40,7 +40,7 @@ Emit = Callable[..., None]  # emit(kind, **fields): one line of output, one JSON
 DONE: dict[str, FleetState] = {"completed": "completed", "needs_manual_review": "needs_review"}
 
 
-class Supervisor:
+class Supervisor(recovery.Recovering):
     def __init__(
         self,
         workspace: Path | str,
@@ -67,6 +67,8 @@ class Supervisor:
         self.wake = threading.Event()  # set by a child whose output ended
         self.stopping = 0  # how many stop requests (signals or the stop file) were acted on
         self.held_back: str | None = None
+        self.unreadable: set[str] = set()
+        self.noted: dict[str, list[str]] = {}
         self.next_poll = 0.0  # time.monotonic() of the next tracker poll; 0 asks for one now
 
     # --- the loop ------------------------------------------------------------------------------
@@ -136,36 +138,8 @@ class Supervisor:
         self.records[updated.ticket] = updated
         return updated
 
-    def _recover(self) -> None:
-        """Tickets a killed supervisor left running: a child still alive is adopted (watched
-        until it ends), and so is one that ended meanwhile and wrote how (its outcome is read
-        at the next look); one killed with it is resumed before anything else, its attempt not
-        counted."""
-        for record in fleetstate.listing(self.layout):
-            self.records[record.ticket] = record
-            if record.state != "running":
-                continue
-            self.queue.add(record.ticket)
-            if record.pid is not None:
-                child = Adopted(record.ticket, self.layout, record.pid, record.pid_started_at)
-                if child.alive() or child.ended_with_outcome():
-                    self.running[record.ticket] = child
-                    self.emit("ticket_adopted", ticket=record.ticket, pid=record.pid)
-                    continue
-            self.first.add(record.ticket)
-            self._save(
-                record,
-                state="retrying",
-                attempt=max(0, record.attempt - 1),
-                next_attempt_at=None,
-                pid=None,
-                pid_started_at=None,
-                last_reason="crash",
-                detail="its supervisor died mid-attempt; resumed first",
-            )
-            self.emit("ticket_recovered", ticket=record.ticket)
-
     def _poll_tracker(self) -> None:
+        self._mend_records()
         for candidate in self.tracker.candidates():
             ticket = candidate.ticket
             record = self.records.get(ticket) or fleetstate.read(self.layout, ticket)
@@ -233,7 +207,12 @@ class Supervisor:
             self._finish(record, "failed", detail=f"its worktree could not be made: {exc}")
             return
         record = self._save(record, worktree=str(space.path), branch=space.branch)
-        hook = set_up(space.path, space.created or space.repaired, self.config, ticket)
+        self._warn([(ticket, warning) for warning in space.warnings])
+        try:
+            hook = set_up(space.path, space.created or space.repaired, self.config, ticket)
+        except (CairnError, OSError) as exc:  # this ticket's worktree; the others go on
+            self._finish(record, "failed", detail=f"its worktree cannot be used: {exc}")
+            return
         if not hook.ok:
             self._finish(record, "failed", detail=hook.describe("after_create"))
             return
@@ -246,21 +225,21 @@ class Supervisor:
             return
         attempt = Attempt(ticket, self.layout, argv, space.path, wake=self.wake)
         self.running[ticket] = attempt
-        self._save(
+        record = self._save(
             record,
             state="running",
             attempt=record.attempt + 1,
             next_attempt_at=None,
             pid=attempt.pid,
             pid_started_at=attempt.started_at.timestamp() if attempt.started_at else None,
-            detail=None,
+            detail="; ".join(self.noted.pop(ticket, [])) or None,  # what was set right
         )
         attempt.go()  # only now: a supervisor killed before this leaves no unrecorded run
-        self.tracker.transition(ticket, "running")
+        self.tracker.transition(ticket, "running", record.detail)
         self.emit(
             "ticket_started",
             ticket=ticket,
-            attempt=record.attempt + 1,
+            attempt=record.attempt,
             command=argv[0],
             worktree=str(space.path),
             pid=attempt.pid,

@@ -13,6 +13,8 @@ import contextlib
 import json
 import os
 import sys
+import time
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -199,8 +201,19 @@ def listing(layout: Layout, warnings: list[str] | None = None) -> list[FleetTick
     """Every readable record, sorted by ticket. An unreadable one (bad JSON, a wrong field, a
     symlink, a bad name) is skipped with a warning: appended to ``warnings`` when given,
     else printed to stderr as ``cairn: warning: …``."""
-    directory = tickets_dir(layout)
     records = []
+    for _, record, problem in scan(layout):
+        if problem is not None:
+            _warn(f"{problem}; skipped", warnings)
+        elif record is not None:
+            records.append(record)
+    return records
+
+
+def scan(layout: Layout) -> Iterator[tuple[str, FleetTicket | None, str | None]]:
+    """Every record file, sorted: its name (the ticket it should be), and the record or why it
+    cannot be read (one line)."""
+    directory = tickets_dir(layout)
     for name in names(layout):
         path = directory / f"{name}{SUFFIX}"
         try:
@@ -208,14 +221,23 @@ def listing(layout: Layout, warnings: list[str] | None = None) -> list[FleetTick
                 raise CorruptState(
                     f"{WHAT} {path} is not named after a valid ticket id; rename or delete it"
                 )
-            record = load(path)
+            yield name, load(path), None
         except (BadInput, OSError) as exc:  # CorruptState is a BadInput
-            message = str(exc) if isinstance(exc, BadInput) else f"{path}: {exc.strerror}"
-            _warn(f"{message}; skipped", warnings)
-            continue
-        if record is not None:
-            records.append(record)
-    return records
+            yield name, None, str(exc) if isinstance(exc, BadInput) else f"{path}: {exc.strerror}"
+
+
+def set_aside(layout: Layout, ticket: str) -> Path:
+    """Move an unreadable record out of the way (``<ticket>.json.unreadable-<time>``, never
+    deleted), so the ticket can have a record again; where it went."""
+    path = tickets_dir(layout) / f"{ticket}{SUFFIX}"
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    aside, n = path.with_name(f"{path.name}.unreadable-{stamp}"), 1
+    while os.path.lexists(aside):
+        n += 1
+        aside = path.with_name(f"{path.name}.unreadable-{stamp}-{n}")
+    os.rename(path, aside)
+    durable.fsync_dir(path.parent)
+    return aside
 
 
 def by_ticket(layout: Layout, warnings: list[str] | None = None) -> dict[str, FleetTicket]:

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cairn.cli.output import console
+from cairn.cli.output import console, err_console
 
 STOP_WAIT = 600.0  # seconds `fleet stop` waits for the supervisor to save and exit
 
@@ -18,6 +18,7 @@ _LINES = {
     "ticket_queued": "{ticket}: queued ({plan})",
     "ticket_adopted": "{ticket}: still running (pid {pid}) from the supervisor before; watching it",
     "ticket_recovered": "{ticket}: its supervisor died mid-attempt; it is resumed first",
+    "ticket_warning": "cairn: warning: {who}{message}",  # on stderr, as every warning
     "ticket_started": "{ticket}: attempt {attempt} ({command}) in {worktree}",
     "ticket_stalled": "{ticket}: no progress for {idle}s; stopping it as a stall",
     "ticket_retrying": "{ticket}: attempt {attempt} interrupted ({detail})",
@@ -39,12 +40,13 @@ def _emitter(json: bool) -> Any:
         shown["detail_text"] = f" — {fields['detail']}" if fields.get("detail") else ""
         shown["message_text"] = f" ({fields['message']})" if fields.get("message") else ""
         shown["count"] = len(fields.get("running") or [])
+        shown["who"] = f"{fields['ticket']}: " if fields.get("ticket") else ""
         if kind == "fleet_finished":
             counts: dict[str, int] = {}
             for state in fields["tickets"].values():
                 counts[state] = counts.get(state, 0) + 1
             shown["totals"] = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "empty"
-        console.print(_LINES[kind].format(**shown))
+        (err_console if kind == "ticket_warning" else console).print(_LINES[kind].format(**shown))
         sys.stdout.flush()
 
     return emit
