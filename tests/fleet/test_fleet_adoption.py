@@ -27,7 +27,7 @@ from test_fleet_supervisor import (
 from cairn.fleet.watch import Attempt
 from cairn.state.layout import discover
 from cairn.util.procs import pid_alive
-from helpers import git
+from helpers import dead_pid, git
 
 
 def journal_events(repo: Path, ticket: str) -> list[dict[str, Any]]:
@@ -131,3 +131,33 @@ def test_a_child_its_supervisor_never_released_starts_nothing(repo: Path) -> Non
     assert child.poll() and child.exit_code != 0
     assert not (repo / ".git/cairn/tickets/G-1").exists()
     assert child.out_path.read_bytes() == b""
+
+
+def test_a_first_run_killed_before_its_marker_is_started_anew(tmp_path: Path) -> None:
+    """What a kill of supervisor and run leaves when the run had only begun its state (its run
+    directory and first journal line, no plan artifact, no marker): nothing to resume, so the
+    ticket runs anew instead of failing for good."""
+    repo = fleet_repo(tmp_path, {"b-1": 2})
+    _, _, layout = discover(repo)
+    run_dir = layout.ticket_dir("b-1") / "20261202-080000Z"
+    run_dir.mkdir(parents=True)
+    line = {"t": "2026-12-02T08:00:00+00:00", "event": "run_started", "ticket": "b-1"}
+    (run_dir / "run-log.jsonl").write_text(json.dumps(line) + "\n")
+    put = {
+        "ticket": "b-1",
+        "plan": "cairn-queue/b-1.md",
+        "state": "running",
+        "attempt": 1,
+        "pid": dead_pid(),
+        "updated": "2026-12-02T08:00:00+00:00",
+    }
+    (layout.root / "fleet" / "tickets").mkdir(parents=True)
+    (layout.root / "fleet" / "tickets" / "b-1.json").write_text(json.dumps(put))
+    env = agent_env(tmp_path)
+
+    code, lines = finish(supervisor(repo, env, "--once"), timeout=120)
+
+    assert code == 0, lines
+    assert [e["command"] for e in lines if e["event"] == "ticket_started"] == ["run"]
+    assert (record(repo, "b-1")["state"], record(repo, "b-1")["attempt"]) == ("completed", 1)
+    branch_holds_work(repo, "b-1", 2)

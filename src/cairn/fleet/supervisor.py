@@ -247,9 +247,13 @@ class Supervisor(recovery.Recovering):
 
     def _command(self, record: FleetTicket) -> list[str] | None:
         """``run`` for a first attempt, ``resume`` after; None when the files say the last
-        attempt finished (its supervisor died before it could record that)."""
+        attempt finished (its supervisor died before it could record that). A run killed
+        before it wrote its marker (its last step before any agent works) is started anew:
+        there is nothing to resume."""
         status, _ = outcome_on_disk(self.layout, record.ticket)
-        if status == "none" or (record.attempt == 0 and record.last_reason is None):
+        fresh = record.attempt == 0 and record.last_reason is None
+        begun = self.layout.marker_path(record.ticket).exists()
+        if status == "none" or fresh or (status not in DONE and not begun):
             plan = self.repo.toplevel / record.plan
             return ["run", str(plan), "--ticket", record.ticket, "--json"]
         if status in DONE:
