@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -269,3 +270,37 @@ def test_a_bad_ticket_and_an_empty_repository_are_bad_input(tmp_path: Path) -> N
     found, cfg = open_repo(empty)
     with pytest.raises(BadInput, match="no commit yet"):
         workspaces.ensure(found, cfg, "T-1")
+
+
+def test_lock_files_a_killed_git_left_are_removed_not_one_in_use(repo: Path) -> None:
+    """A git killed while it updated the branch or the worktree's index leaves its lock file,
+    and every later git there fails (`git worktree add` too): removed, unless a process still
+    has it open."""
+    found, cfg = open_repo(repo)
+    ws = workspaces.ensure(found, cfg, "T-1").path
+    admin = _admin(repo, ws)
+    tip = rev(ws, "HEAD")
+    (admin / "index.lock").write_bytes(b"DIRC\0\0\0\2 cut short")
+    branch_lock = repo / ".git/refs/heads/cairn/T-1.lock"
+    branch_lock.write_text(f"{tip}\n")
+    with (admin / "HEAD.lock").open("w") as handle:
+        holder = subprocess.Popen(["sleep", "120"], stdout=handle)
+    try:
+        again = workspaces.ensure(found, cfg, "T-1")
+        assert not (admin / "index.lock").exists() and not branch_lock.exists()
+        assert (admin / "HEAD.lock").exists()  # a live process has it open
+        assert sum("left by a git killed" in w for w in again.warnings) == 2
+    finally:
+        holder.kill()
+        holder.wait()
+    workspaces.ensure(found, cfg, "T-1")
+    write(ws, "more.txt", "more\n")
+    git(ws, "add", "more.txt")
+    git(ws, "commit", "-qm", "git works in it again")
+
+    # the branch's lock left while no worktree is there: the worktree is still made
+    branch_lock.write_text(f"{tip}\n")
+    shutil.rmtree(ws)
+    rebuilt = workspaces.ensure(found, cfg, "T-1")
+    assert rebuilt.created and (ws / "more.txt").read_text() == "more\n"
+    assert not branch_lock.exists()

@@ -10,6 +10,7 @@ from typing import NamedTuple
 
 from cairn.errors import BadInput
 from cairn.git import Repo
+from cairn.util import procs
 
 BRANCH_PREFIX = "cairn/"
 INITIALIZING = "initializing"  # the lock reason `git worktree add` holds while it works
@@ -147,6 +148,20 @@ def damage(repo: Repo, entry: Worktree) -> str | None:
     if not (admin / "index").is_file():
         return "its files were never all checked out: it has no index"
     return None
+
+
+def stale_locks(repo: Repo, branch: str, admin: Path | None) -> list[Path]:
+    """Lock files a killed git left on the ticket's branch or in its worktree's own directory
+    (``refs/heads/<branch>.lock``, ``index.lock``, ``HEAD.lock``, ``ORIG_HEAD.lock``): they
+    would make every later git there fail. One that a process has open is not stale."""
+    found = [repo.common_dir / "refs" / "heads" / f"{branch}.lock"]
+    if admin is not None:
+        found += [admin / name for name in ("index.lock", "HEAD.lock", "ORIG_HEAD.lock")]
+    return [
+        path
+        for path in found
+        if os.path.isfile(path) and not procs.held_open(os.path.abspath(path))
+    ]
 
 
 def repair(repo: Repo, path: Path) -> None:

@@ -138,9 +138,11 @@ def _ensure(repo: Repo, config: Config, ticket: str, hold: int) -> Workspace:
                 f"the worktree {entry.path} of ticket {ticket} has {entry.branch} checked out, "
                 f"not {branch}; check out {branch} there again, or remove that worktree"
             )
+        warnings += _clear_stale_locks(repo, branch, gitworktree.admin_dir(repo, entry.path))
         restored, notes = _finish_restore(repo, entry, config, ticket)
         return Workspace(entry.path, branch, False, False, restored, (*warnings, *notes))
     warnings += _clear_the_way(path)
+    warnings += _clear_stale_locks(repo, branch, None)
     tip = gitworktree.branch_tip(repo, branch)
     repaired = bool(stale) or bool(warnings)
     if tip is None:
@@ -205,6 +207,17 @@ def _again(repo: Repo, entry: Worktree) -> Worktree:
         if same_path(found.path, entry.path):
             return found
     return entry
+
+
+def _clear_stale_locks(repo: Repo, branch: str, admin: Path | None) -> list[str]:
+    """Remove the lock files a killed git left on the branch or in the worktree (no process
+    has them open; the ticket has no run now): they hold no work, and would fail every git."""
+    said = []
+    for lock in gitworktree.stale_locks(repo, branch, admin):
+        with contextlib.suppress(FileNotFoundError):
+            lock.unlink()
+            said.append(f"removed {lock}, left by a git killed while it worked")
+    return said
 
 
 def _aside(path: Path) -> Path:
