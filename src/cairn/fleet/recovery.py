@@ -66,7 +66,11 @@ def mend(
     if tickets.problem(name) is not None:
         warnings.append((None, f"{problem}; skipped"))
         return None
-    aside = fleetstate.set_aside(layout, name)
+    try:
+        aside = fleetstate.set_aside(layout, name)
+    except OSError as exc:
+        warnings.append((name, f"{problem}; it cannot be moved aside ({exc.strerror}); skipped"))
+        return None
     record = known or from_run(layout, config, toplevel, name)
     why = problem.partition("; ")[0]  # its fix ("delete it") is what is done here instead
     said = f"its fleet record could not be read ({why}); moved it to {aside.name}"
