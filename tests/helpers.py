@@ -456,3 +456,47 @@ def scripted_project(
     sections = [f"### Task {n}: {title}\n\nDo {title}.\n" for n, title in enumerate(tasks, 1)]
     plan.write_text("# Plan: test plan\n\n" + "\n".join(sections))
     return repo, plan
+
+
+# --- a small file system to fill (tmpfs, where the machine lets us mount one) ------------------
+
+
+@contextlib.contextmanager
+def small_tmpfs(mount: Path, size: str) -> Iterator[str | None]:
+    """Mount a tmpfs of ``size`` (``16m``) at ``mount`` for the block; yields None when mounted,
+    else why it could not be (not root, no mount program)."""
+    mount.mkdir(parents=True, exist_ok=True)
+    try:
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)],
+            capture_output=True,
+            check=False,
+        )
+    except OSError as exc:  # no mount program
+        yield str(exc)
+        return
+    if done.returncode != 0:
+        yield done.stderr.decode().strip() or f"mount exited {done.returncode}"
+        return
+    try:
+        yield None
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def fill_disk(path: Path, leave: int = 0, limit: int = 1 << 30) -> None:
+    """Write ``path`` until its file system has at most ``leave`` bytes free (or refuses):
+    1 MiB at a time, then 512 bytes at a time."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        for size in (1 << 20, 512):
+            try:
+                for _ in range(limit // size):
+                    info = os.statvfs(path)
+                    if info.f_bavail * info.f_frsize - size < leave:
+                        break
+                    os.write(fd, b"\0" * size)
+            except OSError:
+                pass
+    finally:
+        os.close(fd)

@@ -204,6 +204,8 @@ class FleetConfig(Record, forbid_extra=True, strict=True):
     retry_backoff_cap: Duration = "5m"
     stall_timeout: Duration = "10m"
     min_free_memory: Size = 1024 * MiB
+    min_free_disk: Size = 1024 * MiB  # of the state root's and the worktrees' file systems
+    max_cost_usd: Annotated[float, Ge(0)] | None = None  # the fleet's total spend; 0: none
     hooks: FleetHooks = FleetHooks.model_construct()
     github: GitHubConfig = GitHubConfig.model_construct()
 

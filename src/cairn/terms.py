@@ -30,7 +30,7 @@ SummaryState = Literal["not_started", "in_progress", "completed", "interrupted"]
 
 # --- runs --------------------------------------------------------------------------------------
 # How a run ends (RunOutcome.status).
-RunStatus = Literal["completed", "interrupted", "needs_manual_review"]
+RunStatus = Literal["completed", "interrupted", "needs_manual_review", "needs_input"]
 
 # Why a dispatch ended, as the agent adapter reports it.
 # agent.permissions: cairn's permission preset for the agent, or only the user's own flags.
@@ -42,8 +42,10 @@ STOP_REASONS: tuple[StopReason, ...] = get_args(StopReason)
 # A cutoff: a dispatch that ended without finishing its work. The names are what the summary's
 # status line, the marker and the journal say; a stop reason maps to one by CUTOFF_FOR.
 # "disk_full": cairn could not write its state (ENOSPC): the run stops, resumable.
-# "budget": the run's cost passed agent.max_cost_usd: the run stops, resumable.
+# "budget": the run's cost passed agent.max_cost_usd, or the fleet's spend reached
+# fleet.max_cost_usd (SIGUSR2 to cairn: it stops after the turn in flight): resumable.
 # "stall": the fleet supervisor saw no progress for fleet.stall_timeout (SIGUSR1 to cairn).
+# "no_progress": dispatches in a row changed nothing: the run needs input (status needs_input).
 CutoffReason = Literal[
     "max_turns",
     "timeout",
@@ -54,6 +56,7 @@ CutoffReason = Literal[
     "disk_full",
     "budget",
     "stall",
+    "no_progress",
 ]
 CUTOFF_FOR: dict[StopReason, CutoffReason] = {
     "completed": "incomplete",  # the agent stopped, but its tasks are not all done
@@ -70,6 +73,26 @@ LOOP_PHASES: tuple[LoopPhase, ...] = get_args(LoopPhase)
 
 # Where a ticket stands, as catch-up and status see it.
 TicketState = Literal["in_progress", "interrupted", "stale", "done", "none"]
+
+# Where a ticket stands in the embedded fleet (its fleet record, ``cairn fleet status``):
+# "budget" waits for the fleet's spend to fall under fleet.max_cost_usd (a new supervisor with a
+# higher cap); "paused" and "stopped" are a person's (cairn fleet pause|stop TICKET).
+FleetState = Literal[
+    "queued",
+    "running",
+    "retrying",
+    "budget",
+    "paused",
+    "interrupted",
+    "stopped",
+    "needs_review",
+    "needs_input",
+    "completed",
+    "failed",
+]
+FLEET_STATES: tuple[FleetState, ...] = get_args(FleetState)
+# What a person asks of one fleet ticket: cairn fleet pause|resume|stop TICKET.
+FleetAction = Literal["pause", "resume", "stop"]
 
 # Whether the owner of a run is still running it (catch-up's "owner_state").
 Liveness = Literal["alive", "dead", "remote", "remote_stale", "unknown"]
@@ -104,6 +127,9 @@ ENV_MAX_TURNS = "CAIRN_MAX_TURNS"
 ENV_PRESSURE_TURNS = "CAIRN_PRESSURE_TURNS"
 ENV_TASK = "CAIRN_TASK"
 ENV_TURN = "CAIRN_TURN"
+# What the embedded fleet's supervisor sets for the attempts it starts: the ticket (a `cairn
+# resume` with it is the fleet's own, not a person's by hand: cairn.fleet.byhand).
+ENV_FLEET_ATTEMPT = "CAIRN_FLEET_ATTEMPT"
 # What a worker of the fleet on Temporal sets for its runs (cairn.util.barrier).
 ENV_CHECKPOINT_DIR = "CAIRN_CHECKPOINT_DIR"
 # What people set.

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 import yaml
 
-from helpers import isolate_git_env, make_repo
+from helpers import fill_disk, isolate_git_env, make_repo, small_tmpfs
 
 CASES_DIR = Path(__file__).parent / "cases"
 TICKET = "T-1"
@@ -185,21 +185,8 @@ def small_disk(tmp_path: Path) -> Iterator[Path | None]:
     if os.environ.get("CORPUS_INJECT_ENOSPC"):  # to try the injection where tmpfs works
         yield None
         return
-    try:
-        done = subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount)],
-            capture_output=True,
-            check=False,
-        )
-    except OSError:  # no mount program
-        done = None
-    if done is None or done.returncode != 0:
-        yield None
-        return
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
+    with small_tmpfs(mount, "16m") as refused:
+        yield None if refused else mount
 
 
 # Where no tmpfs can be mounted: every write under the sandbox fails with ENOSPC.
@@ -223,20 +210,6 @@ os.open, os.mkdir = guarded_open, guarded_mkdir
 sys.argv = ["cairn", *sys.argv[1:]]
 runpy.run_module("cairn", run_name="__main__")
 """
-
-
-def fill_disk(mount: Path) -> None:
-    """Write until the file system refuses: 1 MiB at a time, then 512 bytes at a time."""
-    fd = os.open(mount / "fill", os.O_WRONLY | os.O_CREAT, 0o644)
-    try:
-        for size in (1 << 20, 512):
-            try:
-                for _ in range(FILL_LIMIT // size):
-                    os.write(fd, b"\0" * size)
-            except OSError:
-                pass
-    finally:
-        os.close(fd)
 
 
 # --- the test ------------------------------------------------------------------------------------
@@ -263,7 +236,7 @@ def test_bad_input_is_one_line_and_writes_nothing(
     argv = [sys.executable, "-m", "cairn", *args]
     if case.disk_full:
         if small_disk is not None:
-            fill_disk(home)
+            fill_disk(home / "fill", limit=FILL_LIMIT)
         else:
             inject = True
             env["CORPUS_FULL_DISK"] = str(sandbox)

@@ -6,6 +6,11 @@ records every request it gets (method, path, query, JSON body, status answered),
 bearer token, and can be told to answer the next matching request with a 502 or a rate limit
 (403 with ``X-RateLimit-Remaining: 0``, or 429 with ``Retry-After``). With ``remote`` (a bare
 repository) it refuses a pull request whose head branch was not pushed there, as GitHub does.
+
+It can also answer as no GitHub would, for the tracker's hostile-answer tests: ``listing`` is a
+raw answer (status, headers, bytes) to every issue listing while it is set (a proxy's HTML
+page, a cut body, a redirect), and ``odd`` are entries added to the listing as they are (an
+issue without a number, with a negative or string number, a bare string).
 """
 
 from __future__ import annotations
@@ -35,6 +40,15 @@ class Seen:
 
 
 @dataclass
+class Raw:
+    """An answer sent as it is: any status, any headers, any bytes."""
+
+    status: int
+    headers: dict[str, str]
+    data: bytes
+
+
+@dataclass
 class Fault:
     method: str
     path_part: str
@@ -54,6 +68,8 @@ class FakeGitHub:
     faults: list[Fault] = field(default_factory=list)
     url: str = ""
     lock: threading.Lock = field(default_factory=threading.Lock)
+    listing: Raw | None = None
+    odd: list[Any] = field(default_factory=list)
 
     # --- set-up --------------------------------------------------------------------------------
 
@@ -113,6 +129,9 @@ class FakeGitHub:
                     self.faults.remove(fault)
                     self.seen.append(Seen(method, path, query, body, fault.status))
                     return fault.status, fault.headers, {"message": fault.message}
+            if self.listing is not None and method == "GET" and path.endswith("/issues"):
+                self.seen.append(Seen(method, path, query, body, self.listing.status))
+                return self.listing.status, self.listing.headers, self.listing
             status, payload = self._route(method, path, query, body)
             self.seen.append(Seen(method, path, query, body, status))
             return status, {}, payload
@@ -129,7 +148,7 @@ class FakeGitHub:
                 if issue["state"] == "open"
                 and wanted <= {label["name"] for label in issue["labels"]}
             ]
-            return 200, found
+            return 200, found + self.odd
         if path.startswith(f"{base}/issues/"):
             rest = path[len(f"{base}/issues/") :].split("/", 2)
             number = int(rest[0])
@@ -187,9 +206,10 @@ class _Handler(BaseHTTPRequestHandler):
             status, headers, payload = 401, {}, {"message": "Bad credentials"}
         else:
             status, headers, payload = self.server.fake.answer(self.command, self.path, body)
-        data = json.dumps(payload).encode()
+        data = payload.data if isinstance(payload, Raw) else json.dumps(payload).encode()
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        if not isinstance(payload, Raw) or "Content-Type" not in headers:
+            self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         for key, value in headers.items():
             self.send_header(key, value)

@@ -4,7 +4,8 @@ one task a turn, as cairn's prompt (on stdin) asks, and commits it on the ticket
 It logs every task it starts and finishes to ``$FLEET_AGENT_DIR/<ticket>.jsonl`` (fsynced), so
 a test can tell a task done twice. A ticket named in ``$FLEET_AGENT_STALL`` hangs in its first
 turn the first time (a stall); one named in ``$FLEET_AGENT_SLOW`` sleeps in each turn; one
-named in ``$FLEET_AGENT_FAIL`` exits 1 at once (an agent error).
+named in ``$FLEET_AGENT_GATE`` waits in each turn until ``$FLEET_AGENT_DIR/<ticket>.go`` exists;
+one named in ``$FLEET_AGENT_FAIL`` exits 1 at once (an agent error).
 """
 
 from __future__ import annotations
@@ -95,6 +96,8 @@ def main() -> int:
     cairn("task", "start", str(number))
     if named("FLEET_AGENT_SLOW", ticket):
         time.sleep(float(os.environ.get("FLEET_AGENT_PAUSE", "1")))
+    while named("FLEET_AGENT_GATE", ticket) and not (directory / f"{ticket}.go").exists():
+        time.sleep(0.1)
     rel = f"work/{ticket}-task-{number}.txt"
     Path(rel).parent.mkdir(exist_ok=True)
     Path(rel).write_text(f"{ticket} task {number}\n")

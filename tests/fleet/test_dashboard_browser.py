@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from cairn.state import fleetstate, layout
+from cairn.state import fleetstate, layout, refusals
 from cairn.state.fleetstate import FleetTicket
 from helpers import make_repo
 
@@ -255,3 +255,46 @@ def test_a_page_opened_with_a_token_passes_it_on(tmp_path: Path, browser_page: A
         page.click('tr.row[data-ticket="TOK-1"] .c-ticket a')
         page.wait_for_selector("#ticket-state.s-queued")
         assert page.get_attribute("#back", "href") == "/?token=s3cret"
+
+
+def test_a_refused_entry_shows_as_a_row_without_a_page(tmp_path: Path, browser_page: Any) -> None:
+    """The tracker's refusals are rows of their own: named by their plan (no ticket page to
+    link to), the reason and the fix below, a ``refused`` chip; beside a ticket of the same
+    id, both show."""
+    import dashboard_server
+
+    repo = make_repo(tmp_path / "repo")
+    now = datetime.now(UTC)
+    _, _, where = layout.discover(repo)
+    fleetstate.write(
+        where, FleetTicket(ticket="A-1", plan="cairn-queue/A-1.md", state="queued", updated=now)
+    )
+    refusals.write(
+        where,
+        [
+            refusals.Refusal(
+                plan="cairn-queue/fix the login.md",
+                reason="plan fix the login.md: its name is not a ticket id; rename it",
+                since=now,
+            ),
+            refusals.Refusal(
+                plan="cairn-queue/dupe.md",
+                ticket="A-1",
+                reason="plan dupe.md names ticket 'A-1', as A-1.md does; rename one",
+                since=now,
+            ),
+        ],
+    )
+    app, _ = dashboard_server.app_for(repo)
+    with dashboard_server.serving(app) as base:
+        page = browser_page
+        page.goto(f"{base}/")
+        page.wait_for_selector('tr.row[data-ticket="cairn-queue/fix the login.md"]')
+        row = 'tr.row[data-ticket="cairn-queue/fix the login.md"]'
+        assert page.inner_text(f"{row} .state") == "refused"
+        assert page.locator(f"{row} .c-ticket a").count() == 0, "no page to link to"
+        details = page.locator('tr.more[data-state="refused"] td').all_inner_texts()
+        assert any("rename it" in text for text in details), details
+        assert page.locator('tr.row[data-ticket="A-1"]').count() == 2  # the ticket and its dupe
+        assert page.locator('tr.row[data-ticket="A-1"] .c-ticket a').count() == 1
+        assert "refused 2" in page.inner_text("#counts")

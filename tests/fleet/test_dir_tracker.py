@@ -53,7 +53,7 @@ def test_bad_ids_are_rejected_with_a_clear_message_and_do_not_stop_the_rest(repo
     write(repo, "cairn-queue/dupe.md", f"---\nticket: A-1\n---\n{PLAN}")
     tracker, _ = tracker_for(repo)
     assert [c.ticket for c in tracker.candidates()] == ["A-1"]
-    problems = {r.plan.name: r.problem for r in tracker.rejected}
+    problems = {Path(r.plan).name: r.reason for r in tracker.rejected}
     assert set(problems) == {"fix the login.md", "bad-front.md", "broken.md", "dupe.md"}
     assert "is not a ticket id" in problems["fix the login.md"]
     assert "rename it fix-the-login.md" in problems["fix the login.md"]
@@ -61,6 +61,18 @@ def test_bad_ids_are_rejected_with_a_clear_message_and_do_not_stop_the_rest(repo
     assert "broken.md" in problems["broken.md"]
     assert "names ticket 'A-1', as A-1.md does" in problems["dupe.md"]
     assert all("\n" not in p for p in problems.values())
+
+
+def test_a_duplicate_never_takes_the_ticket_from_the_plan_it_runs(repo: Path) -> None:
+    write(repo, "cairn-queue/A-1.md", PLAN)
+    tracker, _ = tracker_for(repo)
+    assert [c.ticket for c in tracker.candidates()] == ["A-1"]
+    assert tracker.claim("A-1")  # its record names cairn-queue/A-1.md
+    write(repo, "cairn-queue/0-first.md", f"---\nticket: A-1\n---\n{PLAN}")  # sorts first
+    assert tracker.candidates() == [Candidate("A-1", repo / "cairn-queue" / "A-1.md")]
+    (refused,) = tracker.rejected
+    assert (refused.plan, refused.ticket) == ("cairn-queue/0-first.md", "A-1")
+    assert "plan 0-first.md names ticket 'A-1', as A-1.md does" in refused.reason
 
 
 def test_a_plan_added_later_is_listed_at_the_next_call(repo: Path) -> None:

@@ -108,8 +108,8 @@ def test_open_labelled_issues_become_tickets_whose_plan_is_the_body(
         Candidate("GH-12", plans / "GH-12.md"),
     ]
     assert (plans / "GH-1.md").read_text() == TWO_TASKS.replace("\r\n", "\n").strip() + "\n"
-    assert [(r.plan.name, r.problem.split(";")[0]) for r in tracker.rejected] == [
-        ("GH-3.md", "issue #3 has no plan in its body")
+    assert [(r.ticket, r.plan, r.reason.split(";")[0]) for r in tracker.rejected] == [
+        ("GH-3", "https://github.test/octo/app/issues/3", "issue #3 has no plan in its body")
     ]
     listed = github.requests("GET", "/issues")
     assert listed[0].query["labels"] == "cairn" and listed[0].query["state"] == "open"

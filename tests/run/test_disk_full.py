@@ -10,7 +10,6 @@ Needs ``mount -t tmpfs`` (root); skipped, saying so, where the machine does not 
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,7 +17,7 @@ import pytest
 
 from cairn import summary
 from cairn.state.layout import latest_artifact
-from helpers import cairn, git, make_repo
+from helpers import cairn, git, make_repo, small_tmpfs
 
 TICKET = "T-1"
 
@@ -26,21 +25,10 @@ TICKET = "T-1"
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
     mount = tmp_path / "disk"
-    mount.mkdir()
-    try:
-        done = subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)],
-            capture_output=True,
-            check=False,
-        )
-    except OSError as exc:  # no mount program
-        pytest.skip(f"cannot mount a small tmpfs here ({exc})")
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs here ({done.stderr.decode().strip()})")
-    try:
+    with small_tmpfs(mount, "2m") as refused:
+        if refused:
+            pytest.skip(f"cannot mount a small tmpfs here ({refused})")
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 def test_a_full_disk_is_a_resumable_cutoff(small_disk: Path, tmp_path: Path) -> None:

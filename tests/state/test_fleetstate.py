@@ -16,6 +16,7 @@ from cairn.errors import BadInput, CorruptState
 from cairn.state import fleetstate
 from cairn.state.fleetstate import FleetTicket
 from cairn.state.layout import Layout
+from cairn.terms import FLEET_STATES
 from cairn.util.procs import process_start_time
 from helpers import dead_pid
 
@@ -94,7 +95,7 @@ def test_no_fleet_directory_lists_nothing(layout: Layout) -> None:
 
 
 def test_every_state_is_accepted_and_others_are_not(layout: Layout) -> None:
-    for state in fleetstate.FLEET_STATES:
+    for state in FLEET_STATES:
         FleetTicket(ticket="T-1", plan="p", state=state, updated=NOW)
     with pytest.raises(ValueError):
         FleetTicket(ticket="T-1", plan="p", state="sleeping", updated=NOW)  # type: ignore[arg-type]

@@ -82,6 +82,13 @@ def say_error(message: str, code: int, json: bool) -> None:
         err_console.print(f"cairn: error: {message}")
 
 
+def say_warning(message: str) -> None:
+    """``cairn: warning: <message>`` on stderr, whatever the output mode: what cairn drops or
+    skips is said where people look."""
+    sys.stderr.write(f"cairn: warning: {message}\n")
+    sys.stderr.flush()
+
+
 def error_json(message: str, code: int) -> str:
     """``{"error": {"message", "problem", "fix", "exit_code"}}`` on one line: ``message`` is the
     line ``cairn: error:`` would show, split at its first ``; `` into the problem and the fix

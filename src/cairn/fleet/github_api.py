@@ -68,8 +68,9 @@ class GitHubAPI:
 
     # --- the calls the tracker makes ----------------------------------------------------------
 
-    def open_issues(self, label: str) -> list[dict[str, Any]]:
-        """The open issues carrying ``label`` (pull requests left out), oldest first."""
+    def open_issues(self, label: str) -> list[Any]:
+        """The open issues carrying ``label`` (pull requests left out), oldest first, as GitHub
+        gave them: the tracker checks each. An answer that is not a JSON list is an error."""
         url: str | None = f"/repos/{self.repo}/issues"
         params: dict[str, Any] | None = {
             "state": "open",
@@ -83,7 +84,13 @@ class GitHubAPI:
             if url is None:
                 break
             response = self.request("GET", url, params=params)
-            found += [i for i in response.json() if "pull_request" not in i]
+            page = json_of(response, f"GET {url}")
+            if not isinstance(page, list):
+                raise GitHubError(
+                    f"GET {url}: the answer is a JSON {type(page).__name__}, not a list of issues",
+                    response.status_code,
+                )
+            found += [i for i in page if not (isinstance(i, dict) and "pull_request" in i)]
             match = _NEXT.search(response.headers.get("link", ""))
             url, params = (match.group(1) if match else None), None
         return found
@@ -107,25 +114,30 @@ class GitHubAPI:
                 raise
 
     def default_branch(self) -> str:
-        branch: str = self.request("GET", f"/repos/{self.repo}").json()["default_branch"]
+        url = f"/repos/{self.repo}"
+        found = json_of(self.request("GET", url), f"GET {url}")
+        branch = found.get("default_branch") if isinstance(found, dict) else None
+        if not isinstance(branch, str) or not branch:
+            raise GitHubError(f"GET {url}: the answer names no default branch")
         return branch
 
     def find_pull(self, branch: str) -> dict[str, Any] | None:
         """The pull request (open or closed) from ``branch`` of this repository, if any."""
         owner = self.repo.split("/")[0]
-        found = self.request(
-            "GET", f"/repos/{self.repo}/pulls", params={"head": f"{owner}:{branch}", "state": "all"}
-        ).json()
-        return found[0] if found else None
+        url = f"/repos/{self.repo}/pulls"
+        params = {"head": f"{owner}:{branch}", "state": "all"}
+        found = json_of(self.request("GET", url, params=params), f"GET {url}")
+        if not isinstance(found, list):
+            raise GitHubError(f"GET {url}: the answer is not a list of pull requests")
+        return found[0] if found and isinstance(found[0], dict) else None
 
     def open_pull(
         self, *, title: str, head: str, base: str, body: str, draft: bool
     ) -> dict[str, Any]:
         payload = {"title": title, "head": head, "base": base, "body": body, "draft": draft}
-        pull: dict[str, Any] = self.request(
-            "POST", f"/repos/{self.repo}/pulls", json=payload
-        ).json()
-        return pull
+        url = f"/repos/{self.repo}/pulls"
+        pull = json_of(self.request("POST", url, json=payload), f"POST {url}")
+        return pull if isinstance(pull, dict) else {}
 
     # --- one request, retried -------------------------------------------------------------------
 
@@ -148,6 +160,13 @@ class GitHubAPI:
                     raise GitHubError(f"{method} {url}: {exc or type(exc).__name__}") from None
                 self.sleep(self.backoff * 2**attempt)
                 continue
+            if 300 <= response.status_code < 400:  # not followed: the API never redirects a call
+                where = response.headers.get("location") or "nowhere"
+                raise GitHubError(
+                    f"{method} {url}: HTTP {response.status_code}, a redirect to {where}; point "
+                    "[fleet.github] api_url at the API itself",
+                    response.status_code,
+                )
             if response.status_code < 400:
                 return response
             wait, limited = self._retry_wait(response, attempt)
@@ -181,13 +200,29 @@ class GitHubAPI:
         return self.backoff * 2**attempt * (60 if limited else 1), limited
 
 
+def json_of(response: httpx.Response, call: str) -> Any:
+    """The JSON of an answer; one that is not JSON (a proxy's HTML page, a cut body) is a
+    ``GitHubError`` naming what came instead."""
+    try:
+        return response.json()
+    except ValueError:
+        kind = response.headers.get("content-type", "no content type").split(";")[0]
+        start = " ".join(response.text[:60].split())
+        raise GitHubError(
+            f"{call}: the answer is not JSON ({kind}, {len(response.content)} bytes: {start!r})",
+            response.status_code,
+        ) from None
+
+
 def _error(
     method: str, url: str, response: httpx.Response, limited: bool, wait: float | None
 ) -> GitHubError:
     try:
-        message = str(response.json().get("message", ""))
+        data = response.json()
+        message = str(data.get("message", "")) if isinstance(data, dict) else ""
     except ValueError:
         message = response.text[:200]
+    message = " ".join(message.split())[:200]  # one line
     text = f"{method} {url}: HTTP {response.status_code}" + (f" ({message})" if message else "")
     until = time.time() + wait if wait is not None else None
     kind = RateLimited if limited else GitHubError

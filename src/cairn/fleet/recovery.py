@@ -15,8 +15,9 @@ from cairn.config import Config
 from cairn.fleet.watch import Adopted, Watched, outcome_on_disk
 from cairn.git import Repo
 from cairn.state import fleetstate, journal, marker, owner
-from cairn.state.fleetstate import FleetState, FleetTicket
+from cairn.state.fleetstate import FleetTicket
 from cairn.state.layout import Layout
+from cairn.terms import FleetState
 from cairn.util import clock
 
 ENDED: dict[str, FleetState] = {"completed": "completed", "needs_manual_review": "needs_review"}
@@ -44,7 +45,10 @@ def scan(layout: Layout, config: Config, toplevel: Path) -> Found:
             continue
         if record.pid is not None:
             child = Adopted(record.ticket, layout, record.pid, record.pid_started_at)
-            if child.alive() or child.ended_with_outcome():
+            # a run the disk stopped while no record could be written is resumed first, its
+            # attempt not spent (as the full disk's rule says), not judged now there is room
+            full = child.outcome is not None and child.outcome.get("reason") == "disk_full"
+            if child.alive() or (child.ended_with_outcome() and not full):
                 found.adopted[record.ticket] = child
                 continue
         found.dead.append(record)

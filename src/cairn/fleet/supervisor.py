@@ -3,9 +3,10 @@
 It takes tickets from the tracker, gives each its worktree and runs it as a child ``cairn run``
 (first attempt) or ``cairn resume`` (every later one), at most ``concurrency`` at once; it
 retries interrupted runs after a backoff, stops stalled ones with the stall signal, and on a stop
-(SIGINT, SIGTERM, ``cairn fleet stop``) stops every run with a snapshot. It never holds the only
-copy of anything: each change of a ticket is written to its fleet record before the loop goes
-on, so a new supervisor continues where a killed one was.
+(SIGINT, SIGTERM, ``cairn fleet stop``) stops every run with a snapshot. A person's pause, resume
+or stop of one ticket, and the fleet's budget, are ``fleet.control``'s and ``fleet.budget``'s.
+It never holds the only copy of anything: each change of a ticket is written to its fleet
+record before the loop goes on, so a new supervisor continues where a killed one was.
 """
 
 from __future__ import annotations
@@ -22,16 +23,20 @@ from typing import Any
 from cairn.config import Config
 from cairn.errors import CairnError, ExitCode
 from cairn.fleet import lease as fleet_lease
-from cairn.fleet import recovery, schedule
+from cairn.fleet import recovery, schedule, watch
+from cairn.fleet.budget import FleetBudget
+from cairn.fleet.control import Controls
 from cairn.fleet.endings import Endings
 from cairn.fleet.hooks import set_up
+from cairn.fleet.intake import Intake
 from cairn.fleet.trackers import Tracker, open_tracker
 from cairn.fleet.watch import Adopted, Attempt, Watched, outcome_on_disk
 from cairn.fleet.workspaces import ensure, run_hook
 from cairn.git import Repo
-from cairn.state import fleetstate
-from cairn.state.fleetstate import FleetState, FleetTicket
+from cairn.state import fleetcontrol, fleetstate
+from cairn.state.fleetstate import FleetTicket
 from cairn.state.layout import Layout, discover
+from cairn.terms import FleetState
 from cairn.util import clock
 from cairn.util.durations import parse_duration
 
@@ -58,6 +63,7 @@ class Supervisor(recovery.Recovering):
         self.concurrency = concurrency or self.fleet.concurrency
         self.emit: Emit = emit or (lambda kind, **fields: None)
         self.tracker: Tracker = open_tracker(repo, config, layout)
+        self.intake = Intake(self.tracker, layout, self.emit)
         self.endings = Endings(repo, config, layout, self.tracker, self.emit)
         self.records: dict[str, FleetTicket] = {}
         self.queue: set[str] = set()  # the tickets this supervisor drives
@@ -66,10 +72,11 @@ class Supervisor(recovery.Recovering):
         self.signals = 0
         self.wake = threading.Event()  # set by a child whose output ended
         self.stopping = 0  # how many stop requests (signals or the stop file) were acted on
-        self.held_back: str | None = None
         self.unreadable: set[str] = set()
         self.noted: dict[str, list[str]] = {}
         self.next_poll = 0.0  # time.monotonic() of the next tracker poll; 0 asks for one now
+        self.controls = Controls(self)
+        self.budget = FleetBudget(self.fleet, layout)
 
     # --- the loop ------------------------------------------------------------------------------
 
@@ -78,13 +85,17 @@ class Supervisor(recovery.Recovering):
         held = fleet_lease.acquire(self.layout)
         try:
             fleet_lease.take_stop_request(self.layout)  # meant for a supervisor before this one
+            fleetcontrol.wait_unlocked(self.layout)  # a command changing records alone is done
             with self._signals():
                 self.emit(
                     "fleet_started", pid=held.me.pid, concurrency=self.concurrency, once=self.once
                 )
                 self._recover()
+                self.controls.at_start(self.budget)
                 code = self._loop()
-                self.emit("fleet_finished", exit_code=code, tickets=self._states())
+                self.emit(
+                    "fleet_finished", exit_code=code, tickets=self._states(), **self.intake.totals()
+                )
                 return code
         finally:
             held.release()
@@ -92,23 +103,33 @@ class Supervisor(recovery.Recovering):
     def _loop(self) -> int:
         poll_every = parse_duration(self.fleet.poll_interval)
         while True:
-            self._check_stop()
-            self._reap()
-            if self.stopping:
-                if not self.running:
-                    return ExitCode.INTERRUPTED
-            else:
-                self._watch_stalls()
-                if time.monotonic() >= self.next_poll and not (self.once and self.next_poll):
-                    self.next_poll = time.monotonic() + poll_every
-                    self._poll_tracker()
-                self._start_due()
-                if self.once and not self.running and not self._pending():
-                    return self._exit_code()
+            try:
+                code = self._tick(poll_every)
+            except OSError as exc:  # a full disk: the fleet waits for room, saying so
+                code = self.controls.no_room(exc)  # None, or it raises exc
+            if code is not None:
+                return code
             # a child's exit wakes the loop at once; otherwise it looks twice a second (a
             # signal is seen within that), so the supervisor's own CPU stays small
             self.wake.wait(TICK)
             self.wake.clear()
+
+    def _tick(self, poll_every: float) -> int | None:
+        self.controls.check_stop()
+        self._reap()
+        self.controls.tick()
+        if self.stopping:
+            if not self.running:
+                return ExitCode.INTERRUPTED
+        else:
+            self._watch_stalls()
+            if time.monotonic() >= self.next_poll and not (self.once and self.next_poll):
+                self.next_poll = time.monotonic() + poll_every
+                self._poll_tracker()
+            self._start_due()
+            if self.once and not self.running and not self._pending():
+                return self._exit_code()
+        return None
 
     @contextlib.contextmanager
     def _signals(self) -> Iterator[None]:
@@ -134,13 +155,13 @@ class Supervisor(recovery.Recovering):
 
     def _save(self, record: FleetTicket, **changes: Any) -> FleetTicket:
         updated = record.model_copy(update={**changes, "updated": clock.now()})
-        fleetstate.write(self.layout, updated)
         self.records[updated.ticket] = updated
+        self.controls.write(updated)  # on a full disk, kept and written when there is room
         return updated
 
     def _poll_tracker(self) -> None:
         self._mend_records()
-        for candidate in self.tracker.candidates():
+        for candidate in self.intake.poll():
             ticket = candidate.ticket
             record = self.records.get(ticket) or fleetstate.read(self.layout, ticket)
             if record is None:
@@ -153,7 +174,7 @@ class Supervisor(recovery.Recovering):
                 fleetstate.write(self.layout, record)
                 self.emit("ticket_queued", ticket=ticket, plan=str(plan))
             self.records[ticket] = record
-            if schedule.pending(self.fleet, record) or ticket in self.running:
+            if schedule.ahead(self.fleet, record) or ticket in self.running:
                 self.queue.add(ticket)
 
     def _pending(self) -> bool:
@@ -164,15 +185,16 @@ class Supervisor(recovery.Recovering):
 
     def _exit_code(self) -> int:
         states = set(self._states().values())
-        if "interrupted" in states:
+        if states & {"interrupted", *schedule.HELD}:  # left resumable
             return ExitCode.INTERRUPTED
         if states - {"completed"}:
             return ExitCode.FAILURE
-        return ExitCode.OK
+        return self.intake.settle(bool(states))
 
     # --- starting attempts ---------------------------------------------------------------------
 
     def _start_due(self) -> None:
+        spent = self.budget.tick(self.running, self.emit)  # running runs told when spent
         free = self.concurrency - len(self.running)
         if free <= 0:
             return
@@ -182,17 +204,8 @@ class Supervisor(recovery.Recovering):
             for t in self.queue
             if t not in self.running and schedule.runnable(self.fleet, self.records[t], now)
         ]
-        if not due:
+        if not due or self.controls.hold_back(due, spent):
             return
-        note = schedule.memory_note(self.fleet)
-        if note is not None:
-            if note != self.held_back:
-                for record in due:
-                    self._save(record, detail=note)
-                self.emit("waiting", message=note)
-            self.held_back = note
-            return
-        self.held_back = None
         due.sort(key=lambda r: (r.ticket not in self.first, *schedule.order(r)))
         for record in due[:free]:
             if self.tracker.claim(record.ticket):
@@ -234,7 +247,10 @@ class Supervisor(recovery.Recovering):
             pid_started_at=attempt.started_at.timestamp() if attempt.started_at else None,
             detail="; ".join(self.noted.pop(ticket, [])) or None,  # what was set right
         )
-        attempt.go()  # only now: a supervisor killed before this leaves no unrecorded run
+        if ticket in self.controls.unwritten:  # a full disk did not take the record: no run
+            attempt.cancel()  # it ends at once, as if cut off; the disk-full rules follow
+        else:
+            attempt.go()  # only now: a supervisor killed before this leaves no unrecorded run
         self.tracker.transition(ticket, "running", record.detail)
         self.emit(
             "ticket_started",
@@ -250,14 +266,16 @@ class Supervisor(recovery.Recovering):
         attempt finished (its supervisor died before it could record that). A run killed
         before it wrote its marker (its last step before any agent works) is started anew:
         there is nothing to resume."""
-        status, _ = outcome_on_disk(self.layout, record.ticket)
+        ticket = record.ticket
+        status, reason = outcome_on_disk(self.layout, ticket)
         fresh = record.attempt == 0 and record.last_reason is None
-        begun = self.layout.marker_path(record.ticket).exists()
+        begun = self.layout.marker_path(ticket).exists()
         if status == "none" or fresh or (status not in DONE and not begun):
             plan = self.repo.toplevel / record.plan
             return ["run", str(plan), "--ticket", record.ticket, "--json"]
-        if status in DONE:
-            self._finish(record, DONE[status], detail=None)
+        if status in DONE or reason == "no_progress":  # finished, or it waits for a person
+            blocked = reason == "no_progress" and watch.interruption_detail(self.layout, ticket)
+            self._finish(record, DONE.get(status, "needs_input"), detail=blocked or None)
             return None
         return ["resume", record.ticket, "--json"]
 
@@ -307,10 +325,16 @@ class Supervisor(recovery.Recovering):
     ) -> None:
         if counted:
             record = record.model_copy(update={"attempt": record.attempt + 1})
+        disk = schedule.disk_note(self.fleet, self.controls.disks)
+        if schedule.out_of_space(exit_code, reason, detail, disk):
+            reason = "disk_full"
         verdict = schedule.after_attempt(
-            self.fleet, record, exit_code, reason, detail, needs_input, clock.now()
+            *(self.fleet, record, exit_code, reason, detail, needs_input, clock.now()),
+            held=self.controls.held(record.ticket),
+            budget=self.budget.note(),
+            disk=disk,
         )
-        attempt = record.attempt - 1 if reason == schedule.STOPPED else record.attempt
+        attempt = record.attempt if verdict.counted else record.attempt - 1
         record = self._save(
             record,
             attempt=max(0, attempt),
@@ -335,13 +359,15 @@ class Supervisor(recovery.Recovering):
                 next_attempt_at=_iso(verdict.next_attempt_at),
                 detail=verdict.detail,
             )
-            return
-        self._finish(record, verdict.state, detail=verdict.detail)
+        else:
+            self._finish(record, verdict.state, detail=verdict.detail)
+        self.controls.settled(record.ticket)
+        self.budget.read([record.ticket])
 
     def _finish(self, record: FleetTicket, state: FleetState, detail: str | None) -> None:
         record = self._save(record, state=state, detail=detail, next_attempt_at=None, pid=None)
         self.endings.finished(record)  # push, notify: before the tracker opens a pull request
-        if state == "interrupted" and record.last_reason == schedule.STOPPED:
+        if schedule.ahead(self.fleet, record):  # held, or interrupted by a stop: not the end
             self.tracker.transition(record.ticket, state, detail)
         else:
             self.tracker.finish(record.ticket, state)
@@ -353,30 +379,6 @@ class Supervisor(recovery.Recovering):
             reason=record.last_reason,
             detail=detail,
         )
-
-    # --- stopping ------------------------------------------------------------------------------
-
-    def _check_stop(self) -> None:
-        asked = self.signals
-        if fleet_lease.take_stop_request(self.layout):
-            self.signals += 1
-            asked += 1
-        while self.stopping < asked:  # every step, in order, even when two came at once
-            self.stopping += 1
-            if self.stopping == 1:
-                self.emit("fleet_stopping", running=sorted(self.running))
-                for child in self.running.values():
-                    child.signal(signal.SIGTERM)
-            elif self.stopping == 2:
-                self.emit(
-                    "fleet_stopping",
-                    running=sorted(self.running),
-                    message="the runs are saving their snapshots; a third stop kills them",
-                )
-            elif self.stopping == 3:
-                self.emit("fleet_killing", running=sorted(self.running))
-                for child in self.running.values():
-                    child.kill()
 
 
 def _iso(when: datetime | None) -> str | None:

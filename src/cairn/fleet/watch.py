@@ -31,10 +31,19 @@ from cairn.errors import BadInput
 from cairn.state import fleetstate, journal, marker
 from cairn.state.fleetstate import same_process
 from cairn.state.layout import JOURNAL, Layout
+from cairn.terms import ENV_FLEET_ATTEMPT
 from cairn.util import durable
 from cairn.util.procs import process_start_time
 
-__all__ = ["Adopted", "Attempt", "Watched", "child_env", "outcome_on_disk", "same_process"]
+__all__ = [
+    "Adopted",
+    "Attempt",
+    "Watched",
+    "child_env",
+    "interruption_detail",
+    "outcome_on_disk",
+    "same_process",
+]
 
 STDERR_LINES = 20
 CHUNK = 1024 * 1024  # the most of the child's output read at one look
@@ -180,6 +189,8 @@ class Watched:
                 return "needs_manual_review", None, False
             reason = outcome.get("reason")
             detail = outcome.get("error")
+            if outcome.get("status") == "needs_input":  # no progress: the blocker is the error
+                return "no_progress", detail, True
             needs_input = self.denied and reason == "incomplete"
             if needs_input:
                 denied = outcome.get("denials") or []
@@ -223,7 +234,7 @@ class Attempt(Watched):
                 self.proc = subprocess.Popen(
                     ["sh", "-c", GATE, "cairn-gate", sys.executable, "-m", "cairn", *argv],
                     cwd=cwd,
-                    env=child_env(),
+                    env={**child_env(), ENV_FLEET_ATTEMPT: ticket},  # not a resume by hand
                     stdin=subprocess.PIPE,
                     stdout=out,
                     stderr=err,
@@ -243,6 +254,12 @@ class Attempt(Watched):
         assert self.proc.stdin is not None
         with contextlib.suppress(OSError):  # it died already: poll() tells
             self.proc.stdin.write(GO)
+            self.proc.stdin.close()
+
+    def cancel(self) -> None:
+        """Let the child end without starting cairn (its pid could not be recorded)."""
+        assert self.proc.stdin is not None
+        with contextlib.suppress(OSError):
             self.proc.stdin.close()
 
     def _wait(self) -> None:
@@ -291,13 +308,28 @@ def outcome_on_disk(layout: Layout, ticket: str) -> tuple[str, str | None]:
     if run_id is None:
         return "none", None
     events, _ = journal.read(layout.run_dir(ticket, run_id))
-    reason = None
-    for event in events:
-        if event.get("event") in ("cutoff", "run_interrupted"):
-            reason = event.get("reason")
-        if event.get("event") == "run_started":
-            reason = None
+    reason = _last_interruption(events)[0]
     last = events[-1] if events else {}
     if last.get("event") == "run_finished" and not layout.marker_path(ticket).exists():
         return str(last.get("status", "completed")), None
     return "interrupted", reason
+
+
+def interruption_detail(layout: Layout, ticket: str) -> str | None:
+    """The detail (the agent's error, the blocker) of the latest run's last cutoff, if any."""
+    run_id = layout.latest_run(ticket)
+    if run_id is None:
+        return None
+    events, _ = journal.read(layout.run_dir(ticket, run_id))
+    return _last_interruption(events)[1]
+
+
+def _last_interruption(events: list[dict[str, Any]]) -> tuple[str | None, str | None]:
+    """The reason and detail of the last cutoff since the last (re)start of the run."""
+    reason = detail = None
+    for event in events:
+        if event.get("event") in ("cutoff", "run_interrupted"):
+            reason, detail = event.get("reason"), event.get("detail")
+        if event.get("event") == "run_started":
+            reason = detail = None
+    return reason, detail if isinstance(detail, str) else None

@@ -18,6 +18,7 @@ from cairn.config import Config, TemporalConfig
 from cairn.scale.connection import connect
 from cairn.scale.messages import TicketInput, workflow_id
 from cairn.scale.workflow import TicketWorkflow
+from cairn.state.refusals import EVENT, Rejected, Reporter
 from cairn.util.durations import parse_duration
 
 
@@ -87,15 +88,22 @@ class Tracker(Protocol):
     """What ``drive`` needs of a tracker (``cairn.fleet.trackers``)."""
 
     @property
-    def rejected(self) -> Sequence[object]: ...
+    def rejected(self) -> Sequence[Rejected]: ...
 
     def candidates(self) -> Sequence[Candidate]: ...
 
 
 async def drive(
-    config: Config, tracker: Tracker, remote: str, base: str, once: bool, emit: Emit
+    config: Config,
+    tracker: Tracker,
+    remote: str,
+    base: str,
+    once: bool,
+    emit: Emit,
+    reporter: Reporter,
 ) -> int:
-    """Start a workflow per ticket the tracker lists; with ``once`` wait for them, else poll."""
+    """Start a workflow per ticket the tracker lists; with ``once`` wait for them, else poll.
+    Each entry the tracker refused is said once per change, and kept (``reporter``)."""
     client = await connect(config.temporal)
     ids: dict[str, str] = {}
     stopping = asyncio.Event()
@@ -116,8 +124,15 @@ async def drive(
             for c in tracker.candidates()
             if c.ticket not in ids
         ]
-        for rejected in tracker.rejected:
-            emit("ticket_rejected", "{line}", line=str(rejected))
+        for refused in reporter.poll(tracker.rejected):
+            emit(
+                EVENT,
+                "refused: {reason}",
+                ticket=refused.ticket,
+                plan=refused.plan,
+                reason=refused.reason,
+            )
+        reporter.save()
         for got in await start(client, config.temporal, tickets):
             ids[got.ticket] = got.workflow_id
             kind, text = (

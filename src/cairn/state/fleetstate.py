@@ -17,40 +17,21 @@ import time
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from cairn import tickets
 from cairn.errors import BadInput, CorruptState
 from cairn.state.layout import Layout
 from cairn.state.owner import START_TIME_TOLERANCE, with_offset
+from cairn.terms import FleetState
 from cairn.util import durable
 from cairn.util.procs import pid_alive, process_start_time
 from cairn.util.records import After, Ge, Record, first_error
 
-FleetState = Literal[
-    "queued",
-    "running",
-    "retrying",
-    "interrupted",
-    "needs_review",
-    "needs_input",
-    "completed",
-    "failed",
-]
-FLEET_STATES: tuple[FleetState, ...] = (
-    "queued",
-    "running",
-    "retrying",
-    "interrupted",
-    "needs_review",
-    "needs_input",
-    "completed",
-    "failed",
-)
-FINISHED: frozenset[str] = frozenset({"completed", "needs_review", "failed"})
 SUFFIX = ".json"
 READ_LIMIT = 256 * 1024
 WHAT = "fleet record"
+KNOWN_SHOWN = 10  # tickets named in an error about an unknown one
 
 Time = Annotated[datetime, After(with_offset)]
 _TIMES = ("next_attempt_at", "updated")
@@ -242,6 +223,19 @@ def set_aside(layout: Layout, ticket: str) -> Path:
 
 def by_ticket(layout: Layout, warnings: list[str] | None = None) -> dict[str, FleetTicket]:
     return {record.ticket: record for record in listing(layout, warnings)}
+
+
+def unknown(asked: list[str], known: list[str]) -> BadInput:
+    """The error for tickets with no fleet record, naming the ones that have one."""
+    named = ", ".join(asked)
+    which = "no fleet ticket" if len(asked) == 1 else "no fleet tickets"
+    if not known:
+        return BadInput(
+            f"{which} {named}: the fleet has none yet; cairn fleet start runs the queue"
+        )
+    shown = ", ".join(known[:KNOWN_SHOWN])
+    more = f" and {len(known) - KNOWN_SHOWN} more" if len(known) > KNOWN_SHOWN else ""
+    return BadInput(f"{which} {named}; the fleet's tickets are {shown}{more}")
 
 
 def _warn(message: str, warnings: list[str] | None) -> None:

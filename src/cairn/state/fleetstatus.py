@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cairn.errors import CairnError
-from cairn.state import fleetstate, journal, status
+from cairn.state import fleetstate, journal, refusals, status
 from cairn.state.layout import Layout, discover
+from cairn.terms import FleetState
 from cairn.util import clock
 from cairn.util.durations import parse_duration
-from cairn.util.records import Record, field
+from cairn.util.records import Record, field, plain
 
 if TYPE_CHECKING:
     from cairn.config import Config
@@ -29,7 +30,7 @@ SHORT_SHA = 10
 
 class FleetRow(Record, frozen=False):
     ticket: str
-    state: fleetstate.FleetState
+    state: FleetState
     plan: str
     phase: str | None = None
     task: int | None = None
@@ -56,7 +57,24 @@ class FleetRow(Record, frozen=False):
 
 class FleetStatus(Record, frozen=False):
     rows: list[FleetRow] = field(default_factory=list)
+    refused: list[refusals.Refusal] = field(default_factory=list)  # the tracker's last poll's
     warnings: list[str] = field(default_factory=list)
+
+
+def refused_row(refusal: refusals.Refusal) -> dict[str, Any]:
+    """A refused entry as a row of ``cairn fleet status --json`` and the dashboard: every key
+    of a ticket's row, ``state`` ``refused``, ``plan`` the entry, ``detail`` why and the fix,
+    ``ticket`` the id it would have (null when it names none)."""
+    row: dict[str, Any] = dict.fromkeys(FleetRow.model_fields)
+    row.update(
+        ticket=refusal.ticket,
+        state=refusals.REFUSED,
+        plan=refusal.plan,
+        attempt=0,
+        detail=refusal.reason,
+        updated=plain(refusal.since, json_mode=True),
+    )
+    return row
 
 
 def fleet_status(
@@ -65,6 +83,7 @@ def fleet_status(
     """The rows of the repository at ``workspace`` (``discovered``: it, already read)."""
     repo, config, layout = discovered or discover(workspace)
     report = FleetStatus()
+    report.refused = refusals.read(layout, report.warnings)
     records = fleetstate.listing(layout, report.warnings)
     if not records:
         return report

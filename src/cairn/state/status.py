@@ -217,6 +217,12 @@ class Head(NamedTuple):
         return self.run_stat is not None and (self.name is None or self.stat is not None)
 
 
+def run_usage(run_dir: str) -> dict[str, Any] | None:
+    """What a run used, as its latest change summary's front matter records it (every session
+    of the run); None before its first dispatch ended, or when the agent reported nothing."""
+    return _summary_head(run_dir).usage
+
+
 def _summary_head(run_dir: str, with_stat: bool = False) -> Head:
     """The status line of the run's latest change summary, its ``fstat``, and the run's usage
     its front matter records."""

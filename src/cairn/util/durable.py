@@ -26,6 +26,7 @@ from cairn.util import atomic
 from cairn.util.procs import pid_alive
 
 TEMP_PREFIX = atomic.TEMP_PREFIX
+DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})  # a write failed for want of space
 DEFAULT_READ_LIMIT = 4 * 1024 * 1024
 
 
@@ -130,12 +131,19 @@ def check_free_space(path: Path, need: int) -> None:
     """Raise ENOSPC when the file system holding ``path`` (or its nearest existing parent) has
     less than ``need`` bytes free: checked before a run starts writing, so that a full disk
     stops it with nothing written."""
+    free, probe = free_space(path)
+    if free < need:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(probe))
+
+
+def free_space(path: Path) -> tuple[int, Path]:
+    """The bytes an unprivileged writer may still use on the file system holding ``path``, and
+    the path asked (``path``, or its nearest existing parent)."""
     probe = path
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent
     info = os.statvfs(probe)
-    if info.f_bavail * info.f_frsize < need:
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(probe))
+    return info.f_bavail * info.f_frsize, probe
 
 
 def check_writable(path: Path, *, replace: bool = True) -> None:

@@ -10,7 +10,7 @@ import typer
 
 from cairn.cli.commands.options import Json, Workspace
 from cairn.cli.output import guarded
-from cairn.errors import BadInput
+from cairn.terms import FleetAction
 
 Port = Annotated[
     int | None,
@@ -52,7 +52,7 @@ def start(
     engine: Engine = None,
 ) -> None:
     """Supervise the queue in the foreground; --once exits 0 all completed, 1 any needs
-    review, 3 any left interrupted."""
+    review (or a refused entry beside them), 2 only refused entries, 3 any left interrupted."""
     from cairn.cli.handlers import fleet_run, scale
 
     if scale.engine_of(engine, workspace) == "temporal":
@@ -71,7 +71,7 @@ def start(
         raise typer.Exit(code)
 
 
-Tickets = Annotated[list[str] | None, typer.Argument(help="Tickets (temporal engine).")]
+Tickets = Annotated[list[str] | None, typer.Argument(help="Tickets to stop (default: all).")]
 Wait = Annotated[
     bool, typer.Option("--wait/--no-wait", help="Wait until it is done (at most 60 s).")
 ]
@@ -86,17 +86,18 @@ def stop(
     workspace: Workspace = Path("."),
     engine: Engine = None,
 ) -> None:
-    """Stop the running supervisor (temporal engine: the named tickets, else every running
-    one); each ticket is snapshotted and left resumable."""
+    """Stop the named tickets (each snapshotted and ended stopped; the next fleet start starts
+    them again), or without tickets the whole fleet: the running supervisor (temporal: every
+    running ticket), each ticket snapshotted and left resumable."""
     from cairn.cli.handlers import fleet_run, scale
 
     if scale.engine_of(engine, workspace) == "temporal":
         scale.fleet_control("stop", tickets or [], 60.0 if wait else 0.0, json, workspace)
     if tickets:
-        raise BadInput(
-            "stopping single tickets needs the temporal engine; cairn fleet stop without "
-            "tickets stops the embedded fleet's supervisor"
-        )
+        from cairn.cli.handlers import fleet_control
+
+        fleet_control.control("stop", tickets, wait, json, workspace)
+        return
     fleet_run.stop(wait, json, workspace)
 
 
@@ -109,8 +110,8 @@ def pause(
     workspace: Workspace = Path("."),
     engine: Engine = None,
 ) -> None:
-    """Pause tickets (temporal engine): the running segment stops with a snapshot; resume
-    continues where it stopped."""
+    """Pause tickets: a running one stops with a snapshot (its attempt not counted); none
+    starts again until resumed."""
     _control("pause", tickets, wait, json, workspace, engine)
 
 
@@ -123,21 +124,23 @@ def resume(
     workspace: Workspace = Path("."),
     engine: Engine = None,
 ) -> None:
-    """Resume paused tickets (temporal engine)."""
+    """Let paused tickets run again, resumed from where they stopped."""
     _control("resume", tickets, wait, json, workspace, engine)
 
 
 def _control(
-    action: str, tickets: list[str], wait: bool, json: bool, workspace: Path, engine: str | None
+    action: FleetAction,
+    tickets: list[str],
+    wait: bool,
+    json: bool,
+    workspace: Path,
+    engine: str | None,
 ) -> None:
-    from cairn.cli.handlers import scale
+    from cairn.cli.handlers import fleet_control, scale
 
-    if scale.engine_of(engine, workspace) != "temporal":
-        raise BadInput(
-            f'cairn fleet {action} needs the temporal engine; set [fleet] engine = "temporal" '
-            "or pass --engine temporal (the embedded fleet stops and starts as a whole)"
-        )
-    scale.fleet_control(action, tickets, 60.0 if wait else 0.0, json, workspace)
+    if scale.engine_of(engine, workspace) == "temporal":
+        scale.fleet_control(action, tickets, 60.0 if wait else 0.0, json, workspace)
+    fleet_control.control(action, tickets, wait, json, workspace)
 
 
 @app.command("status")

@@ -83,12 +83,13 @@ def resume(
     json: Json = False,
     workspace: Workspace = Path("."),
 ) -> None:
-    """Continue an interrupted run in its run directory; never touches the work tree."""
-    from cairn.run import launch
+    """Continue an interrupted run in its run directory; never touches the work tree (a fleet
+    ticket's run goes on in its worktree, wherever this is typed)."""
+    from cairn.fleet import byhand
 
     _drive(
         json,
-        lambda sink: launch.resume(
+        lambda sink: byhand.resume(
             workspace,
             ticket,
             agent=agent,

@@ -30,14 +30,13 @@ def start(
     port: int,
     host: str | None,
 ) -> int:
-    from cairn.cli.handlers.fleet_run import _emitter
+    from cairn.cli.handlers.fleet_run import supervisor_for
     from cairn.fleet.dashboard import serve
     from cairn.fleet.dashboard.app import make_app
-    from cairn.fleet.supervisor import Supervisor
 
     token = serve.token_from_env()
     address = serve.check_bind(host, token)
-    supervisor = Supervisor(workspace, once=once, concurrency=concurrency, emit=_emitter(json))
+    supervisor = supervisor_for(once, concurrency, json, workspace)
     sock = serve.bind(address, port)
     app = make_app(workspace, supervisor=supervisor, token=token)
     server = serve.Background(app, sock)

@@ -30,11 +30,13 @@ def status(json: bool = False, workspace: Path = Path("."), engine: str | None =
     for warning in report.warnings:  # on stderr: stdout stays the table or the JSON array
         sys.stderr.write(f"cairn: warning: {warning}\n")
     if json:
-        rows = plain(report.rows, json_mode=True)
+        from cairn.state.fleetstatus import refused_row
+
+        rows = plain(report.rows, json_mode=True) + [refused_row(r) for r in report.refused]
         sys.stdout.write(pydantic_json(rows, indent=2) if rows else json_lib.dumps([]))
         sys.stdout.write("\n")
         return
-    if not report.rows:
+    if not report.rows and not report.refused:
         console.print("no fleet tickets: `cairn fleet start` runs the plans in the queue")
         return
     from cairn.state.status import age_text
@@ -69,12 +71,16 @@ def status(json: bool = False, workspace: Path = Path("."), engine: str | None =
                 last,
             )
         )
+    for refused in report.refused:  # what the tracker's last poll could not take, and why
+        label = refused.ticket or refused.plan
+        table.append((label, "refused", *"-" * (len(HEADER) - 2)))
     widths = [max(len(line[i]) for line in table) for i in range(len(HEADER))]
     lines = [
         "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
         for line in table
     ]
     details = [f"  {row.ticket}: {note}" for row in report.rows if (note := _note(row))]
+    details += [f"  {r.ticket or r.plan}: {r.reason}" for r in report.refused]
     sys.stdout.write("\n".join(lines + details) + "\n")
 
 

@@ -12,7 +12,7 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
-from cairn.cli.output import console, report_error
+from cairn.cli.output import console, report_error, say_warning
 from cairn.errors import BadInput
 from cairn.scale.remote import base_of, url_of
 
@@ -110,15 +110,22 @@ def fleet_start(once: bool, json: bool, workspace: Path) -> NoReturn:
     config = load(repo.toplevel)
     _need_temporalio()
     remote = url_of(repo, config.fleet.remote)
-    tracker = open_tracker(repo, config, Layout.for_repo(repo, config))
+    layout = Layout.for_repo(repo, config)
+    tracker = open_tracker(repo, config, layout)
     base = base_of(repo, remote, config.fleet.base)
     from cairn.scale.starter import drive
+    from cairn.state.refusals import EVENT, Reporter
 
     def emit(kind: str, text: str, **fields: Any) -> None:
+        if kind == EVENT:  # a warning where people look, on both outputs
+            say_warning(text.format(**fields))
+            if not json:
+                return
         _emit(json, kind, text, **fields)
 
     address = config.temporal.address
-    _leave(run_async(drive(config, tracker, remote, base, once, emit), json, address))
+    reporter = Reporter(layout)
+    _leave(run_async(drive(config, tracker, remote, base, once, emit, reporter), json, address))
 
 
 def run_async(main: Coroutine[Any, Any, T], json: bool, address: str) -> T:

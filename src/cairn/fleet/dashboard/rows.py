@@ -23,8 +23,8 @@ from cairn.config import Config
 from cairn.errors import BadInput
 from cairn.git import Repo
 from cairn.git.sessions import Started
-from cairn.state import fleetstate, marker, status
-from cairn.state.fleetstatus import SHORT_SHA, FleetRow, last_journal_event
+from cairn.state import fleetstate, marker, refusals, status
+from cairn.state.fleetstatus import SHORT_SHA, FleetRow, last_journal_event, refused_row
 from cairn.state.layout import JOURNAL, Layout
 from cairn.state.marker import Marker
 from cairn.state.status import StatusRow
@@ -66,6 +66,7 @@ class RowCache:
         self.max_attempts: int | None = getattr(config.fleet, "max_attempts", None)
         self.lock = threading.Lock()
         self.reads: dict[str, _Read] = {}
+        self.refused: tuple[Signature, list[dict[str, Any]], list[str]] | None = None
 
     def rows(self) -> tuple[list[dict[str, Any]], list[str]]:
         """Every fleet ticket's row as JSON-ready dicts (``fleet status --json`` plus ``usage``,
@@ -88,7 +89,21 @@ class RowCache:
         for i, read in enumerate(reads):
             if read.record is not None:
                 rows.append(self._row(read, read.record, snapshots.get(names[i]), now))
+        rows += self._refused(warnings)
         return rows, warnings
+
+    def _refused(self, warnings: list[str]) -> list[dict[str, Any]]:
+        """The rows of the entries the tracker's last poll refused (read again when the
+        listing changed)."""
+        key = _signature(str(refusals.path_of(self.layout)))
+        with self.lock:
+            if self.refused is None or self.refused[0] != key:
+                said: list[str] = []
+                found = [refused_row(r) for r in refusals.read(self.layout, said)]
+                self.refused = (key, found, said)
+            _, found, said = self.refused
+        warnings += said
+        return [dict(row) for row in found]
 
     def _start_refs(self) -> Started:
         prefix = self.config.snapshot.ref_prefix.rstrip("/") + "/"

@@ -17,8 +17,9 @@ from cairn.fleet import lease
 from cairn.fleet.dashboard.rows import RowCache
 from cairn.fleet.dashboard.source import LocalView, Source
 from cairn.git import Git
-from cairn.state import fleetstate, journal
+from cairn.state import journal, refusals
 from cairn.state.layout import SUMMARY_ARTIFACT, SUMMARY_ROLE, discover, latest_artifact
+from cairn.terms import FLEET_STATES
 from cairn.util import clock, durable
 from cairn.wip.history import chain
 from cairn.wip.naming import wip_ref
@@ -69,7 +70,7 @@ class Dashboard:
 
     def state(self) -> dict[str, Any]:
         rows, warnings = self.rows.rows()
-        counts = dict.fromkeys(fleetstate.FLEET_STATES, 0)
+        counts = dict.fromkeys((*FLEET_STATES, refusals.REFUSED), 0)
         tokens, cost, costed = 0, 0.0, False
         for row in rows:
             counts[row["state"]] = counts.get(row["state"], 0) + 1

@@ -11,17 +11,14 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import NamedTuple
 
+from cairn.state.refusals import Rejected
+
+__all__ = ["Candidate", "Rejected", "Tracker"]
+
 
 class Candidate(NamedTuple):
     ticket: str  # the plan's `ticket:` front matter, or the file stem (validated by cairn.tickets)
     plan: Path  # absolute path of the plan file
-
-
-class Rejected(NamedTuple):
-    """A queue entry that cannot become a ticket, and the one line that says why and the fix."""
-
-    plan: Path
-    problem: str
 
 
 class Tracker(ABC):
@@ -33,8 +30,12 @@ class Tracker(ABC):
 
     def __init__(self) -> None:
         # Entries the last ``candidates()`` could not turn into tickets (bad id, duplicate id,
-        # unreadable plan): the supervisor shows them; they never stop the other tickets.
+        # unreadable plan, an issue without a plan): the supervisor reports each once per
+        # change and keeps them for `cairn fleet status`; they never stop the other tickets.
         self.rejected: list[Rejected] = []
+        # Why the last ``candidates()`` could not read the tracker (None: it could); the list
+        # it returned is then the last good one.
+        self.trouble: str | None = None
 
     @abstractmethod
     def candidates(self) -> list[Candidate]:

@@ -13,6 +13,8 @@ or ``cairn:needs-review`` is not offered again (take the label off to run it ane
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import sys
@@ -26,6 +28,7 @@ from cairn.fleet.github_api import GitHubAPI, GitHubError, RateLimited
 from cairn.fleet.outbox import Outbox
 from cairn.fleet.trackers.base import Candidate, Rejected, Tracker
 from cairn.fleet.trackers.dir import is_finished
+from cairn.fleet.trackers.github_refused import Refusals
 from cairn.git import Repo
 from cairn.state import fleetstate
 from cairn.state.layout import Layout
@@ -36,6 +39,7 @@ RUNNING, DONE, REVIEW = "cairn:running", "cairn:done", "cairn:needs-review"
 ENDED_LABELS = frozenset({DONE, REVIEW})
 _TICKET = re.compile(r"GH-(\d+)")
 SIGNATURE = "— cairn"
+REFUSING = frozenset({401, 403, 404})  # the first listing's answers that mean the set-up is wrong
 
 
 def issue_number(ticket: str) -> int:
@@ -69,17 +73,24 @@ class GitHubTracker(Tracker):
         self.issues: dict[str, dict[str, Any]] = {}
         self.blocked_until = 0.0  # a rate limit: no call before this (epoch seconds)
         self._base: str | None = None
+        self._listed = False  # whether the issues were listed (or tried) once
+        self.refusals = Refusals(layout, self.outbox)
 
     # --- the interface -------------------------------------------------------------------------
 
     def candidates(self) -> list[Candidate]:
         self.flush()
+        first, self._listed = not self._listed, True
         if time.time() >= self.blocked_until:
             try:
                 self._list()
+                self.trouble = None
             except GitHubError as exc:
                 self._held(exc)
-                _warn(f"listing the issues failed ({exc}); the last list holds till the next poll")
+                if first and exc.status in REFUSING and not isinstance(exc, RateLimited):
+                    raise BadInput(self._refusal_of_listing(exc)) from None
+                self.trouble = f"listing the issues failed ({exc})"
+                _warn(f"{self.trouble}; the last list holds till the next poll")
         return [
             Candidate(t, self.plans / f"{t}.md")
             for t in sorted(self.issues, key=issue_number)
@@ -221,30 +232,46 @@ class GitHubTracker(Tracker):
     def _list(self) -> None:
         found: dict[str, dict[str, Any]] = {}
         rejected: list[Rejected] = []
-        for issue in self.api.open_issues(self.config.fleet.github.label):
-            ticket = f"{PREFIX}{issue['number']}"
-            labels = {lab.get("name") for lab in issue.get("labels") or [] if isinstance(lab, dict)}
-            if labels & ENDED_LABELS:
+        for index, issue in enumerate(self.api.open_issues(self.config.fleet.github.label), 1):
+            number, why = _number(issue)
+            if number is None:
+                rejected.append(_nameless(issue, index, why))
                 continue
-            path = self.plans / f"{ticket}.md"
-            body = (issue.get("body") or "").replace("\r\n", "\n").strip()
-            if not body:
-                rejected.append(
-                    Rejected(
-                        path,
-                        f"issue #{issue['number']} has no plan in its body; write its tasks "
-                        "there (## Task 1: …, or a - [ ] checklist)",
-                    )
-                )
+            ticket = f"{PREFIX}{number}"
+            labels = issue.get("labels")
+            names = {lab.get("name") for lab in labels or [] if isinstance(lab, dict)}
+            if ticket in found or names & ENDED_LABELS:
                 continue
-            self._write_plan(ticket, path, body + "\n")
+            body = issue.get("body")
+            text = body.replace("\r\n", "\n").strip() if isinstance(body, str) else ""
+            record = fleetstate.read(self.layout, ticket)
+            started = record is not None and record.state != "queued"  # its plan is kept
+            problem = None if started else self.refusals.problem(number, body, text)
+            if problem is not None:
+                where = _url(issue) or f"{self.config.fleet.github.repo} issue #{number}"
+                version = _digest(body)
+                rejected.append(Rejected(where, problem, ticket, version))
+                self.refusals.tell(ticket, problem, version)
+                continue
+            self.refusals.forget(ticket)
+            self._write_plan(record, self.plans / f"{ticket}.md", text + "\n")
             found[ticket] = issue
         self.issues, self.rejected = found, rejected
 
-    def _write_plan(self, ticket: str, path: Any, text: str) -> None:
+    def _refusal_of_listing(self, exc: GitHubError) -> str:
+        settings = self.config.fleet.github
+        fix = {
+            401: "set GITHUB_TOKEN or GH_TOKEN to a valid token",
+            403: f"give the token read and write access to {settings.repo}'s issues and "
+            "pull requests",
+            404: f"fix [fleet.github] repo and api_url ({settings.api_url}), or give the token "
+            f"access to {settings.repo}",
+        }[exc.status or 0]
+        return f"github refused the listing of {settings.repo}'s issues ({exc}); {fix}"
+
+    def _write_plan(self, record: fleetstate.FleetTicket | None, path: Any, text: str) -> None:
         """The issue's body as the ticket's plan, until the ticket starts: an edit of the
         body after that does not change the plan of a run under way."""
-        record = fleetstate.read(self.layout, ticket)
         if path.exists() and record is not None and record.state != "queued":
             return
         if path.exists() and path.read_text(encoding="utf-8", errors="replace") == text:
@@ -254,6 +281,39 @@ class GitHubTracker(Tracker):
 
     def _facts(self, ticket: str) -> Facts:
         return facts(self.repo, self.config, self.layout, ticket)
+
+
+def _number(issue: Any) -> tuple[int | None, str]:
+    """The issue's number, or None and what is wrong with it."""
+    if not isinstance(issue, dict):
+        return None, f"it is a JSON {type(issue).__name__}, not an issue"
+    number = issue.get("number")
+    if number is None:
+        return None, "it has no number"
+    if type(number) is not int or number <= 0:
+        return None, f"its number {number!r} is not a positive whole number"
+    return number, ""
+
+
+def _nameless(issue: Any, index: int, why: str) -> Rejected:
+    """An entry of the listing that has no number: refused alone, never commented on."""
+    where = _url(issue) or f"entry {index} of the issue listing"
+    return Rejected(
+        where,
+        f"{where}: {why}; cairn skips it (check that [fleet.github] api_url is GitHub's API)",
+        None,
+        _digest(json.dumps(issue, sort_keys=True, default=str)),
+    )
+
+
+def _url(issue: Any) -> str | None:
+    url = issue.get("html_url") if isinstance(issue, dict) else None
+    return url if isinstance(url, str) and url and len(url) < 300 and url.isprintable() else None
+
+
+def _digest(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def _headline(what: str, told: Facts, detail: str | None) -> str:

@@ -76,6 +76,7 @@ class RecordedDispatch:
         self.record = DispatchRecord(role=role, turn=0, max_turns=self.max_turns)
         self.number = 0
         self.spent = accounting.usage()  # what the turns reported so far (mid-dispatch)
+        self.stopped = False  # this dispatch was stopped for the budget
 
     def run(self, prompt_for: PromptFor, session_id: str | None) -> Result:
         ctx = self.ctx
@@ -199,7 +200,7 @@ class RecordedDispatch:
             ctx.sink.update(turn=event.turn)
             if isinstance(event.data.get("usage"), dict):
                 self.spent = accounting.add(self.spent, event.data["usage"])
-                self._check_budget(running)
+            self._check_budget(running)
             if self.after_turn is not None:
                 self.after_turn()
         elif event.kind == "message":
@@ -220,18 +221,19 @@ class RecordedDispatch:
 
     def _check_budget(self, running: Dispatch | None) -> None:
         """Past ``agent.max_cost_usd`` (this session's cost, with what the dispatch in flight
-        reported so far): stop the dispatch; the run is cut off as ``budget``."""
+        reported so far), or told that the fleet's spend reached ``fleet.max_cost_usd``
+        (SIGUSR2, at a turn's end): stop the dispatch; the run is cut off as ``budget``."""
         ctx = self.ctx
         cap = ctx.config.agent.max_cost_usd
-        if cap is None or ctx.over_budget:
-            return
-        spent = accounting.add(ctx.usage, self.spent)["cost_usd"]
-        if spent is not None and spent > cap:
-            ctx.over_budget = True
-            ctx.last_error = f"cost ${spent:.2f}, over agent.max_cost_usd ${cap:.2f}"
-            ctx.sink.event("warning", message=f"the run has {ctx.last_error}")
-            if running is not None:
-                running.interrupt("interrupted", ctx.grace)
+        if cap is not None and not ctx.over_budget:
+            spent = accounting.add(ctx.usage, self.spent)["cost_usd"]
+            if spent is not None and spent > cap:
+                ctx.over_budget = True
+                ctx.last_error = f"cost ${spent:.2f}, over agent.max_cost_usd ${cap:.2f}"
+                ctx.sink.event("warning", message=f"the run has {ctx.last_error}")
+        if ctx.over_budget and running is not None and not self.stopped:
+            self.stopped = True  # once: a second interrupt would not wait for the grace
+            running.interrupt("interrupted", ctx.grace)
 
     def _finished(self, result: Result) -> None:
         ctx = self.ctx

@@ -3,7 +3,6 @@ rounds, and how a run that is cut off stops."""
 
 from __future__ import annotations
 
-import errno
 from collections.abc import Callable
 from functools import partial
 
@@ -29,10 +28,7 @@ from cairn.state import accounting, journal, runstate
 from cairn.state.lease import Lease
 from cairn.state.runstate import RunRef
 from cairn.terms import RunStatus
-from cairn.util import clock
-
-# cairn's own state write failed for want of space: the run stops as a disk_full cutoff.
-DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
+from cairn.util import clock, durable
 
 # The first prompts of a coder dispatch, given why the one before was cut off (None: first).
 FirstPrompts = Callable[[str | None], prompting.PromptFor]
@@ -77,7 +73,7 @@ class Orchestrator:
         except Stop as stop:
             return interrupted(self.ctx, stop.reason)
         except OSError as error:
-            if error.errno not in DISK_FULL:
+            if error.errno not in durable.DISK_FULL:
                 failed(self.ctx, error)
                 raise
             return disk_full(self.ctx, error)

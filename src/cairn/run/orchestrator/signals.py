@@ -1,10 +1,13 @@
-"""SIGINT and SIGTERM to cairn during a run, and SIGUSR1: the fleet supervisor's stall signal.
+"""SIGINT and SIGTERM to cairn during a run; SIGUSR1 and SIGUSR2: the fleet supervisor's stall
+and budget signals.
 
 The first signal stops the dispatch in flight (SIGTERM to the agent's process group, SIGKILL
 after ``cutoff_timeout_ms``) and makes the run stop, resumable, once its state is saved; a
 second one kills the agent at once. The state files are written atomically either way.
 SIGUSR1 stops the run the same way with the cutoff reason ``stall`` (the summary says
-``Interrupted — stall``); a repeated SIGUSR1 changes nothing.
+``Interrupted — stall``); a repeated SIGUSR1 changes nothing. SIGUSR2 says the fleet's spend
+reached ``fleet.max_cost_usd``: the turn in flight finishes, then the run stops as a ``budget``
+cutoff (resumable), as when its own cost passes ``agent.max_cost_usd``.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from cairn.terms import CutoffReason
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 STALL_SIGNAL = signal.SIGUSR1
+BUDGET_SIGNAL = signal.SIGUSR2
+FLEET_BUDGET = "the fleet's spend reached fleet.max_cost_usd"
 
 
 class SignalHandler:
@@ -28,6 +33,11 @@ class SignalHandler:
 
     def __call__(self, signum: int, frame: FrameType | None) -> None:
         running = self.ctx.running
+        if signum == BUDGET_SIGNAL:  # the dispatch stops at its next turn's end
+            if not self.ctx.over_budget:
+                self.ctx.over_budget = True
+                self.ctx.last_error = FLEET_BUDGET
+            return
         reason: CutoffReason = "stall" if signum == STALL_SIGNAL else "signal"
         if self.ctx.signalled is None:
             self.ctx.signalled = reason
@@ -38,22 +48,25 @@ class SignalHandler:
 
 
 def ignore_stall_signal() -> None:
-    """Until a run's loop handles SIGUSR1, a stall signal must not kill cairn (its default
-    action): the supervisor may send it while the run is still starting."""
+    """Until a run's loop handles SIGUSR1 and SIGUSR2, the supervisor's signals must not kill
+    cairn (their default action): it may send them while the run is still starting."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(STALL_SIGNAL, signal.SIG_IGN)
+        signal.signal(BUDGET_SIGNAL, signal.SIG_IGN)
 
 
 @contextmanager
 def handling_signals(ctx: RunContext) -> Iterator[None]:
-    """SIGINT, SIGTERM and SIGUSR1 go to a ``SignalHandler`` for the duration; the handlers
-    before are restored after. Only the main thread can install handlers: elsewhere this does
-    nothing."""
+    """SIGINT, SIGTERM, SIGUSR1 and SIGUSR2 go to a ``SignalHandler`` for the duration; the
+    handlers before are restored after. Only the main thread can install handlers: elsewhere
+    this does nothing."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     handler = SignalHandler(ctx)
-    previous = {signum: signal.signal(signum, handler) for signum in (*SIGNALS, STALL_SIGNAL)}
+    previous = {
+        signum: signal.signal(signum, handler) for signum in (*SIGNALS, STALL_SIGNAL, BUDGET_SIGNAL)
+    }
     try:
         yield
     finally:

@@ -128,7 +128,7 @@
       usage += " · " + money(row.usage.cost_usd);
     }
     return {
-      ticket: row.ticket,
+      ticket: label(row),
       state: row.state,
       phase: row.phase || "",
       task: fraction(row.task, row.total),
@@ -142,15 +142,25 @@
     };
   }
 
-  function makeRow(ticket) {
+  // a refused entry (the tracker could not take it) has no ticket page: it is named by its
+  // ticket when it names one, else by its plan, and keyed by its plan
+  function label(row) {
+    return row.ticket || row.plan || "";
+  }
+
+  function rowKey(row) {
+    return row.state === "refused" ? "refused:" + row.plan : row.ticket;
+  }
+
+  function makeRow(row) {
     var tr = el("tr", "row");
-    tr.dataset.ticket = ticket;
+    tr.dataset.ticket = label(row);
     var parts = {};
     COLUMNS.forEach(function (name) {
       var td = el("td", "c-" + name);
       if (name === "ticket") {
-        var a = el("a", null, ticket);
-        a.href = ticketHref(ticket);
+        var a = el(row.state === "refused" ? "span" : "a", null, label(row));
+        if (row.state !== "refused") a.href = ticketHref(row.ticket);
         td.appendChild(a);
         parts.usage = el("span", "usage");
         td.appendChild(parts.usage);
@@ -198,7 +208,7 @@
     function visible(row) {
       var text = filter.value.trim().toLowerCase();
       if (stateFilter && row.state !== stateFilter) return false;
-      return !text || row.ticket.toLowerCase().indexOf(text) >= 0;
+      return !text || label(row).toLowerCase().indexOf(text) >= 0;
     }
 
     function header(state, now) {
@@ -242,11 +252,12 @@
       var target = body.firstChild ? body : document.createDocumentFragment();
       var cursor = body.firstChild;
       rows.forEach(function (row) {
-        seen.add(row.ticket);
-        var entry = entries.get(row.ticket);
+        var key = rowKey(row);
+        seen.add(key);
+        var entry = entries.get(key);
         if (!entry) {
-          entry = makeRow(row.ticket);
-          entries.set(row.ticket, entry);
+          entry = makeRow(row);
+          entries.set(key, entry);
         }
         fillRow(entry, row, now);
         var show = visible(row);
@@ -260,11 +271,11 @@
         }
       });
       if (target !== body) body.appendChild(target);
-      entries.forEach(function (entry, ticket) {
-        if (!seen.has(ticket)) {
+      entries.forEach(function (entry, key) {
+        if (!seen.has(key)) {
           entry.tr.remove();
           entry.more.remove();
-          entries.delete(ticket);
+          entries.delete(key);
         }
       });
       document.getElementById("empty").hidden = rows.length > 0;

@@ -1,0 +1,105 @@
+"""The issues the ``github`` tracker refuses: a body that is not a plan (empty, not text, over
+the plan size limit, not in a format ``cairn run`` reads), and the one comment each gets.
+
+The comment goes through the outbox like every other report, once per body: which body of
+which issue was told is kept in ``<state root>/fleet/github/refused.json``, so neither this
+supervisor's next poll nor the next supervisor says it again; an edited body that is still
+refused is told again.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from cairn.errors import BadInput
+from cairn.fleet.outbox import Outbox
+from cairn.state.fleetstate import fleet_dir
+from cairn.state.layout import Layout
+from cairn.util import durable
+
+READ_LIMIT = 1024 * 1024
+WHAT = "github refusal record"
+
+
+class Refusals:
+    def __init__(self, layout: Layout, outbox: Outbox) -> None:
+        self.path = fleet_dir(layout) / "github" / "refused.json"
+        self.outbox = outbox
+        self._told: dict[str, str] | None = None  # ticket → the version of the body told
+        self._checked: dict[tuple[int, str], str | None] = {}  # (number, body) → problem
+
+    def problem(self, number: int, body: Any, text: str) -> str | None:
+        """Why the issue's body is not a plan (None: it is one); parsed once per body."""
+        key = (number, text if isinstance(body, str) else repr(body))
+        if key not in self._checked:
+            if len(self._checked) > 1000:  # bodies of issues edited over a long run
+                self._checked.clear()
+            self._checked[key] = _problem(number, body, text)
+        return self._checked[key]
+
+    def tell(self, ticket: str, problem: str, version: str) -> None:
+        """Comment on the issue, unless this body was told already."""
+        told = self._load()
+        if told.get(ticket) == version:
+            return
+        key = f"{ticket}:{version}"
+        if not any(message.get("refusal") == key for _, message in self.outbox.pending()):
+            text = (
+                f"cairn cannot run this issue: {problem}\n\n"
+                "The fleet reads the issue again at each poll, so editing its body is enough."
+            )
+            self.outbox.put(
+                {"ticket": ticket, "kind": "comment", "body": f"{text}\n\n— cairn", "refusal": key}
+            )
+        told[ticket] = version
+        self._save(told)
+
+    def forget(self, ticket: str) -> None:
+        """The issue is a ticket now: a later refusal is told again."""
+        told = self._load()
+        if ticket in told:
+            del told[ticket]
+            self._save(told)
+
+    def _load(self) -> dict[str, str]:
+        if self._told is None:
+            self._told = {}
+            try:
+                data = durable.read_state_file(self.path, WHAT, READ_LIMIT)
+                found = json.loads(data) if data is not None else {}
+                if not isinstance(found, dict):
+                    raise ValueError("not a JSON object")
+                self._told = {k: v for k, v in found.items() if isinstance(v, str)}
+            except (OSError, ValueError, BadInput) as exc:
+                sys.stderr.write(
+                    f"cairn: warning: {WHAT} {self.path} cannot be read ({exc}); "
+                    "it is written again\n"
+                )
+        return self._told
+
+    def _save(self, told: dict[str, str]) -> None:
+        durable.ensure_dir(self.path.parent)
+        durable.atomic_write(self.path, json.dumps(told, indent=2, sort_keys=True) + "\n")
+
+
+def _problem(number: int, body: Any, text: str) -> str | None:
+    from cairn.run import plan as plans
+
+    fix = "write its tasks there (## Task 1: …, or a - [ ] checklist)"
+    if body is not None and not isinstance(body, str):
+        return f"issue #{number}'s body is not text; {fix}"
+    if not text:
+        return f"issue #{number} has no plan in its body; {fix}"
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > plans.PLAN_READ_LIMIT:
+        return (
+            f"issue #{number}'s body is {size} bytes, over the {plans.PLAN_READ_LIMIT} byte "
+            "limit of a plan; split it into smaller issues"
+        )
+    try:
+        plans.parse(text, f"issue #{number}", ".md")
+    except BadInput as exc:
+        return str(exc)
+    return None

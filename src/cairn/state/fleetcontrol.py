@@ -1,0 +1,139 @@
+"""A person's requests to pause, resume or stop one fleet ticket (``cairn fleet pause|resume|stop
+TICKET``): one file each in ``<state root>/fleet/requests/``, named so that they sort in the
+order they were made.
+
+Whoever drives the fleet acts on them: the running supervisor within a tick, otherwise the
+command itself, under ``<state root>/fleet/control.lock`` and only while no supervisor holds
+the fleet's lease (a supervisor takes that lock once, after its lease and before it reads the
+records, so it never reads a record half-way through such a change). A request stays until it
+is carried out (its ticket paused, stopped or let run again, or found where the action does
+not apply), so a supervisor killed half-way leaves it to the next one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, NamedTuple, get_args
+
+from cairn import tickets
+from cairn.state import fleetstate
+from cairn.state.layout import Layout
+from cairn.terms import FleetAction
+from cairn.util import clock, durable
+
+REQUESTS = "requests"
+LOCK = "control.lock"
+READ_LIMIT = 4096
+
+
+class Request(NamedTuple):
+    path: Path
+    ticket: str
+    action: FleetAction
+    at: str  # when it was made (ISO 8601)
+    signalled: bool  # its run was sent SIGTERM by a command acting with no supervisor
+
+
+def requests_dir(layout: Layout) -> Path:
+    path = fleetstate.fleet_dir(layout) / REQUESTS
+    durable.check_state_dir(path, "fleet requests directory")
+    return path
+
+
+def ask(layout: Layout, ticket: str, action: FleetAction) -> Request:
+    """Write the request to ``action`` ``ticket``."""
+    directory = requests_dir(layout)
+    durable.ensure_dir(directory)
+    at = clock.now().isoformat()
+    path = directory / f"{time.time_ns():020d}-{os.getpid()}-{tickets.validate(ticket)}.json"
+    request = Request(path, ticket, action, at, False)
+    _write(request)
+    return request
+
+
+def signalled(request: Request) -> Request:
+    """``request``, noting that its run was sent SIGTERM (a second one would not wait for the
+    agent's grace period)."""
+    marked = request._replace(signalled=True)
+    _write(marked)
+    return marked
+
+
+def _write(request: Request) -> None:
+    data: dict[str, Any] = {"ticket": request.ticket, "action": request.action, "at": request.at}
+    if request.signalled:
+        data["signalled"] = True
+    durable.atomic_write(request.path, json.dumps(data) + "\n")
+
+
+def pending(layout: Layout, warnings: list[str] | None = None) -> list[Request]:
+    """Every request not carried out yet, oldest first. One that cannot be read (no JSON, an
+    unknown action, an invalid ticket id) is removed with a warning: it can never be done."""
+    try:
+        names = sorted(n for n in os.listdir(requests_dir(layout)) if n.endswith(".json"))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    found = []
+    directory = requests_dir(layout)
+    for name in names:
+        path = directory / name
+        try:
+            found.append(_read(path))
+        except (OSError, ValueError) as exc:
+            if isinstance(exc, FileNotFoundError):
+                continue  # carried out meanwhile
+            durable.remove(path)
+            message = f"fleet request {path} cannot be read ({exc}); removed"
+            if warnings is not None:
+                warnings.append(message)
+            else:
+                sys.stderr.write(f"cairn: warning: {message}\n")
+    return found
+
+
+def _read(path: Path) -> Request:
+    data = durable.read_state_file(path, "fleet request", READ_LIMIT)
+    if data is None:
+        raise FileNotFoundError(path)
+    raw: Any = json.loads(durable.decode_text(data, path, "fleet request"))
+    if not isinstance(raw, dict):
+        raise ValueError("not a JSON object")
+    ticket, action = raw.get("ticket"), raw.get("action")
+    if not isinstance(ticket, str) or tickets.problem(ticket) is not None:
+        raise ValueError(f"ticket {ticket!r} is not a ticket id")
+    for known in get_args(FleetAction):
+        if action == known:
+            at = str(raw.get("at", ""))
+            return Request(path, ticket, known, at, raw.get("signalled") is True)
+    raise ValueError(f"action {action!r} is not pause, resume or stop")
+
+
+def done(request: Request) -> None:
+    """The request is carried out: it goes."""
+    durable.remove(request.path)
+
+
+def still_pending(request: Request) -> bool:
+    return request.path.exists()
+
+
+def wait_unlocked(layout: Layout) -> None:
+    """Wait until a command that changes records with no supervisor has finished (a new
+    supervisor calls it after taking its lease, before it reads the records)."""
+    with locked(layout):
+        pass
+
+
+@contextlib.contextmanager
+def locked(layout: Layout) -> Iterator[None]:
+    """Hold the lock under which fleet records are changed without a supervisor."""
+    directory = fleetstate.fleet_dir(layout)
+    durable.ensure_dir(directory)
+    with durable.locked(directory / LOCK):
+        yield
