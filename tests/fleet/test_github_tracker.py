@@ -266,7 +266,8 @@ def test_fleet_start_once_pushes_the_branch_and_opens_the_pull_request(
     assert "the agent fails\n\nNo snapshot was taken.\n\nAttempt 2 of 2 starts at " in two[1]
     assert two[2].startswith("Started attempt 2 of 2 on branch `cairn/GH-2` (resuming")
     assert two[3].startswith("Interrupted — error after task 0 of 1")
-    assert "\n\nerror; 2 of 2 attempts used: cairn resume GH-2 continues it\n\n" in two[3]
+    assert "\n\nerror: " in two[3]  # the agent's error line is kept in the detail
+    assert "the agent fails; 2 of 2 attempts used: cairn resume GH-2 continues it\n\n" in two[3]
     assert 502 in [s.status for s in github.requests("POST", "/issues/1/comments")]
     assert 429 in [s.status for s in github.requests("POST", "/issues/1/labels")]
     assert outbox(repo) == []

@@ -76,6 +76,8 @@ def after_attempt(
     if why == "disk_full" and disk is not None:  # no attempt is spent while the disk is full
         wait = backoff(config, max(1, record.attempt))
         return Verdict("retrying", now + timedelta(seconds=wait), f"disk full; {disk}", False)
+    if detail:  # the run's own error line (an agent error, a crash): kept, not only its reason
+        why = f"{why}: {detail}"
     if record.attempt >= config.max_attempts:
         return Verdict(
             "interrupted",

@@ -21,16 +21,16 @@ from pathlib import Path
 from typing import Any
 
 from cairn.config import Config
-from cairn.errors import ExitCode
+from cairn.errors import CairnError, ExitCode
 from cairn.fleet import lease as fleet_lease
-from cairn.fleet import schedule, watch
+from cairn.fleet import recovery, schedule, watch
 from cairn.fleet.budget import FleetBudget
 from cairn.fleet.control import Controls
 from cairn.fleet.endings import Endings
 from cairn.fleet.hooks import set_up
 from cairn.fleet.intake import Intake
 from cairn.fleet.trackers import Tracker, open_tracker
-from cairn.fleet.watch import Adopted, Attempt, Watched, outcome_on_disk, same_process
+from cairn.fleet.watch import Adopted, Attempt, Watched, outcome_on_disk
 from cairn.fleet.workspaces import ensure, run_hook
 from cairn.git import Repo
 from cairn.state import fleetcontrol, fleetstate
@@ -45,7 +45,7 @@ Emit = Callable[..., None]  # emit(kind, **fields): one line of output, one JSON
 DONE: dict[str, FleetState] = {"completed": "completed", "needs_manual_review": "needs_review"}
 
 
-class Supervisor:
+class Supervisor(recovery.Recovering):
     def __init__(
         self,
         workspace: Path | str,
@@ -72,6 +72,8 @@ class Supervisor:
         self.signals = 0
         self.wake = threading.Event()  # set by a child whose output ended
         self.stopping = 0  # how many stop requests (signals or the stop file) were acted on
+        self.unreadable: set[str] = set()
+        self.noted: dict[str, list[str]] = {}
         self.next_poll = 0.0  # time.monotonic() of the next tracker poll; 0 asks for one now
         self.controls = Controls(self)
         self.budget = FleetBudget(self.fleet, layout)
@@ -157,33 +159,8 @@ class Supervisor:
         self.controls.write(updated)  # on a full disk, kept and written when there is room
         return updated
 
-    def _recover(self) -> None:
-        """Tickets a killed supervisor left running: a child still alive is adopted (watched
-        until it ends); a dead one is resumed before anything else, its attempt not counted."""
-        for record in fleetstate.listing(self.layout):
-            self.records[record.ticket] = record
-            if record.state != "running":
-                continue
-            self.queue.add(record.ticket)
-            if same_process(record.pid, record.pid_started_at):
-                assert record.pid is not None
-                self.running[record.ticket] = Adopted(record.ticket, self.layout, record.pid)
-                self.emit("ticket_adopted", ticket=record.ticket, pid=record.pid)
-                continue
-            self.first.add(record.ticket)
-            self._save(
-                record,
-                state="retrying",
-                attempt=max(0, record.attempt - 1),
-                next_attempt_at=None,
-                pid=None,
-                pid_started_at=None,
-                last_reason="crash",
-                detail="its supervisor died mid-attempt; resumed first",
-            )
-            self.emit("ticket_recovered", ticket=record.ticket)
-
     def _poll_tracker(self) -> None:
+        self._mend_records()
         for candidate in self.intake.poll():
             ticket = candidate.ticket
             record = self.records.get(ticket) or fleetstate.read(self.layout, ticket)
@@ -243,7 +220,12 @@ class Supervisor:
             self._finish(record, "failed", detail=f"its worktree could not be made: {exc}")
             return
         record = self._save(record, worktree=str(space.path), branch=space.branch)
-        hook = set_up(space.path, space.created or space.repaired, self.config, ticket)
+        self._warn([(ticket, warning) for warning in space.warnings])
+        try:
+            hook = set_up(space.path, space.created or space.repaired, self.config, ticket)
+        except (CairnError, OSError) as exc:  # this ticket's worktree; the others go on
+            self._finish(record, "failed", detail=f"its worktree cannot be used: {exc}")
+            return
         if not hook.ok:
             self._finish(record, "failed", detail=hook.describe("after_create"))
             return
@@ -256,20 +238,24 @@ class Supervisor:
             return
         attempt = Attempt(ticket, self.layout, argv, space.path, wake=self.wake)
         self.running[ticket] = attempt
-        self._save(
+        record = self._save(
             record,
             state="running",
             attempt=record.attempt + 1,
             next_attempt_at=None,
             pid=attempt.pid,
             pid_started_at=attempt.started_at.timestamp() if attempt.started_at else None,
-            detail=None,
+            detail="; ".join(self.noted.pop(ticket, [])) or None,  # what was set right
         )
-        self.tracker.transition(ticket, "running")
+        if ticket in self.controls.unwritten:  # a full disk did not take the record: no run
+            attempt.cancel()  # it ends at once, as if cut off; the disk-full rules follow
+        else:
+            attempt.go()  # only now: a supervisor killed before this leaves no unrecorded run
+        self.tracker.transition(ticket, "running", record.detail)
         self.emit(
             "ticket_started",
             ticket=ticket,
-            attempt=record.attempt + 1,
+            attempt=record.attempt,
             command=argv[0],
             worktree=str(space.path),
             pid=attempt.pid,
@@ -277,10 +263,14 @@ class Supervisor:
 
     def _command(self, record: FleetTicket) -> list[str] | None:
         """``run`` for a first attempt, ``resume`` after; None when the files say the last
-        attempt finished (its supervisor died before it could record that)."""
+        attempt finished (its supervisor died before it could record that). A run killed
+        before it wrote its marker (its last step before any agent works) is started anew:
+        there is nothing to resume."""
         ticket = record.ticket
         status, reason = outcome_on_disk(self.layout, ticket)
-        if status == "none" or (record.attempt == 0 and record.last_reason is None):
+        fresh = record.attempt == 0 and record.last_reason is None
+        begun = self.layout.marker_path(ticket).exists()
+        if status == "none" or fresh or (status not in DONE and not begun):
             plan = self.repo.toplevel / record.plan
             return ["run", str(plan), "--ticket", record.ticket, "--json"]
         if status in DONE or reason == "no_progress":  # finished, or it waits for a person
@@ -311,15 +301,15 @@ class Supervisor:
                 continue
             del self.running[ticket]
             record = self.records[ticket]
-            if isinstance(child, Attempt):
-                reason, detail, needs_input = child.verdict()
-                if self.stopping and child.exit_code is not None and child.exit_code < 0:
-                    reason = schedule.STOPPED
-                self._ended(record, child.exit_code, reason, detail, needs_input=needs_input)
-            else:
+            code = child.exit_code
+            reason, detail, needs_input = child.verdict()
+            if self.stopping and code is not None and code < 0:
+                reason = schedule.STOPPED
+            if isinstance(child, Adopted) and code is None:  # it wrote no outcome: its files
                 status, reason = outcome_on_disk(self.layout, ticket)
-                code = {"completed": 0, "needs_manual_review": 1}.get(status, 3)
-                self._ended(record, code, status if code == 1 else reason, None)
+                code = {"completed": 0, "needs_manual_review": 1}.get(status)
+                reason = status if code == 1 else reason or "crash"
+            self._ended(record, code, reason, detail, needs_input=needs_input)
             if record.worktree:
                 run_hook("after_run", Path(record.worktree), self.config, ticket=record.ticket)
 

@@ -2,8 +2,16 @@
 worktree, in its own process group, and what the supervisor watches of it: its JSON lines (each
 one is progress; the last is the outcome), its journal's and marker's mtimes, its exit code.
 
-A child the supervisor did not start (an orphan of a killed supervisor, still running) is
-``Adopted``: only its pid and its files can be watched, and its outcome is read from the files.
+The child's output is never a pipe the supervisor holds: its stdout (the ``--json`` lines) and
+its stderr go to files of the fleet's state (``fleetstate.output_paths``), which the supervisor
+tails. So the child outlives its supervisor, and whoever watches it next reads the same files:
+a child the supervisor did not start (the run of a supervisor that died) is ``Adopted``,
+watched through its pid and those files, its outcome read from them when it ends.
+
+A child starts gated: ``sh`` waits for a word on its stdin before it ``exec``s cairn, and the
+supervisor says it only once the child's pid is in the ticket's record. A supervisor killed in
+between closes the gate's pipe, and the child ends without having started anything, so no run
+ever goes on that the records do not name.
 """
 
 from __future__ import annotations
@@ -16,18 +24,34 @@ import subprocess
 import sys
 import threading
 import time
-from collections import deque
 from pathlib import Path
 from typing import Any
 
-from cairn.state import journal, marker
+from cairn.errors import BadInput
+from cairn.state import fleetstate, journal, marker
+from cairn.state.fleetstate import same_process
 from cairn.state.layout import JOURNAL, Layout
 from cairn.terms import ENV_FLEET_ATTEMPT
-from cairn.util.procs import pid_alive, process_start_time
+from cairn.util import durable
+from cairn.util.procs import process_start_time
+
+__all__ = [
+    "Adopted",
+    "Attempt",
+    "Watched",
+    "child_env",
+    "interruption_detail",
+    "outcome_on_disk",
+    "same_process",
+]
 
 STDERR_LINES = 20
+CHUNK = 1024 * 1024  # the most of the child's output read at one look
 # What the child must not inherit from the supervisor's environment: its run is its own.
 INHERITED_CAIRN = ("CAIRN_DEBUG",)
+GO = b"go\n"
+# Waits for GO on stdin, then becomes the child cairn (same pid, same start time).
+GATE = 'IFS= read -r go && [ "$go" = go ] && exec "$@" </dev/null'
 
 
 def child_env() -> dict[str, str]:
@@ -37,22 +61,82 @@ def child_env() -> dict[str, str]:
 
 
 class Watched:
-    """What the supervisor asks of any attempt in flight."""
+    """What the supervisor asks of any attempt in flight, read from the child's output files."""
 
-    ticket: str
     pid: int
     stall_sent_at: float | None = None
-    exit_code: int | None = None  # once it has exited; None for an adopted child
+    exit_code: int | None = None  # once it has exited (None: killed, or no outcome was written)
 
     def __init__(self, ticket: str, layout: Layout) -> None:
         self.ticket, self.layout = ticket, layout
+        self.out_path, self.err_path = fleetstate.output_paths(layout, ticket)
         self.run_id: str | None = None
+        self.outcome: dict[str, Any] | None = None  # the run's last line: its RunOutcome
+        self.refusal: dict[str, Any] | None = None  # or cairn's error object
+        self.last_reason: str | None = None
+        self.denied = False
         self.last_progress = time.monotonic()
         self._mtimes: tuple[float, float] = (0.0, 0.0)
+        self._offset = 0
+        self._partial = b""
 
     def poll(self) -> bool:
-        """Whether the child has exited (and, for an attempt, its output is read)."""
+        """Whether the child has exited (and all of its output is read)."""
         raise NotImplementedError
+
+    # --- its output ----------------------------------------------------------------------------
+
+    def read_output(self) -> bool:
+        """Read what the child wrote since the last look; True when it wrote anything."""
+        grew = False
+        while True:
+            try:
+                fd = durable.open_state(self.out_path, os.O_RDONLY, "fleet output")
+            except (OSError, BadInput):
+                return grew
+            try:
+                data = os.pread(fd, CHUNK, self._offset)
+            finally:
+                os.close(fd)
+            if not data:
+                return grew
+            grew = True
+            self._offset += len(data)
+            *lines, self._partial = (self._partial + data).split(b"\n")
+            for raw in lines:
+                with contextlib.suppress(ValueError):
+                    self._line(json.loads(raw))
+
+    def _line(self, data: Any) -> None:
+        if not isinstance(data, dict):
+            return
+        kind = data.get("event")
+        if kind is None and "exit_code" in data:
+            self.outcome = data
+        elif kind is None and isinstance(data.get("error"), dict):
+            self.refusal = data["error"]  # `cairn: error: …` as JSON: cairn's own line
+        elif kind in ("run_started", "run_resumed"):
+            self.run_id = str(data.get("run"))
+        elif kind == "cutoff":
+            self.last_reason = str(data.get("reason"))
+        elif kind == "dispatch_finished":
+            self.denied = bool(data.get("denials")) and data.get("reason") == "completed"
+
+    def written_code(self) -> int | None:
+        """The exit code the child's last line states (its outcome or its error object)."""
+        for said in (self.outcome, self.refusal):
+            if said is not None and isinstance(said.get("exit_code"), int):
+                return int(said["exit_code"])
+        return None
+
+    def stderr_lines(self) -> list[str]:
+        with contextlib.suppress(OSError, BadInput):
+            tail = durable.read_tail(self.err_path, "fleet output") or b""
+            lines = tail.decode("utf-8", "replace").splitlines()
+            return [line.rstrip() for line in lines if line.strip()][-STDERR_LINES:]
+        return []
+
+    # --- progress and signals ------------------------------------------------------------------
 
     def _files_moved(self) -> bool:
         """Whether the ticket's marker or journal changed since the last look."""
@@ -70,7 +154,7 @@ class Watched:
 
     def idle(self) -> float:
         """Seconds since the last sign of progress (a JSON event, a journal or marker write)."""
-        if self._files_moved():
+        if self.read_output() or self._files_moved():
             self.last_progress = time.monotonic()
         return time.monotonic() - self.last_progress
 
@@ -94,83 +178,7 @@ class Watched:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(group, signal.SIGKILL)
 
-
-class Attempt(Watched):
-    """A child this supervisor started and reads."""
-
-    def __init__(
-        self,
-        ticket: str,
-        layout: Layout,
-        argv: list[str],
-        cwd: Path,
-        wake: threading.Event | None = None,
-    ) -> None:
-        super().__init__(ticket, layout)
-        self.argv = argv
-        self.wake = wake  # set when the child's output ends (it exited)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "cairn", *argv],
-            cwd=cwd,
-            env={**child_env(), ENV_FLEET_ATTEMPT: ticket},  # not a resume by hand
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-        self.pid = self.proc.pid
-        self.started_at = process_start_time(self.pid)
-        self.outcome: dict[str, Any] | None = None
-        self.last_reason: str | None = None
-        self.denied = False
-        self.error: str | None = None  # the message of the error object the child printed
-        self.stderr: deque[str] = deque(maxlen=STDERR_LINES)
-        self._readers = [
-            threading.Thread(target=self._read_stdout, daemon=True),
-            threading.Thread(target=self._read_stderr, daemon=True),
-        ]
-        for reader in self._readers:
-            reader.start()
-
-    def _read_stdout(self) -> None:
-        assert self.proc.stdout is not None
-        for raw in self.proc.stdout:
-            self.last_progress = time.monotonic()
-            with contextlib.suppress(ValueError):
-                self._line(json.loads(raw))
-        if self.wake is not None:
-            self.wake.set()
-
-    def _line(self, data: Any) -> None:
-        if not isinstance(data, dict):
-            return
-        kind = data.get("event")
-        if kind is None and "exit_code" in data:
-            self.outcome = data
-        elif kind is None and isinstance(data.get("error"), dict):  # `--json`'s error object
-            self.error = str(data["error"].get("message") or "") or None
-        elif kind in ("run_started", "run_resumed"):
-            self.run_id = str(data.get("run"))
-        elif kind == "cutoff":
-            self.last_reason = str(data.get("reason"))
-        elif kind == "dispatch_finished":
-            self.denied = bool(data.get("denials")) and data.get("reason") == "completed"
-
-    def _read_stderr(self) -> None:
-        assert self.proc.stderr is not None
-        for raw in self.proc.stderr:
-            line = raw.decode("utf-8", "replace").rstrip()
-            if line:
-                self.stderr.append(line)
-
-    def poll(self) -> bool:
-        code = self.proc.poll()
-        if code is None:
-            return False
-        for reader in self._readers:
-            reader.join(5)
-        self.exit_code = code
-        return True
+    # --- its end -------------------------------------------------------------------------------
 
     def verdict(self) -> tuple[str | None, str | None, bool]:
         """Why the attempt ended: its cutoff reason (or ``needs_manual_review``), a one-line
@@ -194,33 +202,103 @@ class Attempt(Watched):
         return "crash", self.error_line(), False
 
     def error_line(self) -> str | None:
-        if self.error:
-            return self.error
-        for line in reversed(self.stderr):
+        """cairn's own error line (its ``--json`` error object), else stderr's last line."""
+        if self.refusal is not None and self.refusal.get("message"):
+            return str(self.refusal["message"])
+        stderr = self.stderr_lines()
+        for line in reversed(stderr):
             if line.startswith("cairn: error: "):
                 return line.removeprefix("cairn: error: ")
-        return self.stderr[-1] if self.stderr else None
+        return stderr[-1] if stderr else None
+
+
+class Attempt(Watched):
+    """A child this supervisor starts: gated until ``go()``, then reaped by this process."""
+
+    def __init__(
+        self,
+        ticket: str,
+        layout: Layout,
+        argv: list[str],
+        cwd: Path,
+        wake: threading.Event | None = None,
+    ) -> None:
+        super().__init__(ticket, layout)
+        self.argv = argv
+        durable.ensure_dir(self.out_path.parent)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+        out = durable.open_state(self.out_path, flags, "fleet output")
+        try:
+            err = durable.open_state(self.err_path, flags, "fleet output")
+            try:
+                self.proc = subprocess.Popen(
+                    ["sh", "-c", GATE, "cairn-gate", sys.executable, "-m", "cairn", *argv],
+                    cwd=cwd,
+                    env={**child_env(), ENV_FLEET_ATTEMPT: ticket},  # not a resume by hand
+                    stdin=subprocess.PIPE,
+                    stdout=out,
+                    stderr=err,
+                    start_new_session=True,
+                )
+            finally:
+                os.close(err)
+        finally:
+            os.close(out)
+        self.pid = self.proc.pid
+        self.started_at = process_start_time(self.pid)
+        self.wake = wake  # set when the child exits
+        threading.Thread(target=self._wait, daemon=True).start()
+
+    def go(self) -> None:
+        """Let the child start cairn (its pid is recorded now)."""
+        assert self.proc.stdin is not None
+        with contextlib.suppress(OSError):  # it died already: poll() tells
+            self.proc.stdin.write(GO)
+            self.proc.stdin.close()
+
+    def cancel(self) -> None:
+        """Let the child end without starting cairn (its pid could not be recorded)."""
+        assert self.proc.stdin is not None
+        with contextlib.suppress(OSError):
+            self.proc.stdin.close()
+
+    def _wait(self) -> None:
+        self.proc.wait()
+        if self.wake is not None:
+            self.wake.set()
+
+    def poll(self) -> bool:
+        code = self.proc.poll()
+        if code is None:
+            return False
+        self.read_output()
+        self.exit_code = code
+        return True
 
 
 class Adopted(Watched):
-    """A child cairn left running by a supervisor that died: watched through its pid and files."""
+    """A child cairn a supervisor before this one started: watched through its pid and its
+    output files, which hold its outcome once it has ended (alive or not when adopted)."""
 
-    def __init__(self, ticket: str, layout: Layout, pid: int) -> None:
+    def __init__(self, ticket: str, layout: Layout, pid: int, started_at: float | None) -> None:
         super().__init__(ticket, layout)
-        self.pid = pid
+        self.pid, self.started_at = pid, started_at
+        self.read_output()
+
+    def alive(self) -> bool:
+        return same_process(self.pid, self.started_at)
+
+    def ended_with_outcome(self) -> bool:
+        """Whether the child is gone and said how it ended (it exited while no supervisor
+        watched); a child killed with its supervisor says nothing."""
+        return not self.alive() and self.written_code() is not None
 
     def poll(self) -> bool:
-        return not pid_alive(self.pid)
-
-
-def same_process(pid: int | None, started_at: float | None) -> bool:
-    """Whether ``pid`` is alive and is the process that started at ``started_at`` (epoch s)."""
-    if pid is None or not pid_alive(pid):
-        return False
-    if started_at is None:
+        if self.alive():
+            return False
+        self.read_output()
+        self.exit_code = self.written_code()
         return True
-    now = process_start_time(pid)
-    return now is None or abs(now.timestamp() - started_at) <= 2.0
 
 
 def outcome_on_disk(layout: Layout, ticket: str) -> tuple[str, str | None]:

@@ -57,12 +57,14 @@ def workspace_root(repo: Repo, config: Config) -> Path:
 
 
 @contextlib.contextmanager
-def worktrees_locked(repo: Repo) -> Iterator[None]:
-    """One worktree change at a time in this repository (ensure, prune)."""
+def worktrees_locked(repo: Repo) -> Iterator[int]:
+    """One worktree change at a time in this repository (ensure, prune); yields the lock's
+    descriptor, which ``git worktree add`` is given (a git outliving a killed supervisor holds
+    the lock until the worktree is whole)."""
     lock = repo.common_dir / "cairn" / "locks" / "worktrees"
     durable.ensure_dir(lock.parent)
-    with durable.locked(lock):
-        yield
+    with durable.locked(lock) as fd:
+        yield fd
 
 
 def find(repo: Repo, config: Config, ticket: str) -> Worktree | None:
@@ -77,10 +79,11 @@ def find(repo: Repo, config: Config, ticket: str) -> Worktree | None:
 
 def ensure(repo: Repo, config: Config, ticket: str) -> Workspace:
     """The worktree of ``ticket``, made now if needed (from the main work tree's HEAD, or from
-    the branch when it exists), reused when it is there, rebuilt when its record is stale."""
+    the branch when it exists), reused when it is there, rebuilt when its record is stale or
+    it is not a complete checkout (``_mend``)."""
     tickets.validate(ticket)
-    with worktrees_locked(repo):
-        return _ensure(repo, config, ticket)
+    with worktrees_locked(repo) as hold:
+        return _ensure(repo, config, ticket, hold)
 
 
 def _start_point(repo: Repo, config: Config, head: str | None) -> str:
@@ -104,7 +107,7 @@ def _start_point(repo: Repo, config: Config, head: str | None) -> str:
     return found.text
 
 
-def _ensure(repo: Repo, config: Config, ticket: str) -> Workspace:
+def _ensure(repo: Repo, config: Config, ticket: str, hold: int) -> Workspace:
     root = workspace_root(repo, config)
     path, branch = root / ticket, branch_of(ticket)
     entries = gitworktree.listing(repo)
@@ -114,7 +117,10 @@ def _ensure(repo: Repo, config: Config, ticket: str) -> Workspace:
             f"branch {branch} is checked out in the main work tree {main.path}; switch that "
             "work tree to another branch so the ticket can have its own worktree"
         )
-    mine = [e for e in entries[1:] if same_path(e.path, path) or e.branch == branch]
+    warnings = _mend(repo, _mine(entries, path, branch), branch)
+    mine = (
+        _mine(gitworktree.listing(repo), path, branch) if warnings else _mine(entries, path, branch)
+    )
     stale = [e for e in mine if e.gone()]
     for entry in stale:
         if entry.locked is not None:
@@ -132,18 +138,96 @@ def _ensure(repo: Repo, config: Config, ticket: str) -> Workspace:
                 f"the worktree {entry.path} of ticket {ticket} has {entry.branch} checked out, "
                 f"not {branch}; check out {branch} there again, or remove that worktree"
             )
-        return Workspace(entry.path, branch, created=False, repaired=False)
-    warnings = _clear_the_way(path)
+        warnings += _clear_stale_locks(repo, branch, gitworktree.admin_dir(repo, entry.path))
+        restored, notes = _finish_restore(repo, entry, config, ticket)
+        return Workspace(entry.path, branch, False, False, restored, (*warnings, *notes))
+    warnings += _clear_the_way(path)
+    warnings += _clear_stale_locks(repo, branch, None)
     tip = gitworktree.branch_tip(repo, branch)
+    repaired = bool(stale) or bool(warnings)
     if tip is None:
         start = _start_point(repo, config, main.head)
         root.mkdir(parents=True, exist_ok=True)
-        gitworktree.add(repo, path, branch, base=start)
-        return Workspace(path, branch, True, bool(stale), None, tuple(warnings))
+        gitworktree.add(repo, path, branch, base=start, hold=hold)
+        return Workspace(path, branch, True, repaired, None, tuple(warnings))
+    snapshot, notes = _to_restore(repo, config, ticket, tip)
+    if snapshot is not None:  # said before the worktree exists: a kill in between redoes it
+        durable.ensure_dir(_restores(repo))
+        durable.atomic_write(_restores(repo) / ticket, f"{snapshot}\n")
     root.mkdir(parents=True, exist_ok=True)
-    gitworktree.add(repo, path, branch, base=None)
-    restored, notes = _bring_back(path, config, ticket, tip)
-    return Workspace(path, branch, True, bool(stale), restored, tuple(warnings + notes))
+    gitworktree.add(repo, path, branch, base=None, hold=hold)
+    if snapshot is not None:
+        notes += _restore(repo, path, config, ticket, snapshot)
+    return Workspace(path, branch, True, repaired, snapshot, tuple(warnings + notes))
+
+
+def _mine(entries: list[Worktree], path: Path, branch: str) -> list[Worktree]:
+    return [e for e in entries[1:] if same_path(e.path, path) or e.branch == branch]
+
+
+def _mend(repo: Repo, mine: list[Worktree], branch: str) -> list[str]:
+    """Worktrees of the ticket that are there but not a complete checkout of ``branch``: a lost
+    or broken ``.git`` file is written again (``git worktree repair``), which keeps every file;
+    anything else (``git worktree add`` killed half-way, no HEAD, never checked out) is moved
+    aside whole, never deleted, and its record unlocked, for the worktree to be made again."""
+    said: list[str] = []
+    for entry in mine:
+        if not entry.path.is_dir():
+            continue
+        why = gitworktree.damage(repo, entry)
+        if why is None:
+            continue
+        if why == gitworktree.BROKEN_GIT_FILE and entry.locked is None:
+            gitworktree.repair(repo, entry.path)
+            if gitworktree.damage(repo, _again(repo, entry)) is None:
+                said.append(
+                    f"the .git file of its worktree {entry.path} was missing or not git's; "
+                    "wrote it again (git worktree repair), every file kept"
+                )
+                continue
+        if entry.locked not in (None, gitworktree.INITIALIZING):
+            raise BadInput(
+                f"the worktree {entry.path} is not a complete checkout of {branch} ({why}) and "
+                f"is locked ({entry.locked or 'no reason given'}); run `git worktree unlock "
+                f"{entry.path}` and start again"
+            )
+        if entry.locked is not None:
+            gitworktree.unlock(repo, entry.path)
+        aside = _aside(entry.path)
+        os.rename(entry.path, aside)
+        said.append(
+            f"the worktree {entry.path} was not a complete checkout of {branch} ({why}); "
+            f"moved it to {aside} and made it again from the branch and its latest snapshot"
+        )
+    return said
+
+
+def _again(repo: Repo, entry: Worktree) -> Worktree:
+    for found in gitworktree.listing(repo)[1:]:
+        if same_path(found.path, entry.path):
+            return found
+    return entry
+
+
+def _clear_stale_locks(repo: Repo, branch: str, admin: Path | None) -> list[str]:
+    """Remove the lock files a killed git left on the branch or in the worktree (no process
+    has them open; the ticket has no run now): they hold no work, and would fail every git."""
+    said = []
+    for lock in gitworktree.stale_locks(repo, branch, admin):
+        with contextlib.suppress(FileNotFoundError):
+            lock.unlink()
+            said.append(f"removed {lock}, left by a git killed while it worked")
+    return said
+
+
+def _aside(path: Path) -> Path:
+    """A free name beside ``path`` for what was there: ``<name>.orphan-<time>[-n]``."""
+    stem = f"{path.name}.orphan-{time.strftime('%Y%m%d-%H%M%S')}"
+    aside, n = path.with_name(stem), 1
+    while os.path.lexists(aside):
+        n += 1
+        aside = path.with_name(f"{stem}-{n}")
+    return aside
 
 
 def _clear_the_way(path: Path) -> list[str]:
@@ -151,18 +235,23 @@ def _clear_the_way(path: Path) -> list[str]:
     lost) is moved aside, never deleted."""
     if not os.path.lexists(path) or (path.is_dir() and not any(path.iterdir())):
         return []
-    aside = path.with_name(f"{path.name}.orphan-{time.strftime('%Y%m%d-%H%M%S')}")
+    aside = _aside(path)
     os.rename(path, aside)
     return [f"{path} was not a worktree of this repository; moved it to {aside}"]
 
 
-def _bring_back(path: Path, config: Config, ticket: str, tip: str) -> tuple[str | None, list[str]]:
-    """Restore the ticket's latest snapshot into its rebuilt worktree (at the branch tip) when
-    the snapshot was taken on that tip; an older snapshot would undo later commits, so it is
-    left in its ref and named in a warning."""
+def _restores(repo: Repo) -> Path:
+    """Where a rebuild notes the snapshot it is about to restore, until it has."""
+    return repo.common_dir / "cairn" / "worktree-restores"
+
+
+def _to_restore(repo: Repo, config: Config, ticket: str, tip: str) -> tuple[str | None, list[str]]:
+    """The snapshot to restore into the ticket's rebuilt worktree (at the branch tip): its
+    latest, when it was taken on that tip; an older snapshot would undo later commits, so it
+    is left in its ref and named in a warning."""
     from cairn import wip
 
-    chain = wip.list_snapshots(path, ticket, limit=2, config=config)
+    chain = wip.list_snapshots(repo.toplevel, ticket, limit=2, config=config)
     if not chain:
         return None, []
     latest = chain[0]
@@ -179,8 +268,45 @@ def _bring_back(path: Path, config: Config, ticket: str, tip: str) -> tuple[str 
         ]
     if latest.files_changed == 0:
         return None, []
-    result = wip.restore(path, latest.commit, ticket=ticket, config=config)
-    wip.save(
-        path, ticket=ticket, reason=f"worktree rebuilt from {latest.commit[:12]}", config=config
+    return latest.commit, []
+
+
+def _restore(repo: Repo, path: Path, config: Config, ticket: str, commit: str) -> list[str]:
+    """Bring ``commit`` back into the worktree, snapshot the result, and only then forget
+    that a restore was due."""
+    from cairn import wip
+
+    result = wip.restore(path, commit, ticket=ticket, config=config)
+    wip.save(path, ticket=ticket, reason=f"worktree rebuilt from {commit[:12]}", config=config)
+    durable.remove(_restores(repo) / ticket)
+    return list(result.warnings)
+
+
+def _finish_restore(
+    repo: Repo, entry: Worktree, config: Config, ticket: str
+) -> tuple[str | None, list[str]]:
+    """A rebuild killed before its snapshot was all back: restore it again (the worktree is
+    still at the commit the snapshot was taken on; otherwise the snapshot stays in its ref)."""
+    from cairn import wip
+
+    due = _restores(repo) / ticket
+    try:
+        commit = due.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None, []
+    snap = next(
+        (
+            s
+            for s in wip.list_snapshots(repo.toplevel, ticket, limit=None, config=config)
+            if s.commit == commit
+        ),
+        None,
     )
-    return latest.commit, list(result.warnings)
+    if snap is None or snap.base != entry.head:
+        durable.remove(due)
+        return None, []
+    notes = _restore(repo, entry.path, config, ticket, commit)
+    return commit, [
+        f"the rebuild of {entry.path} was cut short; restored {commit[:12]} again",
+        *notes,
+    ]

@@ -69,8 +69,10 @@ class Git:
         check: bool = True,
         deadline: Deadline | None = None,
         critical: bool = False,
+        keep_fds: Sequence[int] = (),
     ) -> GitResult:
-        """Run ``git <args>``.
+        """Run ``git <args>``; ``keep_fds`` are passed on to it (a lock it must hold while it
+        lives, however this process ends).
 
         With a deadline the process is killed (with its whole process group) when time runs out
         and SaveTimeout is raised. A ``critical`` call (a ref update) is never killed half-way:
@@ -96,6 +98,7 @@ class Git:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
+                pass_fds=tuple(keep_fds),
             )
         except FileNotFoundError as exc:
             raise CairnError("git is not installed or not on PATH; install git 2.31+") from exc

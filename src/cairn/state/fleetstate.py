@@ -13,6 +13,8 @@ import contextlib
 import json
 import os
 import sys
+import time
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -79,15 +81,19 @@ def live_state(record: FleetTicket) -> tuple[FleetState, str | None]:
 
 
 def _alive(record: FleetTicket) -> bool:
-    assert record.pid is not None
-    if not pid_alive(record.pid):
+    return same_process(record.pid, record.pid_started_at)
+
+
+def same_process(pid: int | None, started_at: float | None) -> bool:
+    """Whether ``pid`` is alive and is the process that started at ``started_at`` (epoch s)."""
+    if pid is None or not pid_alive(pid):
         return False
-    if record.pid_started_at is None:
+    if started_at is None:
         return True
-    started = process_start_time(record.pid)
+    started = process_start_time(pid)
     if started is None:
         return True
-    return abs(started.timestamp() - record.pid_started_at) <= START_TIME_TOLERANCE
+    return abs(started.timestamp() - started_at) <= START_TIME_TOLERANCE
 
 
 def fleet_dir(layout: Layout) -> Path:
@@ -102,6 +108,16 @@ def tickets_dir(layout: Layout) -> Path:
     path = fleet_dir(layout) / "tickets"
     durable.check_state_dir(path, "fleet tickets directory")
     return path
+
+
+def output_paths(layout: Layout, ticket: str) -> tuple[Path, Path]:
+    """Where the child run of ``ticket`` writes (its latest attempt's): its ``--json`` lines and
+    its stderr, ``<state root>/fleet/output/<ticket>.jsonl`` and ``.stderr``. Files, never a
+    pipe, so the run outlives its supervisor and the next one reads how it ended."""
+    directory = fleet_dir(layout) / "output"
+    durable.check_state_dir(directory, "fleet output directory")
+    name = tickets.validate(ticket)
+    return directory / f"{name}.jsonl", directory / f"{name}.stderr"
 
 
 def record_path(layout: Layout, ticket: str) -> Path:
@@ -179,8 +195,19 @@ def listing(layout: Layout, warnings: list[str] | None = None) -> list[FleetTick
     """Every readable record, sorted by ticket. An unreadable one (bad JSON, a wrong field, a
     symlink, a bad name) is skipped with a warning: appended to ``warnings`` when given,
     else printed to stderr as ``cairn: warning: …``."""
-    directory = tickets_dir(layout)
     records = []
+    for _, record, problem in scan(layout):
+        if problem is not None:
+            _warn(f"{problem}; skipped", warnings)
+        elif record is not None:
+            records.append(record)
+    return records
+
+
+def scan(layout: Layout) -> Iterator[tuple[str, FleetTicket | None, str | None]]:
+    """Every record file, sorted: its name (the ticket it should be), and the record or why it
+    cannot be read (one line)."""
+    directory = tickets_dir(layout)
     for name in names(layout):
         path = directory / f"{name}{SUFFIX}"
         try:
@@ -188,14 +215,23 @@ def listing(layout: Layout, warnings: list[str] | None = None) -> list[FleetTick
                 raise CorruptState(
                     f"{WHAT} {path} is not named after a valid ticket id; rename or delete it"
                 )
-            record = load(path)
+            yield name, load(path), None
         except (BadInput, OSError) as exc:  # CorruptState is a BadInput
-            message = str(exc) if isinstance(exc, BadInput) else f"{path}: {exc.strerror}"
-            _warn(f"{message}; skipped", warnings)
-            continue
-        if record is not None:
-            records.append(record)
-    return records
+            yield name, None, str(exc) if isinstance(exc, BadInput) else f"{path}: {exc.strerror}"
+
+
+def set_aside(layout: Layout, ticket: str) -> Path:
+    """Move an unreadable record out of the way (``<ticket>.json.unreadable-<time>``, never
+    deleted), so the ticket can have a record again; where it went."""
+    path = tickets_dir(layout) / f"{ticket}{SUFFIX}"
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    aside, n = path.with_name(f"{path.name}.unreadable-{stamp}"), 1
+    while os.path.lexists(aside):
+        n += 1
+        aside = path.with_name(f"{path.name}.unreadable-{stamp}-{n}")
+    os.rename(path, aside)
+    durable.fsync_dir(path.parent)
+    return aside
 
 
 def by_ticket(layout: Layout, warnings: list[str] | None = None) -> dict[str, FleetTicket]:

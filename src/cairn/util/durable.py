@@ -290,24 +290,26 @@ def decode_text(data: bytes, path: Path, what: str) -> str:
 
 
 @contextlib.contextmanager
-def locked(path: Path) -> Iterator[None]:
-    """Hold an exclusive OS lock on ``path`` (created if needed) for a short read-modify-write.
+def locked(path: Path) -> Iterator[int]:
+    """Hold an exclusive OS lock on ``path`` (created if needed) for a short read-modify-write;
+    yields the lock's file descriptor (a child process given it holds the lock as long as it
+    lives, even past this process).
 
     Re-entrant within a thread: a function that takes the lock may call one that takes it too.
     """
-    held: set[str] = _held.__dict__.setdefault("paths", set())
+    held: dict[str, int] = _held.__dict__.setdefault("paths", {})
     key = os.path.abspath(path)
     if key in held:
-        yield
+        yield held[key]
         return
     fd = open_state(path, os.O_RDWR | os.O_CREAT, "lock file")
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        held.add(key)
+        held[key] = fd
         try:
-            yield
+            yield fd
         finally:
-            held.discard(key)
+            del held[key]
     finally:
         os.close(fd)
 

@@ -101,3 +101,22 @@ def kill_group(pgid: int) -> None:
     """SIGKILL the whole process group at once (gone already is fine)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
+
+
+def held_open(path: str) -> bool:
+    """Whether a process has the file ``path`` (absolute) open, by /proc/<pid>/fd; True when
+    that cannot be told (no /proc), so that nothing is taken for abandoned on a guess."""
+    try:
+        pids = [entry for entry in os.listdir("/proc") if entry.isdigit()]
+    except OSError:
+        return True
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:  # gone, or not ours to look at
+            continue
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                if os.readlink(f"/proc/{pid}/fd/{fd}") == path:
+                    return True
+    return False

@@ -43,6 +43,11 @@ def _emitter(json: bool) -> Any:
             say_warning(f"refused: {fields['reason']}")
             if not json:
                 return
+        if kind == "ticket_warning":  # the same: what was set right or skipped
+            who = f"{fields['ticket']}: " if fields.get("ticket") else ""
+            say_warning(f"{who}{fields['message']}")
+            if not json:
+                return
         if json:
             sys.stdout.write(jsonlib.dumps({"event": kind, **fields}, default=str) + "\n")
             sys.stdout.flush()
