@@ -1,7 +1,7 @@
-"""An instrumented coding agent for ``kill_resume``: an ``agent.kind = "command"`` program that
-does what cairn's prompt (on stdin) asks, one task a turn, like a real agent would, and logs
-every task it starts and every file it writes to ``$CHAOS_AGENT_LOG`` (one JSON line each,
-fsynced before it goes on).
+"""An instrumented coding agent for ``kill_resume`` and ``fleet_kill``: an ``agent.kind =
+"command"`` program that does what cairn's prompt (on stdin) asks, one task a turn, like a real
+agent would, and logs every task it starts and every file it writes to ``$CHAOS_AGENT_LOG`` (one
+JSON line each, with its ticket, fsynced before it goes on; the agents of a fleet share one log).
 
 - coder: the task to do is the first one the prompt names as in progress, else the first it
   names as remaining (handoff and continuation prompts) or not yet done (the first dispatch);
@@ -41,7 +41,8 @@ IDENTITY = {
 
 def log(record: dict[str, Any]) -> None:
     path = os.environ["CHAOS_AGENT_LOG"]
-    line = json.dumps({"t": time.time(), "pid": os.getpid(), **record}) + "\n"
+    ticket = os.environ.get("CAIRN_TICKET")
+    line = json.dumps({"t": time.time(), "pid": os.getpid(), "ticket": ticket, **record}) + "\n"
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(fd, line.encode())
