@@ -2,26 +2,29 @@
 the whole machine, then start it again, until its queue is drained; every ticket must complete,
 no task may be done twice, and no byte the agent wrote may be lost.
 
-    .venv/bin/python bench/chaos/fleet_kill.py --quick      # CI: 8 kills, about 40 seconds
-    .venv/bin/python bench/chaos/fleet_kill.py              # 200 kills, about 15 minutes
+    .venv/bin/python bench/chaos/fleet_kill.py --quick      # CI: 8 kills, about 30 seconds
+    .venv/bin/python bench/chaos/fleet_kill.py              # 200 kills, about 12 minutes
+    .venv/bin/python bench/chaos/fleet_kill.py --replay SEED --keep  # one fleet again
     .venv/bin/python bench/chaos/fleet_kill.py --self-test  # inject each fault; must exit 1
 
-Fleet after fleet, each a fresh repository (1,500 tracked files, so `git worktree add` takes a
-while) with a queue of 3 to 5 plans of 2 or 3 tasks, worked through by the instrumented agent
-``agent.py`` (kind ``command``: one task a turn, as the prompt asks; every task started and every
-file written goes to its log, fsynced), two tickets at once. Each fleet takes 1 to 6 kills; after
-each, ``cairn fleet start --once`` is started again (at once, or up to 1.5 s later), and after the
-last, it runs until it exits. A kill's instant is one of (``fleets.pick_instant``):
+Fleet after fleet, each a fresh repository (500 tracked files, so a checkout takes a while)
+with a queue of 2 to 4 plans of 1 to 3 tasks, worked through two at a time by the instrumented
+agent ``agent.py`` (kind ``command``: one task a turn, as the prompt asks; every task started and
+every file written goes to its log, fsynced). Each fleet takes 1 to 5 kills; after each,
+``cairn fleet start --once`` is started again (at once, or up to 1.5 s later), and after the last
+it runs until it exits by itself. A kill's instant is one of (``fleets.pick_instant``):
 
-- ``worktree``: inside `git worktree add`, timed on the appearance of the new worktree's lock
-  (``.git/worktrees/<ticket>/locked``, which says ``initializing`` until git is done) plus 0 to
-  about as long as git takes: before git set the worktree's HEAD, or in its checkout;
-- ``record``: right after the k-th fleet record the supervisor writes (plus 0-2 ms);
-- ``timed``: anywhere in the fleet's usual length.
+- inside `git worktree add`: held before it sets the new worktree's HEAD, held before its
+  checkout, or a random instant into its checkout. The supervisors' `git` is a wrapper
+  (``fleets.GIT_SHIM``) that runs the real one at once, except that `git worktree add` runs its
+  own inner gits through it, and the one at the step chosen for the kill announces itself and
+  waits to be killed, so these kills land every time;
+- right after the k-th fleet record the supervisor writes (plus 0-2 ms);
+- anywhere in the fleet's usual length.
 
-and a kill is of one of two kinds: the supervisor alone (its runs must live on, and the next
+and kills one of two things: the supervisor alone (its runs must live on, and the next
 supervisor adopt them), or the machine: the supervisor, its runs, their agents, their gits and
-every run an earlier kill left running, all frozen first and then killed at one instant.
+every run an earlier kill left running, all stopped first and then killed at one instant.
 
 Violations:
 
@@ -35,7 +38,7 @@ Violations:
 - ``base_damaged``: the ticket's branch lost or changed a file of the commit it started from
   (what a commit in a half-made checkout does);
 - ``worktree_incomplete``: at the end, a ticket's worktree is locked, has no HEAD, is not on its
-  branch, or differs from its branch outside the agent's own files;
+  branch, has a stale ``index.lock``, or differs from its branch outside the agent's own files;
 - ``run_died_with_supervisor``: a run alive when its supervisor alone was killed did not live on:
   it exited with an error or died of a signal the campaign did not send;
 - ``run_not_adopted``: a supervisor started a run or resume of a ticket whose run, left by the

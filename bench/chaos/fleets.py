@@ -172,7 +172,8 @@ class Run:
 
 
 def child_runs(pid: int) -> list[tuple[int, str, str]]:
-    """The ``cairn run|resume`` processes below ``pid``: (pid, ticket, command)."""
+    """The ``python -m cairn run|resume`` processes below ``pid``: (pid, ticket, command). A
+    process that is still about to become one (a shell that will exec it) is not one yet."""
     found = []
     for proc in processes.descendants(pid):
         if proc.state == "Z":
@@ -181,10 +182,10 @@ def child_runs(pid: int) -> list[tuple[int, str, str]]:
             argv = Path(f"/proc/{proc.pid}/cmdline").read_bytes().decode().split("\0")
         except (OSError, UnicodeDecodeError):
             continue
-        if "cairn" not in argv or argv.index("cairn") + 1 >= len(argv):
+        if argv[1:3] != ["-m", "cairn"] or len(argv) < 5:
             continue
-        rest = argv[argv.index("cairn") + 1 :]
-        if rest[0] == "resume" and len(rest) > 1:
+        rest = argv[3:]
+        if rest[0] == "resume":
             found.append((proc.pid, rest[1], "resume"))
         elif rest[0] == "run" and "--ticket" in rest:
             found.append((proc.pid, rest[rest.index("--ticket") + 1], "run"))
