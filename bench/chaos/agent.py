@@ -25,6 +25,7 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,24 @@ IDENTITY = {
     "GIT_COMMITTER_NAME": "chaos agent",
     "GIT_COMMITTER_EMAIL": "agent@example.invalid",
 }
+
+
+def config(phases: Sequence[str]) -> str:
+    """The ``[agent]`` and ``[loop]`` tables of a ``cairn.toml`` that runs this agent through
+    ``phases``: a turn cap of 2 and one continuation, so a 3-task plan is cut off and handed off
+    once per run without any kill."""
+    command = json.dumps([sys.executable, str(Path(__file__).resolve())])
+    return (
+        "[agent]\n"
+        'kind = "command"\n'
+        f"command = {command}\n"
+        "max_turns = 2\n"
+        "max_continuations = 1\n"
+        "budget_pressure_turns = 1\n"
+        "cutoff_timeout_ms = 2000\n\n"
+        "[loop]\n"
+        f"phases = {json.dumps(list(phases))}\n"
+    )
 
 
 def log(record: dict[str, Any]) -> None:

@@ -58,7 +58,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -275,14 +274,8 @@ def journal_events(fleet: Fleet, ticket: str) -> list[dict[str, Any]]:
 
 
 def completed_at(fleet: Fleet, ticket: str) -> dict[int, float]:
-    """When a journal of the ticket first recorded each task completed (epoch seconds)."""
-    out: dict[int, float] = {}
-    for event in journal_events(fleet, ticket):
-        if event.get("event") == "task" and event.get("status") == "completed":
-            when = datetime.fromisoformat(event["t"]).timestamp()
-            task = int(event["task"])
-            out[task] = min(out.get(task, when), when)
-    return out
+    ticket_dir = checks.state_root(fleet.repo) / "tickets" / ticket
+    return checks.completed_at(checks.run_dirs(ticket_dir) if ticket_dir.is_dir() else [])
 
 
 def unreadable_records(fleet: Fleet) -> list[str]:
@@ -347,19 +340,11 @@ def check_state(fleet: Fleet, ticket: str, tasks: int, tally: Tally) -> None:
 
 def check_redone(fleet: Fleet, ticket: str, tally: Tally) -> None:
     done = completed_at(fleet, ticket)
-    for record in fleet.agent_records(ticket):
-        if record.get("event") != "start":
-            continue
-        tally.count("tasks started")
-        task = int(record["task"])
-        # the journal's time has millisecond precision; a redo comes a dispatch later
-        if task in done and record["t"] > done[task] + 0.002:
-            tally.count("tasks redone")
-            tally.violation(
-                "task_redone",
-                f"{fleet.where()}, {ticket}",
-                f"task {task} started at {record['t']:.3f}, recorded completed at {done[task]:.3f}",
-            )
+    started, redone = checks.tasks_redone(fleet.agent_records(ticket), done)
+    tally.count("tasks started", started)
+    tally.count("tasks redone", len(redone))
+    for line in redone:
+        tally.violation("task_redone", f"{fleet.where()}, {ticket}", line)
 
 
 def blobs_at(repo: Path, revs: Sequence[str]) -> set[tuple[str, str]]:

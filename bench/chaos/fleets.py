@@ -18,7 +18,6 @@ import random
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -26,10 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import agent
 import processes
 from killing import Watch, spawn
 
-from common import HERE, cairn_argv, git, make_project, plan_text
+from common import cairn_argv, git, make_project, plan_text
 
 VENDOR_FILES = 500  # tracked files: a checkout long enough to be killed in
 PAUSE = "0.05"  # the agent's pause after each file it writes
@@ -37,19 +37,10 @@ HALF_MADE = b"initializing"  # what `git worktree add` writes into its lock whil
 
 
 def config(hooks: str = "") -> str:
-    """Implement only; a turn cap of 2 with one continuation, so a 3-task plan is handed off
-    once per run without any kill; retries after 1 s."""
-    command = json.dumps([sys.executable, str(HERE / "agent.py")])
-    text = (
-        "[agent]\n"
-        'kind = "command"\n'
-        f"command = {command}\n"
-        "max_turns = 2\n"
-        "max_continuations = 1\n"
-        "budget_pressure_turns = 1\n"
-        "cutoff_timeout_ms = 2000\n\n"
-        '[loop]\nphases = ["implement"]\n\n'
-        "[fleet]\n"
+    """The instrumented agent, implement only (``agent.config``); two tickets at once, retries
+    after 1 s; ``hooks``: a ``[fleet.hooks]`` table's lines."""
+    text = agent.config(["implement"]) + (
+        "\n[fleet]\n"
         "concurrency = 2\n"
         'retry_backoff = "1s"\n'
         'retry_backoff_cap = "4s"\n'
