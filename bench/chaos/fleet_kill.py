@@ -97,7 +97,7 @@ KINDS = {
     "task_redone": "a task was started again after a journal recorded it completed",
     "bytes_lost": "a file the agent wrote is neither on the ticket branch nor in a snapshot",
     "base_damaged": "the ticket branch lost or changed a file of the commit it started from",
-    "worktree_incomplete": "a worktree is locked, without HEAD, off its branch or missing files",
+    "worktree_incomplete": "a worktree locked, without HEAD, off its branch, or missing files",
     "run_died_with_supervisor": "a run alive when its supervisor alone was killed did not live on",
     "run_not_adopted": "a supervisor started a ticket whose earlier run was still alive",
     "supervisor_failed": "a supervisor not killed exited 2, with a traceback, or hung",
