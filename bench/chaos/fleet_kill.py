@@ -240,14 +240,14 @@ def read_lines(fleet: Fleet, sup: Supervisor, tally: Tally) -> None:
 
 def judge_runs(fleet: Fleet, runs: Runs, tally: Tally) -> None:
     for run in runs.runs.values():
-        if run.killed:
+        if run.killed or run.status is None:  # killed by the campaign, or never reaped by it
             continue
         if run.status in (0, 3):
             tally.count("runs that lived on after their supervisor (exited 0 or 3)")
             continue
         how = (
             f"died of {signal.Signals(-run.status).name}"
-            if run.status is not None and run.status < 0
+            if run.status < 0
             else f"exited {run.status}"
         )
         tally.violation(
