@@ -234,7 +234,8 @@ def read_lines(fleet: Fleet, sup: Supervisor, tally: Tally) -> None:
             "run_not_adopted",
             fleet.where(),
             f"{found.ticket}: the supervisor started `cairn {found.command}` while run pid "
-            f"{found.orphan}, left by the supervisor before it, was alive",
+            f"{found.orphan}, left by the supervisor before it, was alive (before that it said "
+            f"{', '.join(found.before) or 'nothing'} of {found.ticket})",
         )
 
 

@@ -226,6 +226,7 @@ class Unadopted:
     ticket: str
     orphan: int  # the live run the supervisor did not adopt
     command: str  # what it started instead
+    before: list[str]  # what the supervisor said of the ticket before it started it
 
 
 class Supervisor:
@@ -260,8 +261,10 @@ class Supervisor:
                 continue
             if line.get("event") == "ticket_started":
                 ticket = str(line.get("ticket"))
+                said = [str(e.get("event")) for e in self.lines if e.get("ticket") == ticket]
                 for run in self.runs.alive(ticket):
-                    self.unadopted.append(Unadopted(ticket, run.pid, str(line.get("command"))))
+                    found = Unadopted(ticket, run.pid, str(line.get("command")), said)
+                    self.unadopted.append(found)
             self.lines.append(line)
 
     def _read_stderr(self) -> None:
