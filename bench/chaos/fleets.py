@@ -31,9 +31,10 @@ from killing import Watch, spawn
 
 from common import cairn_argv, git, make_project, plan_text
 
-VENDOR_FILES = 500  # tracked files: a checkout long enough to be killed in
+VENDOR_FILES = 300  # tracked files: a checkout long enough to be killed in
 PAUSE = "0.05"  # the agent's pause after each file it writes
 HALF_MADE = b"initializing"  # what `git worktree add` writes into its lock while it works
+REAP_EVERY = 0.1  # seconds between two looks for exited orphans
 
 
 def config(hooks: str = "") -> str:
@@ -200,17 +201,21 @@ class Runs:
         return [r for r in runs if processes.state_of(r.pid) not in (None, "Z")]
 
     def reap(self, keep: set[int]) -> None:
-        """Wait for every zombie child but ``keep`` (the supervisor a ``Popen`` owns), keeping
-        the exit status of the runs followed."""
-        me = os.getpid()
-        for proc in processes.all_procs():
-            if proc.ppid != me or proc.state != "Z" or proc.pid in keep:
-                continue
+        """Wait for every exited child but ``keep`` (the supervisor a ``Popen`` owns, which
+        waits for it itself), keeping the exit status of the runs followed. Each child is
+        looked at first without being reaped (``WNOWAIT``); a kept one ends the round."""
+        while True:
+            try:
+                found = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            except ChildProcessError:
+                return
+            if found is None or found.si_pid in keep:
+                return
             with contextlib.suppress(ChildProcessError):
-                _, status = os.waitpid(proc.pid, 0)
+                _, status = os.waitpid(found.si_pid, 0)
                 with self.lock:
-                    if proc.pid in self.runs:
-                        self.runs[proc.pid].status = os.waitstatus_to_exitcode(status)
+                    if found.si_pid in self.runs:
+                        self.runs[found.si_pid].status = os.waitstatus_to_exitcode(status)
 
     def killed(self, pids: set[int]) -> None:
         with self.lock:
@@ -280,7 +285,7 @@ class Supervisor:
         (then it and everything below it are killed)."""
         while self.alive() and time.monotonic() < self.deadline:
             self.runs.reap({self.proc.pid})
-            time.sleep(0.05)
+            time.sleep(REAP_EVERY)
         code = self.proc.poll()
         if code is None:
             crash_machine(self.runs)
@@ -470,20 +475,24 @@ class Trigger:
 def wait_for(sup: Supervisor, instant: Instant, trigger: Trigger) -> bool:
     """Wait for ``instant``; False when the supervisor exits first."""
     fired_at: float | None = None
+    reaped = 0.0
     while sup.alive() and time.monotonic() < sup.deadline:
+        now = time.monotonic()
+        if now - reaped > REAP_EVERY and (
+            fired_at is None or fired_at + instant.delay - now > 0.06
+        ):
+            sup.runs.reap({sup.proc.pid})
+            reaped = now
         if fired_at is None:
             if trigger.fired(instant):
                 fired_at = sup.started if instant.how == "timed" else time.monotonic()
-                continue
-            trigger.look(0.05)
-            sup.runs.reap({sup.proc.pid})
+            else:
+                trigger.look(REAP_EVERY)
             continue
         left = fired_at + instant.delay - time.monotonic()
         if left <= 0:
             return sup.alive()
-        if left > 0.06:
-            sup.runs.reap({sup.proc.pid})
-        trigger.look(min(left, 0.05))
+        trigger.look(min(left, REAP_EVERY))
     return False
 
 
