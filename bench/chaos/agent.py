@@ -1,7 +1,7 @@
-"""An instrumented coding agent for ``kill_resume``: an ``agent.kind = "command"`` program that
-does what cairn's prompt (on stdin) asks, one task a turn, like a real agent would, and logs
-every task it starts and every file it writes to ``$CHAOS_AGENT_LOG`` (one JSON line each,
-fsynced before it goes on).
+"""An instrumented coding agent for ``kill_resume`` and ``fleet_kill``: an ``agent.kind =
+"command"`` program that does what cairn's prompt (on stdin) asks, one task a turn, like a real
+agent would, and logs every task it starts and every file it writes to ``$CHAOS_AGENT_LOG`` (one
+JSON line each, with its ticket, fsynced before it goes on; the agents of a fleet share one log).
 
 - coder: the task to do is the first one the prompt names as in progress, else the first it
   names as remaining (handoff and continuation prompts) or not yet done (the first dispatch);
@@ -25,6 +25,7 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,9 +40,28 @@ IDENTITY = {
 }
 
 
+def config(phases: Sequence[str]) -> str:
+    """The ``[agent]`` and ``[loop]`` tables of a ``cairn.toml`` that runs this agent through
+    ``phases``: a turn cap of 2 and one continuation, so a 3-task plan is cut off and handed off
+    once per run without any kill."""
+    command = json.dumps([sys.executable, str(Path(__file__).resolve())])
+    return (
+        "[agent]\n"
+        'kind = "command"\n'
+        f"command = {command}\n"
+        "max_turns = 2\n"
+        "max_continuations = 1\n"
+        "budget_pressure_turns = 1\n"
+        "cutoff_timeout_ms = 2000\n\n"
+        "[loop]\n"
+        f"phases = {json.dumps(list(phases))}\n"
+    )
+
+
 def log(record: dict[str, Any]) -> None:
     path = os.environ["CHAOS_AGENT_LOG"]
-    line = json.dumps({"t": time.time(), "pid": os.getpid(), **record}) + "\n"
+    ticket = os.environ.get("CAIRN_TICKET")
+    line = json.dumps({"t": time.time(), "pid": os.getpid(), "ticket": ticket, **record}) + "\n"
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(fd, line.encode())

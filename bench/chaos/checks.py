@@ -25,6 +25,7 @@ import subprocess
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -285,6 +286,41 @@ def _named_things(
 
 def _fold(text: object) -> str:
     return " ".join(str(text).split())
+
+
+# --- no task done twice ------------------------------------------------------------------------
+
+
+def completed_at(run_dirs: Iterable[Path]) -> dict[int, float]:
+    """When a journal of these runs first recorded each task completed (epoch seconds)."""
+    out: dict[int, float] = {}
+    for run_dir in run_dirs:
+        for event in read_journal(run_dir / "run-log.jsonl").events:
+            if event.get("event") == "task" and event.get("status") == "completed":
+                when = datetime.fromisoformat(event["t"]).timestamp()
+                task = int(event["task"])
+                out[task] = min(out.get(task, when), when)
+    return out
+
+
+def tasks_redone(
+    records: Iterable[dict[str, Any]], done: dict[int, float]
+) -> tuple[int, list[str]]:
+    """How many tasks the agent started (its ``start`` records, ``agent.py``), and a line for
+    each it started after a journal recorded it completed (``completed_at``)."""
+    started = 0
+    redone = []
+    for record in records:
+        if record.get("event") != "start":
+            continue
+        started += 1
+        task = int(record["task"])
+        # the journal's time has millisecond precision; a redo comes a dispatch later
+        if task in done and record["t"] > done[task] + 0.002:
+            redone.append(
+                f"task {task} started at {record['t']:.3f}, recorded completed at {done[task]:.3f}"
+            )
+    return started, redone
 
 
 # --- the CLI reads it back ----------------------------------------------------------------------

@@ -53,10 +53,10 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import agent
 import checks
 import processes
 from killing import spawn
@@ -86,6 +86,7 @@ REAPING_FIGURE = {
 MAX_RESUMES = 12
 TICKET = "KR"
 TASKS = ["Parse the input", "Report errors with their line", "Document the format"]
+PHASES = ["implement", "review", "fix"]
 
 KINDS = {
     "not_completed": f"the run did not complete within {MAX_RESUMES} resumes",
@@ -121,21 +122,6 @@ FIGURES = [
 ]
 
 
-def config() -> str:
-    command = json.dumps([sys.executable, str(HERE / "agent.py")])
-    return (
-        "[agent]\n"
-        'kind = "command"\n'
-        f"command = {command}\n"
-        "max_turns = 2\n"
-        "max_continuations = 1\n"
-        "budget_pressure_turns = 1\n"
-        "cutoff_timeout_ms = 2000\n\n"
-        "[loop]\n"
-        'phases = ["implement", "review", "fix"]\n'
-    )
-
-
 @dataclass
 class Trial:
     """One repository, one ticket, one run to completion."""
@@ -155,7 +141,7 @@ class Trial:
     kills: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.repo = make_project(self.root / f"trial-{self.number}", config())
+        self.repo = make_project(self.root / f"trial-{self.number}", agent.config(PHASES))
         self.agent_log = self.root / f"trial-{self.number}-agent.jsonl"
         self.plan = self.root / f"trial-{self.number}-plan.md"
         self.plan.write_text(plan_text("kill and resume", TASKS))
@@ -259,8 +245,8 @@ def run_trial(trial: Trial, rng: random.Random, typical: float, tally: Tally) ->
             else cairn_argv("run", str(trial.plan), "--ticket", TICKET)
         )
         kill_after = rng.uniform(0.1, typical * 1.1) if kills_left else None
-        agent = agent_pid_named(trial) if started else None
-        agent_state = processes.state_of(agent) if agent else None
+        agent_pid = agent_pid_named(trial) if started else None
+        agent_state = processes.state_of(agent_pid) if agent_pid else None
         code, output = attempt(trial, argv, kill_after, tally)
         if argv[3] == "resume":
             tally.count("resumes")
@@ -269,13 +255,13 @@ def run_trial(trial: Trial, rng: random.Random, typical: float, tally: Tally) ->
             started = started or trial.run_dir() is not None
             check_bytes(trial, tally, "after a kill")
             continue
-        if agent is not None and f"stopped agent pid {agent}" in output:
+        if agent_pid is not None and f"stopped agent pid {agent_pid}" in output:
             if agent_state in (None, "Z"):
                 what = "a zombie" if agent_state == "Z" else "gone"
                 tally.violation(
                     "dead_agent_reported_stopped",
                     trial.where(),
-                    f"resume said it stopped agent pid {agent}, which was {what}",
+                    f"resume said it stopped agent pid {agent_pid}, which was {what}",
                 )
             else:
                 tally.count("resumes that stopped a live agent")
@@ -323,33 +309,14 @@ def tail(output: str) -> str:
 # --- the checks after a trial ---------------------------------------------------------------
 
 
-def completed_at(run_dir: Path | None) -> dict[int, float]:
-    """When the journal first recorded each task completed (seconds since the epoch)."""
-    if run_dir is None:
-        return {}
-    out: dict[int, float] = {}
-    for event in checks.read_journal(run_dir / "run-log.jsonl").events:
-        if event.get("event") == "task" and event.get("status") == "completed":
-            when = datetime.fromisoformat(event["t"]).timestamp()
-            out.setdefault(int(event["task"]), when)
-    return out
-
-
 def check_redone(trial: Trial, tally: Tally) -> None:
-    done = completed_at(trial.run_dir())
-    for record in trial.agent_records():
-        if record.get("event") != "start":
-            continue
-        tally.count("tasks started")
-        task = int(record["task"])
-        # the journal's time has millisecond precision; a redo comes a dispatch later
-        if task in done and record["t"] > done[task] + 0.002:
-            tally.count("tasks redone")
-            tally.violation(
-                "task_redone",
-                trial.where(),
-                f"task {task} started at {record['t']:.3f}, recorded completed at {done[task]:.3f}",
-            )
+    run_dir = trial.run_dir()
+    done = checks.completed_at([run_dir] if run_dir else [])
+    started, redone = checks.tasks_redone(trial.agent_records(), done)
+    tally.count("tasks started", started)
+    tally.count("tasks redone", len(redone))
+    for line in redone:
+        tally.violation("task_redone", trial.where(), line)
 
 
 def snapshot_blobs(repo: Path, path: str) -> set[str]:
@@ -372,8 +339,6 @@ def snapshot_blobs(repo: Path, path: str) -> set[str]:
 def check_bytes(trial: Trial, tally: Tally, when: str) -> int:
     """Files the agent logged as written that are neither in the work tree nor in a snapshot
     with the same bytes; counts them once, at the end of the trial."""
-    import agent
-
     lost = 0
     latest: dict[str, dict[str, Any]] = {}
     for record in trial.agent_records():

@@ -31,7 +31,7 @@ TIMEOUT = 1200
 NICE = 5
 
 
-CAMPAIGNS = ("kill_resume", "kill_writes", "lease_race", "snapshot_fuzz")
+CAMPAIGNS = ("fleet_kill", "kill_resume", "kill_writes", "lease_race", "snapshot_fuzz")
 
 
 def shared_dir(factory: pytest.TempPathFactory) -> Path:
@@ -166,6 +166,18 @@ SELF_TESTS = {
         "leftover_temp",
         "git_lock_left",
         "cli_read_failed",
+    },
+    "fleet_kill": {
+        "not_completed",
+        "ticket_failed",
+        "task_redone",
+        "bytes_lost",
+        "base_damaged",
+        "worktree_incomplete",
+        "run_died_with_supervisor",
+        "run_not_adopted",
+        "supervisor_failed",
+        "unreadable_state",
     },
     "kill_resume": {"task_redone", "bytes_lost"},
     "lease_race": {"two_winners", "loser_message", "no_winner"},
