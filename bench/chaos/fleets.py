@@ -268,6 +268,10 @@ class Supervisor:
                 ticket = str(line.get("ticket"))
                 said = [str(e.get("event")) for e in self.lines if e.get("ticket") == ticket]
                 for run in self.runs.alive(ticket):
+                    if run.pid == line.get("pid"):
+                        # this supervisor's own start of the run, read after a later kill of
+                        # it already listed the run as an orphan: not a second start
+                        continue
                     found = Unadopted(ticket, run.pid, str(line.get("command")), said)
                     self.unadopted.append(found)
             self.lines.append(line)
