@@ -63,18 +63,28 @@ def test_finished_tickets_and_the_dashboard(
     tmp_path: Path, temporal: temporal_server.DevServer
 ) -> None:
     user = shared_repo(tmp_path, temporal.address, {"A-1": 2, "B-1": 1})
+    (user / "cairn-queue" / "C-1.md").write_text("")  # refused: an empty plan
     env = agent_env(tmp_path)
     worker = start_worker(user, tmp_path / "w1", env)
     try:
         result = cairn("fleet", "start", "--once", "--json", "--port", "0", cwd=user, env=env)
-        assert result.returncode == 0, (result.stdout, result.stderr)
+        # every ticket completed, beside a refused entry: 1, as on the embedded engine
+        assert result.returncode == 1, (result.stdout, result.stderr)
         first = json.loads(result.stdout.splitlines()[0])  # the dashboard beside the start
         assert first["event"] == "dashboard_started" and first["read_only"] is False
+        said = [json.loads(line) for line in result.stdout.splitlines()]
+        assert said[-1]["event"] == "fleet_finished" and said[-1]["refused"] == 1
+        refused = [e for e in said if e["event"] == "ticket_refused"]
+        assert [e["ticket"] for e in refused] == ["C-1"]
+        assert "no tasks found" in refused[0]["reason"]
     finally:
         worker.stop()
     bare = tmp_path / "shared.git"
     rows, _ = status_rows(user, env)
-    assert set(rows) == {"A-1", "B-1"}
+    assert set(rows) == {"A-1", "B-1", "C-1"}
+    gone = rows.pop("C-1")  # the starter's refusal is a row too, with why and the fix
+    assert gone["state"] == "refused" and gone["plan"] and "no tasks found" in gone["detail"]
+    assert gone["engine"] == "temporal" and gone["workflow_id"] is None
     for ticket, row in rows.items():
         tip = git(bare, "rev-parse", f"cairn/{ticket}").strip()
         assert row["state"] == "completed" and row["engine"] == "temporal"
@@ -96,12 +106,15 @@ def test_finished_tickets_and_the_dashboard(
         "last",
     ]
     assert "A-1" in table.stdout and "completed" in table.stdout
+    assert any(line.split()[:2] == ["C-1", "refused"] for line in table.stdout.splitlines())
+    assert f"  C-1: {gone['detail']}" in table.stdout
 
     with dashboard(user, env) as url:
         state = httpx2.get(f"{url}/api/v1/state").json()
         assert {r["ticket"]: r["state"] for r in state["tickets"]} == {
             "A-1": "completed",
             "B-1": "completed",
+            "C-1": "refused",
         }
         assert state["counts"]["completed"] == 2 and state["supervisor"]["engine"] == "temporal"
         page = httpx2.get(f"{url}/api/v1/tickets/A-1").json()
@@ -169,3 +182,13 @@ def test_temporal_unreachable_is_one_line_exit_2(tmp_path: Path) -> None:
     assert as_json.returncode == 2 and not as_json.stderr
     assert "cannot reach Temporal at 127.0.0.1:" in json.loads(as_json.stdout)["error"]["message"]
     assert untouched_state(user) == before
+
+
+def test_once_exit_codes_match_the_embedded_engine() -> None:
+    from cairn.scale.starter import exit_code
+
+    assert exit_code({"A-1": "completed"}) == 0
+    assert exit_code({"A-1": "completed"}, refused=1) == 1
+    assert exit_code({}, refused=2) == 2  # a queue of refused entries only is bad input
+    assert exit_code({"A-1": "failed"}, refused=1) == 1
+    assert exit_code({"A-1": "stopped", "B-1": "completed"}, refused=1) == 3

@@ -21,7 +21,7 @@ from cairn.git import Git, base_runner
 from cairn.scale import statecommit
 from cairn.scale.connection import connect
 from cairn.scale.shared import TicketRefs
-from cairn.scale.status import Listing, listing
+from cairn.scale.status import Listing, listing, refused_rows
 from cairn.state.layout import Layout
 from cairn.util import durable
 
@@ -41,13 +41,20 @@ class View(NamedTuple):  # cairn.fleet.dashboard.source.View, field for field
 
 class TemporalRows:
     def __init__(
-        self, config: Config, remote: str, base: str, scratch: Path, objects: Path | None = None
+        self,
+        config: Config,
+        remote: str,
+        base: str,
+        scratch: Path,
+        objects: Path | None = None,
+        local: Layout | None = None,
     ) -> None:
         """Connects at once: an unreachable Temporal raises here (OSError or RuntimeError).
         ``objects``: the user's object store, borrowed by the scratch repository (only what it
-        lacks is fetched)."""
+        lacks is fetched); ``local``: the user's state root, where the starter keeps the
+        entries it refused (their rows follow the workflows')."""
         self.config, self.remote, self.base, self.scratch = config, remote, base, scratch
-        self.objects = objects
+        self.objects, self.local = objects, local
         self.loop = asyncio.new_event_loop()
         threading.Thread(target=self.loop.run_forever, name="cairn-temporal", daemon=True).start()
         self.client: Client = self._wait(connect(config.temporal))
@@ -79,7 +86,8 @@ class TemporalRows:
         warnings = list(found.warnings)
         if self.error is not None:
             warnings.insert(0, f"{self.error}; the rows are from the last read that worked")
-        return found.rows, warnings
+        refused = refused_rows(self.local, warnings) if self.local is not None else []
+        return found.rows + refused, warnings
 
     def row(self, ticket: str) -> dict[str, Any] | None:
         return next((r for r in self._fresh().rows if r["ticket"] == ticket), None)

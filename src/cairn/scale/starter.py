@@ -65,12 +65,17 @@ async def outcomes(client: Client, ids: dict[str, str]) -> dict[str, str]:
     return found
 
 
-def exit_code(states: dict[str, str]) -> int:
-    """The embedded fleet's ``--once`` codes: 0 all completed, 3 any interrupted or stopped
-    (resumable), else 1."""
+def exit_code(states: dict[str, str], refused: int = 0) -> int:
+    """The embedded fleet's ``--once`` codes: 3 any interrupted or stopped (resumable), 1 any
+    other end but completed; with every ticket completed, 1 if the queue also held ``refused``
+    entries, 2 if it held nothing else, else 0 (``cairn.fleet.intake.Intake.settle``)."""
     if any(s in ("interrupted", "stopped") for s in states.values()):
         return 3
-    return 0 if all(s == "completed" for s in states.values()) else 1
+    if not all(s == "completed" for s in states.values()):
+        return 1
+    if refused:
+        return 1 if states else 2
+    return 0
 
 
 Emit = Callable[..., None]  # (kind, text, **fields): one event of `cairn fleet start`
@@ -151,6 +156,12 @@ async def drive(
     states = await outcomes(client, ids)
     for ticket, state in states.items():
         emit("ticket_finished", "{ticket}: {state}", ticket=ticket, state=state)
-    code = exit_code(states)
-    emit("fleet_finished", "fleet: exit {exit_code}", exit_code=code, tickets=states)
+    code = exit_code(states, len(reporter.current))
+    emit(
+        "fleet_finished",
+        "fleet: exit {exit_code}",
+        exit_code=code,
+        tickets=states,
+        refused=len(reporter.current),
+    )
     return code

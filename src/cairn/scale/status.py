@@ -27,6 +27,7 @@ from temporalio.client import (
 from temporalio.service import RPCError, RPCStatusCode
 
 from cairn.scale.messages import Progress, workflow_id
+from cairn.state.layout import Layout
 
 WORKFLOW_TYPE = "cairn_ticket"
 MEMO = "cairn"  # workflow.MEMO, without importing the workflow module (and its sandbox)
@@ -230,6 +231,19 @@ def _shape(
         "started_at": execution.start_time.isoformat(),
         "closed_at": closed.isoformat() if closed else None,
     }
+
+
+def refused_rows(layout: Layout, warnings: list[str]) -> list[dict[str, Any]]:
+    """The queue entries and issues ``cairn fleet start`` refused (kept by the starter in
+    ``fleet/refused.json``), as rows of this listing: state ``refused``, ``detail`` why and
+    the fix; they have no workflow."""
+    from cairn.state import refusals
+    from cairn.state.fleetstatus import refused_row
+
+    extra = {"engine": "temporal", "workflow_id": None, "run_id": None, "segments": 0}
+    extra |= {"paused": False, "branch_sha": None, "worker": None}
+    extra |= {"started_at": None, "closed_at": None, "usage": None, "branch": None}
+    return [refused_row(r) | extra for r in refusals.read(layout, warnings)]
 
 
 def running(state: str) -> bool:

@@ -52,6 +52,9 @@ def status(json: bool, workspace: Path) -> NoReturn:
         return await scale_status.listing(client, remote)
 
     found = run_async(read(), json, config.temporal.address)
+    from cairn.state.layout import Layout
+
+    found.rows += scale_status.refused_rows(Layout.for_repo(repo, config), found.warnings)
     for warning in found.warnings:  # on stderr: stdout stays the table or the JSON array
         sys.stderr.write(f"cairn: warning: {warning}\n")
     if json:
@@ -78,7 +81,7 @@ def table(rows: list[dict[str, Any]]) -> str:
             last = f"{row['last_event']} {age_text(row['last_event_age_seconds'])}"
         lines.append(
             (
-                row["ticket"],
+                row["ticket"] or row["plan"],  # a refused entry may name no ticket
                 row["state"].replace("_", " ") + (" (paused)" if row["paused"] else ""),
                 row["phase"] or "-",
                 str(row["task"]) if row["task"] is not None else "-",
@@ -95,7 +98,7 @@ def table(rows: list[dict[str, Any]]) -> str:
         "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
         for line in lines
     ]
-    text += [f"  {row['ticket']}: {row['detail']}" for row in rows if row["detail"]]
+    text += [f"  {row['ticket'] or row['plan']}: {row['detail']}" for row in rows if row["detail"]]
     return "\n".join(text) + "\n"
 
 
@@ -120,6 +123,7 @@ def _source(workspace: Path, json: bool) -> Source:
             base_of(repo, remote, config.fleet.base),
             scratch,
             repo.common_dir / "objects",
+            Layout.for_repo(repo, config),
         )
     except BadInput as exc:
         _leave(report_error(exc, json))
