@@ -32,6 +32,7 @@ def test_a_queue_runs_on_a_worker_and_lands_on_the_remote(
             "event": "fleet_finished",
             "exit_code": 0,
             "tickets": {"A-1": "completed", "B-1": "completed"},
+            "refused": 0,
         }
         bare = tmp_path / "shared.git"
         for ticket, tasks in (("A-1", 2), ("B-1", 3)):
