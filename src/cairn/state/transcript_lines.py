@@ -9,6 +9,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from cairn.util.text import tool_target
+
 MESSAGE_LIMIT = 160  # characters of a message or a tool's input on its line
 
 
@@ -38,13 +40,8 @@ def describe(record: dict[str, Any]) -> list[str]:
 
 
 def _tool(name: Any, data: Any) -> str:
-    if isinstance(data, dict):
-        for key in ("command", "cmd", "file_path", "path", "target", "pattern", "url"):
-            if key in data:
-                return f"{name}: {cut(data[key])}"
-    if isinstance(data, list):
-        return f"{name}: {cut(' '.join(str(a) for a in data))}"
-    return f"{name}: {cut(data)}" if data not in (None, True) else str(name)
+    target = tool_target(data)
+    return f"{name}: {cut(target)}" if target else str(name)
 
 
 def _scripted_tool(record: dict[str, Any]) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 from cairn.agents import transcript
 from cairn.agents.base import Dispatch, DispatchRequest, Event, Result
 from cairn.run.budget import Budget
-from cairn.run.orchestrator import checkpoints
+from cairn.run.orchestrator import activity, checkpoints
 from cairn.run.orchestrator.context import RunContext, Stop, agent_script
 from cairn.run.orchestrator.prompting import PressuredPrompts, PromptFor
 from cairn.run.orchestrator.todo_list import complete_checked_tasks
@@ -188,6 +188,7 @@ class RecordedDispatch:
 
     def _record(self, running: Dispatch, event: Event, pressured: dict[int, bool]) -> None:
         ctx = self.ctx
+        activity.show(ctx, self.number, self.role, event)
         if event.kind == "turn_started" and running.pid != self.record.pid:
             self._note_pid(running)
         if event.kind == "turn_completed":
