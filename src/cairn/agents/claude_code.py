@@ -21,12 +21,11 @@ from typing import Any
 from cairn.agents import permissions, process
 from cairn.agents.base import Denial, DispatchRequest, Event, Usage
 from cairn.agents.streaming import StreamingAdapter, StreamingDispatch
-from cairn.terms import ENV_DISPATCH_ID, ENV_MAX_TURNS, ENV_PRESSURE_TURNS
+from cairn.terms import CLAUDE_SYNTHETIC_MODEL, ENV_DISPATCH_ID, ENV_MAX_TURNS, ENV_PRESSURE_TURNS
 from cairn.util.text import one_line, tool_target
 
 PROGRAM = "claude"
 MINIMUM_VERSION = (2, 1, 0)
-SYNTHETIC = "<synthetic>"
 FILE_TOOLS = {"Write", "Edit", "MultiEdit", "NotebookEdit"}
 
 
@@ -91,7 +90,7 @@ class StreamState:
 
     def _assistant(self, data: dict[str, Any]) -> list[Event]:
         message = data.get("message") or {}
-        if message.get("model") == SYNTHETIC:
+        if message.get("model") == CLAUDE_SYNTHETIC_MODEL:
             return []  # Claude's own note (an API error's text), not a model call
         ident = message.get("id") or data.get("uuid")
         events = []
