@@ -94,3 +94,10 @@ def test_codex_run_shows_its_steps_messages_denials_and_session(
     assert any(line.startswith(denied) and len(line) <= COLUMNS for line in lines), lines
     assert "  exec  cairn task done 1 --files a.txt --outcome written" in lines
     assert "  ▸ Task 1 is done." in lines
+    # The hint is Codex's: its sandbox's keys, not agent.allow (which does not apply to it).
+    (hint,) = [line for line in lines if line.startswith("  agent was denied")]
+    assert "network_access=true" in hint and "allow them with agent.allow" not in hint, hint
+    caught = p.cairn("catchup").stdout
+    assert "network_access=true" in caught and "allow them with agent.allow" not in caught
+    summary = next(p.run_dir.glob("*change-summary*.md")).read_text()
+    assert "network_access=true" in summary and "allow them with agent.allow" not in summary

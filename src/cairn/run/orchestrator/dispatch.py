@@ -269,16 +269,17 @@ class RecordedDispatch:
             turns=result.num_turns,
             **shown,
         )
+        hint = accounting.denial_hint(ctx.adapter.kind)
         if denials:
             ctx.sink.event(
                 "denials",
                 dispatch=self.number,
                 count=len(denials),
                 denials=denials,
-                message=f"{accounting.denials_text(denials)} — {accounting.DENIAL_HINT}",
+                message=f"{accounting.denials_text(denials)} — {hint}",
             )
         denied = accounting.denials_text(ctx.denials)
-        blocked = f"{denied} — {accounting.DENIAL_HINT}" if denied else None
+        blocked = f"{denied} — {hint}" if denied else None
         run_usage = ctx.run_usage()
         runstate.account(ctx.ref, _usage_note(run_usage), blocked)
         self._check_budget(None)
