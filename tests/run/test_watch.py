@@ -108,3 +108,45 @@ def test_a_one_task_run_says_1_task(capsys: pytest.CaptureFixture[str]) -> None:
 
     Display("plain").event("run_started", run="R", ticket="T-1", tasks=1, agent="codex")
     assert capsys.readouterr().out == "run R of ticket T-1: 1 task, agent codex\n"
+
+
+# --- the change summary says where the run is and what it changed (issue 22) -------------------
+
+SEEN = "status-seen.txt"
+LOOK = {"run": f"sed -n '/^## Status/,+1p' \"$CAIRN_RUN_DIR\"/*change-summary.md > {SEEN}"}
+
+
+@pytest.mark.parametrize("how", ["continuation", "resume"])
+def test_a_handoff_dispatch_sees_the_run_in_progress_not_the_old_cutoff(
+    project: Callable[..., Project], how: str
+) -> None:
+    script = {"coder": [[{"cairn": ["task", "start", "1"]}], [LOOK, done(1), done(2)]]}
+    more = 1 if how == "continuation" else 0
+    p = project(script, max_turns=1, budget_pressure_turns=0, max_continuations=more)
+    first = p.run()
+    if how == "resume":
+        assert code(first) == 3, first.stderr
+        assert "Interrupted — max_turns during task 1 of 2" in p.summary_text()
+        first = p.resume()
+    assert code(first) == 0, first.stderr
+    assert (p.repo / SEEN).read_text() == "## Status\nIn progress — task 1 of 2\n"
+
+
+def test_files_changed_lists_the_branch_and_the_snapshot_not_pending(
+    project: Callable[..., Project],
+) -> None:
+    script = {
+        "coder": [
+            [
+                {"write": {"path": "a.txt", "content": "a\n"}},
+                {"run": "git add a.txt && git commit -qm a"},
+                done(1),  # no files reported: git says what changed
+            ],
+            [{"write": {"path": "notes/b.txt", "content": "half\n"}}],
+        ]
+    }
+    p = project(script, max_turns=2, budget_pressure_turns=0)
+    assert code(p.run()) == 3
+    text = p.summary_text()
+    assert "## Files changed\n- `a.txt`\n- `notes/b.txt`\n" in text, text
+    assert p.summary().files_changed == ["a.txt", "notes/b.txt"]
