@@ -134,3 +134,7 @@ ENV_FLEET_ATTEMPT = "CAIRN_FLEET_ATTEMPT"
 ENV_CHECKPOINT_DIR = "CAIRN_CHECKPOINT_DIR"
 # What people set.
 ENV_DEBUG = "CAIRN_DEBUG"  # show the traceback of an unexpected error
+
+# --- agents' own words ---------------------------------------------------------------------------
+# The model Claude Code names on a message of its own in its stream (an API error's text).
+CLAUDE_SYNTHETIC_MODEL = "<synthetic>"

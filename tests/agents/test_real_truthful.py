@@ -201,6 +201,9 @@ def test_api_500_every_time_is_retried_then_an_error_cutoff_with_its_text(
     assert caught.returncode == 0 and expected in caught.stdout, caught.stdout
     plain = p.cairn("catchup", TICKET, "--json")
     assert expected in json.loads(plain.stdout)["error"]
+    logs = p.cairn("logs", TICKET).stdout.splitlines()  # labelled an error, not a message
+    assert any(line.lstrip().startswith("error: ") and expected in line for line in logs), logs
+    assert not any(line.lstrip().startswith("says: ") and expected in line for line in logs)
 
 
 @pytest.mark.parametrize("kind", ["claude-code", "codex"])

@@ -157,13 +157,69 @@ def test_follow_on_an_ended_run_prints_the_latest_transcript(finished: Path) -> 
         ({"type": "system", "subtype": "init", "model": "m"}, ["session started (m)"]),
         ({"type": "result", "subtype": "error_max_turns", "num_turns": 5,
           "permission_denials": [{}, {}]},
-         ["result: error_max_turns after 5 turns, 2 tool calls denied"]),
+         ["result: error_max_turns after 4 turns, 2 tool calls denied"]),
+        ({"type": "result", "subtype": "success", "num_turns": 1, "is_error": True,
+          "result": "API Error: 500 overloaded"},
+         ["error: API Error: 500 overloaded (result success after 4 turns)"]),
+        ({"type": "assistant", "message": {"model": "<synthetic>", "content": [
+            {"type": "text", "text": "API Error: 500 overloaded"}]}},
+         ["  error: API Error: 500 overloaded"]),
         ({"type": "turn.failed", "error": {"message": "high demand"}},
-         ["turn failed: high demand"]),
+         ["error: high demand (turn failed)"]),
+        ({"type": "turn.started"}, []),
         ({"type": "item.completed", "item": {"type": "command_execution", "command": "ls",
           "exit_code": 0}}, ["  tool exec: ls → exit 0"]),
+        ({"type": "item.completed", "item": {"id": "i2", "type": "command_execution",
+          "command": "curl x", "exit_code": 7}}, ["  tool exec: curl x → exit 7 (denied)"]),
+        ({"type": "user", "message": {"content": [{"type": "tool_result", "is_error": True,
+          "tool_use_id": "t1", "content": "This command requires approval"}]}}, []),
         ({"type": "mystery", "x": 1}, ['mystery: {"type": "mystery", "x": 1}']),
     ],
 )  # fmt: skip
 def test_claude_and_codex_events_read_as_lines(record: dict[str, Any], lines: list[str]) -> None:
-    assert transcript_lines.describe(record) == lines
+    assert transcript_lines.describe(record, denied={"i2", "t1"}, turns=4) == lines
+
+
+def test_logs_without_a_ticket_takes_the_branchs_last_one_as_catchup_does(finished: Path) -> None:
+    result = cairn("logs", cwd=finished)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == cairn("logs", TICKET, cwd=finished).stdout
+    caught = cairn("catchup", cwd=finished)
+    note = "branch main has no run of ticket main; using ticket T-1, run from it"
+    assert note in result.stderr and note in caught.stdout
+
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def logs_of(repo: Path, fixture: str) -> list[str]:
+    """``cairn logs`` of a real agent's captured stream, kept as the run's dispatch 9."""
+    text = (FIXTURES / fixture).read_text()
+    (run_dir(repo) / "09_coder_transcript.jsonl").write_text(text)
+    result = cairn("logs", TICKET, "--dispatch", "9", cwd=repo)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines()[1:]
+
+
+def test_logs_count_turns_as_cairn_does_not_as_the_agent_does(finished: Path) -> None:
+    # Claude Code says num_turns 4 for its cap of 3; cairn counts the 3 model calls.
+    lines = logs_of(finished, "claude-code-2.1.328/max-turns.stream.jsonl")
+    assert [line for line in lines if line.startswith("turn")] == ["turn 1", "turn 2", "turn 3"]
+    assert lines[-1] == "result: error_max_turns after 3 turns"
+    # Codex's one `turn` of codex exec is five steps, cairn's turns.
+    lines = logs_of(finished, "codex-0.169.0/sandbox-refused.exec.jsonl")
+    assert [line for line in lines if line.startswith("turn")] == [f"turn {n}" for n in range(1, 6)]
+
+
+def test_logs_mark_denied_calls_and_label_errors(finished: Path) -> None:
+    lines = logs_of(finished, "claude-code-2.1.328/permission-denials.stream.jsonl")
+    assert "  tool Bash: curl -s http://127.0.0.1:9/x (denied)" in lines
+    assert "  tool Write: /home/dev/outside.txt (denied)" in lines
+    assert not [line for line in lines if "tool error" in line], lines
+    assert lines[-1] == "result: success after 7 turns, 2 tool calls denied"
+    lines = logs_of(finished, "codex-0.169.0/sandbox-refused.exec.jsonl")
+    curl = "  tool exec: /bin/bash -c 'curl -sS -m 5 http://127.0.0.1:9/' → exit 7 (denied)"
+    assert curl in lines
+    assert [line for line in lines if "(denied)" in line] == [curl]
+    lines = logs_of(finished, "codex-0.169.0/turn-failed.exec.jsonl")
+    assert any(line.startswith("error: ") for line in lines), lines

@@ -147,6 +147,9 @@ class Project:
         assert loaded is not None
         return loaded
 
+    def summary_text(self) -> str:
+        return self.summaries()[-1].read_text()
+
     def first_summary(self) -> summary.Summary:
         return self.summary(self.summaries()[0])
 

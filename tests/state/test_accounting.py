@@ -180,3 +180,14 @@ def test_a_detail_needs_an_interrupted_status() -> None:
 def test_a_summary_without_usage_renders_as_before() -> None:
     s = summary.scaffold_tasks(TICKET, None, [(1, "One")], NOW)
     assert "usage" not in summary.render(s)
+
+
+def test_the_denial_hint_is_the_agents_own() -> None:
+    """Codex's refusals are its sandbox's: agent.allow does nothing for them (issue 22)."""
+    assert "agent.allow or agent.command" in accounting.denial_hint("claude-code")
+    codex = accounting.denial_hint("codex")
+    assert "allow them with agent.allow" not in codex
+    assert "sandbox_workspace_write.network_access=true" in codex
+    started = [{"event": "run_started", "agent": "claude-code"}, {"event": "turn"}]
+    assert accounting.agent_kind([*started, {"event": "run_started", "agent": "codex"}]) == "codex"
+    assert accounting.agent_kind([]) is None

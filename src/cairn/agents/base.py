@@ -17,12 +17,24 @@ from typing import Any, ClassVar, Literal
 from cairn.terms import AgentPermissions, StopReason
 
 EventKind = Literal[
-    "turn_started", "turn_completed", "tool_use", "file_changed", "plan_updated", "message"
+    "turn_started",
+    "turn_completed",
+    "tool_use",
+    "tool_denied",
+    "file_changed",
+    "plan_updated",
+    "message",
 ]
 
 
 @dataclass(frozen=True)
 class Event:
+    """Something the agent did. ``tool_use`` data: ``name`` and ``input`` as the agent gave
+    them, and where the adapter knows them ``tool`` (the name a person knows it by),
+    ``target`` (its command or path, one line) and ``denied`` (refused, known at once);
+    ``tool_denied``: a call refused after its ``tool_use`` (``tool``, ``target``, ``message``);
+    ``turn_started`` carries ``session_id`` once the agent's session is known."""
+
     kind: EventKind
     turn: int = 0
     data: dict[str, Any] = field(default_factory=dict)
@@ -183,3 +195,8 @@ class Adapter(ABC):
     @abstractmethod
     def start(self, request: DispatchRequest) -> Dispatch:
         """Start a dispatch (one agent invocation for a role, possibly several turns)."""
+
+    def resume_command(self, session_id: str) -> str | None:
+        """The command a person types to continue the agent's session ``session_id`` by hand
+        (None: this kind has no such command)."""
+        return None

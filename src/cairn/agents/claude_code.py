@@ -21,14 +21,12 @@ from typing import Any
 from cairn.agents import permissions, process
 from cairn.agents.base import Denial, DispatchRequest, Event, Usage
 from cairn.agents.streaming import StreamingAdapter, StreamingDispatch
-from cairn.terms import ENV_DISPATCH_ID, ENV_MAX_TURNS, ENV_PRESSURE_TURNS
-from cairn.util.text import one_line
+from cairn.terms import CLAUDE_SYNTHETIC_MODEL, ENV_DISPATCH_ID, ENV_MAX_TURNS, ENV_PRESSURE_TURNS
+from cairn.util.text import one_line, tool_target
 
 PROGRAM = "claude"
 MINIMUM_VERSION = (2, 1, 0)
-SYNTHETIC = "<synthetic>"
 FILE_TOOLS = {"Write", "Edit", "MultiEdit", "NotebookEdit"}
-TARGET_KEYS = ("command", "file_path", "notebook_path", "path", "url", "pattern", "query")
 
 
 def hook_settings(extra: dict[str, Any] | None = None) -> str:
@@ -46,9 +44,7 @@ def denials(result: dict[str, Any]) -> list[Denial]:
     for item in found if isinstance(found, list) else []:
         if not isinstance(item, dict):
             continue
-        tool_input = item.get("tool_input")
-        given = tool_input if isinstance(tool_input, dict) else {}
-        target = next((given[k] for k in TARGET_KEYS if isinstance(given.get(k), str)), "")
+        target = tool_target(item.get("tool_input"))
         refused.append(Denial(str(item.get("tool_name") or "?"), one_line(target)))
     return refused
 
@@ -64,6 +60,7 @@ class StreamState:
     last_text: str | None = None
     malformed: int = 0
     _message: str | None = field(default=None, repr=False)
+    _calls: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
 
     def feed(self, line: str) -> list[Event]:
         if not line.strip():
@@ -79,6 +76,8 @@ class StreamState:
         kind = data.get("type")
         if kind == "system" and data.get("subtype") == "init":
             self.session_id = data.get("session_id") or self.session_id
+        elif kind == "system" and data.get("subtype") == "permission_denied":
+            return self._denied(data)
         elif kind == "assistant" and not data.get("parent_tool_use_id"):
             return self._assistant(data)
         elif kind == "user" and not data.get("parent_tool_use_id"):
@@ -91,7 +90,7 @@ class StreamState:
 
     def _assistant(self, data: dict[str, Any]) -> list[Event]:
         message = data.get("message") or {}
-        if message.get("model") == SYNTHETIC:
+        if message.get("model") == CLAUDE_SYNTHETIC_MODEL:
             return []  # Claude's own note (an API error's text), not a model call
         ident = message.get("id") or data.get("uuid")
         events = []
@@ -99,7 +98,8 @@ class StreamState:
             events += self._close_turn()
             self._message = ident
             self.turns += 1
-            events.append(Event("turn_started", self.base + self.turns))
+            said = {"session_id": self.session_id} if self.session_id else {}
+            events.append(Event("turn_started", self.base + self.turns, said))
         turn = self.base + self.turns
         for block in message.get("content") or []:
             if not isinstance(block, dict):
@@ -110,11 +110,23 @@ class StreamState:
             elif block.get("type") == "tool_use":
                 name = str(block.get("name", ""))
                 tool_input = block.get("input") or {}
-                events.append(Event("tool_use", turn, {"name": name, "input": tool_input}))
+                call = {"name": name, "input": tool_input, "id": block.get("id")}
+                call |= {"tool": name, "target": one_line(tool_target(tool_input))}
+                self._calls[str(block.get("id"))] = call
+                events.append(Event("tool_use", turn, call))
                 path = tool_input.get("file_path") if isinstance(tool_input, dict) else None
                 if name in FILE_TOOLS and path:
                     events.append(Event("file_changed", turn, {"path": path}))
         return events
+
+    def _denied(self, data: dict[str, Any]) -> list[Event]:
+        """Claude's ``permission_denied`` line: the tool call it names was refused."""
+        call = self._calls.get(str(data.get("tool_use_id")), {})
+        tool = str(data.get("tool_name") or call.get("tool") or "?")
+        message = one_line(str(data.get("message") or data.get("decision_reason") or ""))
+        said = {"id": data.get("tool_use_id"), "tool": tool, "message": message}
+        said["target"] = call.get("target", "")
+        return [Event("tool_denied", self.base + self.turns, said)]
 
     def _close_turn(self) -> list[Event]:
         if self._message is None:
@@ -211,3 +223,6 @@ class ClaudeCodeAdapter(StreamingAdapter):
     minimum_version = MINIMUM_VERSION
     default_command = (PROGRAM,)
     dispatch_type = ClaudeDispatch
+
+    def resume_command(self, session_id: str) -> str:
+        return f"claude --resume {session_id}"

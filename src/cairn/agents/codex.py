@@ -90,28 +90,49 @@ class ExecState:
             return []
         self.turns += 1
         turn = self.base + self.turns
-        events = [Event("turn_started", turn)]
+        said = {"session_id": self.session_id} if self.session_id else {}
+        events = [Event("turn_started", turn, said)]
         if item_type == "agent_message":
             self.last_text = str(item.get("text") or "")
             events.append(Event("message", turn, {"text": self.last_text}))
         else:
-            self._refused(item)
-            events.append(Event("tool_use", turn, {"name": item_type, "input": item}))
+            refused = self._refused(item)
+            call = {"name": item_type, "input": item, **step(item)}
+            if refused is not None:
+                call |= {"denied": True, "message": refused}
+            events.append(Event("tool_use", turn, call))
             for change in item.get("changes") or []:
                 if isinstance(change, dict) and change.get("path"):
                     events.append(Event("file_changed", turn, {"path": change["path"]}))
         events.append(Event("turn_completed", turn))
         return events
 
-    def _refused(self, item: dict[str, Any]) -> None:
-        """A failed command whose output shows the sandbox refused it is a denial."""
+    def _refused(self, item: dict[str, Any]) -> str | None:
+        """A failed command whose output shows the sandbox refused it is a denial; returns
+        what the output said (None: not refused)."""
         if item.get("type") != "command_execution" or item.get("status") != "failed":
-            return
+            return None
         output = str(item.get("aggregated_output") or "")
         markers = REFUSED + (NO_NETWORK if self.sandboxed else ())
-        if any(marker in output for marker in markers):
+        found = next((marker for marker in markers if marker in output), None)
+        if found is not None:
             command = shell_command(str(item.get("command") or ""))
             self.denials.append(Denial("exec", one_line(command)))
+        return found
+
+
+def step(item: dict[str, Any]) -> dict[str, str]:
+    """A step's ``tool`` and ``target`` as a person reads them: ``exec`` and the command,
+    ``patch`` and the files, ``mcp`` and the server's tool, ``search`` and the query."""
+    kind = item.get("type")
+    if kind == "command_execution":
+        return {"tool": "exec", "target": one_line(shell_command(str(item.get("command") or "")))}
+    if kind == "file_change":
+        paths = [str(c.get("path")) for c in item.get("changes") or [] if isinstance(c, dict)]
+        return {"tool": "patch", "target": one_line(", ".join(paths))}
+    if kind == "mcp_tool_call":
+        return {"tool": "mcp", "target": one_line(f"{item.get('server')}.{item.get('tool')}")}
+    return {"tool": "search", "target": one_line(str(item.get("query") or ""))}
 
 
 def shell_command(command: str) -> str:
@@ -216,3 +237,6 @@ class CodexAdapter(StreamingAdapter):
         if "exec" not in argv:
             argv.insert(1, "exec")
         return argv
+
+    def resume_command(self, session_id: str) -> str:
+        return f"codex resume {session_id}"

@@ -10,12 +10,17 @@ from __future__ import annotations
 from typing import Any, Literal, Protocol
 
 # What the run reports, and the fields each event carries (``--json`` prints them as they are).
+# ``AGENT_ACTIVITY`` are what the agent does, left out by ``--quiet``.
 RunEvent = Literal[
     "run_started",  # run, ticket, tasks, agent
     "run_resumed",  # run, ticket, phase, agent
     "phase",  # phase, round
     "dispatch_started",  # dispatch, role, max_turns
     "turn",  # turn, max_turns, pressure
+    "session",  # dispatch, role, session_id, resume (the command that continues it by hand)
+    "tool",  # dispatch, turn, tool, target: a tool call of the agent
+    "tool_denied",  # dispatch, turn, tool, target, message: a tool call it was refused
+    "message",  # dispatch, turn, text: a message of the agent
     "dispatch_finished",  # dispatch, reason, turns, usage, denials, error
     "denials",  # dispatch, count, denials ({tool, target}), message
     "snapshot",  # commit, reason
@@ -26,6 +31,8 @@ RunEvent = Literal[
     "note",  # message (and branch: which ticket a run on another branch's name is)
     "run_finished",  # run, status, elapsed, usage, usage_text
 ]
+
+AGENT_ACTIVITY: frozenset[str] = frozenset({"session", "tool", "tool_denied", "message"})
 
 
 class EventSink(Protocol):

@@ -133,7 +133,12 @@ def run(
         scaffold,
         stale_after=stale_after,
         takeover=takeover,
-        started={"agent": kind, "plan": str(plan_path), "workspace": str(repo.toplevel)},
+        started={
+            "agent": kind,
+            "plan": str(plan_path),
+            "workspace": str(repo.toplevel),
+            "head": _head(repo),
+        },
         first_artifacts=[
             ("orchestrator", "plan", "md", _plan_markdown(loaded)),
             ("orchestrator", "plan", "json", loaded.model_dump_json(indent=2)),
@@ -153,6 +158,12 @@ def run(
         )
     orchestrator = Orchestrator(repo, config, ref, lease, loaded, adapter, sink, max_turns)
     return orchestrator.execute()
+
+
+def _head(repo: Repo) -> str | None:
+    """The commit HEAD is at (None on a branch with no commit yet): the run's base."""
+    found = repo.git.run(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], check=False)
+    return (found.text.strip() or None) if found.ok else None
 
 
 def _remember_branch(repo: Repo, state: layout.Layout, ticket: str, sink: EventSink) -> None:

@@ -14,6 +14,13 @@ from typing import Any
 
 TOKEN_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 DENIAL_HINT = "allow them with agent.allow or agent.command; see docs/agents.md"
+# Codex's refusals are its sandbox's: agent.allow does not reach them, the sandbox's own keys do.
+CODEX_DENIAL_HINT = (
+    "Codex's sandbox refused them (agent.allow does not apply to Codex); widen it in "
+    "agent.command: -c sandbox_workspace_write.network_access=true for the network, "
+    "-c 'sandbox_workspace_write.writable_roots=[\"DIR\"]' for more directories; "
+    "see docs/agents.md"
+)
 TARGET_LIMIT = 40  # characters of a denied call's target shown in the one-line text
 ERROR_LIMIT = 300  # characters of an agent's error text in a summary's status line
 
@@ -78,6 +85,17 @@ def denials_in(event: Mapping[str, Any]) -> list[dict[str, str]]:
         for d in listed
         if isinstance(d, dict)
     ]
+
+
+def denial_hint(kind: str | None) -> str:
+    """How to let an agent of ``kind`` make the calls it was denied."""
+    return CODEX_DENIAL_HINT if kind == "codex" else DENIAL_HINT
+
+
+def agent_kind(events: Iterable[Mapping[str, Any]]) -> str | None:
+    """The agent kind of the run's latest session (its latest ``run_started`` event)."""
+    kinds = [e.get("agent") for e in events if e.get("event") == "run_started"]
+    return str(kinds[-1]) if kinds and kinds[-1] else None
 
 
 def tokens_text(count: int) -> str:

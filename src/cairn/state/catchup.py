@@ -78,6 +78,7 @@ class CatchupReport(Record, frozen=False):
     usage: dict[str, Any] | None = None  # the run's, every session of it
     error: str | None = None  # the agent's error text that cut the run off
     denials: list[dict[str, str]] = field(default_factory=list)  # the run's, every session
+    agent: str | None = None  # the agent kind of the run's latest session
     dispatches: list[dict[str, Any]] = field(default_factory=list)
     transcripts: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -166,6 +167,7 @@ def _account(
     report.dispatches = accounting.dispatches(events)
     report.usage = accounting.total(d["usage"] for d in report.dispatches)
     report.denials = [denial for d in report.dispatches for denial in d["denials"]]
+    report.agent = accounting.agent_kind(events)
     report.transcripts = [t.path.name for t in transcripts.listing(ref.run_dir)]
     if loaded is not None and loaded.status.state == "interrupted":
         report.error = loaded.status.detail

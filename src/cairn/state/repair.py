@@ -26,8 +26,18 @@ from cairn.util import clock, durable
 
 SummaryChange = Callable[[Summary], Summary]
 _CRITERION = re.compile(r"AC-\d+")  # an evaluator's verdict: it goes to the evaluation file
-_SUMMARY_EVENTS = frozenset(
-    {"task", "finding", "gate", "deferred", "cutoff", "run_interrupted", "run_finished"}
+# The events that change the summary (a dispatch's start: an interrupted run goes on).
+SUMMARY_EVENTS = frozenset(
+    {
+        "task",
+        "finding",
+        "gate",
+        "deferred",
+        "cutoff",
+        "run_interrupted",
+        "run_finished",
+        "dispatch_started",
+    }
 )
 _ENDS = frozenset({"run_finished", "marker_cleared"})
 
@@ -71,7 +81,7 @@ def read(run_dir: Path, run_id: str, marker_path: Path, with_summary: bool = Tru
     found = latest_artifact(run_dir, SUMMARY_ROLE, SUMMARY_ARTIFACT)
     path = found.path if found else None
     current_summary = None
-    if path is not None and (with_summary or name in _SUMMARY_EVENTS):
+    if path is not None and (with_summary or name in SUMMARY_EVENTS):
         current_summary = summary.load(path)
     current_marker = marker.read(marker_path)
     if current_marker is not None and current_marker.run != run_id:
@@ -126,6 +136,8 @@ def summary_change(event: dict[str, Any]) -> SummaryChange | None:
         return lambda s: summary.mark_interrupted(
             s, reason, now, ref=saved, commit=short, detail=detail
         )
+    if name == "dispatch_started":
+        return lambda s: summary.resume_status(s, now)
     if name == "run_finished" and status == "completed":
         return lambda s: s if s.status.state == "completed" else summary.finalise(s, now)
     return None

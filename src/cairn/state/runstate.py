@@ -236,13 +236,19 @@ def update_marker(
     **changes: Any,
 ) -> None:
     """Rewrite the marker (phase, round, dispatch, snapshot…) and optionally journal an event
-    first: ``fields``, or by default the changes themselves."""
+    first: ``fields``, or by default the changes themselves; the change to the summary the
+    event records (``repair.summary_change``: a dispatch's start) is written with them."""
     with durable.locked(ref.lock_path):
-        state = ref.read(with_summary=False)
-        made = None
+        state = ref.read(with_summary=event in repair.SUMMARY_EVENTS)
+        made, writes = None, []
         if event is not None:
             made = journal.entry(event, **(_plain(changes) if fields is None else fields))
-        transition.commit(state, made, transition.marker_write(state, **changes))
+            change = repair.summary_change(made)
+            before, path = state.summary, state.summary_path
+            if change is not None and before is not None and path is not None:
+                after = change(before)
+                writes += [(path, summary_text(after))] if after != before else []
+        transition.commit(state, made, writes + transition.marker_write(state, **changes))
 
 
 def finalise_summary(ref: RunRef) -> Summary:
@@ -307,10 +313,20 @@ def record_cutoff(
 def account(ref: RunRef, usage: dict[str, Any] | None, blocked: str | None) -> Summary:
     """The current change summary gets the run's usage so far and its Blocked note. Not
     journaled: both are sums of the journal's ``dispatch_finished`` events."""
+    return _rewrite(ref, lambda current: summary.account(current, usage, blocked, clock.now()))
+
+
+def list_files(ref: RunRef, files: list[str]) -> Summary:
+    """The current change summary's Files changed says ``files``. Not journaled: it is what
+    git holds (the branch and the latest snapshot), read again whenever it is written."""
+    return _rewrite(ref, lambda current: summary.list_files(current, files, clock.now()))
+
+
+def _rewrite(ref: RunRef, change: Callable[[Summary], Summary]) -> Summary:
     with durable.locked(ref.lock_path):
         state = ref.read()
         path, current = ref.summary_of(state)
-        after = summary.account(current, usage, blocked, clock.now())
+        after = change(current)
         if after is not current:
             transition.commit(state, None, [(path, summary_text(after))])
     return after

@@ -1,13 +1,17 @@
-"""One readable line per transcript event, for ``cairn logs``: turns, tool calls with their
-command or path, messages cut to one line. Knows the scripted agent's events, Claude Code's
-``stream-json`` and Codex's ``exec --json``; any other event is its type and a cut of its JSON.
-"""
+"""One readable line per transcript event, for ``cairn logs``: tool calls with their command or
+path (``(denied)`` when refused), messages cut to one line, errors as ``error: …``. Knows the
+scripted agent's events, Claude Code's ``stream-json`` and Codex's ``exec --json``; any other
+event is its type and a cut of its JSON. The ``turn N`` lines are the caller's: it counts the
+turns as cairn does (``cairn.agents.replay``), which is not always as the agent does."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from typing import Any
+
+from cairn.terms import CLAUDE_SYNTHETIC_MODEL
+from cairn.util.text import counted, tool_target
 
 MESSAGE_LIMIT = 160  # characters of a message or a tool's input on its line
 
@@ -17,34 +21,44 @@ def cut(text: Any, limit: int = MESSAGE_LIMIT) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def describe(record: dict[str, Any]) -> list[str]:
-    """The lines for one event (none for bookkeeping events not worth a line)."""
+def describe(
+    record: dict[str, Any], denied: Container[str] = (), turns: int | None = None
+) -> list[str]:
+    """The lines for one event (none for bookkeeping events not worth a line). ``denied``: the
+    ids of the tool calls refused so far; ``turns``: the dispatch's turns so far, as cairn
+    counts them."""
     kind = str(record.get("type", "?"))
+    if kind == "turn_started":
+        return []
     if kind in _SCRIPTED:
         return [_SCRIPTED[kind](record)]
     if kind in ("assistant", "user"):
-        return _claude_message(kind, record)
+        return _claude_message(record, denied)
     if kind == "system":
         subtype = record.get("subtype")
         return [f"session started ({record.get('model', '?')})"] if subtype == "init" else []
     if kind == "result":
-        turns = record.get("num_turns")
-        denied = len(record.get("permission_denials") or [])
-        tail = f", {denied} tool calls denied" if denied else ""
-        return [f"result: {record.get('subtype', '?')} after {turns} turns{tail}"]
+        return [_claude_result(record, turns)]
     if kind.startswith(("thread.", "turn.", "item.")) or kind == "error":
-        return _codex(kind, record)
+        return _codex(kind, record, denied)
     return [f"{kind}: {cut(json.dumps(record, ensure_ascii=False))}"]
 
 
+def _claude_result(record: dict[str, Any], turns: int | None) -> str:
+    after = f" after {counted(turns, 'turn')}" if turns is not None else ""
+    refused = len(record.get("permission_denials") or [])
+    tail = f", {counted(refused, 'tool call')} denied" if refused else ""
+    capped = record.get("subtype") == "error_max_turns"  # the turn cap: a cutoff, not an error
+    if not capped and (record.get("is_error") or record.get("subtype") != "success"):
+        errors = record.get("errors") or [record.get("result") or record.get("subtype")]
+        text = "; ".join(str(e) for e in errors) if isinstance(errors, list) else errors
+        return f"error: {cut(text)} (result {record.get('subtype', '?')}{after}){tail}"
+    return f"result: {record.get('subtype')}{after}{tail}"
+
+
 def _tool(name: Any, data: Any) -> str:
-    if isinstance(data, dict):
-        for key in ("command", "cmd", "file_path", "path", "target", "pattern", "url"):
-            if key in data:
-                return f"{name}: {cut(data[key])}"
-    if isinstance(data, list):
-        return f"{name}: {cut(' '.join(str(a) for a in data))}"
-    return f"{name}: {cut(data)}" if data not in (None, True) else str(name)
+    target = tool_target(data)
+    return f"{name}: {cut(target)}" if target else str(name)
 
 
 def _scripted_tool(record: dict[str, Any]) -> str:
@@ -57,7 +71,6 @@ def _scripted_tool(record: dict[str, Any]) -> str:
 
 
 _SCRIPTED: dict[str, Callable[[dict[str, Any]], str]] = {
-    "turn_started": lambda r: f"turn {r.get('turn')}",
     "turn_completed": lambda r: f"turn {r.get('turn')} done",
     "tool_use": _scripted_tool,
     "file_changed": lambda r: f"  changed {r.get('path')}",
@@ -68,32 +81,33 @@ _SCRIPTED: dict[str, Callable[[dict[str, Any]], str]] = {
 }
 
 
-def _claude_message(kind: str, record: dict[str, Any]) -> list[str]:
+def _claude_message(record: dict[str, Any], denied: Container[str]) -> list[str]:
     message = record.get("message")
     content = message.get("content") if isinstance(message, dict) else None
     if not isinstance(content, list):
         return []
+    said = "error" if message.get("model") == CLAUDE_SYNTHETIC_MODEL else "says"  # type: ignore[union-attr]
     lines = []
     for part in content:
         if not isinstance(part, dict):
             continue
         if part.get("type") == "text":
-            lines.append(f"  says: {cut(part.get('text'))}")
+            lines.append(f"  {said}: {cut(part.get('text'))}")
         elif part.get("type") == "tool_use":
             lines.append(f"  tool {_tool(part.get('name'), part.get('input'))}")
         elif part.get("type") == "tool_result" and part.get("is_error"):
-            lines.append(f"  tool error: {cut(part.get('content'))}")
+            refused = part.get("tool_use_id") in denied  # a refusal has its own line
+            lines += [] if refused else [f"  tool error: {cut(part.get('content'))}"]
     return lines
 
 
-def _codex(kind: str, record: dict[str, Any]) -> list[str]:
-    if kind == "turn.started":
-        return ["turn"]
-    if kind == "turn.completed":
-        return ["turn done"]
+def _codex(kind: str, record: dict[str, Any], denied: Container[str]) -> list[str]:
+    if kind in ("turn.started", "turn.completed", "thread.started"):
+        return []  # an invocation of codex exec, not one of cairn's turns
     if kind == "turn.failed":
         error = record.get("error")
-        return [f"turn failed: {cut(error.get('message') if isinstance(error, dict) else error)}"]
+        text = error.get("message") if isinstance(error, dict) else error
+        return [f"error: {cut(text)} (turn failed)"]
     if kind == "error":
         return [f"error: {cut(record.get('message') or record.get('text'))}"]
     item = record.get("item")
@@ -101,7 +115,9 @@ def _codex(kind: str, record: dict[str, Any]) -> list[str]:
         return []
     what = item.get("type")
     if what == "command_execution":
-        return [f"  tool exec: {cut(item.get('command'))} → exit {item.get('exit_code')}"]
+        refused = " (denied)" if item.get("id") in denied else ""
+        command = cut(item.get("command"))
+        return [f"  tool exec: {command} → exit {item.get('exit_code')}{refused}"]
     if what == "file_change":
         paths = [c.get("path") for c in item.get("changes") or [] if isinstance(c, dict)]
         return [f"  changed {', '.join(str(p) for p in paths)}"]

@@ -185,6 +185,28 @@ def mark_interrupted(
     return _replace(s, status=status, updated=now)
 
 
+def resume_status(s: Summary, now: datetime) -> Summary:
+    """An interrupted run goes on (a dispatch starts): the status says where it is again, the
+    task in progress (or the first finding left) if any; unchanged when not interrupted."""
+    if s.status.state != "interrupted":
+        return s
+    left: list[int | str] = [t.number for t in s.tasks if t.status == "in progress"]
+    left += [f.id for f in s.findings if not f.resolved]  # a review response's
+    item = left[0] if left else None
+    done = item is None and s.total() > 0 and s.resolved() == s.total()
+    status = Status(state="completed") if done else Status(state="in_progress", item=item)
+    return _replace(s, status=status, updated=now)
+
+
+def list_files(s: Summary, files: Sequence[str], now: datetime) -> Summary:
+    """``## Files changed`` of an implementation summary says ``files`` (a review response has
+    no such section: it is left as it is)."""
+    listed = sorted(set(files))
+    if s.mode != "implementation" or listed == s.files_changed:
+        return s
+    return _replace(s, files_changed=listed, updated=now)
+
+
 def account(
     s: Summary, usage: dict[str, Any] | None, blocked: str | None, now: datetime
 ) -> Summary:

@@ -45,3 +45,30 @@ def counted(count: int, noun: str, plural: str | None = None) -> str:
     """``count`` and its noun, in the number the count asks for: ``1 task``, ``2 tasks``,
     ``0 tasks``, ``3 dispatches`` (``plural`` when adding an ``s`` is not it)."""
     return f"{count} {noun if count == 1 else plural or noun + 's'}"
+
+
+# The keys of a tool call's input that say what it acts on, in order: the command, the path, …
+TARGET_KEYS = (
+    "command",
+    "cmd",
+    "file_path",
+    "notebook_path",
+    "path",
+    "target",
+    "url",
+    "pattern",
+    "query",
+)
+
+
+def tool_target(given: object) -> str:
+    """What a tool call acts on, on one line: its command or path (the first of
+    ``TARGET_KEYS`` its input has), the words of a list, the text itself; ``""`` for none."""
+    if isinstance(given, dict):
+        found = next((given[k] for k in TARGET_KEYS if isinstance(given.get(k), str | list)), "")
+        return tool_target(found)
+    if isinstance(given, list):
+        return printable(" ".join(str(a) for a in given))
+    if given is None or isinstance(given, bool):
+        return ""
+    return printable(str(given))

@@ -183,6 +183,19 @@ def diff(
     return repo.git.run(args).stdout.decode("utf-8", "replace")
 
 
+def branch_paths(repo: Repo, base: str | None, snapshot: str | None) -> list[str]:
+    """What a run changed: the paths the branch's commits since ``base`` (HEAD when the run
+    started) change, and those ``snapshot`` holds uncommitted; sorted, each once. ``base``
+    that is gone (history rewritten) counts for nothing."""
+    found = set(changed_paths(repo, snapshot)) if snapshot else set()
+    if base:
+        args = ["diff", "--name-only", "-z", "--no-renames", "--no-ext-diff", base, "HEAD", "--"]
+        done = repo.git.run(args, check=False)
+        if done.ok:
+            found |= {p.decode("utf-8", "surrogateescape") for p in done.stdout.split(b"\0") if p}
+    return sorted(found)
+
+
 def changed_paths(repo: Repo, commit: str) -> list[str]:
     """The paths snapshot ``commit`` changes against its base (the HEAD it was taken on): the
     work that was not committed when it was taken. Empty for a commit that is not a snapshot."""

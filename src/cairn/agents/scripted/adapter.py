@@ -284,7 +284,7 @@ class ScriptedDispatch(process.ChildDispatch):
     def _relay(self) -> Iterator[Event]:
         for line in self.child.lines():
             self._keep(line)
-            event = _parse_event(line)
+            event = parse_event(line)
             if event is None:
                 self._note_error(line)
                 continue
@@ -340,7 +340,7 @@ class ScriptedDispatch(process.ChildDispatch):
         self._set(reason, exit_code=returncode if returncode > 0 else None, detail=detail)
 
 
-def _parse_event(line: str) -> Event | None:
+def parse_event(line: str) -> Event | None:
     try:
         record = json.loads(line)
     except ValueError:

@@ -46,7 +46,7 @@ def demo(
     removed = temporary and not keep
     say: Callable[[str], None] = (lambda _line: None) if json else console.print
     try:
-        facts = tour(where, say, Display("quiet" if json else "plain"), removed=removed)
+        facts = tour(where, say, Display("silent" if json else "plain"), removed=removed)
     finally:
         if removed:
             shutil.rmtree(where, ignore_errors=True)

@@ -38,6 +38,14 @@ AllowShared = Annotated[
         "files).",
     ),
 ]
+Quiet = Annotated[
+    bool,
+    typer.Option(
+        "--quiet",
+        "-q",
+        help="Leave out the agent's tool calls and messages; show only cairn's own lines.",
+    ),
+]
 
 
 @guarded
@@ -50,6 +58,7 @@ def run(
     max_turns: MaxTurns = None,
     takeover: Takeover = False,
     allow_shared: AllowShared = False,
+    quiet: Quiet = False,
     json: Json = False,
     workspace: Workspace = Path("."),
 ) -> None:
@@ -58,6 +67,7 @@ def run(
 
     _drive(
         json,
+        quiet,
         lambda sink: launch.run(
             workspace,
             plan,
@@ -80,6 +90,7 @@ def resume(
     max_turns: MaxTurns = None,
     takeover: Takeover = False,
     allow_shared: AllowShared = False,
+    quiet: Quiet = False,
     json: Json = False,
     workspace: Workspace = Path("."),
 ) -> None:
@@ -89,6 +100,7 @@ def resume(
 
     _drive(
         json,
+        quiet,
         lambda sink: byhand.resume(
             workspace,
             ticket,
@@ -101,12 +113,12 @@ def resume(
     )
 
 
-def _drive(json: bool, start: Callable[[EventSink], RunOutcome]) -> None:
+def _drive(json: bool, quiet: bool, start: Callable[[EventSink], RunOutcome]) -> None:
     from cairn.cli.display import Display, pick_mode
     from cairn.run.orchestrator.signals import ignore_stall_signal
 
     ignore_stall_signal()
-    display = Display(pick_mode(json))
+    display = Display(pick_mode(json), quiet=quiet)
     display.open()
     try:
         outcome = start(display)

@@ -90,7 +90,7 @@ def _accounting(report: CatchupReport) -> list[str]:
         lines.append(f"  error: {report.error}")
     if report.denials:
         denied = accounting.denials_text(report.denials)
-        lines.append(f"  blocked: {denied} — {accounting.DENIAL_HINT}")
+        lines.append(f"  blocked: {denied} — {accounting.denial_hint(report.agent)}")
     used = accounting.usage_text(report.usage)
     if used:
         count = len(report.dispatches)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from cairn.errors import BadInput
 
 if TYPE_CHECKING:
+    from cairn.agents.replay import Replay
     from cairn.state.layout import Layout
     from cairn.state.transcripts import Transcript
 
@@ -29,12 +30,19 @@ def logs(
     workspace: Path = Path("."),
 ) -> None:
     from cairn import tickets
+    from cairn.state import branches, transcripts
     from cairn.state import layout as layouts
-    from cairn.state import transcripts
     from cairn.util.durations import parse_duration
 
     repo, config, layout = layouts.discover(workspace)
-    ticket = tickets.validate(ticket) if ticket else tickets.from_branch(repo.current_branch())
+    if ticket:
+        ticket = tickets.validate(ticket)
+    else:
+        ticket, note = branches.default_ticket(repo, layout)
+        if note is not None:
+            from cairn.cli.output import say_warning
+
+            say_warning(note)
     run_id = _run_of(layout, ticket)
     run_dir = layout.run_dir(ticket, run_id)
     show = _Printer(json)
@@ -84,10 +92,14 @@ def _live(layout: Layout, ticket: str, stale_after: float) -> bool:
 
 
 class _Printer:
-    """Readable lines, or the raw events as JSON lines (``--json``), flushed as they come."""
+    """Readable lines, or the raw events as JSON lines (``--json``), flushed as they come.
+    The transcript being printed is read again by its agent kind's reader (``replay``): the
+    turns are numbered as cairn counted them, and the calls it counted as denied say so."""
 
     def __init__(self, json: bool) -> None:
         self.json = json
+        self.replay: Replay | None = None
+        self.denied: set[str] = set()
 
     def line(self, text: str) -> None:
         from cairn.cli.output import console
@@ -96,20 +108,37 @@ class _Printer:
         sys.stdout.flush()
 
     def header(self, transcript: Transcript) -> None:
+        self.replay, self.denied = None, set()
         if not self.json:
             name = transcript.path.name
             self.line(f"== dispatch {transcript.number} · {transcript.role} · {name} ==")
 
     def raw(self, lines: list[str]) -> None:
-        from cairn.state.transcript_lines import describe
+        from cairn.agents.replay import Replay
+        from cairn.state.transcript_lines import cut, describe
         from cairn.state.transcripts import records
 
-        for record in records(lines):
-            if self.json:
-                sys.stdout.write(jsonlib.dumps(record, ensure_ascii=False) + "\n")
-                continue
-            for text in describe(record):
-                self.line(text)
+        if self.replay is None:
+            self.replay = Replay()
+        for line in lines:
+            for record in records([line]):
+                if self.json:
+                    sys.stdout.write(jsonlib.dumps(record, ensure_ascii=False) + "\n")
+                    continue
+                shown = []
+                for event in self.replay.feed(line):
+                    if event.kind == "turn_started":
+                        shown.append(f"turn {event.turn}")
+                    elif event.kind == "tool_denied":
+                        self.denied.add(str(event.data.get("id")))
+                        target = cut(event.data.get("target") or "")
+                        shown.append(f"  tool {event.data.get('tool')}: {target} (denied)")
+                    elif event.kind == "tool_use" and event.data.get("denied"):
+                        given = event.data.get("input")
+                        if isinstance(given, dict) and given.get("id") is not None:
+                            self.denied.add(str(given["id"]))
+                for text in shown + describe(record, self.denied, self.replay.turns):
+                    self.line(text)
         sys.stdout.flush()
 
 

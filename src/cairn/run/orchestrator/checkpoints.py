@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 
 from cairn.agents.base import Result
+from cairn.errors import BadInput
 from cairn.run.orchestrator.context import RunContext
 from cairn.state import marker, runstate
 from cairn.terms import CUTOFF_FOR, CutoffReason
@@ -49,7 +50,21 @@ def snapshot(ctx: RunContext, reason: str) -> marker.SnapshotRef | None:
         ctx.sink.event("snapshot", commit=saved.commit, reason=reason)
         ctx.sink.update(snapshot=saved.commit[:12])
     ctx.last_snapshot = snap
+    # a note of what git holds: a full disk, or a list the summary has no room for, leaves the
+    # section as it was (the disk's own stop comes with the run's next write)
+    with contextlib.suppress(OSError, BadInput):
+        runstate.list_files(ctx.ref, files_changed(ctx))
     return snap
+
+
+def files_changed(ctx: RunContext) -> list[str]:
+    """What the run changed: the files the agents reported on their tasks, the branch's
+    commits since the run started, and the uncommitted work the last snapshot holds."""
+    reported = {f for t in ctx.summary().tasks for f in t.files or []}
+    from cairn.wip.history import branch_paths
+
+    snap = ctx.last_snapshot.commit if ctx.last_snapshot else None
+    return sorted(reported | set(branch_paths(ctx.repo, ctx.base, snap)))
 
 
 class TaskSnapshots:

@@ -62,6 +62,8 @@ class RunContext:
     usage: dict[str, Any] = field(default_factory=dict)  # this session's dispatches
     denials: list[dict[str, str]] = field(default_factory=list)  # the run's, every session
     over_budget: bool = False  # this session's cost passed agent.max_cost_usd
+    sessions: set[str] = field(default_factory=set)  # the agent sessions shown so far
+    base: str | None = None  # HEAD when the run started (its first session)
 
     @property
     def grace(self) -> float:

@@ -15,7 +15,7 @@ from typing import Any
 from cairn.agents import transcript
 from cairn.agents.base import Dispatch, DispatchRequest, Event, Result
 from cairn.run.budget import Budget
-from cairn.run.orchestrator import checkpoints
+from cairn.run.orchestrator import activity, checkpoints
 from cairn.run.orchestrator.context import RunContext, Stop, agent_script
 from cairn.run.orchestrator.prompting import PressuredPrompts, PromptFor
 from cairn.run.orchestrator.todo_list import complete_checked_tasks
@@ -188,6 +188,7 @@ class RecordedDispatch:
 
     def _record(self, running: Dispatch, event: Event, pressured: dict[int, bool]) -> None:
         ctx = self.ctx
+        activity.show(ctx, self.number, self.role, event)
         if event.kind == "turn_started" and running.pid != self.record.pid:
             self._note_pid(running)
         if event.kind == "turn_completed":
@@ -268,16 +269,17 @@ class RecordedDispatch:
             turns=result.num_turns,
             **shown,
         )
+        hint = accounting.denial_hint(ctx.adapter.kind)
         if denials:
             ctx.sink.event(
                 "denials",
                 dispatch=self.number,
                 count=len(denials),
                 denials=denials,
-                message=f"{accounting.denials_text(denials)} — {accounting.DENIAL_HINT}",
+                message=f"{accounting.denials_text(denials)} — {hint}",
             )
         denied = accounting.denials_text(ctx.denials)
-        blocked = f"{denied} — {accounting.DENIAL_HINT}" if denied else None
+        blocked = f"{denied} — {hint}" if denied else None
         run_usage = ctx.run_usage()
         runstate.account(ctx.ref, _usage_note(run_usage), blocked)
         self._check_budget(None)

@@ -84,6 +84,9 @@ class Orchestrator:
     def _earlier_sessions(self) -> None:
         """What the run used and was denied before this session (a resumed run's journal)."""
         events, _ = journal.read(self.ctx.ref.run_dir)
+        started = [e for e in events if e.get("event") == "run_started"]
+        head = started[0].get("head") if started else None
+        self.ctx.base = head if isinstance(head, str) else None
         done = accounting.dispatches(events)
         self.ctx.usage_before = accounting.total(d["usage"] for d in done)
         self.ctx.denials = [denial for d in done for denial in d["denials"]]

@@ -12,6 +12,7 @@ from cairn import summary
 from cairn.errors import BadInput
 from cairn.run import evaluation, prompts, review
 from cairn.run.budget import Budget
+from cairn.run.orchestrator import checkpoints
 from cairn.run.orchestrator.context import RunContext
 from cairn.state import layout
 from cairn.summary.render import status_line
@@ -97,24 +98,12 @@ def coder_prompts(ctx: RunContext, handoff_reason: str | None) -> PromptFor:
             f"Task {t.number}: {t.title}" for t in tasks if t.status == "in progress"
         ),
         remaining=_bullets(f"Task {t.number}: {t.title}" for t in tasks if t.status == "pending"),
-        files=", ".join(touched_files(ctx)) or "none reported",
+        files=", ".join(checkpoints.files_changed(ctx)) or "none reported",
         snapshot=f"{snap.ref} ({snap.commit[:12]})" if snap else "no snapshot",
         last_message=ctx.last_message or "(none)",
         **values,
     )
     return turn_prompts(ctx, text)
-
-
-def touched_files(ctx: RunContext) -> list[str]:
-    """The files the agents reported on their tasks, and every file the last snapshot holds
-    changed against its base (uncommitted work the agent may not have reported)."""
-    reported = {f for t in ctx.summary().tasks for f in t.files or []}
-    snap = ctx.last_snapshot
-    if snap is None:
-        return sorted(reported)
-    from cairn.wip.history import changed_paths
-
-    return sorted(reported | set(changed_paths(ctx.repo, snap.commit)))
 
 
 def fix_prompts(ctx: RunContext, round_number: int, found: review.Review) -> PromptFor:
