@@ -15,11 +15,12 @@ from cairn.agents.base import Adapter, DispatchRequest
 from cairn.config import Config, pressure_given
 from cairn.errors import BadInput
 from cairn.git import Repo
+from cairn.run import carried
 from cairn.run.events import EventSink, NoEvents
 from cairn.run.orchestrator import Orchestrator, RunOutcome
 from cairn.run.orchestrator.context import agent_script
 from cairn.run.plan import PLAN_READ_LIMIT, Plan
-from cairn.state import journal, layout, marker, runstate, sharing
+from cairn.state import layout, marker, runstate, sharing
 from cairn.state.runstate import RunRef
 from cairn.summary import Summary
 from cairn.summary.store import READ_LIMIT as SUMMARY_LIMIT
@@ -133,7 +134,8 @@ def run(
         scaffold,
         stale_after=stale_after,
         takeover=takeover,
-        started={"agent": kind, "plan": str(plan_path), "workspace": str(repo.toplevel)},
+        started={"agent": kind, "plan": str(plan_path), "workspace": str(repo.toplevel)}
+        | carried.given(max_turns),
         first_artifacts=[
             ("orchestrator", "plan", "md", _plan_markdown(loaded)),
             ("orchestrator", "plan", "json", loaded.model_dump_json(indent=2)),
@@ -196,9 +198,10 @@ def resume(
     stale_after = parse_duration(config.marker.stale_after)
     report = catchup.build(repo, config, state, ticket, stale_after)
     run_id = _resumable(report, takeover)
+    ref = RunRef(state, ticket, run_id)
+    max_turns = max_turns if max_turns is not None else carried.max_turns(ref)
     kind, adapter = adapter_for(config, agent, max_turns)
     sink = sink or NoEvents()
-    ref = RunRef(state, ticket, run_id)
     loaded = _run_plan(ref)
     preflight(adapter, repo, config, loaded)
     runstate.check_writable(state, ticket, run_id)
@@ -217,6 +220,7 @@ def resume(
             agent=kind,
             workspace=str(repo.toplevel),
             owner=lease.me.model_dump(mode="json"),
+            **carried.given(max_turns),
         )
         phase, round_number = _reclaim(ref, lease, report)
     except BaseException:
@@ -228,8 +232,8 @@ def resume(
     if lease.warning is not None:
         sink.event("warning", message=lease.warning)
     orchestrator = Orchestrator(repo, config, ref, lease, loaded, adapter, sink, max_turns)
-    orchestrator.resumed_from = _resumed_from(ref)
-    orchestrator.resume_session_id = _last_session_id(ref, "coder")
+    orchestrator.resumed_from = carried.resumed_from(ref)
+    orchestrator.resume_session_id = carried.session_id(ref, "coder")
     orchestrator.check_tree(report.snapshot.commit if report.snapshot else None)
     return orchestrator.execute(phase, round_number)
 
@@ -330,25 +334,6 @@ def _after_a_dead_owner(ref: RunRef, lease: Lease, grace: float, sink: EventSink
             if previous and previous.owner
             else None,
         )
-
-
-def _resumed_from(ref: RunRef) -> str:
-    """Why the run stopped, for the resumed coder's handoff prompt."""
-    status = ref.load_summary()[1].status
-    if status.state == "interrupted" and status.reason:
-        return f"{status.reason} (the run was resumed with cairn resume)"
-    return "the previous cairn process stopped (the run was resumed with cairn resume)"
-
-
-def _last_session_id(ref: RunRef, role: str) -> str | None:
-    """The agent's conversation id (``session_id``) of the run's last dispatch of ``role``, for
-    agents that have one."""
-    events, _ = journal.read(ref.run_dir)
-    for event in reversed(events):
-        if event.get("event") == "dispatch_finished" and event.get("role") == role:
-            session_id = event.get("session_id")
-            return session_id if isinstance(session_id, str) else None
-    return None
 
 
 def _stop_orphaned_agent(previous: marker.Marker | None, grace: float) -> int | None:

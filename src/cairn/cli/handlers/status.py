@@ -49,3 +49,9 @@ def status(json: bool = False, workspace: Path = Path(".")) -> None:
         for line in table
     )
     sys.stdout.write(text + "\n")
+    for row in rows:
+        if row.state == "needs_input":
+            why = f": {row.why}" if row.why else ""
+            sys.stdout.write(
+                f"{row.ticket} needs input{why}\n  once that is resolved: cairn resume {row.ticket}\n"
+            )

@@ -13,6 +13,7 @@ from cairn.agents.base import Adapter, Dispatch
 from cairn.config import Config
 from cairn.git import Repo
 from cairn.run.events import EventSink
+from cairn.run.orchestrator.idle import Streak
 from cairn.run.plan import Plan
 from cairn.state.lease import Lease
 from cairn.state.marker import SnapshotRef
@@ -62,6 +63,7 @@ class RunContext:
     usage: dict[str, Any] = field(default_factory=dict)  # this session's dispatches
     denials: list[dict[str, str]] = field(default_factory=list)  # the run's, every session
     over_budget: bool = False  # this session's cost passed agent.max_cost_usd
+    idle: Streak = field(default_factory=Streak)  # idle coder dispatches in a row
 
     @property
     def grace(self) -> float:

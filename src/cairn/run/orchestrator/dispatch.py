@@ -17,6 +17,7 @@ from cairn.agents.base import Dispatch, DispatchRequest, Event, Result
 from cairn.run.budget import Budget
 from cairn.run.orchestrator import checkpoints
 from cairn.run.orchestrator.context import RunContext, Stop, agent_script
+from cairn.run.orchestrator.idle import IdleGuard
 from cairn.run.orchestrator.prompting import PressuredPrompts, PromptFor
 from cairn.run.orchestrator.todo_list import complete_checked_tasks
 from cairn.state import accounting, runstate
@@ -77,10 +78,13 @@ class RecordedDispatch:
         self.number = 0
         self.spent = accounting.usage()  # what the turns reported so far (mid-dispatch)
         self.stopped = False  # this dispatch was stopped for the budget
+        self.guard: IdleGuard | None = None  # a coder's: ends it when its stops change nothing
 
     def run(self, prompt_for: PromptFor, session_id: str | None) -> Result:
         ctx = self.ctx
         pressure = min(ctx.config.agent.budget_pressure_turns, self.max_turns - 1)
+        if self.role == "coder":  # reviewer and evaluator dispatches are single turns
+            prompt_for = self.guard = IdleGuard(ctx, prompt_for)
         prompts = PressuredPrompts(
             ctx, Budget(self.max_turns, pressure, ctx.config.agent.max_seconds), prompt_for
         )
@@ -225,7 +229,7 @@ class RecordedDispatch:
         (SIGUSR2, at a turn's end): stop the dispatch; the run is cut off as ``budget``."""
         ctx = self.ctx
         cap = ctx.config.agent.max_cost_usd
-        if cap is not None and not ctx.over_budget:
+        if cap and not ctx.over_budget:
             spent = accounting.add(ctx.usage, self.spent)["cost_usd"]
             if spent is not None and spent > cap:
                 ctx.over_budget = True
@@ -254,6 +258,10 @@ class RecordedDispatch:
             "error": result.detail,
             "transcript": result.transcript,
         }
+        if self.guard is not None:  # a coder's: did it change anything?
+            progressed = self.guard.progressed()
+            said["progress"] = progressed
+            ctx.idle.after(progressed, result, denials)
         runstate.update_marker(ctx.ref, "dispatch_finished", said, dispatch=None)
         ctx.usage = accounting.add(ctx.usage, usage)
         ctx.denials += denials

@@ -1,0 +1,130 @@
+"""The no-progress stop: a coder that changes nothing is not prompted again and again.
+
+Progress is what a person could see: the work tree changed (a file written, edited or deleted,
+a commit: ``git status`` and HEAD), or the agent reported on its work (``cairn task …``,
+``cairn finding …``: the change summary was rewritten). Inside one dispatch the agent is
+re-prompted with the continuation prompt only while its stops make progress: after
+``agent.max_idle_dispatches`` stops in a row that changed nothing, or one whose last message says
+it cannot go on, the dispatch ends. A dispatch that ends (completed or at its turn cap) having
+changed nothing is idle; ``agent.max_idle_dispatches`` idle dispatches in a row end the run as
+``needs_input`` (reason ``no_progress``), with the blocker: what the agent was denied and its last
+words. A dispatch that made progress resets the count. Reviewer and evaluator dispatches are
+single turns and never counted; ``max_idle_dispatches = 0`` turns the stop off.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from cairn.agents.base import Result
+from cairn.git.status import entries
+from cairn.state import accounting
+
+if TYPE_CHECKING:
+    from cairn.run.orchestrator.context import RunContext
+    from cairn.run.orchestrator.prompting import PromptFor
+
+# The agent's own words that it is stuck: it cannot go on without something it lacks.
+STUCK = re.compile(
+    r"\b(can ?not|can't|unable to|not able to|won't be able to)\b[^.!?\n]{0,60}?"
+    r"\b(continue|proceed|go on|complete|finish|run|do)\b"
+    r"|\b(blocked|requires? (your )?(approval|permission))\b",
+    re.IGNORECASE,
+)
+LAST_WORDS_LIMIT = 200  # characters of the agent's last message in the one-line error
+IDLE_REASONS = ("completed", "max_turns")  # the agent stopped by itself, or used its turns
+
+
+def stuck(message: str | None) -> bool:
+    """Whether the agent's message says it cannot go on."""
+    return bool(message and STUCK.search(message))
+
+
+def mark(ctx: RunContext) -> str:
+    """A fingerprint of what progress shows: HEAD, every changed or untracked path with its
+    size and time, and the current change summary's file (rewritten by every report)."""
+    digest = hashlib.sha256()
+    found = ctx.repo.git.run(
+        ["status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all"], check=False
+    )
+    digest.update(found.stdout)
+    top = ctx.repo.toplevel
+    for kind, _, path in entries(found.stdout):
+        if kind != b"#" and path:
+            digest.update(_stat(os.path.join(os.fsencode(top), path)))
+    summary = ctx.ref.summary_path()
+    if summary is not None:
+        digest.update(os.fsencode(summary) + _stat(os.fsencode(summary)))
+    return digest.hexdigest()
+
+
+def _stat(path: bytes) -> bytes:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return b"-"
+    return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}".encode()
+
+
+@dataclass
+class Streak:
+    """The run's idle coder dispatches in a row (this session), and what blocked them."""
+
+    count: int = 0
+    denials: list[dict[str, str]] = field(default_factory=list)
+
+    def after(self, progressed: bool, result: Result, denials: list[dict[str, str]]) -> None:
+        if progressed:
+            self.count, self.denials = 0, []
+        elif result.reason in IDLE_REASONS:
+            self.count += 1
+            self.denials += denials
+
+    def blocker(self, ctx: RunContext) -> dict[str, Any]:
+        return {"denials": list(self.denials), "last_message": ctx.last_message}
+
+    def error(self, ctx: RunContext) -> str:
+        """Why the run needs input, on one line: the idle dispatches, the denied calls, the
+        agent's last words."""
+        dispatches = "dispatch" if self.count == 1 else "dispatches"
+        parts = [f"no progress in {self.count} {dispatches} in a row"]
+        denied = accounting.denials_text(self.denials)
+        if denied:
+            parts.append(denied)
+        words = accounting.error_text(ctx.last_message, LAST_WORDS_LIMIT)
+        if words:
+            parts.append(f'its last words: "{words}"')
+        return "; ".join(parts)
+
+
+class IdleGuard:
+    """One coder dispatch's prompts, ended early when its stops make no progress; and whether
+    the dispatch as a whole made any."""
+
+    def __init__(self, ctx: RunContext, prompt_for: PromptFor) -> None:
+        self.ctx, self.prompt_for = ctx, prompt_for
+        self.limit = ctx.config.agent.max_idle_dispatches
+        self.start = self.last = mark(ctx) if self.limit else ""
+        self.idle_stops = 0
+        self.gave_up = False  # the dispatch ended here: its stops changed nothing
+
+    def __call__(self, turn: int) -> str | None:
+        if self.limit and turn > 1 and not self.gave_up:
+            now = mark(self.ctx)
+            if now != self.last:
+                self.last, self.idle_stops = now, 0
+            else:
+                self.idle_stops += 1
+                if self.idle_stops >= self.limit or stuck(self.ctx.last_message):
+                    self.gave_up = True
+        if self.gave_up:
+            return None
+        return self.prompt_for(turn)
+
+    def progressed(self) -> bool:
+        """Whether anything changed since the dispatch started (True when the stop is off)."""
+        return not self.limit or mark(self.ctx) != self.start
