@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -38,8 +37,14 @@ BEFORE_INPUT_TOKENS = {"claude-code": 9_500_000, "codex": 9_500_000}
 
 def scenario(kind: str) -> dict[str, Any]:
     if kind == "claude-code":
-        return {"anthropic": [{"tool": bash_tool("curl -s http://127.0.0.1:9/")}], "after_end": STUCK}
-    return {"openai": [{"tool": exec_tool("curl -sS -m 5 http://127.0.0.1:9/")}], "after_end": STUCK}
+        return {
+            "anthropic": [{"tool": bash_tool("curl -s http://127.0.0.1:9/")}],
+            "after_end": STUCK,
+        }
+    return {
+        "openai": [{"tool": exec_tool("curl -sS -m 5 http://127.0.0.1:9/")}],
+        "after_end": STUCK,
+    }
 
 
 @pytest.mark.parametrize("kind", ["claude-code", "codex"])
@@ -74,4 +79,8 @@ def test_an_agent_denied_curl_that_cannot_go_on_ends_needs_input(
     rows = json.loads(p.cairn("status", "--json").stdout)
     (row,) = [r for r in rows if r["ticket"] == TICKET]
     assert row["state"] == "needs_input" and "curl" in row["why"], row
+    if kind == "claude-code":  # one session throughout: its cost is the last one it reported
+        (last,) = sorted(p.run_dir.glob("*_coder_transcript.jsonl"))[-1:]
+        results = [json.loads(x) for x in last.read_text().splitlines() if '"result"' in x]
+        assert used["cost_usd"] == pytest.approx(results[-1]["total_cost_usd"], abs=1e-5)
     print(f"{kind}: {told['dispatches']} dispatches, {told['turns']} turns, usage {used}")

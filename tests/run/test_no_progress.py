@@ -8,10 +8,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from test_surface import Recorder, latest_summary, run_dir
+
 from cairn.run import launch
 from cairn.state import journal, marker
 from helpers import cairn, scripted_project
-from test_surface import Recorder, latest_summary, run_dir
 
 TICKET = "T-1"
 CURL = "curl -s https://example.com/x"
@@ -71,7 +72,10 @@ def test_progress_resets_the_count_and_a_working_agent_is_never_stopped(tmp_path
     # Every dispatch writes a file (or reports) and then says it is stuck: progress each time,
     # so the run goes on until its continuations are used up (interrupted, not needs_input).
     def work(n: int) -> list[list[dict[str, Any]]]:
-        return [[{"append": {"path": "notes.txt", "content": f"{n}\n"}}, {"say": STUCK}], [{"say": STUCK}]]
+        return [
+            [{"append": {"path": "notes.txt", "content": f"{n}\n"}}, {"say": STUCK}],
+            [{"say": STUCK}],
+        ]
 
     report = [[{"cairn": ["task", "start", "1"]}, {"say": STUCK}], [{"say": STUCK}]]
     script = {"coder": work(1) + report + work(2)}
@@ -113,7 +117,10 @@ def test_zero_turns_the_stop_off(tmp_path: Path) -> None:
 def test_cli_says_needs_input_and_what_to_do_and_status_shows_why_then_resume(
     tmp_path: Path,
 ) -> None:
-    script = {"coder": [DENIED_THEN_STUCK] * 4 + [[{"cairn": ["task", "done", "1"]}, {"cairn": ["task", "done", "2"]}]]}
+    script = {
+        "coder": [DENIED_THEN_STUCK] * 4
+        + [[{"cairn": ["task", "done", "1"]}, {"cairn": ["task", "done", "2"]}]]
+    }
     repo, plan = scripted_project(tmp_path, script, max_turns=30, max_continuations=5)
     result = cairn("run", str(plan), cwd=repo)
     assert result.returncode == 1, (result.stdout, result.stderr)

@@ -15,7 +15,7 @@ import json
 import shlex
 import sys
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cairn.agents import permissions, process
@@ -63,7 +63,10 @@ class StreamState:
     result: dict[str, Any] | None = None
     last_text: str | None = None
     malformed: int = 0
+    usage: Usage | None = None  # the assistant messages' usage (a cut-off invocation's)
+    denied: list[Denial] = field(default_factory=list)  # its permission_denied events
     _message: str | None = field(default=None, repr=False)
+    _inputs: dict[str, Any] = field(default_factory=dict, repr=False)  # tool_use id → input
 
     def feed(self, line: str) -> list[Event]:
         if not line.strip():
@@ -79,6 +82,9 @@ class StreamState:
         kind = data.get("type")
         if kind == "system" and data.get("subtype") == "init":
             self.session_id = data.get("session_id") or self.session_id
+        elif kind == "system" and data.get("subtype") == "permission_denied":
+            given = self._inputs.get(str(data.get("tool_use_id")))
+            self.denied += denials({"permission_denials": [{**data, "tool_input": given}]})
         elif kind == "assistant" and not data.get("parent_tool_use_id"):
             return self._assistant(data)
         elif kind == "user" and not data.get("parent_tool_use_id"):
@@ -100,6 +106,8 @@ class StreamState:
             self._message = ident
             self.turns += 1
             events.append(Event("turn_started", self.base + self.turns))
+            if isinstance(message.get("usage"), dict):
+                self.usage = (self.usage or Usage()) + claude_usage({"usage": message["usage"]})
         turn = self.base + self.turns
         for block in message.get("content") or []:
             if not isinstance(block, dict):
@@ -111,6 +119,7 @@ class StreamState:
                 name = str(block.get("name", ""))
                 tool_input = block.get("input") or {}
                 events.append(Event("tool_use", turn, {"name": name, "input": tool_input}))
+                self._inputs[str(block.get("id"))] = tool_input
                 path = tool_input.get("file_path") if isinstance(tool_input, dict) else None
                 if name in FILE_TOOLS and path:
                     events.append(Event("file_changed", turn, {"path": path}))
@@ -155,10 +164,21 @@ class ClaudeDispatch(StreamingDispatch):
 
     def _continue(self, state: StreamState, returncode: int, child: process.Child) -> bool:
         """Whether to run another invocation of the same session; sets the result if not."""
+        result = state.result
+        if result is not None:  # what the invocation used and was refused, in full
+            used = claude_usage(result)
+            if used.cost_usd is not None:  # the session's cost so far: this one's is the rise
+                before, self._session_cost = self._session_cost or 0.0, used.cost_usd
+                used = replace(used, cost_usd=round(max(0.0, used.cost_usd - before), 6))
+            self._used(used)
+            self._denials += denials(result)
+        else:  # cut off: what its stream said so far
+            if state.usage is not None:
+                self._used(state.usage)
+            self._denials += state.denied
         if self._interrupt is not None:
             self._set(self._interrupt)
             return False
-        result = state.result
         if result is None:
             reason = process.classify(returncode, None) or "error"
             detail = f"claude {process.describe_exit(returncode)} with no result line"
@@ -166,8 +186,6 @@ class ClaudeDispatch(StreamingDispatch):
                 detail += f" ({state.malformed} malformed stream lines)"
             self._set(reason, returncode if returncode > 0 else None, child.with_stderr(detail))
             return False
-        self._usage = self._usage + claude_usage(result)
-        self._denials += denials(result)
         subtype = result.get("subtype")
         if subtype == "error_max_turns" or result.get("terminal_reason") == "max_turns":
             self._set("max_turns", returncode if returncode > 0 else None)

@@ -161,8 +161,8 @@ class CodexDispatch(StreamingDispatch):
             child.terminate(self._grace or 5.0)
 
     def _continue(self, state: ExecState, returncode: int, child: process.Child) -> bool:
-        if state.usage:
-            self._usage = self._usage + codex_usage(state.usage)
+        if state.usage:  # only at a turn's end: a turn cut off mid-way reports none
+            self._used(codex_usage(state.usage))
         self._denials += state.denials
         if self._interrupt is not None:
             self._set(self._interrupt)

@@ -11,8 +11,8 @@ from typing import Any, Literal
 Mode = Literal["live", "plain", "json", "quiet"]
 
 _LINES = {
-    "run_started": "run {run} of ticket {ticket}: {tasks} tasks, agent {agent}",
-    "run_resumed": "resuming run {run} of ticket {ticket} at {phase}",
+    "run_started": "run {run} of ticket {ticket}: {tasks} tasks, agent {agent}; {budget}",
+    "run_resumed": "resuming run {run} of ticket {ticket} at {phase}; {budget}",
     "phase": "phase {phase}{round_text}",
     "dispatch_started": "dispatch {dispatch}: {role}, up to {max_turns} turns",
     "turn": "  turn {turn}/{max_turns}{pressure_text}",
@@ -20,7 +20,9 @@ _LINES = {
     "finding": "  finding {finding} {status}",
     "snapshot": "  snapshot {short} ({reason})",
     "cutoff": "cutoff: {reason}{detail_text} in {role} dispatch; {saved_text}",
-    "dispatch_finished": "dispatch {dispatch} ended: {reason} after {turns} turns{error_text}",
+    "dispatch_finished": (
+        "dispatch {dispatch} ended: {reason} after {turns} turns{error_text}{unknown_text}"
+    ),
     "denials": "  {message}",
     "warning": "warning: {message}",
     "note": "{message}",
@@ -78,6 +80,7 @@ class Display:
             "short": str(fields.get("commit", ""))[:12],
             "detail_text": f" ({fields['detail']})" if fields.get("detail") else "",
             "error_text": f": {fields['error']}" if fields.get("error") else "",
+            "unknown_text": " · usage unknown" if "usage" in fields and not fields["usage"] else "",
             "usage_suffix": f" · {fields['usage_text']}" if fields.get("usage_text") else "",
         }
         try:

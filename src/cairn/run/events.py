@@ -11,12 +11,12 @@ from typing import Any, Literal, Protocol
 
 # What the run reports, and the fields each event carries (``--json`` prints them as they are).
 RunEvent = Literal[
-    "run_started",  # run, ticket, tasks, agent
-    "run_resumed",  # run, ticket, phase, agent
+    "run_started",  # run, ticket, tasks, agent, max_turns, max_cost_usd, budget
+    "run_resumed",  # run, ticket, phase, agent, max_turns, max_cost_usd, budget
     "phase",  # phase, round
     "dispatch_started",  # dispatch, role, max_turns
     "turn",  # turn, max_turns, pressure
-    "dispatch_finished",  # dispatch, reason, turns, usage, denials, error
+    "dispatch_finished",  # dispatch, reason, turns, usage (null: unknown), denials, error
     "denials",  # dispatch, count, denials ({tool, target}), message
     "snapshot",  # commit, reason
     "cutoff",  # reason, role, snapshot, detail
@@ -24,7 +24,8 @@ RunEvent = Literal[
     "review",  # round, findings, blocking
     "warning",  # message
     "note",  # message (and branch: which ticket a run on another branch's name is)
-    "run_finished",  # run, status, elapsed, usage, usage_text
+    "needs_input",  # reason (no_progress), error, blocker ({denials, last_message}), next_command
+    "run_finished",  # run, status, elapsed, usage, usage_text, usage_unknown
 ]
 
 

@@ -8,7 +8,7 @@ orchestrator's loop runs.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cairn import summary
 from cairn.agents.base import Adapter, DispatchRequest
@@ -16,6 +16,7 @@ from cairn.config import Config, pressure_given
 from cairn.errors import BadInput
 from cairn.git import Repo
 from cairn.run import carried
+from cairn.run.budget import run_budget
 from cairn.run.events import EventSink, NoEvents
 from cairn.run.orchestrator import Orchestrator, RunOutcome
 from cairn.run.orchestrator.context import agent_script
@@ -141,7 +142,8 @@ def run(
             ("orchestrator", "plan", "json", loaded.model_dump_json(indent=2)),
         ],
     )
-    sink.event("run_started", run=ref.run_id, ticket=ticket, tasks=len(pairs), agent=kind)
+    budget = _budget(config, max_turns)
+    sink.event("run_started", run=ref.run_id, ticket=ticket, tasks=len(pairs), agent=kind, **budget)
     _remember_branch(repo, state, ticket, sink)
     if lease.warning is not None:
         sink.event("warning", message=lease.warning)
@@ -155,6 +157,14 @@ def run(
         )
     orchestrator = Orchestrator(repo, config, ref, lease, loaded, adapter, sink, max_turns)
     return orchestrator.execute()
+
+
+def _budget(config: Config, max_turns: int | None) -> dict[str, Any]:
+    """What the session's start event says of its budgets (the coder's turn cap, the cost)."""
+    coder = config.roles.get("coder")
+    if max_turns is None:
+        max_turns = coder.max_turns if coder and coder.max_turns else config.agent.max_turns
+    return run_budget(max_turns, config.agent.max_cost_usd)
 
 
 def _remember_branch(repo: Repo, state: layout.Layout, ticket: str, sink: EventSink) -> None:
@@ -226,7 +236,8 @@ def resume(
     except BaseException:
         lease.release()
         raise
-    sink.event("run_resumed", run=ref.run_id, ticket=ticket, phase=phase, agent=kind)
+    budget = _budget(config, max_turns)
+    sink.event("run_resumed", run=ref.run_id, ticket=ticket, phase=phase, agent=kind, **budget)
     if note is not None:
         sink.event("note", message=note)
     if lease.warning is not None:

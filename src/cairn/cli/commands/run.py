@@ -126,7 +126,9 @@ def needs_input_lines(outcome: RunOutcome) -> list[str]:
             programs.append(words[0])
     if programs:
         allowed = ", ".join(f'"{p}"' for p in programs)
-        lines.append(f"To let it run them: add them to agent.allow in cairn.toml (allow = [{allowed}]),")
+        lines.append(
+            f"To let it run them: add them to agent.allow in cairn.toml (allow = [{allowed}]),"
+        )
         lines.append("or do what it needs yourself; then: " + f"cairn resume {outcome.ticket}")
     else:
         lines.append(

@@ -52,6 +52,5 @@ def status(json: bool = False, workspace: Path = Path(".")) -> None:
     for row in rows:
         if row.state == "needs_input":
             why = f": {row.why}" if row.why else ""
-            sys.stdout.write(
-                f"{row.ticket} needs input{why}\n  once that is resolved: cairn resume {row.ticket}\n"
-            )
+            resume = f"cairn resume {row.ticket}"
+            sys.stdout.write(f"{row.ticket} needs input{why}\n  once resolved: {resume}\n")

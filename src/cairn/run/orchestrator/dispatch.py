@@ -174,6 +174,7 @@ class RecordedDispatch:
             script=agent_script(ctx.repo.toplevel, ctx.config),
             pressure_turns=pressure,
             session_id=session_id,
+            session_cost_usd=ctx.session_costs.get(session_id or ""),
             writable=sorted({ctx.repo.common_dir, ctx.ref.layout.root}),
             permissions=ctx.config.agent.permissions,
             allow=list(ctx.config.agent.allow),
@@ -243,8 +244,10 @@ class RecordedDispatch:
         ctx = self.ctx
         if result.final_message:
             ctx.last_message = result.final_message
-        usage = result.usage.as_dict()
+        usage = result.usage.as_dict() if result.usage is not None else None  # None: unknown
         denials = [{"tool": d.tool, "target": d.target} for d in result.denials]
+        if result.session_id and result.session_cost_usd is not None:
+            ctx.session_costs[result.session_id] = result.session_cost_usd
         error = accounting.error_text(result.detail) if result.reason != "completed" else None
         said = {
             "role": self.role,
@@ -253,6 +256,7 @@ class RecordedDispatch:
             "exit_code": result.exit_code,
             "detail": result.detail,
             "session_id": result.session_id,
+            "session_cost_usd": result.session_cost_usd,
             "denials": denials,
             "usage": usage,
             "error": result.detail,
@@ -263,7 +267,8 @@ class RecordedDispatch:
             said["progress"] = progressed
             ctx.idle.after(progressed, result, denials)
         runstate.update_marker(ctx.ref, "dispatch_finished", said, dispatch=None)
-        ctx.usage = accounting.add(ctx.usage, usage)
+        ctx.usage = accounting.add(ctx.usage, usage or {})
+        ctx.unknown_usage += usage is None
         ctx.denials += denials
         if not ctx.over_budget:  # else it says what the budget does
             ctx.last_error = error

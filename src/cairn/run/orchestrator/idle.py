@@ -17,16 +17,10 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
-from cairn.agents.base import Result
 from cairn.git.status import entries
-from cairn.state import accounting
-
-if TYPE_CHECKING:
-    from cairn.run.orchestrator.context import RunContext
-    from cairn.run.orchestrator.prompting import PromptFor
+from cairn.run.orchestrator.context import RunContext
+from cairn.run.orchestrator.prompting import PromptFor
 
 # The agent's own words that it is stuck: it cannot go on without something it lacks.
 STUCK = re.compile(
@@ -35,8 +29,6 @@ STUCK = re.compile(
     r"|\b(blocked|requires? (your )?(approval|permission))\b",
     re.IGNORECASE,
 )
-LAST_WORDS_LIMIT = 200  # characters of the agent's last message in the one-line error
-IDLE_REASONS = ("completed", "max_turns")  # the agent stopped by itself, or used its turns
 
 
 def stuck(message: str | None) -> bool:
@@ -68,37 +60,6 @@ def _stat(path: bytes) -> bytes:
     except OSError:
         return b"-"
     return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}".encode()
-
-
-@dataclass
-class Streak:
-    """The run's idle coder dispatches in a row (this session), and what blocked them."""
-
-    count: int = 0
-    denials: list[dict[str, str]] = field(default_factory=list)
-
-    def after(self, progressed: bool, result: Result, denials: list[dict[str, str]]) -> None:
-        if progressed:
-            self.count, self.denials = 0, []
-        elif result.reason in IDLE_REASONS:
-            self.count += 1
-            self.denials += denials
-
-    def blocker(self, ctx: RunContext) -> dict[str, Any]:
-        return {"denials": list(self.denials), "last_message": ctx.last_message}
-
-    def error(self, ctx: RunContext) -> str:
-        """Why the run needs input, on one line: the idle dispatches, the denied calls, the
-        agent's last words."""
-        dispatches = "dispatch" if self.count == 1 else "dispatches"
-        parts = [f"no progress in {self.count} {dispatches} in a row"]
-        denied = accounting.denials_text(self.denials)
-        if denied:
-            parts.append(denied)
-        words = accounting.error_text(ctx.last_message, LAST_WORDS_LIMIT)
-        if words:
-            parts.append(f'its last words: "{words}"')
-        return "; ".join(parts)
 
 
 class IdleGuard:

@@ -89,7 +89,12 @@ class Orchestrator:
         events, _ = journal.read(self.ctx.ref.run_dir)
         done = accounting.dispatches(events)
         self.ctx.usage_before = accounting.total(d["usage"] for d in done)
+        self.ctx.unknown_usage = sum(d["usage"] is None for d in done)
         self.ctx.denials = [denial for d in done for denial in d["denials"]]
+        for event in events:
+            cost, session = event.get("session_cost_usd"), event.get("session_id")
+            if event.get("event") == "dispatch_finished" and isinstance(cost, float | int):
+                self.ctx.session_costs[str(session)] = float(cost)
 
     def check_tree(self, snapshot: str | None) -> None:
         """Before a resumed run: snapshot the tree and say if it is not ``snapshot``."""
@@ -123,7 +128,7 @@ class Orchestrator:
             reason = checkpoints.cutoff_reason(self.ctx, result)
             if self._stuck(reason):
                 reason = "no_progress"
-                self.ctx.last_error = self.ctx.idle.error(self.ctx)
+                self.ctx.last_error = self.ctx.idle.error(self.ctx.last_message)
             checkpoints.cutoff(self.ctx, "coder", reason)
             if (
                 reason in ("budget", "no_progress")

@@ -15,7 +15,6 @@ from cairn.run.orchestrator.context import RunContext
 from cairn.state import accounting, runstate
 from cairn.terms import CutoffReason, RunStatus
 
-
 RESUMABLE = ("interrupted", "needs_input")
 
 
@@ -35,6 +34,7 @@ class RunOutcome(BaseModel):
     next_command: str | None = None
     error: str | None = None  # the agent's error text (or the budget's) for a cutoff
     usage: dict[str, Any] = Field(default_factory=accounting.usage)  # every session of the run
+    usage_unknown: int = 0  # dispatches whose usage is unknown (cut off before any was seen)
     denials: list[dict[str, str]] = Field(default_factory=list)  # every session of the run
     # needs_input: what blocked the idle dispatches (their denials, the agent's last message)
     blocker: dict[str, Any] | None = None
@@ -73,7 +73,7 @@ def needs_input(ctx: RunContext) -> RunOutcome:
         "needs_input",
         reason="no_progress",
         error=detail,
-        blocker=ctx.idle.blocker(ctx),
+        blocker=ctx.idle.blocker(ctx.last_message),
         next_command=f"cairn resume {ctx.ref.ticket}",
     )
     return _outcome(ctx, "needs_input", "no_progress", ExitCode.FAILURE)
@@ -137,12 +137,16 @@ def write_run_summary(ctx: RunContext, status: RunStatus, reason: str | None) ->
         f"- **Turns:** {stats.turns}",
         f"- **Duration:** {stats.elapsed():.1f}s",
         f"- **Snapshots:** {', '.join(s[:12] for s in stats.snapshots) or '(none)'}",
-        f"- **Usage:** {accounting.usage_text(ctx.run_usage()) or '(not reported)'}",
+        f"- **Usage:** {_usage_text(ctx) or '(not reported)'}",
         f"- **Denied tool calls:** {accounting.denials_text(ctx.denials) or '(none)'}",
         f"- **Change summary:** {ctx.ref.summary_path()}",
         "",
     ]
     runstate.write_artifact(ctx.ref, "orchestrator", "run-summary", "\n".join(lines))
+
+
+def _usage_text(ctx: RunContext) -> str:
+    return accounting.run_usage_text(ctx.run_usage(), ctx.unknown_usage)
 
 
 def _outcome(ctx: RunContext, status: RunStatus, reason: str | None, code: ExitCode) -> RunOutcome:
@@ -154,7 +158,8 @@ def _outcome(ctx: RunContext, status: RunStatus, reason: str | None, code: ExitC
         status=status,
         elapsed=f"{elapsed:.1f}s",
         usage=usage,
-        usage_text=accounting.usage_text(usage),
+        usage_text=_usage_text(ctx),
+        usage_unknown=ctx.unknown_usage,
     )
     return RunOutcome(
         ticket=ctx.ref.ticket,
@@ -172,6 +177,7 @@ def _outcome(ctx: RunContext, status: RunStatus, reason: str | None, code: ExitC
         next_command=f"cairn resume {ctx.ref.ticket}" if status in RESUMABLE else None,
         error=_detail(ctx, reason),
         usage=usage,
+        usage_unknown=ctx.unknown_usage,
         denials=ctx.denials,
-        blocker=ctx.idle.blocker(ctx) if status == "needs_input" else None,
+        blocker=ctx.idle.blocker(ctx.last_message) if status == "needs_input" else None,
     )
