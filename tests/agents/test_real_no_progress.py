@@ -84,3 +84,35 @@ def test_an_agent_denied_curl_that_cannot_go_on_ends_needs_input(
         results = [json.loads(x) for x in last.read_text().splitlines() if '"result"' in x]
         assert used["cost_usd"] == pytest.approx(results[-1]["total_cost_usd"], abs=1e-5)
     print(f"{kind}: {told['dispatches']} dispatches, {told['turns']} turns, usage {used}")
+
+
+# --- a dispatch cut off after a denied call reports it, and what it used -----------------------
+
+
+@pytest.mark.parametrize("kind", ["claude-code", "codex"])
+def test_a_timeout_after_a_denied_call_keeps_the_denial_and_the_usage_seen(
+    real: Callable[..., Real], kind: str, request: pytest.FixtureRequest
+) -> None:
+    request.getfixturevalue("claude_bin" if kind == "claude-code" else "codex_bin")
+    stalled = {"sleep": 60, "text": "still thinking"}  # the model answers after the timeout
+    given = scenario(kind)
+    api = "anthropic" if kind == "claude-code" else "openai"
+    p = real(kind, {api: [*given[api], stalled]}, no_command=True, agent={"max_seconds": 8})
+    if kind == "codex":
+        codex_provider_config(p)
+    result = p.run()
+    no_traceback(result)
+    assert result.returncode == 3, (result.stdout, result.stderr)
+    assert outcome(result)["reason"] == "timeout"
+    (finished,) = p.events("dispatch_finished")
+    assert finished["reason"] == "timeout"
+    assert [d["tool"] for d in finished["denials"]] == ["Bash" if kind == "claude-code" else "exec"]
+    assert "curl" in finished["denials"][0]["target"]
+    if kind == "claude-code":  # the first model call's tokens, from the stream; no cost line
+        assert finished["usage"]["input_tokens"] > 0 and finished["usage"]["cost_usd"] is None
+    else:  # Codex reports usage only at a turn's end: unknown, not 0
+        assert "usage" not in finished  # the journal leaves unknown (None) fields out
+        assert outcome(result)["usage_unknown"] == 1
+        ended = [json.loads(x) for x in result.stdout.splitlines() if '"dispatch_finished"' in x]
+        assert ended[0]["usage"] is None
+    assert "curl" in json.dumps(outcome(result)["denials"])

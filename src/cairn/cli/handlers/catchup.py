@@ -91,7 +91,8 @@ def _accounting(report: CatchupReport) -> list[str]:
     if report.denials:
         denied = accounting.denials_text(report.denials)
         lines.append(f"  blocked: {denied} — {accounting.DENIAL_HINT}")
-    used = accounting.usage_text(report.usage)
+    unknown = sum(d["usage"] is None for d in report.dispatches)
+    used = accounting.run_usage_text(report.usage, unknown)
     if used:
         count = len(report.dispatches)
         lines.append(f"  usage: {used} in {counted(count, 'dispatch', 'dispatches')}")
