@@ -52,6 +52,7 @@ def test_the_first_line_states_both_budgets(tmp_path: Path) -> None:
     first = result.stdout.splitlines()[0]
     assert first.startswith("run ") and first.endswith("; budget: 5 turns · $10.00"), first
 
+    (tmp_path / "free").mkdir()
     repo2, plan2 = scripted_project(tmp_path / "free", script, max_cost_usd=0)
     result = cairn("run", str(plan2), "--json", "--max-turns", "7", cwd=repo2)
     assert result.returncode == 0, result.stderr
