@@ -61,6 +61,11 @@ def test_an_agent_denied_curl_that_cannot_go_on_ends_needs_input(
     assert result.returncode == 1, (result.stdout, result.stderr)
     told = outcome(result)
     assert told["status"] == "needs_input" and told["reason"] == "no_progress", told
+    started = json.loads(result.stdout.splitlines()[0])
+    expected = "budget: 150 turns · $10.00"
+    if kind == "codex":  # Codex reports tokens only: the cost cap cannot be checked
+        expected += " (not checked: codex reports no cost)"
+    assert started["event"] == "run_started" and started["budget"] == expected
     assert told["exit_code"] == 1
     assert told["dispatches"] <= 3 and told["turns"] <= 6, told
     assert len(p.requests()) <= 6

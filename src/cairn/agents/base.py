@@ -176,6 +176,7 @@ class Adapter(ABC):
     """One agent kind: checks a request and starts dispatches."""
 
     kind: ClassVar[str]
+    reports_cost: ClassVar[bool] = True  # False: agent.max_cost_usd cannot be checked
 
     @abstractmethod
     def preflight(self, request: DispatchRequest) -> None:

@@ -204,6 +204,7 @@ def codex_usage(usage: dict[str, Any]) -> Usage:
 
 class CodexAdapter(StreamingAdapter):
     kind = "codex"
+    reports_cost = False  # tokens only
     product = "Codex"
     install = "npm install -g @openai/codex"
     minimum_version = MINIMUM_VERSION

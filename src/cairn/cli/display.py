@@ -8,6 +8,8 @@ import sys
 import time
 from typing import Any, Literal
 
+from cairn.util.text import counted
+
 Mode = Literal["live", "plain", "json", "quiet"]
 
 _LINES = {
@@ -21,7 +23,7 @@ _LINES = {
     "snapshot": "  snapshot {short} ({reason})",
     "cutoff": "cutoff: {reason}{detail_text} in {role} dispatch; {saved_text}",
     "dispatch_finished": (
-        "dispatch {dispatch} ended: {reason} after {turns} turns{error_text}{unknown_text}"
+        "dispatch {dispatch} ended: {reason} after {turns_text}{error_text}{unknown_text}"
     ),
     "denials": "  {message}",
     "warning": "warning: {message}",
@@ -80,6 +82,7 @@ class Display:
             "short": str(fields.get("commit", ""))[:12],
             "detail_text": f" ({fields['detail']})" if fields.get("detail") else "",
             "error_text": f": {fields['error']}" if fields.get("error") else "",
+            "turns_text": counted(int(fields.get("turns") or 0), "turn"),
             "unknown_text": " · usage unknown" if "usage" in fields and not fields["usage"] else "",
             "usage_suffix": f" · {fields['usage_text']}" if fields.get("usage_text") else "",
         }

@@ -142,7 +142,7 @@ def run(
             ("orchestrator", "plan", "json", loaded.model_dump_json(indent=2)),
         ],
     )
-    budget = _budget(config, max_turns)
+    budget = _budget(config, max_turns, kind, adapter)
     sink.event("run_started", run=ref.run_id, ticket=ticket, tasks=len(pairs), agent=kind, **budget)
     _remember_branch(repo, state, ticket, sink)
     if lease.warning is not None:
@@ -159,12 +159,12 @@ def run(
     return orchestrator.execute()
 
 
-def _budget(config: Config, max_turns: int | None) -> dict[str, Any]:
+def _budget(config: Config, max_turns: int | None, kind: str, adapter: Adapter) -> dict[str, Any]:
     """What the session's start event says of its budgets (the coder's turn cap, the cost)."""
     coder = config.roles.get("coder")
     if max_turns is None:
         max_turns = coder.max_turns if coder and coder.max_turns else config.agent.max_turns
-    return run_budget(max_turns, config.agent.max_cost_usd)
+    return run_budget(max_turns, config.agent.max_cost_usd, kind, adapter.reports_cost)
 
 
 def _remember_branch(repo: Repo, state: layout.Layout, ticket: str, sink: EventSink) -> None:
@@ -236,7 +236,7 @@ def resume(
     except BaseException:
         lease.release()
         raise
-    budget = _budget(config, max_turns)
+    budget = _budget(config, max_turns, kind, adapter)
     sink.event("run_resumed", run=ref.run_id, ticket=ticket, phase=phase, agent=kind, **budget)
     if note is not None:
         sink.event("note", message=note)

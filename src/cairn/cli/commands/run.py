@@ -118,7 +118,7 @@ def _drive(json: bool, start: Callable[[EventSink], RunOutcome]) -> None:
 def needs_input_lines(outcome: RunOutcome) -> list[str]:
     """What a person reads when the agent made no progress: why, and what to do."""
     blocker = outcome.blocker or {}
-    lines = [f"The agent stopped making progress: {outcome.error or 'no progress'}."]
+    lines = [f"The agent stopped making progress: {outcome.error or 'no progress'}"]
     programs = []
     for denial in blocker.get("denials") or []:
         words = str(denial.get("target") or "").split()
