@@ -122,6 +122,7 @@ def config_text(script: Path, turns: int) -> str:
         f'script = "{script}"\n'
         f"max_turns = {turns + 1}\n"
         "max_continuations = 0\n"
+        "max_idle_dispatches = 0\n"  # 99 turns that only talk: the no-progress stop is off
         "preserve_uncommitted_work = false\n"
         "\n[loop]\n"
         'phases = ["implement"]\n'

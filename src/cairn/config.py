@@ -73,6 +73,7 @@ class SnapshotConfig(Record, forbid_extra=True, strict=True):
 
 
 DEFAULT_PRESSURE_TURNS = 2
+DEFAULT_MAX_COST_USD = 10.0  # agent.max_cost_usd: a run session's cost cap in USD
 
 
 def pressure_for(max_turns: int) -> int:
@@ -109,7 +110,8 @@ class AgentConfig(Record, forbid_extra=True, strict=True):
     cutoff_timeout_ms: Annotated[int, _in_unit(1000, whole=True), Ge(1)] = 60000
     max_continuations: Annotated[int, Ge(0)] = 2
     max_seconds: Annotated[float, _in_unit(1, whole=False), Gt(0)] | None = None
-    max_cost_usd: Annotated[float, Gt(0)] | None = None
+    max_cost_usd: Annotated[float, Ge(0)] = DEFAULT_MAX_COST_USD  # 0: no cap
+    max_idle_dispatches: Annotated[int, Ge(0)] = 2  # 0: no no-progress stop
     permissions: AgentPermissions = "preset"
     allow: list[str] = field(default_factory=list)
     api_retries: Annotated[int, Ge(0)] = 2

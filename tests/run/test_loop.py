@@ -505,7 +505,11 @@ def test_the_wrap_up_directive_goes_out_on_exactly_the_last_turns(
 ) -> None:
     turns = [[say(f"turn {n}")] for n in range(max_turns + 1)]
     p = project(
-        {"coder": turns}, tasks=("One",), max_turns=max_turns, budget_pressure_turns=pressure
+        {"coder": turns},
+        tasks=("One",),
+        max_turns=max_turns,
+        budget_pressure_turns=pressure,
+        max_idle_dispatches=0,  # turns that only talk: the no-progress stop is off
     )
     assert p.run().reason == "max_turns"
 
@@ -523,7 +527,12 @@ def test_every_dispatch_counts_its_own_budget_and_turn_1_never_gets_the_directiv
 ) -> None:
     turns = [[say(f"turn {n}")] for n in range(5)]
     p = project(
-        {"coder": turns}, tasks=("One",), max_turns=2, budget_pressure_turns=1, max_continuations=1
+        {"coder": turns},
+        tasks=("One",),
+        max_turns=2,
+        budget_pressure_turns=1,
+        max_continuations=1,
+        max_idle_dispatches=0,  # turns that only talk: the no-progress stop is off
     )
     assert p.run().reason == "max_turns"
     coder = p.agent.prompts("coder")

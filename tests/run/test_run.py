@@ -490,7 +490,7 @@ def test_continuation_within_the_run_completes(project: Callable[..., Project]) 
     kept = [json.loads(x) for x in (p.run_dir / names[0]).read_text().splitlines()]
     assert [x["type"] for x in kept if x["type"] == "turn_completed"] == ["turn_completed"] * 2
     assert all(e["denials"] == [] and "error" not in e for e in finished)
-    assert finished[0]["usage"]["total_tokens"] == 0
+    assert "usage" not in finished[0]  # the scripted agent reported none: unknown, not 0
 
     coder = p.prompts("coder")
     assert [(r["turn"], r["played_turn"]) for r in coder] == [(1, 1), (2, 2), (1, 3)]
@@ -857,6 +857,7 @@ def test_budget_directive_in_the_last_turns_only(
         tasks=("One",),
         max_turns=max_turns,
         budget_pressure_turns=pressure,
+        max_idle_dispatches=0,  # turns that only talk: the no-progress stop is off
     )
     result = p.run()
     assert code(result) == 3, result.stderr

@@ -100,10 +100,11 @@ class Result:
     final_message: str | None = None
     session_id: str | None = None
     exit_code: int | None = None
-    usage: Usage = Usage()
+    usage: Usage | None = None
     detail: str | None = None
     denials: tuple[Denial, ...] = ()
     transcript: str | None = None
+    session_cost_usd: float | None = None  # the agent session's cost so far, as it counts it
 
 
 @dataclass
@@ -115,7 +116,9 @@ class DispatchRequest:
     It returns None when the orchestrator considers the dispatch's work done.
     ``permissions`` is ``agent.permissions`` (``preset``: cairn's permission preset plus the
     ``allow`` commands; ``user``: only the user's own flags); ``transcript`` is where the
-    agent's raw event stream is kept (None: nowhere).
+    agent's raw event stream is kept (None: nowhere). ``session_cost_usd`` is what the
+    session ``session_id`` had cost when its last dispatch ended, as the agent counts it:
+    Claude Code reports a resumed session's cost from its start, so cairn subtracts it.
     """
 
     role: str
@@ -132,6 +135,7 @@ class DispatchRequest:
     permissions: AgentPermissions = "user"
     allow: list[str] = field(default_factory=list)
     transcript: Path | None = None
+    session_cost_usd: float | None = None
 
 
 def next_turn(
@@ -184,6 +188,7 @@ class Adapter(ABC):
     """One agent kind: checks a request and starts dispatches."""
 
     kind: ClassVar[str]
+    reports_cost: ClassVar[bool] = True  # False: agent.max_cost_usd cannot be checked
 
     @abstractmethod
     def preflight(self, request: DispatchRequest) -> None:

@@ -15,7 +15,7 @@ import json
 import shlex
 import sys
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cairn.agents import permissions, process
@@ -59,8 +59,10 @@ class StreamState:
     result: dict[str, Any] | None = None
     last_text: str | None = None
     malformed: int = 0
+    usage: Usage | None = None  # the assistant messages' usage (a cut-off invocation's)
+    denied: list[Denial] = field(default_factory=list)  # its permission_denied events
     _message: str | None = field(default=None, repr=False)
-    _calls: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
+    _calls: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)  # by id
 
     def feed(self, line: str) -> list[Event]:
         if not line.strip():
@@ -100,6 +102,8 @@ class StreamState:
             self.turns += 1
             said = {"session_id": self.session_id} if self.session_id else {}
             events.append(Event("turn_started", self.base + self.turns, said))
+            if isinstance(message.get("usage"), dict):
+                self.usage = (self.usage or Usage()) + claude_usage({"usage": message["usage"]})
         turn = self.base + self.turns
         for block in message.get("content") or []:
             if not isinstance(block, dict):
@@ -122,6 +126,8 @@ class StreamState:
     def _denied(self, data: dict[str, Any]) -> list[Event]:
         """Claude's ``permission_denied`` line: the tool call it names was refused."""
         call = self._calls.get(str(data.get("tool_use_id")), {})
+        given = {**data, "tool_input": call.get("input")}
+        self.denied += denials({"permission_denials": [given]})  # kept if the result never comes
         tool = str(data.get("tool_name") or call.get("tool") or "?")
         message = one_line(str(data.get("message") or data.get("decision_reason") or ""))
         said = {"id": data.get("tool_use_id"), "tool": tool, "message": message}
@@ -167,10 +173,21 @@ class ClaudeDispatch(StreamingDispatch):
 
     def _continue(self, state: StreamState, returncode: int, child: process.Child) -> bool:
         """Whether to run another invocation of the same session; sets the result if not."""
+        result = state.result
+        if result is not None:  # what the invocation used and was refused, in full
+            used = claude_usage(result)
+            if used.cost_usd is not None:  # the session's cost so far: this one's is the rise
+                before, self._session_cost = self._session_cost or 0.0, used.cost_usd
+                used = replace(used, cost_usd=round(max(0.0, used.cost_usd - before), 6))
+            self._used(used)
+            self._denials += denials(result)
+        else:  # cut off: what its stream said so far
+            if state.usage is not None:
+                self._used(state.usage)
+            self._denials += state.denied
         if self._interrupt is not None:
             self._set(self._interrupt)
             return False
-        result = state.result
         if result is None:
             reason = process.classify(returncode, None) or "error"
             detail = f"claude {process.describe_exit(returncode)} with no result line"
@@ -178,8 +195,6 @@ class ClaudeDispatch(StreamingDispatch):
                 detail += f" ({state.malformed} malformed stream lines)"
             self._set(reason, returncode if returncode > 0 else None, child.with_stderr(detail))
             return False
-        self._usage = self._usage + claude_usage(result)
-        self._denials += denials(result)
         subtype = result.get("subtype")
         if subtype == "error_max_turns" or result.get("terminal_reason") == "max_turns":
             self._set("max_turns", returncode if returncode > 0 else None)

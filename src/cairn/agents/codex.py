@@ -182,8 +182,8 @@ class CodexDispatch(StreamingDispatch):
             child.terminate(self._grace or 5.0)
 
     def _continue(self, state: ExecState, returncode: int, child: process.Child) -> bool:
-        if state.usage:
-            self._usage = self._usage + codex_usage(state.usage)
+        if state.usage:  # only at a turn's end: a turn cut off mid-way reports none
+            self._used(codex_usage(state.usage))
         self._denials += state.denials
         if self._interrupt is not None:
             self._set(self._interrupt)
@@ -225,6 +225,7 @@ def codex_usage(usage: dict[str, Any]) -> Usage:
 
 class CodexAdapter(StreamingAdapter):
     kind = "codex"
+    reports_cost = False  # tokens only
     product = "Codex"
     install = "npm install -g @openai/codex"
     minimum_version = MINIMUM_VERSION

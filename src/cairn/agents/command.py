@@ -56,6 +56,7 @@ def command_argv(command: str | list[str] | None) -> list[str]:
 
 class CommandAdapter(Adapter):
     kind = "command"
+    reports_cost = False  # nothing at all
 
     def preflight(self, request: DispatchRequest) -> None:
         argv = command_argv(request.command)

@@ -236,6 +236,8 @@ class ChildDispatch(Dispatch):
         self._final: str | None = None
         self._session_id: str | None = None  # the agent's own conversation id, if it has one
         self._usage = Usage()
+        self._usage_seen = False  # the agent reported some usage (else it is unknown)
+        self._session_cost = request.session_cost_usd if request.session_id else None
         self._denials: list[Denial] = []
         self._transcript = transcript.open_for(request.transcript)
 
@@ -265,6 +267,11 @@ class ChildDispatch(Dispatch):
             if self._transcript is not None:
                 self._transcript.close()
 
+    def _used(self, usage: Usage) -> None:
+        """Count what one turn or invocation reported it used."""
+        self._usage = self._usage + usage
+        self._usage_seen = True
+
     def _keep(self, line: str) -> None:
         """Tee one line of the agent's event stream into the dispatch's transcript."""
         if self._transcript is not None:
@@ -283,10 +290,11 @@ class ChildDispatch(Dispatch):
             final_message=self._final,
             session_id=self._session_id,
             exit_code=exit_code,
-            usage=self._usage,
+            usage=self._usage if self._usage_seen else None,
             detail=detail,
             denials=tuple(self._denials),
             transcript=self._transcript_name(),
+            session_cost_usd=self._session_cost,
         )
 
     def _transcript_name(self) -> str | None:

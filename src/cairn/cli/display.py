@@ -18,8 +18,8 @@ Mode = Literal["live", "plain", "json", "silent"]
 FALLBACK_WIDTH = 100  # columns when stdout is not a terminal and COLUMNS is not set
 
 _LINES = {
-    "run_started": "run {run} of ticket {ticket}: {tasks_text}, agent {agent}",
-    "run_resumed": "resuming run {run} of ticket {ticket} at {phase}",
+    "run_started": "run {run} of ticket {ticket}: {tasks_text}, agent {agent}; {budget}",
+    "run_resumed": "resuming run {run} of ticket {ticket} at {phase}; {budget}",
     "phase": "phase {phase}{round_text}",
     "dispatch_started": "dispatch {dispatch}: {role}, up to {max_turns} turns",
     "turn": "  turn {turn}/{max_turns}{pressure_text}",
@@ -31,7 +31,9 @@ _LINES = {
     "finding": "  finding {finding} {status}",
     "snapshot": "  snapshot {short} ({reason})",
     "cutoff": "cutoff: {reason}{detail_text} in {role} dispatch; {saved_text}",
-    "dispatch_finished": "dispatch {dispatch} ended: {reason} after {turns} turns{error_text}",
+    "dispatch_finished": (
+        "dispatch {dispatch} ended: {reason} after {turns_text}{error_text}{unknown_text}"
+    ),
     "denials": "  {message}",
     "warning": "warning: {message}",
     "note": "{message}",
@@ -98,6 +100,8 @@ class Display:
             "short": str(fields.get("commit", ""))[:12],
             "detail_text": f" ({fields['detail']})" if fields.get("detail") else "",
             "error_text": f": {fields['error']}" if fields.get("error") else "",
+            "turns_text": counted(int(fields.get("turns") or 0), "turn"),
+            "unknown_text": " · usage unknown" if "usage" in fields and not fields["usage"] else "",
             "usage_suffix": f" · {fields['usage_text']}" if fields.get("usage_text") else "",
             "resume_text": f" · continue it by hand: {fields['resume']}"
             if fields.get("resume")

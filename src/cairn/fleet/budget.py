@@ -48,7 +48,7 @@ def ticket_cost(layout: Layout, ticket: str) -> tuple[float, bool]:
             unknown = True
             continue
         for done in accounting.dispatches(events):
-            spent = done["usage"]["cost_usd"]
+            spent = done["usage"]["cost_usd"] if done["usage"] is not None else None
             if spent is None:
                 unknown = True
             else:

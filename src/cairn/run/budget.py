@@ -8,6 +8,24 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
+
+from cairn.util.text import counted
+
+
+def run_budget(max_turns: int, max_cost_usd: float, kind: str, priced: bool) -> dict[str, Any]:
+    """A run session's budgets as its start event carries them: the coder's turn cap per
+    dispatch and ``agent.max_cost_usd`` (None when 0: no cap), and the line that says both,
+    ``budget: 150 turns · $10.00`` or ``budget: 150 turns · no cost cap``; for an agent that
+    reports no cost (not ``priced``), that the cap cannot be checked."""
+    cost = f"${max_cost_usd:.2f}" if max_cost_usd else "no cost cap"
+    if max_cost_usd and not priced:
+        cost += f" (not checked: {kind} reports no cost)"
+    return {
+        "max_turns": max_turns,
+        "max_cost_usd": max_cost_usd or None,
+        "budget": f"budget: {counted(max_turns, 'turn')} · {cost}",
+    }
 
 
 @dataclass

@@ -12,8 +12,8 @@ from typing import Any, Literal, Protocol
 # What the run reports, and the fields each event carries (``--json`` prints them as they are).
 # ``AGENT_ACTIVITY`` are what the agent does, left out by ``--quiet``.
 RunEvent = Literal[
-    "run_started",  # run, ticket, tasks, agent
-    "run_resumed",  # run, ticket, phase, agent
+    "run_started",  # run, ticket, tasks, agent, max_turns, max_cost_usd, budget
+    "run_resumed",  # run, ticket, phase, agent, max_turns, max_cost_usd, budget
     "phase",  # phase, round
     "dispatch_started",  # dispatch, role, max_turns
     "turn",  # turn, max_turns, pressure
@@ -21,7 +21,7 @@ RunEvent = Literal[
     "tool",  # dispatch, turn, tool, target: a tool call of the agent
     "tool_denied",  # dispatch, turn, tool, target, message: a tool call it was refused
     "message",  # dispatch, turn, text: a message of the agent
-    "dispatch_finished",  # dispatch, reason, turns, usage, denials, error
+    "dispatch_finished",  # dispatch, reason, turns, usage (null: unknown), denials, error
     "denials",  # dispatch, count, denials ({tool, target}), message
     "snapshot",  # commit, reason
     "cutoff",  # reason, role, snapshot, detail
@@ -29,7 +29,8 @@ RunEvent = Literal[
     "review",  # round, findings, blocking
     "warning",  # message
     "note",  # message (and branch: which ticket a run on another branch's name is)
-    "run_finished",  # run, status, elapsed, usage, usage_text
+    "needs_input",  # reason (no_progress), error, blocker ({denials, last_message}), next_command
+    "run_finished",  # run, status, elapsed, usage, usage_text, usage_unknown
 ]
 
 AGENT_ACTIVITY: frozenset[str] = frozenset({"session", "tool", "tool_denied", "message"})

@@ -8,18 +8,20 @@ orchestrator's loop runs.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cairn import summary
 from cairn.agents.base import Adapter, DispatchRequest
 from cairn.config import Config, pressure_given
 from cairn.errors import BadInput
 from cairn.git import Repo
+from cairn.run import carried
+from cairn.run.budget import run_budget
 from cairn.run.events import EventSink, NoEvents
 from cairn.run.orchestrator import Orchestrator, RunOutcome
 from cairn.run.orchestrator.context import agent_script
 from cairn.run.plan import PLAN_READ_LIMIT, Plan
-from cairn.state import journal, layout, marker, runstate, sharing
+from cairn.state import layout, marker, runstate, sharing
 from cairn.state.runstate import RunRef
 from cairn.summary import Summary
 from cairn.summary.store import READ_LIMIT as SUMMARY_LIMIT
@@ -138,13 +140,15 @@ def run(
             "plan": str(plan_path),
             "workspace": str(repo.toplevel),
             "head": _head(repo),
-        },
+        }
+        | carried.given(max_turns),
         first_artifacts=[
             ("orchestrator", "plan", "md", _plan_markdown(loaded)),
             ("orchestrator", "plan", "json", loaded.model_dump_json(indent=2)),
         ],
     )
-    sink.event("run_started", run=ref.run_id, ticket=ticket, tasks=len(pairs), agent=kind)
+    budget = _budget(config, max_turns, kind, adapter)
+    sink.event("run_started", run=ref.run_id, ticket=ticket, tasks=len(pairs), agent=kind, **budget)
     _remember_branch(repo, state, ticket, sink)
     if lease.warning is not None:
         sink.event("warning", message=lease.warning)
@@ -164,6 +168,14 @@ def _head(repo: Repo) -> str | None:
     """The commit HEAD is at (None on a branch with no commit yet): the run's base."""
     found = repo.git.run(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], check=False)
     return (found.text.strip() or None) if found.ok else None
+
+
+def _budget(config: Config, max_turns: int | None, kind: str, adapter: Adapter) -> dict[str, Any]:
+    """What the session's start event says of its budgets (the coder's turn cap, the cost)."""
+    coder = config.roles.get("coder")
+    if max_turns is None:
+        max_turns = coder.max_turns if coder and coder.max_turns else config.agent.max_turns
+    return run_budget(max_turns, config.agent.max_cost_usd, kind, adapter.reports_cost)
 
 
 def _remember_branch(repo: Repo, state: layout.Layout, ticket: str, sink: EventSink) -> None:
@@ -207,9 +219,10 @@ def resume(
     stale_after = parse_duration(config.marker.stale_after)
     report = catchup.build(repo, config, state, ticket, stale_after)
     run_id = _resumable(report, takeover)
+    ref = RunRef(state, ticket, run_id)
+    max_turns = max_turns if max_turns is not None else carried.max_turns(ref)
     kind, adapter = adapter_for(config, agent, max_turns)
     sink = sink or NoEvents()
-    ref = RunRef(state, ticket, run_id)
     loaded = _run_plan(ref)
     preflight(adapter, repo, config, loaded)
     runstate.check_writable(state, ticket, run_id)
@@ -228,19 +241,21 @@ def resume(
             agent=kind,
             workspace=str(repo.toplevel),
             owner=lease.me.model_dump(mode="json"),
+            **carried.given(max_turns),
         )
         phase, round_number = _reclaim(ref, lease, report)
     except BaseException:
         lease.release()
         raise
-    sink.event("run_resumed", run=ref.run_id, ticket=ticket, phase=phase, agent=kind)
+    budget = _budget(config, max_turns, kind, adapter)
+    sink.event("run_resumed", run=ref.run_id, ticket=ticket, phase=phase, agent=kind, **budget)
     if note is not None:
         sink.event("note", message=note)
     if lease.warning is not None:
         sink.event("warning", message=lease.warning)
     orchestrator = Orchestrator(repo, config, ref, lease, loaded, adapter, sink, max_turns)
-    orchestrator.resumed_from = _resumed_from(ref)
-    orchestrator.resume_session_id = _last_session_id(ref, "coder")
+    orchestrator.resumed_from = carried.resumed_from(ref)
+    orchestrator.resume_session_id = carried.session_id(ref, "coder")
     orchestrator.check_tree(report.snapshot.commit if report.snapshot else None)
     return orchestrator.execute(phase, round_number)
 
@@ -341,25 +356,6 @@ def _after_a_dead_owner(ref: RunRef, lease: Lease, grace: float, sink: EventSink
             if previous and previous.owner
             else None,
         )
-
-
-def _resumed_from(ref: RunRef) -> str:
-    """Why the run stopped, for the resumed coder's handoff prompt."""
-    status = ref.load_summary()[1].status
-    if status.state == "interrupted" and status.reason:
-        return f"{status.reason} (the run was resumed with cairn resume)"
-    return "the previous cairn process stopped (the run was resumed with cairn resume)"
-
-
-def _last_session_id(ref: RunRef, role: str) -> str | None:
-    """The agent's conversation id (``session_id``) of the run's last dispatch of ``role``, for
-    agents that have one."""
-    events, _ = journal.read(ref.run_dir)
-    for event in reversed(events):
-        if event.get("event") == "dispatch_finished" and event.get("role") == role:
-            session_id = event.get("session_id")
-            return session_id if isinstance(session_id, str) else None
-    return None
 
 
 def _stop_orphaned_agent(previous: marker.Marker | None, grace: float) -> int | None:

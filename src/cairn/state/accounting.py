@@ -67,7 +67,8 @@ def dispatches(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 "role": event.get("role"),
                 "reason": event.get("reason"),
                 "turns": event.get("turns"),
-                "usage": usage(event.get("usage") if isinstance(event.get("usage"), dict) else {}),
+                # None: the agent reported no usage at all (unknown, not 0)
+                "usage": usage(event["usage"]) if isinstance(event.get("usage"), dict) else None,
                 "denials": denials_in(event),
                 "error": event.get("error") if isinstance(event.get("error"), str) else None,
                 "transcript": event.get("transcript"),
@@ -116,6 +117,17 @@ def usage_text(record: Mapping[str, Any] | None) -> str:
     if made["cost_usd"] is not None:
         parts.append(f"${made['cost_usd']:.2f}")
     return " · ".join(parts)
+
+
+def run_usage_text(record: Mapping[str, Any] | None, unknown: int) -> str:
+    """``usage_text``, and how many dispatches' usage is unknown (cut off before their agent
+    reported any): ``182k tokens · $0.84 · usage of 1 dispatch unknown``."""
+    from cairn.util.text import counted
+
+    parts = [usage_text(record)]
+    if unknown:
+        parts.append(f"usage of {counted(unknown, 'dispatch', 'dispatches')} unknown")
+    return " · ".join(part for part in parts if part)
 
 
 def denials_text(denials: Iterable[Mapping[str, Any]]) -> str:

@@ -14,7 +14,7 @@ import os
 import re
 from datetime import datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from cairn import tickets
 from cairn.config import Config
@@ -42,9 +42,14 @@ _COUNT = re.compile(r"(\d+) of (\d+) (?:tasks|findings)")
 _SUMMARY_SUFFIX = f"_{SUMMARY_ROLE}_{SUMMARY_ARTIFACT}.md"
 
 
+# A run that stopped because its agent made no progress (reason no_progress) waits for a
+# person: its row says needs_input, and why.
+NEEDS_INPUT = "Interrupted — no_progress "
+
+
 class StatusRow(Record, frozen=False):
     ticket: str
-    state: TicketState
+    state: TicketState | Literal["needs_input"]
     phase: str | None = None
     round: int | None = None
     task: int | None = None
@@ -55,6 +60,7 @@ class StatusRow(Record, frozen=False):
     snapshot: str | None = None
     usage: dict[str, Any] | None = None  # the run's tokens and cost (its summary's front matter)
     fleet: str | None = None  # the fleet state of a fleet ticket (queued, running, …)
+    why: str | None = None  # needs_input: the blocker (the summary's status line detail)
 
 
 def status(workspace: Path | str = ".", warnings: list[str] | None = None) -> list[StatusRow]:
@@ -149,9 +155,11 @@ def ticket_row(
     if line is not None:
         task, total = _position(line)
     state, _, _ = marker.judge(current, stale_after, now)
+    needs = state == "interrupted" and line is not None and line.startswith(NEEDS_INPUT)
     row = StatusRow.model_construct(
         ticket=ticket,
-        state=state,
+        state="needs_input" if needs else state,
+        why=_detail(line) if needs else None,
         phase=current.phase,
         round=current.round,
         task=current.task if current.task is not None else task,
@@ -163,6 +171,13 @@ def ticket_row(
         usage=usage,
     )
     return row, current
+
+
+def _detail(line: str | None) -> str | None:
+    """The detail of an interrupted summary's status line (``Interrupted — <reason> <where>;
+    <saved>; <detail>``)."""
+    parts = (line or "").split("; ", 2)
+    return parts[2] if len(parts) == 3 else None
 
 
 def _position(line: str) -> tuple[int | None, int | None]:

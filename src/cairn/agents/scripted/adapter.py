@@ -294,7 +294,7 @@ class ScriptedDispatch(process.ChildDispatch):
                 target = event.data.get("input", {}).get("target", "")
                 self._denials.append(Denial(str(event.data.get("name")), str(target)))
             elif event.kind == "turn_completed" and isinstance(event.data.get("usage"), dict):
-                self._usage = self._usage + Usage(**event.data["usage"])
+                self._used(Usage(**event.data["usage"]))
             yield event
 
     def _note_error(self, line: str) -> None:

@@ -127,6 +127,29 @@ def _drive(json: bool, quiet: bool, start: Callable[[EventSink], RunOutcome]) ->
     _finish(outcome, json)
 
 
+def needs_input_lines(outcome: RunOutcome) -> list[str]:
+    """What a person reads when the agent made no progress: why, and what to do."""
+    blocker = outcome.blocker or {}
+    lines = [f"The agent stopped making progress: {outcome.error or 'no progress'}"]
+    programs = []
+    for denial in blocker.get("denials") or []:
+        words = str(denial.get("target") or "").split()
+        if words and denial.get("tool") in ("Bash", "exec") and words[0] not in programs:
+            programs.append(words[0])
+    if programs:
+        allowed = ", ".join(f'"{p}"' for p in programs)
+        lines.append(
+            f"To let it run them: add them to agent.allow in cairn.toml (allow = [{allowed}]),"
+        )
+        lines.append("or do what it needs yourself; then: " + f"cairn resume {outcome.ticket}")
+    else:
+        lines.append(
+            f"Give it what it needs (answer it in the plan, fix the blocker), then: "
+            f"cairn resume {outcome.ticket}"
+        )
+    return lines
+
+
 def _finish(outcome: RunOutcome, json: bool) -> None:
     if json:
         typer.echo(outcome.model_dump_json())
@@ -137,6 +160,9 @@ def _finish(outcome: RunOutcome, json: bool) -> None:
         if outcome.status == "interrupted":
             why = f"{outcome.reason}: {outcome.error}" if outcome.error else outcome.reason
             console.print(f"  Interrupted — {why}")
+        if outcome.status == "needs_input":
+            for line in needs_input_lines(outcome):
+                console.print(f"  {line}", markup=False, highlight=False)
         console.print(f"  change summary: {outcome.summary_path}")
         if outcome.snapshot:
             console.print(f"  last snapshot: {outcome.snapshot[:12]}")

@@ -91,10 +91,14 @@ def _accounting(report: CatchupReport) -> list[str]:
     if report.denials:
         denied = accounting.denials_text(report.denials)
         lines.append(f"  blocked: {denied} — {accounting.denial_hint(report.agent)}")
+    unknown = sum(d["usage"] is None for d in report.dispatches)
     used = accounting.usage_text(report.usage)
+    dispatches = counted(len(report.dispatches), "dispatch", "dispatches")
     if used:
-        count = len(report.dispatches)
-        lines.append(f"  usage: {used} in {counted(count, 'dispatch', 'dispatches')}")
+        lost = f" (usage of {unknown} unknown)" if unknown else ""
+        lines.append(f"  usage: {used} in {dispatches}{lost}")
+    elif unknown:
+        lines.append(f"  usage: unknown ({dispatches})")
     if report.transcripts:
         lines.append(f"  transcripts: {', '.join(report.transcripts)} (cairn logs {report.ticket})")
     return lines

@@ -49,3 +49,8 @@ def status(json: bool = False, workspace: Path = Path(".")) -> None:
         for line in table
     )
     sys.stdout.write(text + "\n")
+    for row in rows:
+        if row.state == "needs_input":
+            why = f": {row.why}" if row.why else ""
+            resume = f"cairn resume {row.ticket}"
+            sys.stdout.write(f"{row.ticket} needs input{why}\n  once resolved: {resume}\n")

@@ -12,6 +12,10 @@ from cairn.state import marker, runstate
 from cairn.terms import CUTOFF_FOR, CutoffReason
 from cairn.util import clock
 
+# The cutoffs whose detail is ``ctx.last_error``: the agent's error text, what the budget says,
+# or the blocker of a run that made no progress.
+DETAILED = ("error", "crash", "budget", "no_progress")
+
 
 def enter_phase(ctx: RunContext, phase: str, round_number: int | None) -> None:
     ctx.stats.phases.append(phase if round_number is None else f"{phase} {round_number}")
@@ -99,7 +103,7 @@ def cutoff(ctx: RunContext, role: str, reason: CutoffReason) -> None:
     """A dispatch was cut off: snapshot, then the summary, marker and journal say so, with
     the agent's error text (or what the budget says) as the detail."""
     snap = snapshot(ctx, f"cutoff: {reason}")
-    detail = ctx.last_error if reason in ("error", "crash", "budget") else None
+    detail = ctx.last_error if reason in DETAILED else None
     runstate.record_cutoff(ctx.ref, reason, snap, detail)
     said = {"detail": detail} if detail else {}
     ctx.sink.event(

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cairn.agents.base import Adapter, Dispatch
+from cairn.agents.base import Adapter, Dispatch, Result
 from cairn.config import Config
 from cairn.git import Repo
 from cairn.run.events import EventSink
@@ -42,6 +42,43 @@ class Stop(Exception):
         self.reason: CutoffReason = reason
 
 
+LAST_WORDS_LIMIT = 200  # characters of the agent's last message in the one-line error
+IDLE_REASONS = ("completed", "max_turns")  # the agent stopped by itself, or used its turns
+
+
+@dataclass
+class Streak:
+    """The run's idle coder dispatches in a row (this session), and what blocked them."""
+
+    count: int = 0
+    denials: list[dict[str, str]] = field(default_factory=list)
+
+    def after(self, progressed: bool, result: Result, denials: list[dict[str, str]]) -> None:
+        if progressed:
+            self.count, self.denials = 0, []
+        elif result.reason in IDLE_REASONS:
+            self.count += 1
+            self.denials += denials
+
+    def blocker(self, last_message: str | None) -> dict[str, Any]:
+        return {"denials": list(self.denials), "last_message": last_message}
+
+    def error(self, last_message: str | None) -> str:
+        """Why the run needs input, on one line: the idle dispatches, the denied calls, the
+        agent's last words."""
+        from cairn.state import accounting
+
+        dispatches = "dispatch" if self.count == 1 else "dispatches"
+        parts = [f"no progress in {self.count} {dispatches} in a row"]
+        denied = accounting.denials_text(self.denials)
+        if denied:
+            parts.append(denied)
+        words = accounting.error_text(last_message, LAST_WORDS_LIMIT)
+        if words:
+            parts.append(f'its last words: "{words}"')
+        return "; ".join(parts)
+
+
 @dataclass
 class RunContext:
     repo: Repo
@@ -64,6 +101,10 @@ class RunContext:
     over_budget: bool = False  # this session's cost passed agent.max_cost_usd
     sessions: set[str] = field(default_factory=set)  # the agent sessions shown so far
     base: str | None = None  # HEAD when the run started (its first session)
+    idle: Streak = field(default_factory=Streak)  # idle coder dispatches in a row
+    unknown_usage: int = 0  # the run's dispatches whose usage is unknown (every session)
+    # an agent session's cost so far, as the agent counts it (Claude Code's is cumulative)
+    session_costs: dict[str, float] = field(default_factory=dict)
 
     @property
     def grace(self) -> float:

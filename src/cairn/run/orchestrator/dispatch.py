@@ -17,6 +17,7 @@ from cairn.agents.base import Dispatch, DispatchRequest, Event, Result
 from cairn.run.budget import Budget
 from cairn.run.orchestrator import activity, checkpoints
 from cairn.run.orchestrator.context import RunContext, Stop, agent_script
+from cairn.run.orchestrator.idle import IdleGuard
 from cairn.run.orchestrator.prompting import PressuredPrompts, PromptFor
 from cairn.run.orchestrator.todo_list import complete_checked_tasks
 from cairn.state import accounting, runstate
@@ -77,10 +78,13 @@ class RecordedDispatch:
         self.number = 0
         self.spent = accounting.usage()  # what the turns reported so far (mid-dispatch)
         self.stopped = False  # this dispatch was stopped for the budget
+        self.guard: IdleGuard | None = None  # a coder's: ends it when its stops change nothing
 
     def run(self, prompt_for: PromptFor, session_id: str | None) -> Result:
         ctx = self.ctx
         pressure = min(ctx.config.agent.budget_pressure_turns, self.max_turns - 1)
+        if self.role == "coder":  # reviewer and evaluator dispatches are single turns
+            prompt_for = self.guard = IdleGuard(ctx, prompt_for)
         prompts = PressuredPrompts(
             ctx, Budget(self.max_turns, pressure, ctx.config.agent.max_seconds), prompt_for
         )
@@ -170,6 +174,7 @@ class RecordedDispatch:
             script=agent_script(ctx.repo.toplevel, ctx.config),
             pressure_turns=pressure,
             session_id=session_id,
+            session_cost_usd=ctx.session_costs.get(session_id or ""),
             writable=sorted({ctx.repo.common_dir, ctx.ref.layout.root}),
             permissions=ctx.config.agent.permissions,
             allow=list(ctx.config.agent.allow),
@@ -226,7 +231,7 @@ class RecordedDispatch:
         (SIGUSR2, at a turn's end): stop the dispatch; the run is cut off as ``budget``."""
         ctx = self.ctx
         cap = ctx.config.agent.max_cost_usd
-        if cap is not None and not ctx.over_budget:
+        if cap and not ctx.over_budget:
             spent = accounting.add(ctx.usage, self.spent)["cost_usd"]
             if spent is not None and spent > cap:
                 ctx.over_budget = True
@@ -240,8 +245,10 @@ class RecordedDispatch:
         ctx = self.ctx
         if result.final_message:
             ctx.last_message = result.final_message
-        usage = result.usage.as_dict()
+        usage = result.usage.as_dict() if result.usage is not None else None  # None: unknown
         denials = [{"tool": d.tool, "target": d.target} for d in result.denials]
+        if result.session_id and result.session_cost_usd is not None:
+            ctx.session_costs[result.session_id] = result.session_cost_usd
         error = accounting.error_text(result.detail) if result.reason != "completed" else None
         said = {
             "role": self.role,
@@ -250,13 +257,19 @@ class RecordedDispatch:
             "exit_code": result.exit_code,
             "detail": result.detail,
             "session_id": result.session_id,
+            "session_cost_usd": result.session_cost_usd,
             "denials": denials,
             "usage": usage,
             "error": result.detail,
             "transcript": result.transcript,
         }
+        if self.guard is not None:  # a coder's: did it change anything?
+            progressed = self.guard.progressed()
+            said["progress"] = progressed
+            ctx.idle.after(progressed, result, denials)
         runstate.update_marker(ctx.ref, "dispatch_finished", said, dispatch=None)
-        ctx.usage = accounting.add(ctx.usage, usage)
+        ctx.usage = accounting.add(ctx.usage, usage or {})
+        ctx.unknown_usage += usage is None
         ctx.denials += denials
         if not ctx.over_budget:  # else it says what the budget does
             ctx.last_error = error

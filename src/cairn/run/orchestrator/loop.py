@@ -21,6 +21,7 @@ from cairn.run.orchestrator.outcome import (
     failed,
     finished,
     interrupted,
+    needs_input,
 )
 from cairn.run.orchestrator.signals import handling_signals
 from cairn.run.plan import Plan
@@ -71,6 +72,8 @@ class Orchestrator:
                         return finished(self.ctx, status, "blocking findings remain")
                 return finished(self.ctx, "completed", None)
         except Stop as stop:
+            if stop.reason == "no_progress":
+                return needs_input(self.ctx)
             return interrupted(self.ctx, stop.reason)
         except OSError as error:
             if error.errno not in durable.DISK_FULL:
@@ -89,7 +92,12 @@ class Orchestrator:
         self.ctx.base = head if isinstance(head, str) else None
         done = accounting.dispatches(events)
         self.ctx.usage_before = accounting.total(d["usage"] for d in done)
+        self.ctx.unknown_usage = sum(d["usage"] is None for d in done)
         self.ctx.denials = [denial for d in done for denial in d["denials"]]
+        for event in events:
+            cost, session = event.get("session_cost_usd"), event.get("session_id")
+            if event.get("event") == "dispatch_finished" and isinstance(cost, float | int):
+                self.ctx.session_costs[str(session)] = float(cost)
 
     def check_tree(self, snapshot: str | None) -> None:
         """Before a resumed run: snapshot the tree and say if it is not ``snapshot``."""
@@ -109,7 +117,9 @@ class Orchestrator:
         """Dispatch the coder until every item of the current summary is resolved.
 
         Each dispatch that ends short is a cutoff; up to ``max_continuations`` more dispatches
-        start from ``first_prompts(reason)``, then the run stops (resumable).
+        start from ``first_prompts(reason)``, then the run stops (resumable). After
+        ``max_idle_dispatches`` dispatches in a row that changed nothing it stops as
+        ``no_progress`` (the run needs input).
         """
         continuations = 0
         session_id = self.resume_session_id if handoff is not None else None
@@ -119,11 +129,23 @@ class Orchestrator:
             if self._resolved():
                 return
             reason = checkpoints.cutoff_reason(self.ctx, result)
+            if self._stuck(reason):
+                reason = "no_progress"
+                self.ctx.last_error = self.ctx.idle.error(self.ctx.last_message)
             checkpoints.cutoff(self.ctx, "coder", reason)
-            if reason == "budget" or continuations >= self.ctx.config.agent.max_continuations:
+            if (
+                reason in ("budget", "no_progress")
+                or continuations >= self.ctx.config.agent.max_continuations
+            ):
                 raise Stop(reason)
             continuations += 1
             handoff = reason
+
+    def _stuck(self, reason: str) -> bool:
+        """Whether the coder's idle dispatches in a row reached ``agent.max_idle_dispatches``
+        (a signal to cairn or the budget wins over it)."""
+        limit = self.ctx.config.agent.max_idle_dispatches
+        return reason in ("incomplete", "max_turns") and 0 < limit <= self.ctx.idle.count
 
     def _resolved(self) -> bool:
         """Every item of the current summary is resolved; then the summary says Completed."""

@@ -1,4 +1,5 @@
-"""How a run ends: completed, needs manual review, or interrupted (resumable); the
+"""How a run ends: completed, needs manual review, needs input or interrupted (both
+resumable); the
 ``RunOutcome`` that ``cairn run --json`` prints last, and the run-summary artifact."""
 
 from __future__ import annotations
@@ -9,10 +10,12 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from cairn.errors import ExitCode
-from cairn.run.orchestrator.checkpoints import snapshot
+from cairn.run.orchestrator.checkpoints import DETAILED, snapshot
 from cairn.run.orchestrator.context import RunContext
 from cairn.state import accounting, runstate
 from cairn.terms import CutoffReason, RunStatus
+
+RESUMABLE = ("interrupted", "needs_input")
 
 
 class RunOutcome(BaseModel):
@@ -31,7 +34,10 @@ class RunOutcome(BaseModel):
     next_command: str | None = None
     error: str | None = None  # the agent's error text (or the budget's) for a cutoff
     usage: dict[str, Any] = Field(default_factory=accounting.usage)  # every session of the run
+    usage_unknown: int = 0  # dispatches whose usage is unknown (cut off before any was seen)
     denials: list[dict[str, str]] = Field(default_factory=list)  # every session of the run
+    # needs_input: what blocked the idle dispatches (their denials, the agent's last message)
+    blocker: dict[str, Any] | None = None
 
 
 def finished(ctx: RunContext, status: RunStatus, reason: str | None) -> RunOutcome:
@@ -55,9 +61,28 @@ def interrupted(ctx: RunContext, reason: CutoffReason) -> RunOutcome:
     return _outcome(ctx, "interrupted", reason, ExitCode.INTERRUPTED)
 
 
+def needs_input(ctx: RunContext) -> RunOutcome:
+    """The coder made no progress in ``agent.max_idle_dispatches`` dispatches in a row: the
+    run stops as ``needs_input`` (exit 1) with the blocker as its error; the summary, marker
+    and journal say ``no_progress`` as for an interruption, so once a person has removed the
+    blocker ``cairn resume`` continues it."""
+    write_run_summary(ctx, "needs_input", "no_progress")
+    detail = _detail(ctx, "no_progress")
+    runstate.interrupt(ctx.ref, ctx.lease, "no_progress", ctx.last_snapshot, detail)
+    ctx.sink.event(
+        "needs_input",
+        reason="no_progress",
+        error=detail,
+        blocker=ctx.idle.blocker(ctx.last_message),
+        next_command=f"cairn resume {ctx.ref.ticket}",
+    )
+    return _outcome(ctx, "needs_input", "no_progress", ExitCode.FAILURE)
+
+
 def _detail(ctx: RunContext, reason: str | None) -> str | None:
-    """The error text a cutoff of ``reason`` shows: the agent's, or the budget's."""
-    return ctx.last_error if reason in ("error", "crash", "budget") else None
+    """The error text a cutoff of ``reason`` shows: the agent's, the budget's, or the
+    blocker."""
+    return ctx.last_error if reason in DETAILED else None
 
 
 def disk_full(ctx: RunContext, error: OSError) -> RunOutcome:
@@ -112,12 +137,16 @@ def write_run_summary(ctx: RunContext, status: RunStatus, reason: str | None) ->
         f"- **Turns:** {stats.turns}",
         f"- **Duration:** {stats.elapsed():.1f}s",
         f"- **Snapshots:** {', '.join(s[:12] for s in stats.snapshots) or '(none)'}",
-        f"- **Usage:** {accounting.usage_text(ctx.run_usage()) or '(not reported)'}",
+        f"- **Usage:** {_usage_text(ctx) or '(not reported)'}",
         f"- **Denied tool calls:** {accounting.denials_text(ctx.denials) or '(none)'}",
         f"- **Change summary:** {ctx.ref.summary_path()}",
         "",
     ]
     runstate.write_artifact(ctx.ref, "orchestrator", "run-summary", "\n".join(lines))
+
+
+def _usage_text(ctx: RunContext) -> str:
+    return accounting.run_usage_text(ctx.run_usage(), ctx.unknown_usage)
 
 
 def _outcome(ctx: RunContext, status: RunStatus, reason: str | None, code: ExitCode) -> RunOutcome:
@@ -129,7 +158,8 @@ def _outcome(ctx: RunContext, status: RunStatus, reason: str | None, code: ExitC
         status=status,
         elapsed=f"{elapsed:.1f}s",
         usage=usage,
-        usage_text=accounting.usage_text(usage),
+        usage_text=_usage_text(ctx),
+        usage_unknown=ctx.unknown_usage,
     )
     return RunOutcome(
         ticket=ctx.ref.ticket,
@@ -144,8 +174,10 @@ def _outcome(ctx: RunContext, status: RunStatus, reason: str | None, code: ExitC
         turns=ctx.stats.turns,
         rounds=ctx.stats.rounds,
         elapsed_seconds=round(elapsed, 3),
-        next_command=f"cairn resume {ctx.ref.ticket}" if status == "interrupted" else None,
+        next_command=f"cairn resume {ctx.ref.ticket}" if status in RESUMABLE else None,
         error=_detail(ctx, reason),
         usage=usage,
+        usage_unknown=ctx.unknown_usage,
         denials=ctx.denials,
+        blocker=ctx.idle.blocker(ctx.last_message) if status == "needs_input" else None,
     )

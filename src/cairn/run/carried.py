@@ -1,0 +1,40 @@
+"""What a resumed run carries over from its earlier sessions, read from its files: why it
+stopped (for the handoff prompt), the coder's agent session, and ``--max-turns``."""
+
+from __future__ import annotations
+
+from cairn.state import journal
+from cairn.state.runstate import RunRef
+
+
+def given(max_turns: int | None) -> dict[str, int]:
+    """``--max-turns``, kept in the journal's ``run_started`` for a later resume."""
+    return {"max_turns": max_turns} if max_turns is not None else {}
+
+
+def max_turns(ref: RunRef) -> int | None:
+    """The ``--max-turns`` the run was started (or last resumed) with, from its journal."""
+    events, _ = journal.read(ref.run_dir)
+    for event in reversed(events):
+        if event.get("event") == "run_started" and isinstance(event.get("max_turns"), int):
+            return int(event["max_turns"])
+    return None
+
+
+def resumed_from(ref: RunRef) -> str:
+    """Why the run stopped, for the resumed coder's handoff prompt."""
+    status = ref.load_summary()[1].status
+    if status.state == "interrupted" and status.reason:
+        return f"{status.reason} (the run was resumed with cairn resume)"
+    return "the previous cairn process stopped (the run was resumed with cairn resume)"
+
+
+def session_id(ref: RunRef, role: str) -> str | None:
+    """The agent's conversation id (``session_id``) of the run's last dispatch of ``role``, for
+    agents that have one."""
+    events, _ = journal.read(ref.run_dir)
+    for event in reversed(events):
+        if event.get("event") == "dispatch_finished" and event.get("role") == role:
+            session_id = event.get("session_id")
+            return session_id if isinstance(session_id, str) else None
+    return None
