@@ -18,8 +18,8 @@ Mode = Literal["live", "plain", "json", "silent"]
 FALLBACK_WIDTH = 100  # columns when stdout is not a terminal and COLUMNS is not set
 
 _LINES = {
-    "run_started": "run {run} of ticket {ticket}: {tasks_text}, agent {agent}; {budget}",
-    "run_resumed": "resuming run {run} of ticket {ticket} at {phase}; {budget}",
+    "run_started": "run {run} of ticket {ticket}: {tasks_text}, agent {agent}{budget_text}",
+    "run_resumed": "resuming run {run} of ticket {ticket} at {phase}{budget_text}",
     "phase": "phase {phase}{round_text}",
     "dispatch_started": "dispatch {dispatch}: {role}, up to {max_turns} turns",
     "turn": "  turn {turn}/{max_turns}{pressure_text}",
@@ -91,6 +91,7 @@ class Display:
             "tasks_text": counted(fields["tasks"], "task")
             if isinstance(fields.get("tasks"), int)
             else f"{fields.get('tasks')} tasks",
+            "budget_text": f"; {fields['budget']}" if fields.get("budget") else "",
             "pressure_text": " (wrap-up directive sent)" if fields.get("pressure") else "",
             "saved_text": (
                 f"work saved at {fields['snapshot']}"

@@ -18,6 +18,7 @@ import hashlib
 import os
 import re
 
+from cairn.errors import CairnError
 from cairn.git.status import entries
 from cairn.run.orchestrator.context import RunContext
 from cairn.run.orchestrator.prompting import PromptFor
@@ -38,7 +39,7 @@ def stuck(message: str | None) -> bool:
 
 def mark(ctx: RunContext) -> str:
     """A fingerprint of what progress shows: HEAD, every changed or untracked path with its
-    size and time, and the current change summary's file (rewritten by every report)."""
+    size and time, and what the agent reported in the current change summary."""
     digest = hashlib.sha256()
     found = ctx.repo.git.run(
         ["status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all"], check=False
@@ -48,10 +49,21 @@ def mark(ctx: RunContext) -> str:
     for kind, _, path in entries(found.stdout):
         if kind != b"#" and path:
             digest.update(_stat(os.path.join(os.fsencode(top), path)))
-    summary = ctx.ref.summary_path()
-    if summary is not None:
-        digest.update(os.fsencode(summary) + _stat(os.fsencode(summary)))
+    digest.update(_reports(ctx))
     return digest.hexdigest()
+
+
+def _reports(ctx: RunContext) -> bytes:
+    """What the agent reported in the current change summary (``cairn task|finding|gate|defer``:
+    its tasks, findings, gates, deferred items and notes), not what cairn writes there itself
+    at a snapshot, a cutoff or a dispatch's start (the status, usage, Files changed)."""
+    try:
+        current = ctx.summary()
+    except (CairnError, OSError):  # no summary yet, or one cairn cannot read: its bytes stand in
+        summary = ctx.ref.summary_path()
+        return _stat(os.fsencode(summary)) if summary is not None else b"-"
+    said = (current.tasks, current.findings, current.gates, current.deferred, current.prose)
+    return repr(said).encode()
 
 
 def _stat(path: bytes) -> bytes:
