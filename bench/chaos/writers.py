@@ -151,6 +151,7 @@ class Lab:
                 agent_writes_tree=True,
                 max_turns=5,
                 max_continuations=1,
+                max_idle_dispatches=0,  # its last fix round does nothing: interrupted, exit 3
             )
 
     # --- the targets ------------------------------------------------------------------------

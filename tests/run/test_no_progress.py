@@ -143,3 +143,18 @@ def test_cli_says_needs_input_and_what_to_do_and_status_shows_why_then_resume(
     done = cairn("resume", TICKET, "--json", cwd=repo)
     assert done.returncode == 0, done.stdout
     assert json.loads(done.stdout.splitlines()[-1])["status"] == "completed"
+
+
+def test_the_blocker_is_the_coders_own_words_never_the_reviewers(tmp_path: Path) -> None:
+    # The fix round's coder has nothing left to play: it says nothing and changes nothing.
+    script = {
+        "coder": [[{"cairn": ["task", "done", "1"]}, {"cairn": ["task", "done", "2"]}]],
+        "reviewer": [[{"cairn": ["finding", "add", "F1", "a bug"]}, {"say": "I cannot go on."}]],
+    }
+    repo, plan = scripted_project(tmp_path, script, max_continuations=3)
+    config = repo / "cairn.toml"
+    config.write_text(config.read_text().replace('["implement"]', '["implement", "review", "fix"]'))
+    outcome = launch.run(repo, plan, sink=Recorder())
+    assert outcome.status == "needs_input", outcome
+    assert outcome.blocker == {"denials": [], "last_message": None}
+    assert outcome.error == "no progress in 2 dispatches in a row"

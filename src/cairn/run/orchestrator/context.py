@@ -52,18 +52,20 @@ class Streak:
 
     count: int = 0
     denials: list[dict[str, str]] = field(default_factory=list)
+    last_message: str | None = None  # the coder's, in its last idle dispatch
 
     def after(self, progressed: bool, result: Result, denials: list[dict[str, str]]) -> None:
         if progressed:
-            self.count, self.denials = 0, []
+            self.count, self.denials, self.last_message = 0, [], None
         elif result.reason in IDLE_REASONS:
             self.count += 1
             self.denials += denials
+            self.last_message = result.final_message or self.last_message
 
-    def blocker(self, last_message: str | None) -> dict[str, Any]:
-        return {"denials": list(self.denials), "last_message": last_message}
+    def blocker(self) -> dict[str, Any]:
+        return {"denials": list(self.denials), "last_message": self.last_message}
 
-    def error(self, last_message: str | None) -> str:
+    def error(self) -> str:
         """Why the run needs input, on one line: the idle dispatches, the denied calls, the
         agent's last words."""
         from cairn.state import accounting
@@ -73,7 +75,7 @@ class Streak:
         denied = accounting.denials_text(self.denials)
         if denied:
             parts.append(denied)
-        words = accounting.error_text(last_message, LAST_WORDS_LIMIT)
+        words = accounting.error_text(self.last_message, LAST_WORDS_LIMIT)
         if words:
             parts.append(f'its last words: "{words}"')
         return "; ".join(parts)

@@ -212,6 +212,8 @@ class RecordedDispatch:
         elif event.kind == "message":
             text = str(event.data.get("text", ""))[:LAST_MESSAGE_LIMIT]
             ctx.last_message = text or ctx.last_message
+            if self.guard is not None and text:
+                self.guard.said = text
         elif event.kind == "plan_updated":
             complete_checked_tasks(ctx, event.data.get("items") or [])
 

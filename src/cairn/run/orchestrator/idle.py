@@ -83,6 +83,7 @@ class IdleGuard:
         self.limit = ctx.config.agent.max_idle_dispatches
         self.start = self.last = mark(ctx) if self.limit else ""
         self.idle_stops = 0
+        self.said: str | None = None  # the agent's last message in this dispatch
         self.gave_up = False  # the dispatch ended here: its stops changed nothing
 
     def __call__(self, turn: int) -> str | None:
@@ -92,7 +93,7 @@ class IdleGuard:
                 self.last, self.idle_stops = now, 0
             else:
                 self.idle_stops += 1
-                if self.idle_stops >= self.limit or stuck(self.ctx.last_message):
+                if self.idle_stops >= self.limit or stuck(self.said):
                     self.gave_up = True
         if self.gave_up:
             return None

@@ -131,7 +131,7 @@ class Orchestrator:
             reason = checkpoints.cutoff_reason(self.ctx, result)
             if self._stuck(reason):
                 reason = "no_progress"
-                self.ctx.last_error = self.ctx.idle.error(self.ctx.last_message)
+                self.ctx.last_error = self.ctx.idle.error()
             checkpoints.cutoff(self.ctx, "coder", reason)
             if (
                 reason in ("budget", "no_progress")

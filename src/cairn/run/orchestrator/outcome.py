@@ -73,7 +73,7 @@ def needs_input(ctx: RunContext) -> RunOutcome:
         "needs_input",
         reason="no_progress",
         error=detail,
-        blocker=ctx.idle.blocker(ctx.last_message),
+        blocker=ctx.idle.blocker(),
         next_command=f"cairn resume {ctx.ref.ticket}",
     )
     return _outcome(ctx, "needs_input", "no_progress", ExitCode.FAILURE)
@@ -179,5 +179,5 @@ def _outcome(ctx: RunContext, status: RunStatus, reason: str | None, code: ExitC
         usage=usage,
         usage_unknown=ctx.unknown_usage,
         denials=ctx.denials,
-        blocker=ctx.idle.blocker(ctx.last_message) if status == "needs_input" else None,
+        blocker=ctx.idle.blocker() if status == "needs_input" else None,
     )
