@@ -3,11 +3,14 @@ across the lines of wip, catchup, status and fleet prune (``cairn.util.text.coun
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from pathlib import Path
 
 import pytest
 
+from cairn.cli.display import Display
 from cairn.util.text import counted
 from helpers import cairn, git, write
 
@@ -50,3 +53,16 @@ def test_wip_lines_count_in_words(repo: Path, tmp_path: Path) -> None:
     refused = cairn("wip", "restore", "A", cwd=repo)
     assert refused.returncode == 1
     assert "restore would overwrite 1 path that no snapshot holds" in refused.stderr
+
+
+def test_the_run_s_lines_count_turns_in_words() -> None:
+    display = Display("plain")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        display.event("dispatch_started", dispatch=1, role="coder", max_turns=1)
+        display.event("dispatch_finished", dispatch=1, reason="max_turns", turns=1, usage={})
+        display.event("dispatch_started", dispatch=2, role="coder", max_turns=3)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "dispatch 1: coder, up to 1 turn"
+    assert lines[1].startswith("dispatch 1 ended: max_turns after 1 turn")
+    assert lines[2] == "dispatch 2: coder, up to 3 turns"

@@ -134,6 +134,13 @@ def test_cli_says_needs_input_and_what_to_do_and_status_shows_why_then_resume(
     assert CURL in shown.stdout
     (row,) = json.loads(cairn("status", "--json", cwd=repo).stdout)
     assert row["state"] == "needs_input" and STUCK in row["why"]
+    caught = cairn("catchup", TICKET, cwd=repo)  # catchup agrees with status
+    assert caught.returncode == 0 and caught.stdout.startswith(f"ticket {TICKET}: needs input")
+    assert f"cairn resume {TICKET}" in caught.stdout
+    report = json.loads(cairn("catchup", TICKET, "--json", cwd=repo).stdout)
+    assert report["state"] == "needs_input" and report["next_command"] == f"cairn resume {TICKET}"
+    paragraph = cairn("catchup", TICKET, "--format", "context", cwd=repo).stdout
+    assert paragraph.startswith("The agent stopped for want of input")
 
     resumed = cairn("resume", TICKET, "--json", cwd=repo)
     assert resumed.returncode == 1, resumed.stdout  # still stuck: two more idle dispatches

@@ -21,7 +21,7 @@ _LINES = {
     "run_started": "run {run} of ticket {ticket}: {tasks_text}, agent {agent}{budget_text}",
     "run_resumed": "resuming run {run} of ticket {ticket} at {phase}{budget_text}",
     "phase": "phase {phase}{round_text}",
-    "dispatch_started": "dispatch {dispatch}: {role}, up to {max_turns} turns",
+    "dispatch_started": "dispatch {dispatch}: {role}, up to {max_turns_text}",
     "turn": "  turn {turn}/{max_turns}{pressure_text}",
     "session": "  agent session {session_id}{resume_text}",
     "tool": "  {tool}  {target}",
@@ -102,6 +102,7 @@ class Display:
             "detail_text": f" ({fields['detail']})" if fields.get("detail") else "",
             "error_text": f": {fields['error']}" if fields.get("error") else "",
             "turns_text": counted(int(fields.get("turns") or 0), "turn"),
+            "max_turns_text": counted(int(fields.get("max_turns") or 0), "turn"),
             "unknown_text": " · usage unknown" if "usage" in fields and not fields["usage"] else "",
             "usage_suffix": f" · {fields['usage_text']}" if fields.get("usage_text") else "",
             "resume_text": f" · continue it by hand: {fields['resume']}"

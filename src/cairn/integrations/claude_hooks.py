@@ -153,7 +153,7 @@ def _toplevel(workspace: Path) -> Path | None:
 # --- hooks for Claude Code driven by hand ---------------------------------------------------
 
 RUN_ENV = "CAIRN_RUN_DIR"
-ATTENTION = ("in_progress", "interrupted", "stale")
+ATTENTION = ("in_progress", "interrupted", "needs_input", "stale")
 
 
 def workspace_of(payload: Mapping[str, Any], env: Mapping[str, str]) -> Path | None:

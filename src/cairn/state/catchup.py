@@ -1,6 +1,7 @@
 """Where did the last run of a ticket get to? Marker first, then summary, snapshot, journal, files.
 
-States: ``in_progress`` (owner alive), ``interrupted`` (owner gone, run not finished), ``stale``
+States: ``in_progress`` (owner alive), ``interrupted`` (owner gone, run not finished),
+``needs_input`` (interrupted by the no-progress stop: the agent waits for a person), ``stale``
 (no sign of life for ``marker.stale_after``), ``done`` and ``none``. Without a marker the state is
 inferred from the latest run's files, and the report says so.
 """
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from cairn import summary, tickets
 from cairn.config import Config
@@ -47,7 +48,7 @@ class TaskBrief(Record, frozen=False):
 class CatchupReport(Record, frozen=False):
     format: int = FORMAT
     ticket: str
-    state: TicketState
+    state: TicketState | Literal["needs_input"]
     inferred: bool
     skill: str | None = None
     phase: str | None = None
@@ -155,6 +156,9 @@ def build(
         report.tasks = _plan_tasks(report, ref, loaded)
         if current is None:
             _infer(report, loaded, events)
+        blocked = loaded is not None and loaded.status.reason == "no_progress"
+        if report.state == "interrupted" and blocked:  # the agent waits for a person
+            report.state = "needs_input"
     report.snapshot = _latest_snapshot(repo, config, ticket)
     report.next_command = _next_command(report)
     return report
@@ -304,7 +308,7 @@ def _latest_snapshot(repo: Repo, config: Config, ticket: str) -> SnapshotBrief |
 
 
 def _next_command(report: CatchupReport) -> str | None:
-    if report.state in ("interrupted", "stale"):
+    if report.state in ("interrupted", "needs_input", "stale"):
         return f"cairn resume {report.ticket}"
     if report.state == "none" and report.snapshot is not None:
         return f"cairn wip restore {report.snapshot.ref}"

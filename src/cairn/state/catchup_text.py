@@ -59,6 +59,7 @@ def context_paragraph(report: CatchupReport) -> str:
     lead = {
         "in_progress": "A run is in the middle of",
         "interrupted": "You were in the middle of",
+        "needs_input": "The agent stopped for want of input (it made no progress) in the middle of",
         "stale": "A stale marker says a run was in the middle of",
     }[report.state]
     parts = [f"{lead} {', '.join(where)} on ticket {ticket}."]
@@ -69,7 +70,7 @@ def context_paragraph(report: CatchupReport) -> str:
         done = ", ".join(report.done) or "none"
         remaining = ", ".join(report.remaining) or "none"
         parts.append(f"Findings done: {done}; remaining: {remaining}.")
-    if report.state == "interrupted" and report.summary_status:
+    if report.state in ("interrupted", "needs_input") and report.summary_status:
         parts.append(f"The change summary says: {report.summary_status}.")
     if report.denials:
         parts.append(f"The {accounting.denials_text(report.denials)}.")

@@ -20,11 +20,11 @@ SKIP_REASONS = {
 
 
 def skipped_line(item: Skipped) -> str:
-    from cairn.util.text import human_bytes
+    from cairn.util.text import counted, human_bytes
 
     extra = []
     if item.files is not None:
-        extra.append(f"{item.files} files")
+        extra.append(counted(item.files, "file"))
     if item.bytes is not None:
         extra.append(human_bytes(item.bytes))
     what = SKIP_REASONS[item.reason]

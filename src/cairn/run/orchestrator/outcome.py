@@ -1,6 +1,6 @@
 """How a run ends: completed, needs manual review, needs input or interrupted (both
-resumable); the
-``RunOutcome`` that ``cairn run --json`` prints last, and the run-summary artifact."""
+resumable); the ``RunOutcome`` that ``cairn run --json`` prints last, and the run-summary
+artifact."""
 
 from __future__ import annotations
 
