@@ -17,3 +17,25 @@ def isolated_git(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     return make_repo(tmp_path / "repo")
+
+
+# The inner loop (`pytest -n 2 -m "not slow"`, README) leaves out, besides the tests marked slow
+# in their own files, the groups that start servers or many processes: Temporal (tests/scale),
+# the bad-input corpus (a cairn process per case), the fleet's supervisors, the browser, the
+# fast-path parity runs and the broken-config matrix. CI runs everything.
+SLOW_GROUPS = (
+    "tests/scale/",
+    "tests/corpus/",
+    "tests/fleet/test_fleet_",
+    "tests/fleet/test_refused",
+    "tests/fleet/test_github_",
+    "tests/fleet/test_dashboard_browser",
+    "tests/cli/test_fast_parity",
+    "tests/state/test_recovery_broken_config",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.nodeid.startswith(SLOW_GROUPS):
+            item.add_marker(pytest.mark.slow)

@@ -2,7 +2,7 @@
 the whole machine, then start it again, until its queue is drained; every ticket must complete,
 no task may be done twice, and no byte the agent wrote may be lost.
 
-    .venv/bin/python bench/chaos/fleet_kill.py --quick      # CI: 8 kills, 35-45 s of CPU
+    .venv/bin/python bench/chaos/fleet_kill.py --quick      # CI: 6 kills, 25-35 s of CPU
     .venv/bin/python bench/chaos/fleet_kill.py              # 200 kills, 15-40 minutes
     .venv/bin/python bench/chaos/fleet_kill.py --replay SEED --keep  # one fleet again
     .venv/bin/python bench/chaos/fleet_kill.py --self-test  # inject each fault; must exit 1
@@ -85,7 +85,7 @@ from fleets import (
 
 from common import HERE, Sizes, Tally, case_seeds, cli, git, log, parse_args, scratch
 
-SIZES = Sizes(quick=8, full=200, unit="kills")
+SIZES = Sizes(quick=6, full=200, unit="kills")
 MAX_KILLS_PER_FLEET = 5
 EXTRA_STARTS = 3  # supervisors started after a fleet's last kill before it is given up
 SUPERVISOR_TIMEOUT = 300.0

@@ -1,7 +1,7 @@
 """SIGKILL ``cairn run`` (and its agent) mid-run, then ``cairn resume`` until the run completes;
 count completed runs, tasks redone and bytes lost.
 
-    .venv/bin/python bench/chaos/kill_resume.py --quick      # CI: 10 trials, about 1.5 minutes
+    .venv/bin/python bench/chaos/kill_resume.py --quick      # CI: 4 trials, about 20 s
     .venv/bin/python bench/chaos/kill_resume.py              # 50 trials, about 8 minutes
     .venv/bin/python bench/chaos/kill_resume.py --self-test  # a redone task, lost bytes: exit 1
 
@@ -76,7 +76,7 @@ from common import (
     scratch,
 )
 
-SIZES = Sizes(quick=10, full=50, unit="trials")
+SIZES = Sizes(quick=4, full=50, unit="trials")
 REAPING = ["reaped", "orphans unreaped", "nothing reaped"]
 REAPING_FIGURE = {
     "reaped": "the dead reaped at once",

@@ -2,7 +2,7 @@
 every kill, check that nothing is torn, nothing of the user's was touched, and the next write
 works and cleans up.
 
-    .venv/bin/python bench/chaos/kill_writes.py --quick      # CI: 50 kills, about 1.5 minutes
+    .venv/bin/python bench/chaos/kill_writes.py --quick      # CI: 15 kills, about 30 s
     .venv/bin/python bench/chaos/kill_writes.py              # 1,000 kills, about 30 minutes
     .venv/bin/python bench/chaos/kill_writes.py --self-test  # inject each fault; must exit 1
 
@@ -59,7 +59,7 @@ from common import (
     scratch,
 )
 
-SIZES = Sizes(quick=50, full=1000, unit="kills")
+SIZES = Sizes(quick=15, full=1000, unit="kills")
 
 KINDS = {
     "unreadable_state": "a state file does not parse with cairn's own reader",

@@ -1,7 +1,7 @@
 """Start two ``cairn run``s and two ``cairn resume``s of one ticket at the same instant, round
 after round: exactly one must win, and every loser must exit 2 with one line naming the owner.
 
-    .venv/bin/python bench/chaos/lease_race.py --quick      # CI: 20 rounds, about 1 minute
+    .venv/bin/python bench/chaos/lease_race.py --quick      # CI: 8 rounds, about 15 s
     .venv/bin/python bench/chaos/lease_race.py              # 100 rounds, about 5 minutes
     .venv/bin/python bench/chaos/lease_race.py --self-test  # fake winners and losers: exit 1
 
@@ -52,7 +52,7 @@ from common import (
     scripted_config,
 )
 
-SIZES = Sizes(quick=20, full=100, unit="rounds")
+SIZES = Sizes(quick=8, full=100, unit="rounds")
 TICKET = "LR"
 HOLD_TIMEOUT = 60.0  # for a winner to take the ticket and start its agent
 LOSER_TIMEOUT = 10.0  # for every loser to exit (they take a second or two)

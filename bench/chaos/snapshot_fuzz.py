@@ -1,7 +1,7 @@
 """Random work trees → ``cairn wip save`` → ``cairn wip restore --to DIR``: the restored tree must
 be the work tree, byte for byte, and the save must not touch anything of the user's.
 
-    .venv/bin/python bench/chaos/snapshot_fuzz.py --quick        # CI: 50 trees, about 1 minute
+    .venv/bin/python bench/chaos/snapshot_fuzz.py --quick        # CI: 15 trees, about 15 s
     .venv/bin/python bench/chaos/snapshot_fuzz.py                # 300 trees, about 6 minutes
     .venv/bin/python bench/chaos/snapshot_fuzz.py --replay SEED --keep  # rebuild one tree
     .venv/bin/python bench/chaos/snapshot_fuzz.py --self-test    # damaged restores: exit 1
@@ -51,7 +51,7 @@ from common import (
     tree_state,
 )
 
-SIZES = Sizes(quick=50, full=300, unit="trees")
+SIZES = Sizes(quick=15, full=300, unit="trees")
 TICKET = "FUZZ"
 
 KINDS = {

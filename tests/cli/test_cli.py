@@ -26,9 +26,12 @@ def test_demo_runs_end_to_end(tmp_path: Path) -> None:
     from cairn.state import journal
     from cairn.state.layout import artifacts
 
-    result = cairn("demo", "--dir", str(tmp_path / "demo"))
+    # --dir relative to where it is typed (the agent's script was once looked for under the
+    # project a second time: d/project/d/agent-script.yaml)
+    result = cairn("demo", "--dir", "demo", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     out = result.stdout
+    assert f"cairn status -C {tmp_path / 'demo' / 'project'}" in out
     assert "→ interrupted (max_turns), exit code 3" in out
     assert "src/divide.py" in out.split("2. Nothing is lost")[1].split("\n")[1]
     flat = " ".join(out.split())
@@ -53,21 +56,6 @@ def test_demo_runs_end_to_end(tmp_path: Path) -> None:
     assert git(project, "status", "--porcelain").strip() == ""
 
 
-def test_demo_takes_a_relative_directory(tmp_path: Path) -> None:
-    """``cairn demo --dir d`` from the directory that holds ``d`` (the agent's script was looked
-    for under the project a second time: ``d/project/d/agent-script.yaml``)."""
-    import json
-
-    result = cairn("demo", "--dir", "mine", "--json", cwd=tmp_path)
-    assert result.returncode == 0, result.stdout + result.stderr
-    facts = json.loads(result.stdout)
-    assert facts["directory"] == str(tmp_path / "mine") and facts["exit_code"] == 0
-    assert facts["resumed"]["status"] == "completed"
-    human = cairn("demo", "--dir", "other", cwd=tmp_path)
-    assert human.returncode == 0, human.stderr
-    assert f"cairn status -C {tmp_path / 'other' / 'project'}" in human.stdout
-
-
 def test_demo_removes_its_temporary_directory_unless_kept(tmp_path: Path) -> None:
     """The README's quick start: a bare ``cairn demo`` leaves nothing behind."""
     scratch = tmp_path / "tmp"
@@ -88,7 +76,7 @@ def test_demo_removes_its_temporary_directory_unless_kept(tmp_path: Path) -> Non
 def test_demo_json_and_a_given_directory_is_never_removed(tmp_path: Path) -> None:
     import json
 
-    result = cairn("demo", "--dir", str(tmp_path / "mine"), "--json")
+    result = cairn("demo", "--dir", "mine", "--json", cwd=tmp_path)  # relative, too
     assert result.returncode == 0 and result.stderr == ""
     facts = json.loads(result.stdout)
     assert facts["directory"] == str(tmp_path / "mine") and facts["kept"] is True

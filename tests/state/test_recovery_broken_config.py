@@ -35,6 +35,11 @@ BROKEN: dict[str, tuple[str, object]] = {
 }
 
 
+# status meets every shape; the other commands read the config through the same loader
+# (cairn.config.load with warnings), so three different failures of it stand for the rest.
+SOME = ("not-toml", "dangling-symlink", "pyproject-bad-table")
+
+
 def clobber(repo: Path, case: str) -> str:
     """Break the config as ``case`` says; the name of the broken file."""
     name, content = BROKEN[case]
@@ -80,7 +85,7 @@ def test_status_lists_the_tickets_and_warns_on_stderr(ready: Path, case: str) ->
     assert {row["ticket"]: row["state"] for row in rows} == {"T-1": "none", "main": "interrupted"}
 
 
-@pytest.mark.parametrize("case", sorted(BROKEN))
+@pytest.mark.parametrize("case", SOME)
 def test_catchup_reports_the_run_with_a_warning(ready: Path, case: str) -> None:
     name = clobber(ready, case)
     human = cairn("catchup", cwd=ready)
@@ -94,7 +99,7 @@ def test_catchup_reports_the_run_with_a_warning(ready: Path, case: str) -> None:
     assert typer.returncode == 0 and "refs/cairn/wip/T-1" in typer.stdout
 
 
-@pytest.mark.parametrize("case", sorted(BROKEN))
+@pytest.mark.parametrize("case", SOME)
 def test_wip_list_show_and_restore_work_with_a_warning(ready: Path, case: str) -> None:
     name = clobber(ready, case)
     listed = cairn("wip", "list", cwd=ready)
