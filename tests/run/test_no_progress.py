@@ -165,3 +165,22 @@ def test_the_blocker_is_the_coders_own_words_never_the_reviewers(tmp_path: Path)
     assert outcome.status == "needs_input", outcome
     assert outcome.blocker == {"denials": [], "last_message": None}
     assert outcome.error == "no progress in 2 dispatches in a row"
+
+
+def test_what_to_do_is_the_agent_s_own_fix() -> None:
+    """Claude Code's refused commands go through agent.allow; Codex's through its sandbox
+    (agent.allow does not apply to Codex)."""
+    from cairn.cli.commands.run import needs_input_lines
+    from cairn.run.orchestrator.outcome import RunOutcome
+
+    def told(tool: str) -> str:
+        blocker = {"denials": [{"tool": tool, "target": CURL}], "last_message": STUCK}
+        outcome = RunOutcome(
+            ticket=TICKET, run="R", status="needs_input", exit_code=1, run_dir="d", blocker=blocker
+        )
+        return "\n".join(needs_input_lines(outcome))
+
+    assert 'allow = ["curl"]' in told("Bash") and f"cairn resume {TICKET}" in told("Bash")
+    codex = told("exec")
+    assert "agent.allow does not apply to Codex" in codex and "allow = [" not in codex
+    assert f"cairn resume {TICKET}" in codex

@@ -128,25 +128,29 @@ def _drive(json: bool, quiet: bool, start: Callable[[EventSink], RunOutcome]) ->
 
 
 def needs_input_lines(outcome: RunOutcome) -> list[str]:
-    """What a person reads when the agent made no progress: why, and what to do."""
-    blocker = outcome.blocker or {}
+    """What a person reads when the agent made no progress: why, and what to do. Claude Code's
+    refused commands (``Bash``) are let through by ``agent.allow``; Codex's (``exec``) by its
+    sandbox (``accounting.denial_hint``)."""
+    from cairn.state import accounting
+
+    denials = (outcome.blocker or {}).get("denials") or []
     lines = [f"The agent stopped making progress: {outcome.error or 'no progress'}"]
-    programs = []
-    for denial in blocker.get("denials") or []:
+    then = f"then: cairn resume {outcome.ticket}"
+    programs: list[str] = []
+    for denial in denials:
         words = str(denial.get("target") or "").split()
-        if words and denial.get("tool") in ("Bash", "exec") and words[0] not in programs:
+        if words and denial.get("tool") == "Bash" and words[0] not in programs:
             programs.append(words[0])
     if programs:
         allowed = ", ".join(f'"{p}"' for p in programs)
         lines.append(
             f"To let it run them: add them to agent.allow in cairn.toml (allow = [{allowed}]),"
         )
-        lines.append("or do what it needs yourself; then: " + f"cairn resume {outcome.ticket}")
+        lines.append(f"or do what it needs yourself; {then}")
+    elif any(d.get("tool") == "exec" for d in denials):
+        lines.append(f"{accounting.denial_hint('codex')}; {then}")
     else:
-        lines.append(
-            f"Give it what it needs (answer it in the plan, fix the blocker), then: "
-            f"cairn resume {outcome.ticket}"
-        )
+        lines.append(f"Give it what it needs (answer it in the plan, fix the blocker), {then}")
     return lines
 
 
