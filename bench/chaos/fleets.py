@@ -441,12 +441,16 @@ class Trigger:
         self.lock_lives: list[float] = []
 
     def _locks(self) -> set[tuple[Path, int]]:
-        found = set()
-        if self.fleet.gitdirs.is_dir():
-            for entry in self.fleet.gitdirs.iterdir():
-                with contextlib.suppress(OSError):
-                    if half_made(entry):
-                        found.add((entry, (entry / "locked").stat().st_ino))
+        found: set[tuple[Path, int]] = set()
+        try:
+            # git prunes an empty .git/worktrees, so it may vanish between any two looks
+            entries = list(self.fleet.gitdirs.iterdir())
+        except OSError:
+            return found
+        for entry in entries:
+            with contextlib.suppress(OSError):
+                if half_made(entry):
+                    found.add((entry, (entry / "locked").stat().st_ino))
         return found
 
     def look(self, timeout: float) -> None:
