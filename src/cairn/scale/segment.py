@@ -41,6 +41,9 @@ class Segments:
 
     @activity.defn(name="cairn_segment")
     async def run_segment(self, task: SegmentInput) -> SegmentResult:
+        return await self._segment(task)
+
+    async def _segment(self, task: SegmentInput) -> SegmentResult:
         info = activity.info()
         timeout = info.heartbeat_timeout.total_seconds() if info.heartbeat_timeout else 30.0
         every = max(0.5, timeout / 3)
