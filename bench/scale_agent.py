@@ -8,8 +8,13 @@ with ``cairn task done N`` and commits (commits, then marks it done, with
 
 Every action goes to ``$BENCH_AGENT_DIR/<ticket>.jsonl``, fsynced before it goes on: ``start``,
 ``found`` (the task's file was already there: restored from a snapshot after a kill), ``wrote``,
-``done``. It follows the prompt only: a task cairn hands it again after it logged ``done`` is
-done again, and the log shows two ``done``.
+``done`` (``cairn task done`` exited 0), or ``refused`` (it did not: the agent stops, exit 1).
+It follows the prompt only: a task cairn hands it again after it logged ``done`` is done
+again, and the log shows two ``done``.
+
+A hold, for the frozen-worker fault: when ``$BENCH_AGENT_HOLD/<ticket>-<n>.hold`` exists, the
+agent that reaches ``cairn task done N`` of that task first renames it ``.ready`` (its pid and
+working directory in it) and waits for ``<ticket>-<n>.go`` before it calls the command.
 """
 
 from __future__ import annotations
@@ -55,9 +60,8 @@ def work_seconds(ticket: str, task: int) -> float:
     return random.Random(f"{seed}:{ticket}:{task}").uniform(low, high)
 
 
-def cairn(*args: str) -> int:
-    done = subprocess.run([sys.executable, "-m", "cairn", *args], capture_output=True, check=False)
-    return done.returncode
+def cairn(*args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([sys.executable, "-m", "cairn", *args], capture_output=True, check=False)
 
 
 def commit(ticket: str, number: int) -> None:
@@ -66,6 +70,22 @@ def commit(ticket: str, number: int) -> None:
     subprocess.run(
         ["git", "commit", "-qm", f"{ticket} task {number}"], env=env, capture_output=True
     )
+
+
+def hold(ticket: str, number: int) -> None:
+    where = os.environ.get("BENCH_AGENT_HOLD")
+    if not where:
+        return
+    base = Path(where) / f"{ticket}-{number}"
+    try:
+        os.rename(f"{base}.hold", f"{base}.ready")  # only the first agent here is held
+    except OSError:
+        return
+    Path(f"{base}.ready").write_text(json.dumps({"pid": os.getpid(), "cwd": os.getcwd()}))
+    deadline = time.monotonic() + 600
+    while not Path(f"{base}.go").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    log(ticket, event="held", task=number)
 
 
 def main() -> int:
@@ -88,10 +108,18 @@ def main() -> int:
     first = os.environ.get("BENCH_AGENT_COMMIT_FIRST") == "1"
     if first:
         commit(ticket, number)
-    rc = cairn("task", "done", str(number), "--files", str(path), "--outcome", "done")
+    hold(ticket, number)
+    asked = time.time()
+    told = cairn("task", "done", str(number), "--files", str(path), "--outcome", "done")
+    rc, waited = told.returncode, round(time.time() - asked, 2)
+    if rc != 0:
+        said = told.stderr.decode(errors="replace").strip()[-300:]
+        log(ticket, event="refused", task=number, rc=rc, waited=waited, said=said)
+        print(f"cairn task done {number} failed (exit {rc}): stopping")
+        return 1
     if not first:
         commit(ticket, number)
-    log(ticket, event="done", task=number, rc=rc)
+    log(ticket, event="done", task=number, rc=rc, waited=waited)
     print(f"task {number} done")
     return 0
 

