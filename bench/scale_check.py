@@ -56,9 +56,12 @@ def agent_log(directory: Path, ticket: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.endswith("}")]
 
 
-def check_work(repo: Path, logs: Path, tickets: list[str], tasks: int) -> Work:
+def check_work(
+    repo: Path, logs: Path, tickets: list[str], tasks: int, ended: set[str] | None = None
+) -> Work:
     """Read the agents' logs and the final branch ``cairn/<ticket>`` (and run state) of
-    ``repo``."""
+    ``repo``. Of a ticket not in ``ended`` (when given: one that did not complete) only the
+    tasks its agents reported done must be there."""
     work = Work()
     for ticket in tickets:
         events = agent_log(logs, ticket)
@@ -71,6 +74,8 @@ def check_work(repo: Path, logs: Path, tickets: list[str], tasks: int) -> Work:
         work.continued += len(starts) - len(set(starts))
         work.found += sum(1 for e in events if e["event"] == "found")
         for n in range(1, tasks + 1):
+            if ended is not None and ticket not in ended and n not in numbers:
+                continue
             if _file(repo, f"cairn/{ticket}", ticket, n) == content(ticket, n):
                 continue
             wip = f"refs/cairn/wip/{ticket}"

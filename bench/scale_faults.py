@@ -11,7 +11,7 @@ work lost, tasks redone, tickets failed for good (and those still unfinished at 
 - ``bigrepo``: a repository of ``--files`` files (20,000) and one worker with ``--slots`` (6)
   slots at the heartbeat timeout (3 s): no fault injected.
 - ``temporal-restart``: once segments run, the dev server is stopped (SIGTERM) and started again
-  ``--down-seconds`` later on the same ports and database file.
+  ``--down-seconds`` (30) later on the same ports and database file.
 - ``outage``: once segments run, the shared remote (a bare repository) is renamed away for
   ``--outage-seconds`` (900) and back.
 """
@@ -28,13 +28,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from common import log
+from common import log, table
 from scale_check import Work, agent_log, check_work
 from scale_fleet import (
     Worker,
     bench_env,
     can_unshare,
     config,
+    fleet_events,
     make_user_repo,
     pushes,
     run_fleet,
@@ -87,7 +88,9 @@ class FaultRun:
         return [n for n in names if n not in self.found or not self.found[n].ended]
 
     def retries(self) -> int:
-        return sum(s.attempt - 1 for f in self.found.values() for s in f.segments)
+        """Retries of the segments that ended, and of those still running or waiting."""
+        ended = sum(s.attempt - 1 for f in self.found.values() for s in f.segments)
+        return ended + sum(max(0, f.pending - 1) for f in self.found.values())
 
 
 def shape(args: argparse.Namespace) -> tuple[int, int, int]:
@@ -139,8 +142,11 @@ def run(where: Path, args: argparse.Namespace, names: list[str]) -> FaultRun:
             fleet.kill()
             fleet.wait()
         found = tickets(server.address, histories=True)
-        work = check_work(bare, where / "agent-log", names, args.tasks)
-        said = (where / "fleet.err").read_text(errors="replace").strip().splitlines()
+        done = {t for t, f in found.items() if f.state == "completed"}
+        work = check_work(bare, where / "agent-log", names, args.tasks, done)
+        errors = [e["error"]["message"] for e in fleet_events(where / "fleet.out") if "error" in e]
+        said = errors or (where / "fleet.err").read_text(errors="replace").strip().splitlines()
+        held(ctx)
         refused = [
             {"ticket": n, **e}
             for n in names
@@ -165,6 +171,19 @@ def run(where: Path, args: argparse.Namespace, names: list[str]) -> FaultRun:
         for worker in workers:
             worker.stop()
         server.stop()
+
+
+def held(ctx: Context) -> None:
+    """What the held agent's `cairn task done` answered, and when."""
+    for ready in (ctx.where / "holds").glob("*.ready"):
+        pid = json.loads(ready.read_text())["pid"]
+        ticket = ready.stem.rsplit("-", 1)[0]
+        for e in agent_log(ctx.where / "agent-log", ticket):
+            if e["pid"] == pid and e["event"] in ("done", "refused"):
+                ctx.notes.append(
+                    f"the frozen worker's agent: `cairn task done {e['task']}` exited {e['rc']} "
+                    f"after {e['waited']} s ({'refused' if e['rc'] else 'reported done'})"
+                )
 
 
 def hold_task(args: argparse.Namespace) -> int:
@@ -210,7 +229,10 @@ def frozen(ctx: Context) -> None:
 
 
 def bigrepo(ctx: Context) -> None:
-    ctx.note("no fault injected: the repository's size and 6 slots at the heartbeat timeout")
+    ctx.note(
+        f"no fault injected: {ctx.args.files} files, {ctx.args.slots} slots on one worker, "
+        f"heartbeat timeout {ctx.args.heartbeat}"
+    )
 
 
 def restart(ctx: Context) -> None:
@@ -244,6 +266,8 @@ INJECT: dict[str, Callable[[Context], None]] = {
 
 def problems(run: FaultRun, names: list[str]) -> list[str]:
     found = []
+    if run.fleet_exit != 0:
+        found.append(f"{run.fault}: `fleet start --once` exit {run.fleet_exit} {run.fleet_said}")
     if run.unfinished(names):
         found.append(f"{run.fault}: unfinished at the limit {run.unfinished(names)}")
     if run.failed():
@@ -273,6 +297,9 @@ def as_json(run: FaultRun, names: list[str]) -> dict[str, Any]:
         "redone": run.work.redone_tasks(),
         "retries": run.retries(),
         "attempts": {t: [s.attempt for s in f.segments] for t, f in run.found.items()},
+        "pending_attempt": {t: f.pending for t, f in run.found.items() if f.pending},
+        "last_failure": {t: f.last_failure for t, f in run.found.items() if f.last_failure},
+        "detail": {t: f.detail for t, f in run.found.items() if t in run.failed()},
         "refused": run.refused,
         "pushes": run.pushes,
         "own_host_names": run.hosts,
@@ -285,31 +312,32 @@ def report(run: FaultRun, names: list[str]) -> None:
     lost = sum(map(len, run.work.lost.values()))
     print(f"### fault `{run.fault}`: {run.size}\n")
     rows = [
-        ("tickets completed", f"{len(run.completed())}/{n}", f"{n}/{n}"),
-        ("tickets failed for good", str(len(run.failed())), "0"),
-        ("tickets unfinished at the limit", str(len(run.unfinished(names))), "0"),
-        ("lost work (tasks)", str(lost), "0"),
+        ["", "result", "target"],
+        ["tickets completed", f"{len(run.completed())}/{n}", f"{n}/{n}"],
+        ["tickets failed for good", str(len(run.failed())), "0"],
+        ["tickets unfinished at the limit", str(len(run.unfinished(names))), "0"],
+        ["lost work (tasks)", str(lost), "0"],
         (
             "task files only in the snapshot ref",
             str(sum(map(len, run.work.uncommitted.values()))),
             "0",
         ),
-        ("redone tasks", str(len(run.work.redone)), "0"),
-        ("activity retries", str(run.retries()), ""),
-        ("`cairn task done` refused (exit ≠ 0)", str(len(run.refused)), ""),
-        ("`fleet start --once` exit code", str(run.fleet_exit), "0"),
-        ("pushes to the shared remote", str(run.pushes), ""),
-        ("wall time", f"{run.wall:.1f} s", ""),
+        ["redone tasks", str(len(run.work.redone)), "0"],
+        ["activity retries", str(run.retries()), ""],
+        ["`cairn task done` refused (exit ≠ 0)", str(len(run.refused)), ""],
+        ["`fleet start --once` exit code", str(run.fleet_exit), "0"],
+        ["pushes to the shared remote", str(run.pushes), ""],
+        ["wall time", f"{run.wall:.1f} s", ""],
     ]
-    width = max(len(r[0]) for r in rows)
-    print(f"| {'':{width}} | result | target |\n|{'-' * (width + 2)}|-------:|-------:|")
-    for name, value, target in rows:
-        print(f"| {name:{width}} | {value} | {target} |")
+    print(table([list(r) for r in rows]))
     if run.fleet_said:
         print(f"\n`fleet start` said: {run.fleet_said}")
+    for t, f in sorted(run.found.items()):
+        if f.pending or f.last_failure:
+            print(f"\n{t}: unfinished, attempt {f.pending}; last failure: {f.last_failure}")
     for state in sorted(set(run.failed().values())):
-        which = [t for t, s in run.failed().items() if s == state]
-        print(f"\n{state}: {', '.join(which)}")
+        for t in (t for t, s in run.failed().items() if s == state):
+            print(f"\n{t}: {state}: {run.found[t].detail}")
     for r in run.refused:
         print(
             f"\nrefused: {r['ticket']} task {r['task']} exit {r['rc']} after {r['waited']} s: "

@@ -235,7 +235,9 @@ class Worker:
     def stop(self) -> None:
         if self.process is None or self.process.poll() is not None:
             return
-        self.process.send_signal(signal.SIGTERM)
+        # to the group: `unshare --fork` ignores SIGTERM while it waits for the worker
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGTERM)
         try:
             self.process.wait(timeout=40)
         except subprocess.TimeoutExpired:

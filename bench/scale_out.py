@@ -200,7 +200,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--freeze-seconds", type=float, default=150.0, help="frozen: SIGSTOP for")
     parser.add_argument("--files", type=int, help="bigrepo: files (default 20,000, quick 2,000)")
     parser.add_argument("--slots", type=int, help="bigrepo: the worker's slots (6, quick 3)")
-    parser.add_argument("--down-seconds", type=float, default=5.0, help="temporal-restart: down")
+    parser.add_argument("--down-seconds", type=float, default=30.0, help="temporal-restart: down")
     parser.add_argument("--outage-seconds", type=float, help="outage: remote away (900, quick 20)")
     parser.add_argument("--no-embedded", action="store_true", help="skip the embedded fleet")
     parser.add_argument("--timeout", type=float, default=1800.0, help="a fleet's limit, s")

@@ -32,6 +32,9 @@ class Ticket:
     closed_at: float | None  # time.time() the latest run closed
     events: int = 0  # history events over all its runs
     segments: list[Segment] = field(default_factory=list)
+    pending: int = 0  # the attempt of its segment running or waiting for a retry (open only)
+    last_failure: str = ""  # that segment's last attempt's failure
+    detail: str = ""  # the memo's detail: an ended ticket's last line
 
     @property
     def ended(self) -> bool:
@@ -56,11 +59,17 @@ async def _tickets(address: str, histories: bool) -> dict[str, Ticket]:
         ticket = str(memo.get("ticket") or wf.id)
         closed = wf.close_time.timestamp() if wf.close_time else None
         found[ticket] = Ticket(ticket, wf.id, status, state, closed)
+        found[ticket].detail = str(memo.get("detail") or "")[:300]
     if histories:
         for one in found.values():
             for run_id in runs.get(one.workflow_id, []):
                 await _history(client, one, run_id)
             one.segments.sort(key=lambda s: s.scheduled)
+            if not one.ended:
+                described = await client.get_workflow_handle(one.workflow_id).describe()
+                for pending in described.raw_description.pending_activities:
+                    one.pending = pending.attempt
+                    one.last_failure = pending.last_failure.message[:300]
     return found
 
 
