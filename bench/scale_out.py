@@ -184,9 +184,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--minutes", type=float, help="the load run: each engine's limit, min")
     parser.add_argument("--workers", type=int, help="worker processes (default 8, quick 3)")
     parser.add_argument("--tickets", type=int, help="tickets (default 40, quick 6)")
-    parser.add_argument("--tasks", type=int, default=3, help="tasks a plan")
+    parser.add_argument("--tasks", type=int, help="tasks a plan (3, the load run 1)")
     parser.add_argument("--seed", type=int, default=15)
-    parser.add_argument("--sleep", default="0.5,1.5", help="an agent's work a task, lo,hi s")
+    parser.add_argument("--sleep", help="an agent's work a task, lo,hi s (0.5,1.5; load 0.1,0.3)")
     parser.add_argument(
         "--commit-first", action="store_true", help="the agent commits before `task done`"
     )
@@ -211,6 +211,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     sizes = {"kill": (8, 40, 3, 6), "frozen": (3, 3, 2, 2), "bigrepo": (1, 6, 1, 3)}
     sizes["load"] = (8, 1000, 3, 12)
     full_w, full_t, quick_w, quick_t = sizes.get("load" if args.minutes else fault, (8, 16, 2, 3))
+    args.tasks = args.tasks or (1 if args.minutes else 3)
+    args.sleep = args.sleep or ("0.1,0.3" if args.minutes else "0.5,1.5")
     args.workers = args.workers or (quick_w if quick else full_w)
     args.tickets = args.tickets or (quick_t if quick else full_t)
     args.files = args.files if args.files is not None else (2000 if quick else 20000)
