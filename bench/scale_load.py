@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import random
 import signal
 import subprocess
@@ -58,6 +59,7 @@ class Load:
     disk_end: dict[str, int] = field(default_factory=dict)  # worker → KiB
     disk_peak: dict[str, int] = field(default_factory=dict)
     kills: list[dict[str, Any]] = field(default_factory=list)
+    loads: list[float] = field(default_factory=list)  # the 1-minute load average, every 20 s
     recoveries: list[float] = field(default_factory=list)  # kill → its segment started again
     unrecovered: int = 0  # killed segments with no later start seen
 
@@ -98,10 +100,10 @@ def temporal(where: Path, args: argparse.Namespace, names: list[str]) -> Load:
         rng = random.Random(args.seed)
         next_kill = began + every
         while time.monotonic() < deadline:
-            if time.monotonic() >= next_kill and len(load.kills) < args.kills:
-                kill_one(workers, load, rng, began)
-                next_kill += every
             seen = running(server.address)
+            if time.monotonic() >= next_kill and len(load.kills) < args.kills:
+                kill_one(workers, load, rng, began, seen[1] if seen else None)
+                next_kill += every
             if seen is not None and seen[0] >= len(names) and seen[1] == 0:
                 break
             time.sleep(5.0)
@@ -142,7 +144,10 @@ def temporal(where: Path, args: argparse.Namespace, names: list[str]) -> Load:
         server.stop()
 
 
-def kill_one(workers: list[Worker], load: Load, rng: random.Random, began: float) -> None:
+def kill_one(
+    workers: list[Worker], load: Load, rng: random.Random, began: float, backlog: int | None
+) -> None:
+    """SIGKILL a busy worker's machine (``backlog``: tickets not ended then, for the record)."""
     busy = [w for w in workers if w.running_tickets()]
     if not busy:
         return
@@ -156,6 +161,7 @@ def kill_one(workers: list[Worker], load: Load, rng: random.Random, began: float
             "worker": victim.name,
             "running": running_now,
             "clock": clock,
+            "tickets_open": backlog,
         }
     )
     log(f"  {load.kills[-1]['at']:7.1f} s  killed {victim.name} ({', '.join(running_now)})")
@@ -181,6 +187,7 @@ def recoveries(load: Load, found: dict[str, Ticket]) -> None:
 
 def sample_disk(workers: list[Worker], load: Load, stop: threading.Event) -> None:
     while not stop.wait(20.0):
+        load.loads.append(round(os.getloadavg()[0], 2))
         for worker in workers:
             load.disk_peak[worker.name] = max(
                 load.disk_peak.get(worker.name, 0), disk_kib(worker.root)
@@ -199,8 +206,12 @@ def embedded(where: Path, args: argparse.Namespace, names: list[str]) -> Load:
     began = time.monotonic()
     out = where / "fleet.out"
     fleet = run_fleet(user, env, ["--concurrency", str(args.workers)], out)
+    stop = threading.Event()
+    sampler = threading.Thread(target=sample_disk, args=([], load, stop), daemon=True)
+    sampler.start()
     with contextlib.suppress(subprocess.TimeoutExpired):
         fleet.wait(timeout=load.limit)
+    stop.set()
     load.wall = min(time.monotonic() - began, load.limit)
     finished = [e for e in fleet_events(out) if e["event"] == "ticket_finished"]
     if fleet.poll() is None:
@@ -265,6 +276,7 @@ def as_json(r: Load) -> dict[str, Any]:
         "kills": r.kills,
         "kill_to_restart_s": r.recoveries,
         "kill_unrecovered": r.unrecovered,
+        "load_average": r.loads,
     }
 
 
@@ -317,6 +329,13 @@ def report(runs: list[Load], args: argparse.Namespace) -> None:
         ][: len(runs)],
     )
     add("worker disk, peak (largest)", [mib(peak), "—"][: len(runs)])
+    add(
+        "load average (mean, max)",
+        [
+            f"{sum(r.loads) / len(r.loads):.1f}, {max(r.loads):.1f}" if r.loads else "unknown"
+            for r in runs
+        ],
+    )
     rec = t.recoveries
     add(
         f"SIGKILL → segment started again (p50, p99; {len(rec)} segments, {len(t.kills)} kills)",
@@ -331,5 +350,11 @@ def report(runs: list[Load], args: argparse.Namespace) -> None:
             f"\ntickets a minute, Temporal with {len(t.kills)} kills / embedded: "
             f"{t.per_minute / runs[1].per_minute:.2f}"
         )
+    for kill in t.kills:
+        print(
+            f"\nkill at {kill['at']} s of {kill['worker']} running {', '.join(kill['running'])}, "
+            f"{kill['tickets_open']} tickets not ended then"
+        )
+    print(f"\nSIGKILL → started again, each: {sorted(t.recoveries)}")
     if t.unrecovered:
         print(f"\n{t.unrecovered} killed segment(s) with no later start in the histories")
