@@ -62,6 +62,7 @@ class Load:
     loads: list[float] = field(default_factory=list)  # the 1-minute load average, every 20 s
     recoveries: list[float] = field(default_factory=list)  # kill → its segment started again
     waiting: list[float] = field(default_factory=list)  # kill → the end, not started again
+    queued: int = 0  # of those, segments the server had waiting in the task queue at the end
 
     @property
     def per_minute(self) -> float:
@@ -185,6 +186,7 @@ def recoveries(load: Load, found: dict[str, Ticket], end: float) -> None:
                 load.recoveries.append(round(min(later) - kill["clock"], 2))
             else:
                 load.waiting.append(round(end - kill["clock"], 2))
+                load.queued += bool(one and one.waits)
 
 
 def sample_disk(workers: list[Worker], load: Load, stop: threading.Event) -> None:
@@ -278,6 +280,7 @@ def as_json(r: Load) -> dict[str, Any]:
         "kills": r.kills,
         "kill_to_restart_s": r.recoveries,
         "kill_to_end_not_restarted_s": r.waiting,
+        "not_restarted_queued": r.queued,
         "load_average": r.loads,
     }
 
@@ -339,14 +342,15 @@ def report(runs: list[Load], args: argparse.Namespace) -> None:
         ],
     )
     rec, wait = t.recoveries, t.waiting
-    p99 = percentile(rec + wait, 99)
-    bound = "≥ " if wait and p99 is not None and p99 >= min(wait) else ""
+
+    def at_least(p: float) -> str:
+        value = percentile(rec + wait, p)
+        return f"{'≥ ' if wait and value is not None and value >= min(wait) else ''}{value} s"
+
     add(
         f"SIGKILL → segment started again (p50, p99; {len(rec) + len(wait)} segments, "
         f"{len(t.kills)} kills)",
-        [f"{percentile(rec + wait, 50)} s, {bound}{p99} s" if rec or wait else "unknown", "—"][
-            : len(runs)
-        ],
+        [f"{at_least(50)}, {at_least(99)}" if rec or wait else "unknown", "—"][: len(runs)],
     )
     print(f"### {t.tickets} tickets × {args.tasks} task(s), agent work {args.sleep} s a task\n")
     print(table(rows))
@@ -362,4 +366,7 @@ def report(runs: list[Load], args: argparse.Namespace) -> None:
         )
     print(f"\nSIGKILL → started again, each: {sorted(t.recoveries)} s")
     if wait:
-        print(f"not started again by the end (waiting in the task queue): {sorted(wait)} s")
+        print(
+            f"not started again by the end: {sorted(wait)} s "
+            f"({t.queued} of them scheduled, waiting in the task queue for a worker)"
+        )

@@ -15,7 +15,7 @@ from typing import Any
 
 QUERY = "WorkflowType = 'cairn_ticket'"
 ENDED = {"COMPLETED", "FAILED", "CANCELED", "TERMINATED", "TIMED_OUT"}
-STARTED = 2  # PENDING_ACTIVITY_STATE_STARTED
+SCHEDULED, STARTED = 1, 2  # PENDING_ACTIVITY_STATE_…
 
 
 @dataclass
@@ -38,6 +38,7 @@ class Ticket:
     last_failure: str = ""  # that segment's last attempt's failure
     detail: str = ""  # the memo's detail: an ended ticket's last line
     current: float | None = None  # when the attempt running now started (open only)
+    waits: bool = False  # its segment waits in the task queue (scheduled, not started)
 
     @property
     def ended(self) -> bool:
@@ -73,6 +74,7 @@ async def _tickets(address: str, histories: bool) -> dict[str, Ticket]:
                 for pending in described.raw_description.pending_activities:
                     one.pending = pending.attempt
                     one.last_failure = pending.last_failure.message[:300]
+                    one.waits = pending.state == SCHEDULED
                     if pending.state == STARTED and pending.HasField("last_started_time"):
                         one.current = pending.last_started_time.ToDatetime().timestamp()
     return found
