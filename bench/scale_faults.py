@@ -58,6 +58,7 @@ class Context:
     workers: list[Worker]
     started: float  # time.monotonic() the fleet started
     notes: list[str] = field(default_factory=list)
+    over: float = 0.0  # seconds from the start to the fault's end
 
     def note(self, text: str) -> None:
         at = time.monotonic() - self.started
@@ -78,6 +79,7 @@ class FaultRun:
     refused: list[dict[str, Any]]  # the agents' `cairn task done` that did not exit 0
     pushes: int
     hosts: bool
+    over: float  # seconds from the start to the fault's end
 
     def completed(self) -> list[str]:
         return sorted(t for t, f in self.found.items() if f.state == "completed")
@@ -135,6 +137,7 @@ def run(where: Path, args: argparse.Namespace, names: list[str]) -> FaultRun:
         fleet = run_fleet(user, env, [], where / "fleet.out")
         ctx = Context(where, args, names, server, bare, workers, time.monotonic())
         INJECT[args.fault](ctx)
+        ctx.over = time.monotonic() - ctx.started
         deadline = ctx.started + args.timeout
         server = ctx.server
         wait_ended(server.address, len(names), deadline)
@@ -169,6 +172,7 @@ def run(where: Path, args: argparse.Namespace, names: list[str]) -> FaultRun:
             refused,
             len(pushes(bare)),
             hosts,
+            ctx.over,
         )
     finally:
         for worker in workers:
@@ -289,6 +293,7 @@ def as_json(run: FaultRun, names: list[str]) -> dict[str, Any]:
         "fault": run.fault,
         "size": run.size,
         "wall_s": round(run.wall, 1),
+        "fault_over_s": round(run.over, 1),
         "fleet_exit_code": run.fleet_exit,
         "fleet_said": run.fleet_said,
         "completed": len(run.completed()),
@@ -331,6 +336,7 @@ def report(run: FaultRun, names: list[str]) -> None:
         ["`fleet start --once` exit code", str(run.fleet_exit), "0"],
         ["pushes to the shared remote", str(run.pushes), ""],
         ["wall time", f"{run.wall:.1f} s", ""],
+        ["every ticket ended, after the fault ended", f"{run.wall - run.over:.1f} s", ""],
     ]
     print(table([list(r) for r in rows]))
     if run.fleet_said:
