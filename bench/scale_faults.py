@@ -233,6 +233,29 @@ def frozen(ctx: Context) -> None:
     time.sleep(ctx.args.freeze_seconds)
     worker.signal(groups, signal.SIGCONT)
     ctx.note(f"SIGCONT {worker.name} after {ctx.args.freeze_seconds:g} s")
+    # what the woken worker does with its run: it must stop it, and push nothing over the retry
+    assert worker.process is not None
+    runs = groups - {worker.process.pid}
+    woke = time.monotonic()
+    while time.monotonic() - woke < 30 and any(alive_group(g) for g in runs):
+        time.sleep(0.2)
+    left = [g for g in runs if alive_group(g)]
+    ctx.note(
+        f"the frozen run(s) still alive 30 s after SIGCONT: {left}"
+        if left
+        else f"the frozen run(s) ended {time.monotonic() - woke:.1f} s after SIGCONT"
+    )
+    time.sleep(5.0)  # a late push of the woken worker would land now: the remote is read after
+
+
+def alive_group(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def bigrepo(ctx: Context) -> None:
