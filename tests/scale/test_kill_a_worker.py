@@ -110,6 +110,9 @@ def test_a_lost_worker_s_task_is_resumed_elsewhere_from_the_pushed_snapshot(
         elif loss == "shutdown":
             lost.process.send_signal(signal.SIGTERM)
             assert lost.process.wait(timeout=30) == 0
+            said = lost.root.with_suffix(".log").read_text()  # one line, not a traceback
+            assert f"cairn: {TICKET}: attempt 1 cancelled: the worker shuts down" in said
+            assert "Traceback" not in said, said
         else:
             lost.process.send_signal(signal.SIGSTOP)
             wait_for(

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 COMPLETED, NEEDS_REVIEW, REFUSED, INTERRUPTED = 0, 1, 2, 3
 
 # A ticket workflow's states (its `status` query and memo): live ones, then final ones.
-LIVE = ("queued", "running", "pausing", "paused", "stopping")
+LIVE = ("queued", "running", "retrying", "pausing", "paused", "stopping")
 FINAL = ("completed", "needs_review", "interrupted", "failed", "stopped")
 
 
@@ -33,6 +33,7 @@ class Carried:
 
     segments: int = 0  # segments run so far, across runs
     interrupted: int = 0  # segments that ended interrupted, counted against max_segments
+    failures: int = 0  # segments that failed on the ticket's own error, against max_attempts
     paused: bool = False
     progress: Progress | None = None
     detail: str = ""
@@ -47,6 +48,8 @@ class TicketInput:
     base: str  # the branch cairn/<ticket> starts from
     max_segments: int = 3  # interrupted segments resumed before the ticket is left interrupted
     heartbeat_seconds: float = 30.0  # [temporal] heartbeat_timeout: a silent worker is dead
+    max_attempts: int = 3  # segments failed on the ticket's own error before it is failed
+    max_backoff_seconds: float = 60.0  # [temporal] max_backoff: the cap of a retry's backoff
     continue_every: int = 20  # segments per workflow run before it continues as new
     carried: Carried | None = None  # from the run this one continues
 

@@ -15,8 +15,9 @@ import time
 from pathlib import Path
 
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
-from cairn.scale import workspace
+from cairn.scale import failures, workspace
 from cairn.scale.messages import (
     COMPLETED,
     INTERRUPTED,
@@ -41,7 +42,20 @@ class Segments:
 
     @activity.defn(name="cairn_segment")
     async def run_segment(self, task: SegmentInput) -> SegmentResult:
-        return await self._segment(task)
+        """The segment, its failure classified (``cairn.scale.failures``): the
+        infrastructure's is retried without limit, the ticket's own counts against
+        ``max_attempts``; a cancellation says one line."""
+        try:
+            return await self._segment(task)
+        except asyncio.CancelledError:
+            instead = failures.cancelled(task.ticket.ticket)
+            if instead is None:
+                raise
+            raise instead from None
+        except ApplicationError:
+            raise
+        except Exception as exc:
+            raise failures.classify(exc) from exc
 
     async def _segment(self, task: SegmentInput) -> SegmentResult:
         info = activity.info()

@@ -125,6 +125,8 @@ async def drive(
                 base=base,
                 max_segments=config.fleet.max_attempts,
                 heartbeat_seconds=parse_duration(config.temporal.heartbeat_timeout),
+                max_attempts=config.fleet.max_attempts,
+                max_backoff_seconds=parse_duration(config.temporal.max_backoff),
             )
             for c in tracker.candidates()
             if c.ticket not in ids
