@@ -162,7 +162,8 @@ def test_a_running_ticket_and_then_no_worker(
         started = time.monotonic()
         rows, warnings = status_rows(user, env)
         took = time.monotonic() - started
-        assert rows[ticket]["state"] == "running" and rows[ticket]["task"] == 2
+        # its segment runs until the heartbeat timeout, then waits for a retry (no worker)
+        assert rows[ticket]["state"] in ("running", "retrying") and rows[ticket]["task"] == 2
         assert "no worker answered the status query" in warnings
         assert took < 15
     finally:
