@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import sys
 import time
@@ -31,6 +32,7 @@ from cairn.scale.workspace import STOP_GRACE
 from cairn.terms import ENV_CHECKPOINT_DIR
 from cairn.util import barrier, procs
 
+TAIL_BYTES = 65536  # how much of the end of a segment's log its detail is read from
 ASKS_POLL = 0.1  # seconds between looks for a checkpoint request (cairn.util.barrier)
 
 
@@ -145,8 +147,51 @@ def _child_env() -> dict[str, str]:
 
 
 def _tail(log: Path) -> str:
+    """The segment's detail, from the last line its run wrote to ``log``: the outcome
+    ``--json`` printed, as one line (``completed: 3 of 3 tasks``, an interruption's reason, a
+    refusal's message); any other last line as it is."""
     try:
-        lines = log.read_text(errors="replace").strip().splitlines()
+        with log.open("rb") as handle:
+            handle.seek(max(0, handle.seek(0, os.SEEK_END) - TAIL_BYTES))
+            lines = handle.read().decode(errors="replace").strip().splitlines()
     except OSError:
         return ""
-    return lines[-1][-300:] if lines else ""
+    if not lines:
+        return ""
+    return (_outcome_line(lines[-1]) or lines[-1])[-300:]
+
+
+def _outcome_line(line: str) -> str | None:
+    """``cairn run|resume --json``'s last line as a row's detail; None when it is not one."""
+    try:
+        said = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(said, dict):
+        return None
+    error = said.get("error")
+    if isinstance(error, dict) and error.get("message"):
+        return f"refused: {error['message']}"
+    status = said.get("status")
+    if not isinstance(status, str) or "exit_code" not in said:
+        return None
+    counts = _counts(said.get("summary_path"))
+    text = status.replace("_", " ") + (f": {counts}" if counts else "")
+    why = ": ".join(str(said[k]) for k in ("reason", "error") if said.get(k))
+    return f"{text}; {why}" if why else text
+
+
+def _counts(path: object) -> str | None:
+    """``3 of 3 tasks`` (or findings) from the run's change summary."""
+    from cairn.summary import store
+
+    if not isinstance(path, str):
+        return None
+    try:
+        summary = store.load(Path(path))
+    except Exception:  # a summary that does not read: the outcome's status alone
+        return None
+    if summary is None:
+        return None
+    unit = "tasks" if summary.mode == "implementation" else "findings"
+    return f"{summary.resolved()} of {summary.total()} {unit}"
