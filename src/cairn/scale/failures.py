@@ -83,6 +83,10 @@ def cancelled(ticket: str) -> ApplicationError | None:
         why = "the worker shuts down"
     elif details is not None and details.not_found:
         why = "the server no longer knows it"
+    elif details is not None and details.paused:
+        why = "the activity was paused at the server"
+    elif details is not None and details.reset:
+        why = "the activity was reset at the server"
     else:
         why = "a pause or stop was asked"
     activity.logger.warning("cairn: %s: attempt %d cancelled: %s", ticket, attempt, why)

@@ -137,7 +137,6 @@ def _pending(described: WorkflowExecutionDescription) -> dict[str, Any]:
         live: dict[str, Any] = {
             "attempt": pending.attempt,
             "waiting": pending.state == PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED,
-            "started": pending.state == PendingActivityState.PENDING_ACTIVITY_STATE_STARTED,
             "identity": pending.last_worker_identity or None,
         }
         if pending.HasField("last_heartbeat_time"):

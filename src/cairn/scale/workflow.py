@@ -21,7 +21,7 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, CancelledError
+from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
 
 with workflow.unsafe.imports_passed_through():
     from cairn.scale.failures import TICKET
@@ -168,10 +168,14 @@ class TicketWorkflow:
 
 
 def _cause(exc: BaseException) -> str:
-    """The innermost message of a failure chain: what the last attempt of a segment raised."""
+    """What the last attempt of a segment raised, as one line: the classified failure's
+    message (``cairn.scale.failures``), else the innermost message of the chain."""
+    found = exc.__cause__
+    if isinstance(found, ApplicationError) and found.type == TICKET:
+        return found.message
     while exc.__cause__ is not None:
         exc = exc.__cause__
-    return str(exc)[:300]
+    return " ".join(str(exc).split())[:300]
 
 
 def _backoff(task: TicketInput, failures: int) -> timedelta:
