@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -151,3 +152,21 @@ def test_failures_are_classified_by_whose_fault_they_are(tmp_path: Path) -> None
     assert own.type == failures.TICKET and own.non_retryable
     assert own.message == "[loop] phases: not a list; fix cairn.toml"
     assert failures.classify(ValueError("a bug")).type == failures.TICKET
+
+
+def test_a_segment_s_detail_is_its_run_s_outcome_in_one_line(tmp_path: Path) -> None:
+    from cairn.scale.segment import _tail
+
+    log = tmp_path / "T-1.log"
+    said = {"ticket": "T-1", "run": "r", "status": "interrupted", "exit_code": 3}
+    said |= {"reason": "turn_cap", "error": None, "summary_path": str(tmp_path / "none.md")}
+    refused = {"error": {"message": "no tasks found in plan.md; add ### Task 1", "exit_code": 2}}
+    cases = [
+        (said, "interrupted: turn_cap"),
+        (refused, "refused: no tasks found in plan.md; add ### Task 1"),
+    ]
+    for line, detail in cases:
+        log.write_text('{"event": "phase"}\n' + json.dumps(line) + "\n")
+        assert _tail(log) == detail
+    log.write_text("a last line that is no outcome\n")
+    assert _tail(log) == "a last line that is no outcome"

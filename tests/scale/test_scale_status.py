@@ -91,6 +91,8 @@ def test_finished_tickets_and_the_dashboard(
         assert row["segments"] == 1 and row["branch"] == f"cairn/{ticket}"
         assert row["branch_sha"] == tip[:10]
         assert row["started_at"] and row["closed_at"] and row["worker"] is None
+    # the run's one-line outcome, not the tail of its --json line
+    assert rows["A-1"]["detail"] == "completed: 2 of 2 tasks"
     table = cairn("fleet", "status", cwd=user, env=env)
     assert table.returncode == 0, table.stderr
     assert table.stdout.splitlines()[0].split() == [

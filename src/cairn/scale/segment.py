@@ -175,10 +175,10 @@ def _outcome_line(line: str) -> str | None:
     status = said.get("status")
     if not isinstance(status, str) or "exit_code" not in said:
         return None
-    counts = _counts(said.get("summary_path"))
-    text = status.replace("_", " ") + (f": {counts}" if counts else "")
     why = ": ".join(str(said[k]) for k in ("reason", "error") if said.get(k))
-    return f"{text}; {why}" if why else text
+    parts = [part for part in (_counts(said.get("summary_path")), why) if part]
+    text = status.replace("_", " ")
+    return f"{text}: {'; '.join(parts)}" if parts else text
 
 
 def _counts(path: object) -> str | None:
