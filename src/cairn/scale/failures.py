@@ -69,13 +69,34 @@ def classify(exc: BaseException) -> ApplicationError:
     return ApplicationError(reason(exc), type=TICKET, non_retryable=True)
 
 
+def failed(ticket: str, exc: Exception) -> ApplicationError:
+    """``classify(exc)``, said in one line instead of a traceback when a newer attempt fenced
+    this one (at-least-once at work, not an error: the benign category, which temporalio
+    logs without a traceback); a real error keeps its traceback in the worker's output."""
+    error = classify(exc)
+    if not _fenced(exc):
+        return error
+    activity.logger.warning("cairn: %s: attempt %d stops: %s", ticket, _attempt(), error.message)
+    return ApplicationError(error.message, type=INFRA, category=ApplicationErrorCategory.BENIGN)
+
+
+def _fenced(exc: BaseException) -> bool:
+    from cairn.scale.shared import Fenced
+
+    return isinstance(exc, Fenced) or isinstance(exc.__cause__, Fenced)
+
+
+def _attempt() -> int:
+    return activity.info().attempt
+
+
 def cancelled(ticket: str) -> ApplicationError | None:
     """Say in one line why the running attempt of ``ticket`` was cancelled. None when a
     person asked (pause, stop: the cancellation goes on as one); else (a timeout the server
     noticed, the worker shutting down) the failure to raise in its place, of the benign
     category, which temporalio logs without a traceback: the attempt is retried."""
     details = activity.cancellation_details()
-    attempt = activity.info().attempt
+    attempt = _attempt()
     asked = details is None or details.cancel_requested or details.paused or details.reset
     if details is not None and details.timed_out:
         why = "timed out at the server (no heartbeat reached it in time)"

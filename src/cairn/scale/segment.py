@@ -57,7 +57,7 @@ class Segments:
         except ApplicationError:
             raise
         except Exception as exc:
-            raise failures.classify(exc) from exc
+            raise failures.failed(task.ticket.ticket, exc) from exc
 
     async def _segment(self, task: SegmentInput) -> SegmentResult:
         info = activity.info()
