@@ -13,8 +13,6 @@ Also the one line a cancelled attempt leaves in the worker's output (not a trace
 
 from __future__ import annotations
 
-import errno
-
 from temporalio import activity
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
@@ -42,10 +40,9 @@ def is_infra(exc: BaseException) -> bool:
     found: BaseException | None = exc
     while found is not None and id(found) not in seen:
         seen.add(id(found))
-        if isinstance(found, OSError) and found.errno == errno.ENOSPC:
-            return True
         if isinstance(found, BadInput):
             return False
+        # OSError: the network, a full disk (ENOSPC), a file the worker cannot write
         if isinstance(found, (GitError, Fenced, SaveTimeout, OSError, RPCError, TimeoutError)):
             return True
         if any(text in str(found) for text in _INFRA_TEXT):
