@@ -47,7 +47,10 @@ class Segments:
         info = activity.info()
         timeout = info.heartbeat_timeout.total_seconds() if info.heartbeat_timeout else 30.0
         every = max(0.5, timeout / 3)
-        space = await asyncio.to_thread(workspace.prepare, self.root, task.ticket, info.attempt)
+        segment = f"{info.workflow_run_id}/{info.activity_id}"
+        space = await asyncio.to_thread(
+            workspace.prepare, self.root, task.ticket, info.attempt, segment
+        )
         asks = self.root / ".checkpoint-requests" / task.ticket.ticket
         barrier.reset(asks)
         progress = await asyncio.to_thread(workspace.checkpoint, space, "segment start")

@@ -38,6 +38,12 @@ class Workspace:
     worktree: Path
     refs: shared.TicketRefs
     leases: dict[str, str | None]  # what the remote held when this attempt last looked or pushed
+    generation: int = 1  # this attempt's fencing token: the remote's generation + 1 (its claim)
+    segment: str = ""  # the activity this attempt is one of (its workflow run and activity ids)
+
+    @property
+    def claim(self) -> statecommit.Claim:
+        return statecommit.Claim(self.generation, self.attempt, self.segment)
 
     @property
     def state_dir(self) -> Path:
@@ -50,15 +56,18 @@ class Workspace:
         return self.root / ".pids" / f"{self.ticket}.json"
 
 
-def prepare(root: Path, task: TicketInput, attempt: int) -> Workspace:
+def prepare(root: Path, task: TicketInput, attempt: int, segment: str = "") -> Workspace:
     """The ticket's worktree in ``root``, rebuilt from the remote: always, so a worker never
-    continues from a local copy older than what another worker pushed."""
+    continues from a local copy older than what another worker pushed. ``segment`` names the
+    activity (``<workflow run id>/<activity id>``) of which this is attempt ``attempt``."""
     with shared.locked(root / ".clone.lock"):
         clone = clone_dir(root, task.remote)
         git = shared.ensure_clone(task.remote, clone)
         config = load(clone)
         refs = shared.TicketRefs.of(task.ticket, config.snapshot.ref_prefix)
-        space = Workspace(root, clone, task.ticket, attempt, git, root / task.ticket, refs, {})
+        space = Workspace(
+            root, clone, task.ticket, attempt, git, root / task.ticket, refs, {}, segment=segment
+        )
         stop_leftovers(space)
         if space.worktree.exists() or _registered(git, space.worktree):
             git.run(["worktree", "remove", "--force", str(space.worktree)], check=False)
@@ -71,12 +80,7 @@ def prepare(root: Path, task: TicketInput, attempt: int) -> Workspace:
         shared.fetch(git, specs)
         space.leases = {ref: found.get(ref) for ref in refs.all()}
         if refs.state in found:
-            newer = statecommit.attempt_of(git, found[refs.state])
-            if newer > attempt:
-                raise shared.Fenced(
-                    f"attempt {newer} of ticket {task.ticket} owns its refs; attempt {attempt} "
-                    "stops"
-                )
+            space.generation = _claimable(git, found[refs.state], space)
         if refs.branch not in found:
             start = f"refs/remotes/{shared.REMOTE}/{task.base}"
             git.run(["branch", "-f", f"cairn/{task.ticket}", start])
@@ -92,6 +96,18 @@ def prepare(root: Path, task: TicketInput, attempt: int) -> Workspace:
     plan.parent.mkdir(parents=True, exist_ok=True)
     durable.atomic_write(plan, task.plan, fsync=False)
     return space
+
+
+def _claimable(git: Git, state: str, space: Workspace) -> int:
+    """The generation this attempt claims, one above the remote's state commit's; Fenced when
+    that commit is a later attempt's of the same activity (this one started late)."""
+    remote = statecommit.claim_of(git, state)
+    if space.segment and remote.segment == space.segment and remote.attempt > space.attempt:
+        raise shared.Fenced(
+            f"attempt {remote.attempt} of ticket {space.ticket} owns its refs; attempt "
+            f"{space.attempt} stops"
+        )
+    return remote.generation + 1
 
 
 def _registered(git: Git, path: Path) -> bool:
@@ -201,7 +217,7 @@ def checkpoint(space: Workspace, reason: str) -> Progress:
             updates[ref] = sha
     parent = space.leases.get(refs.state)
     updates[refs.state] = statecommit.commit(
-        git, space.state_dir, parent, space.ticket, space.attempt
+        git, space.state_dir, parent, space.ticket, space.claim
     )
     changed = {ref: sha for ref, sha in updates.items() if space.leases.get(ref) != sha}
     if changed:
@@ -212,6 +228,7 @@ def checkpoint(space: Workspace, reason: str) -> Progress:
         space.leases.update(changed)
     return Progress(
         attempt=space.attempt,
+        generation=space.generation,
         branch=updates.get(refs.branch),
         snapshot=updates.get(refs.wip),
         state=updates.get(refs.state),
