@@ -4,9 +4,9 @@ them back on the remote before a heartbeat names them."""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
+import logging
 import os
 import shutil
 import socket
@@ -20,6 +20,7 @@ from cairn.scale import shared, statecommit
 from cairn.scale.messages import Progress, TicketInput
 from cairn.util import durable, procs
 
+log = logging.getLogger(__name__)
 STOP_GRACE = 10.0  # seconds a stopped run has to snapshot and exit before its group is killed
 
 
@@ -203,18 +204,19 @@ def commit_leftovers(space: Workspace) -> bool:
 
 def checkpoint(space: Workspace, reason: str) -> Progress:
     """Snapshot the worktree, commit the run state, push branch, snapshot and state to the
-    remote (fenced by the leases), and say what was pushed. Raises shared.Fenced."""
-    from cairn.wip.saving import save
-
-    # the run's own save may hold the ref this instant: the next checkpoint catches up
-    with contextlib.suppress(Exception):
-        save(space.worktree, ticket=space.ticket, reason=reason)
+    remote (fenced by the leases), and say what was pushed. Raises shared.Fenced; a failed
+    snapshot raises too, but for the run's own save holding the ref (logged, the next
+    checkpoint catches up)."""
     git, refs = space.git, space.refs
+    before = _sha(git, refs.wip)
+    snapshot(space, reason)
     updates: dict[str, str] = {}
-    for ref in (refs.branch, refs.wip):
-        sha = git.run(["rev-parse", "--verify", "-q", ref], check=False).text
-        if sha:
-            updates[ref] = sha
+    wip = _sha(git, refs.wip)
+    if wip:
+        updates[refs.wip] = wip
+    branch = _branch_with(git, _sha(git, refs.branch), wip, before)
+    if branch:
+        updates[refs.branch] = branch
     parent = space.leases.get(refs.state)
     updates[refs.state] = statecommit.commit(
         git, space.state_dir, parent, space.ticket, space.claim
@@ -235,6 +237,43 @@ def checkpoint(space: Workspace, reason: str) -> Progress:
         marker=_marker_facts(space.state_dir),
         worker=f"{socket.gethostname()}:{os.getpid()}",
     )
+
+
+def snapshot(space: Workspace, reason: str) -> None:
+    """``wip save`` of the worktree. A save that ran out of time (the run's own save held the
+    ticket's ref that long) is skipped with a warning in the worker's log; any other failure
+    raises: a checkpoint never hides a snapshot that failed."""
+    from cairn.errors import SaveTimeout
+    from cairn.wip.saving import save
+
+    try:
+        save(space.worktree, ticket=space.ticket, reason=reason)
+    except SaveTimeout as exc:
+        log.warning(
+            "cairn: %s: checkpoint (%s) without a new snapshot: %s", space.ticket, reason, exc
+        )
+
+
+def _sha(git: Git, ref: str) -> str | None:
+    return git.run(["rev-parse", "--verify", "-q", ref], check=False).text or None
+
+
+def _branch_with(git: Git, tip: str | None, wip: str | None, before: str | None) -> str | None:
+    """The branch sha to push beside snapshot ``wip``: the snapshot's base when the snapshot is
+    new this checkpoint and the agent committed since it was taken (its base, an ancestor of
+    ``tip``), so the pair on the remote is one a retry restores (``_restore_snapshot``); the
+    newer commit goes with the next checkpoint. Else the branch's ``tip``."""
+    from cairn.wip.meta import SnapshotMeta
+
+    if tip is None or wip is None or wip == before:
+        return tip
+    meta = SnapshotMeta.parse(git.out(["log", "-1", "--format=%B", wip]))
+    base = meta.base if meta is not None else None
+    if base is None or base == tip:
+        return tip
+    if git.run(["merge-base", "--is-ancestor", base, tip], check=False).ok:
+        return base
+    return tip  # history rewritten since the snapshot: the retry skips it, as it should
 
 
 def _marker_facts(state_dir: Path) -> dict[str, str]:
