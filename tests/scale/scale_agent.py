@@ -5,13 +5,15 @@ seconds the first time, so a test can kill the worker mid-task; then it marks th
 and commits.
 
 Everything it does goes to ``$SCALE_AGENT_DIR/<ticket>.jsonl`` (fsynced): ``start``, ``found``
-(the task's file was already there: restored from a snapshot), ``wrote``, ``sleep``, ``done``.
+(the task's file was already there: restored from a snapshot), ``wrote``, ``sleep``, ``done``,
+``unconfirmed`` (``cairn task done`` failed: the agent stops there).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -40,9 +42,14 @@ def log(ticket: str, **record: object) -> None:
         os.close(fd)
 
 
-def cairn(*args: str) -> int:
-    done = subprocess.run([sys.executable, "-m", "cairn", *args], capture_output=True, check=False)
-    return done.returncode
+def cairn(*args: str) -> subprocess.CompletedProcess[bytes]:
+    # an agent that reads what its report says: a SIGTERM while it waits (the run stopping
+    # its agent) does not cut it off before it has read the answer
+    previous = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        return subprocess.run([sys.executable, "-m", "cairn", *args], capture_output=True)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def main() -> int:
@@ -67,7 +74,12 @@ def main() -> int:
         flag.write_text("slept once\n")
         log(ticket, event="sleep", task=number)
         time.sleep(float(os.environ.get("SCALE_AGENT_PAUSE", "600")))
-    rc = cairn("task", "done", str(number), "--files", str(path), "--outcome", "done")
+    report = cairn("task", "done", str(number), "--files", str(path), "--outcome", "done")
+    rc = report.returncode
+    if rc != 0:  # not confirmed (cairn.util.barrier): the run stops; so does this agent
+        log(ticket, event="unconfirmed", task=number, rc=rc, err=report.stderr.decode().strip())
+        print(report.stderr.decode().strip())
+        return 1
     env = {**os.environ, **IDENTITY}
     subprocess.run(["git", "add", "-A", "work"], env=env, capture_output=True, check=False)
     subprocess.run(
