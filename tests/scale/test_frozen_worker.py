@@ -98,15 +98,21 @@ def test_a_frozen_worker_s_task_done_fails_closed_and_the_run_stops(
             "task 3 to begin",
             lambda: [e for e in agent_log(env, TICKET) if e["event"] == "sleep" and e["task"] == 3],
         )
-        paused = cairn("fleet", "pause", TICKET, "--json", cwd=user, env=env)
-        assert '"state": "paused"' in paused.stdout, paused
+        wid = workflow_id(str(bare), TICKET)
+        paused = cairn("fleet", "pause", TICKET, "--no-wait", "--json", cwd=user, env=env)
+        assert paused.returncode == 0, paused
+        wait_for(
+            "the ticket to pause",
+            lambda: asyncio.run(query_status(temporal.address, wid))["state"] == "paused",
+            timeout=60,
+        )
         resumed = cairn("fleet", "resume", TICKET, "--json", cwd=user, env=env)
         assert '"ticket_resume"' in resumed.stdout, resumed
 
         out, err = fleet.communicate(timeout=90)
         assert fleet.returncode == 0, (out, err)
         assert events(out.decode())[-1]["tickets"] == {TICKET: "completed"}
-        state = asyncio.run(query_status(temporal.address, workflow_id(str(bare), TICKET)))
+        state = asyncio.run(query_status(temporal.address, wid))
         # the second segment ran at attempt 1, not fenced by the first one's attempt 2
         assert state["segments"] >= 2 and state["attempt"] == 1, state
     finally:
