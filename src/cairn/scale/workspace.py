@@ -240,9 +240,10 @@ def checkpoint(space: Workspace, reason: str) -> Progress:
 
 
 def snapshot(space: Workspace, reason: str) -> None:
-    """``wip save`` of the worktree. A save that ran out of time (the run's own save held the
-    ticket's ref that long) is skipped with a warning in the worker's log; any other failure
-    raises: a checkpoint never hides a snapshot that failed."""
+    """``wip save`` of the worktree. A save that ran out of time (``cutoff_timeout_ms``; the
+    expected race: the run's own save held the ticket's ref that long) is skipped with a
+    warning in the worker's log; any other failure raises: a checkpoint never hides a snapshot
+    that failed."""
     from cairn.errors import SaveTimeout
     from cairn.wip.saving import save
 
