@@ -132,6 +132,7 @@ ENV_TURN = "CAIRN_TURN"
 ENV_FLEET_ATTEMPT = "CAIRN_FLEET_ATTEMPT"
 # What a worker of the fleet on Temporal sets for its runs (cairn.util.barrier).
 ENV_CHECKPOINT_DIR = "CAIRN_CHECKPOINT_DIR"
+ENV_CHECKPOINT_WAIT = "CAIRN_CHECKPOINT_WAIT"  # seconds a report waits for the worker's push
 # What people set.
 ENV_DEBUG = "CAIRN_DEBUG"  # show the traceback of an unexpected error
 

@@ -60,12 +60,12 @@ def snapshot_holds(bare: Path, path: str) -> bool:
 
 
 def state_attempts(bare: Path) -> list[int]:
-    """The attempts of the ticket's state commits on the remote, oldest first."""
+    """The generations of the ticket's state commits on the remote, oldest first."""
     body = git(
         bare,
         "log",
         "--reverse",
-        "--format=%(trailers:key=Cairn-Attempt,valueonly)",
+        "--format=%(trailers:key=Cairn-Generation,valueonly)",
         f"refs/cairn/state/{TICKET}",
     )
     return [int(line) for line in body.split() if line.strip()]

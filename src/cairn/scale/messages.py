@@ -25,6 +25,7 @@ class Progress:
     state: str | None = None  # the sha of refs/cairn/state/<ticket>
     marker: dict[str, str] = field(default_factory=dict)  # phase, task, status of the marker
     worker: str = ""  # host:pid of the worker that sent it
+    generation: int = 0  # the fencing token of the attempt that sent it (its state commits')
 
 
 @dataclass

@@ -29,7 +29,7 @@ from cairn.scale.messages import (
 from cairn.scale.outset import Outset, outset
 from cairn.scale.shared import Fenced
 from cairn.scale.workspace import STOP_GRACE
-from cairn.terms import ENV_CHECKPOINT_DIR
+from cairn.terms import ENV_CHECKPOINT_DIR, ENV_CHECKPOINT_WAIT
 from cairn.util import barrier, procs
 
 TAIL_BYTES = 65536  # how much of the end of a segment's log its detail is read from
@@ -63,7 +63,10 @@ class Segments:
         info = activity.info()
         timeout = info.heartbeat_timeout.total_seconds() if info.heartbeat_timeout else 30.0
         every = max(0.5, timeout / 3)
-        space = await asyncio.to_thread(workspace.prepare, self.root, task.ticket, info.attempt)
+        segment = f"{info.workflow_run_id}/{info.activity_id}"
+        space = await asyncio.to_thread(
+            workspace.prepare, self.root, task.ticket, info.attempt, segment
+        )
         asks = self.root / ".checkpoint-requests" / task.ticket.ticket
         barrier.reset(asks)
         progress = await asyncio.to_thread(workspace.checkpoint, space, "segment start")
@@ -81,7 +84,11 @@ class Segments:
             child = await asyncio.create_subprocess_exec(
                 *command,
                 cwd=space.worktree,
-                env={**_child_env(), ENV_CHECKPOINT_DIR: str(asks)},
+                env={
+                    **_child_env(),
+                    ENV_CHECKPOINT_DIR: str(asks),
+                    ENV_CHECKPOINT_WAIT: f"{barrier.wait_after(timeout):g}",
+                },
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=out,
                 stderr=out,
@@ -102,7 +109,7 @@ class Segments:
                     continue
                 progress = await asyncio.to_thread(workspace.checkpoint, space, "heartbeat")
                 activity.heartbeat(progress)
-                barrier.release(waiting)
+                barrier.release(waiting)  # a failed checkpoint raised: nothing is released
                 last = time.monotonic()
         except asyncio.CancelledError:
             # cancelled, timed out at the server, or the worker shuts down: the run saves a
@@ -127,9 +134,10 @@ class Segments:
         code = child.returncode if child.returncode is not None else INTERRUPTED
         if code in (COMPLETED, NEEDS_REVIEW):
             await asyncio.to_thread(workspace.commit_leftovers, space)
+        waiting = barrier.pending(asks)  # only requests made before this checkpoint began
         progress = await asyncio.to_thread(workspace.checkpoint, space, "segment end")
         activity.heartbeat(progress)
-        barrier.release(barrier.pending(asks))
+        barrier.release(waiting)  # never after a failed checkpoint: those report unconfirmed
         return SegmentResult(code if code >= 0 else INTERRUPTED, progress, _tail(log))
 
     @staticmethod
