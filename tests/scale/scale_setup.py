@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +21,17 @@ from helpers import git, make_repo
 AGENT = Path(__file__).with_name("scale_agent.py")
 
 
-def shared_repo(tmp_path: Path, address: str, plans: dict[str, int], heartbeat: str = "3s") -> Path:
+def shared_repo(
+    tmp_path: Path,
+    address: str,
+    plans: dict[str, int],
+    heartbeat: str = "3s",
+    temporal: str = "",
+    files: int = 0,
+) -> Path:
     """The user's clone, its ``origin`` a bare repository; cairn.toml runs the scale agent
-    (one task a turn, every task in one dispatch) on a task queue of its own."""
+    (one task a turn, every task in one dispatch) on a task queue of its own. ``temporal``:
+    more lines of ``[temporal]``; ``files``: that many more files in the repository."""
     config = (
         '[agent]\nkind = "command"\n'
         f"command = {json.dumps([sys.executable, str(AGENT)])}\n"
@@ -31,9 +39,10 @@ def shared_repo(tmp_path: Path, address: str, plans: dict[str, int], heartbeat: 
         '[loop]\nphases = ["implement"]\n\n'
         '[fleet]\nengine = "temporal"\npoll_interval = "1s"\n\n'
         f'[temporal]\naddress = "{address}"\ntask_queue = "t-{uuid.uuid4().hex[:10]}"\n'
-        f'heartbeat_timeout = "{heartbeat}"\n'
+        f'heartbeat_timeout = "{heartbeat}"\n{temporal}'
     )
-    seed = make_repo(tmp_path / "seed", {"README.md": "hello\n", "cairn.toml": config})
+    many = {f"bulk/d{n % 64}/f{n}.txt": f"file {n}\n" * 8 for n in range(files)}
+    seed = make_repo(tmp_path / "seed", {"README.md": "hello\n", "cairn.toml": config, **many})
     bare = tmp_path / "shared.git"
     git(tmp_path, "clone", "-q", "--bare", str(seed), str(bare))
     user = tmp_path / "user"
@@ -63,6 +72,7 @@ def agent_log(env: dict[str, str], ticket: str) -> list[dict[str, Any]]:
 class WorkerProcess:
     process: subprocess.Popen[bytes]
     root: Path
+    started: dict[str, Any] = field(default_factory=dict)  # its worker_started event
 
     def kill(self) -> None:
         """SIGKILL the worker and every run it started (their own process groups): a machine
@@ -83,12 +93,12 @@ class WorkerProcess:
                 self.kill()
 
 
-def start_worker(user: Path, root: Path, env: dict[str, str]) -> WorkerProcess:
-    """``cairn worker --json`` in ``user``, once it says it polls."""
+def start_worker(user: Path, root: Path, env: dict[str, str], *args: str) -> WorkerProcess:
+    """``cairn worker --json [args]`` in ``user``, once it says it polls."""
     log = root.with_suffix(".log")
     root.mkdir(parents=True, exist_ok=True)
     process = subprocess.Popen(
-        [sys.executable, "-m", "cairn", "worker", "--json", "--workspace-root", str(root)],
+        [sys.executable, "-m", "cairn", "worker", "--json", "--workspace-root", str(root), *args],
         cwd=user,
         env={**os.environ, **env},
         stdout=subprocess.PIPE,
@@ -102,7 +112,7 @@ def start_worker(user: Path, root: Path, env: dict[str, str]) -> WorkerProcess:
         if ready:
             line = process.stdout.readline()
             if b"worker_started" in line:
-                return WorkerProcess(process, root)
+                return WorkerProcess(process, root, json.loads(line))
         if process.poll() is not None:
             break
     process.kill()

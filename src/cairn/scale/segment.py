@@ -9,20 +9,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
+import random
 import sys
 import time
 from pathlib import Path
 
 from temporalio import activity
 
-from cairn.scale import workspace
+from cairn.scale import roots, workspace
+from cairn.scale.liveness import ABANDON_AFTER, Liveness, Work, retrieved
 from cairn.scale.messages import (
     COMPLETED,
     INTERRUPTED,
     NEEDS_REVIEW,
     SegmentInput,
     SegmentResult,
+    TicketInput,
 )
 from cairn.scale.outset import Outset, outset
 from cairn.scale.shared import Fenced
@@ -30,14 +34,23 @@ from cairn.scale.workspace import STOP_GRACE
 from cairn.terms import ENV_CHECKPOINT_DIR
 from cairn.util import barrier, procs
 
+_log = logging.getLogger(__name__)
 ASKS_POLL = 0.1  # seconds between looks for a checkpoint request (cairn.util.barrier)
 
 
 class Segments:
-    """The activities of one worker: its workspace root, shared by the tickets it runs."""
+    """The activities of one worker: its workspace root, shared by the tickets it runs.
 
-    def __init__(self, root: Path) -> None:
+    ``jitter``: a retried attempt (attempt > 1) starts after a random delay between half this
+    many seconds and this many, heartbeating meanwhile, so the segments a Temporal restart timed
+    out together do not all rebuild at once. ``rebuilds``: at most this many rebuilds at once on
+    this worker (the remote sees at most workers x rebuilds fetches of whole tickets)."""
+
+    def __init__(self, root: Path, jitter: float = 0.0, rebuilds: int = 2) -> None:
         self.root = root
+        self.jitter = jitter
+        self.rebuilds = asyncio.Semaphore(rebuilds)
+        self._collecting: asyncio.Future[bool] | None = None
 
     @activity.defn(name="cairn_segment")
     async def run_segment(self, task: SegmentInput) -> SegmentResult:
@@ -46,17 +59,55 @@ class Segments:
     async def _segment(self, task: SegmentInput) -> SegmentResult:
         info = activity.info()
         timeout = info.heartbeat_timeout.total_seconds() if info.heartbeat_timeout else 30.0
-        every = max(0.5, timeout / 3)
-        space = await asyncio.to_thread(workspace.prepare, self.root, task.ticket, info.attempt)
+        with Liveness(max(0.5, timeout / 3), tuple(info.heartbeat_details)) as alive:
+            if info.attempt > 1 and self.jitter > 0:
+                # half of it at least: spread, and never close to no delay at all
+                await asyncio.sleep(random.uniform(self.jitter / 2, self.jitter))
+            work = Work()
+            try:
+                space = await self._rebuild(work, task.ticket, info.attempt)
+                return await self._run(work, alive, space, task)
+            finally:
+                # the push is on the remote (or the attempt is over: a retry rebuilds from
+                # the remote): nothing of the ticket stays in the root
+                # (waited for at most ABANDON_AFTER: a zombie thread may hold the ticket)
+                loop = asyncio.get_running_loop()
+                cleanup = loop.run_in_executor(None, roots.finish, self.root, task.ticket)
+                cleanup.add_done_callback(self._collect)
+                await asyncio.wait({cleanup}, timeout=ABANDON_AFTER)
+
+    async def _rebuild(self, work: Work, task: TicketInput, attempt: int) -> workspace.Workspace:
+        """``workspace.prepare`` in a thread, while fewer than ``rebuilds`` others run here; the
+        slot is free again only once the thread has ended (a cancelled one is stopped)."""
+        await self.rebuilds.acquire()
+        try:
+            return await work.run(workspace.prepare, self.root, task, attempt, work.env)
+        finally:
+            self.rebuilds.release()
+
+    def _collect(self, cleanup: asyncio.Future[None]) -> None:
+        """Garbage-collect the clone in the background, once no rebuild holds it."""
+        if not cleanup.cancelled() and cleanup.exception() is not None:
+            _log.warning("cairn: cleanup failed: %s", cleanup.exception())
+        if self._collecting is None or self._collecting.done():
+            loop = asyncio.get_running_loop()
+            self._collecting = loop.run_in_executor(None, roots.collect, self.root)
+            self._collecting.add_done_callback(retrieved)
+
+    async def _run(
+        self, work: Work, alive: Liveness, space: workspace.Workspace, task: SegmentInput
+    ) -> SegmentResult:
+        every = alive.every
         asks = self.root / ".checkpoint-requests" / task.ticket.ticket
         barrier.reset(asks)
-        progress = await asyncio.to_thread(workspace.checkpoint, space, "segment start")
-        activity.heartbeat(progress)
+        progress = await work.run(workspace.checkpoint, space, "segment start")
+        alive.pushed(progress)
         start = outset(space.state_dir)
         if start.command == "finished" and start.exit_code is not None:
             if start.exit_code in (COMPLETED, NEEDS_REVIEW):
-                await asyncio.to_thread(workspace.commit_leftovers, space)
-                progress = await asyncio.to_thread(workspace.checkpoint, space, "segment end")
+                await work.run(workspace.commit_leftovers, space)
+                progress = await work.run(workspace.checkpoint, space, "segment end")
+                alive.pushed(progress)
             return SegmentResult(start.exit_code, progress, "the run had finished")
         command = self._command(space, task, start)
         log = self.root / ".logs" / f"{task.ticket.ticket}.log"
@@ -84,8 +135,8 @@ class Segments:
                 waiting = barrier.pending(asks)
                 if not waiting and time.monotonic() - last < every:
                     continue
-                progress = await asyncio.to_thread(workspace.checkpoint, space, "heartbeat")
-                activity.heartbeat(progress)
+                progress = await work.run(workspace.checkpoint, space, "heartbeat")
+                alive.pushed(progress)
                 barrier.release(waiting)
                 last = time.monotonic()
         except asyncio.CancelledError:
@@ -110,9 +161,9 @@ class Segments:
             raise
         code = child.returncode if child.returncode is not None else INTERRUPTED
         if code in (COMPLETED, NEEDS_REVIEW):
-            await asyncio.to_thread(workspace.commit_leftovers, space)
-        progress = await asyncio.to_thread(workspace.checkpoint, space, "segment end")
-        activity.heartbeat(progress)
+            await work.run(workspace.commit_leftovers, space)
+        progress = await work.run(workspace.checkpoint, space, "segment end")
+        alive.pushed(progress)
         barrier.release(barrier.pending(asks))
         return SegmentResult(code if code >= 0 else INTERRUPTED, progress, _tail(log))
 
