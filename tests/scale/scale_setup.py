@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cairn.scale.roots import TICKET_DIRS
 from helpers import git, make_repo
 
 AGENT = Path(__file__).with_name("scale_agent.py")
@@ -107,17 +108,42 @@ def start_worker(user: Path, root: Path, env: dict[str, str], *args: str) -> Wor
     )
     assert process.stdout is not None
     deadline = time.monotonic() + 30
+    said = b""
     while time.monotonic() < deadline:
         ready, _, _ = select.select([process.stdout], [], [], 0.2)
         if ready:
             line = process.stdout.readline()
             if b"worker_started" in line:
                 return WorkerProcess(process, root, json.loads(line))
+            said += line
         if process.poll() is not None:
             break
     process.kill()
-    raise AssertionError(f"the worker did not start: {log.read_text(errors='replace')[-2000:]}")
+    said += process.stdout.read()
+    raise AssertionError(
+        f"the worker did not start: {said.decode(errors='replace')[-1000:]}"
+        f"{log.read_text(errors='replace')[-2000:]}"
+    )
 
 
 def events(stdout: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+
+
+def leftovers(root: Path) -> list[str]:
+    """Whatever of a finished ticket is still in ``root``: worktrees, refs, state, files."""
+    found: list[str] = []
+    for entry in sorted(root.iterdir()):
+        if entry.name.startswith("repo-"):
+            listing = git(entry, "worktree", "list", "--porcelain").splitlines()
+            found += [line for line in listing if line.startswith("worktree ")][1:]
+            refs = git(entry, "for-each-ref", "--format=%(refname)", "refs/heads/cairn/")
+            refs += git(entry, "for-each-ref", "--format=%(refname)", "refs/cairn/")
+            refs += git(entry, "for-each-ref", "--format=%(refname)", "refs/cairn-base/")
+            found += refs.split()
+            found += [str(p) for p in (entry / ".git" / "cairn" / "tickets").glob("*")]
+        elif entry.name in TICKET_DIRS:
+            found += [str(p) for p in entry.iterdir()]
+        elif entry.name not in (".worker.lock", ".clone.lock", ".refs.lock"):
+            found.append(str(entry))
+    return found

@@ -65,10 +65,17 @@ def finish(root: Path, task: TicketInput) -> None:
 def _forget(root: Path, clone: Path, ticket: str) -> None:
     git = base_runner(clone)
     worktree = root / ticket
+    if (worktree / ".git").is_dir():
+        return  # a clone, never a ticket's worktree (those have a .git file)
     git.run(["worktree", "remove", "--force", str(worktree)], check=False)
     shutil.rmtree(worktree, ignore_errors=True)
-    listed = git.out(["for-each-ref", "--format=%(refname)", *_ticket_refs(ticket)])
-    refs = [ref for ref in listed.split() if ref.endswith(f"/{ticket}")]
+    refs = [  # the ticket's branch, snapshot (and restore's), state and base refs
+        ref
+        for ref in git.out(["for-each-ref", "--format=%(refname)"]).split()
+        if ref.rpartition("/")[2] in (ticket, f"{ticket}.restore")
+        and not ref.startswith(("refs/remotes/", "refs/tags/"))
+        and (ref.startswith("refs/heads/cairn/") or not ref.startswith("refs/heads/"))
+    ]
     if refs:
         delete = "".join(f"delete {ref}\n" for ref in refs).encode()
         git.run(["update-ref", "--stdin"], input=delete, check=False)
@@ -77,15 +84,6 @@ def _forget(root: Path, clone: Path, ticket: str) -> None:
     shutil.rmtree(root / ".checkpoint-requests" / ticket, ignore_errors=True)
     for path in (root / ".pids" / f"{ticket}.json", root / ".logs" / f"{ticket}.log"):
         path.unlink(missing_ok=True)
-
-
-def _ticket_refs(ticket: str) -> list[str]:
-    return [
-        f"refs/heads/cairn/{ticket}",
-        f"refs/cairn/wip/{ticket}",
-        f"refs/cairn/state/{ticket}",
-        workspace.base_ref(ticket),
-    ]
 
 
 def sweep(root: Path) -> int:
@@ -102,9 +100,10 @@ def sweep(root: Path) -> int:
             workspace.stop_marked(state_dir)
             tickets.add(state_dir.name)
         git = base_runner(clone)
-        for line in git.out(["worktree", "list", "--porcelain"]).splitlines():
+        listing = git.out(["worktree", "list", "--porcelain"]).splitlines()
+        for line in [line for line in listing if line.startswith("worktree ")][1:]:  # not its own
             path = Path(line.removeprefix("worktree "))
-            if line.startswith("worktree ") and path.parent.resolve() == root.resolve():
+            if path.parent.resolve() == root.resolve():
                 tickets.add(path.name)
         listed = git.out(["for-each-ref", "--format=%(refname)", "refs/heads/cairn/"])
         tickets.update(ref.removeprefix("refs/heads/cairn/") for ref in listed.split())

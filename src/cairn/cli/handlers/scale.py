@@ -93,7 +93,7 @@ def worker(
             "worker pid {pid}: task queue {task_queue} at {address}, {concurrency} at once, "
             "in {root}",
             pid=os.getpid(),
-            swept=swept,
+            swept=swept,  # tickets a dead predecessor left in the root
             task_queue=temporal.task_queue,
             address=temporal.address,
             concurrency=slots,
