@@ -5,6 +5,7 @@ cancelled rebuild frees its slot, and only a retried attempt waits its jitter.""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -146,10 +147,12 @@ def test_a_cancelled_rebuild_frees_its_slot(
     worker = start_worker(user, root, agent_env(tmp_path), "--concurrency", "1")
 
     def stall(name: str) -> int | None:
-        for pid in rebuilding(root):
-            if str(root / name).encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
-                os.kill(pid, signal.SIGSTOP)  # a git that hangs (a stalled disk, a stuck NFS)
-                return pid
+        for entry in filter(str.isdigit, os.listdir("/proc")):
+            with contextlib.suppress(OSError):
+                argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+                if b"worktree" in argv and str(root / name).encode() in argv:
+                    os.kill(int(entry), signal.SIGSTOP)  # a hung git (a stalled disk, NFS)
+                    return int(entry)
         return None
 
     async def main() -> int:
