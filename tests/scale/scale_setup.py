@@ -42,6 +42,9 @@ def shared_repo(
         f'[temporal]\naddress = "{address}"\ntask_queue = "t-{uuid.uuid4().hex[:10]}"\n'
         f'heartbeat_timeout = "{heartbeat}"\n{temporal}'
     )
+    if "retry_jitter" not in temporal:  # a retry's jitter, short: the suite's time is tight
+        config += 'retry_jitter = "1s"\n'
+
     many = {f"bulk/d{n % 64}/f{n}.txt": f"file {n}\n" * 8 for n in range(files)}
     seed = make_repo(tmp_path / "seed", {"README.md": "hello\n", "cairn.toml": config, **many})
     bare = tmp_path / "shared.git"

@@ -79,9 +79,7 @@ def test_slots_rebuild_a_big_repository_at_once_without_missing_a_heartbeat(
     tmp_path: Path, temporal: temporal_server.DevServer
 ) -> None:
     tickets = {f"L-{n}": 1 for n in range(4)}
-    user = shared_repo(
-        tmp_path, temporal.address, tickets, "1s", 'rebuilds = 2\nretry_jitter = "1s"\n', FILES
-    )
+    user = shared_repo(tmp_path, temporal.address, tickets, "1s", "rebuilds = 2\n", FILES)
     env = agent_env(tmp_path)
     root = tmp_path / "w1"
     worker = start_worker(user, root, env, "--concurrency", "4")

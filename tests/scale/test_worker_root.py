@@ -39,7 +39,7 @@ def gone(pid: int) -> bool:
 def test_a_new_worker_sweeps_what_a_killed_one_left(
     tmp_path: Path, temporal: temporal_server.DevServer
 ) -> None:
-    user = shared_repo(tmp_path, temporal.address, {TICKET: 1}, "2s", 'retry_jitter = "1s"\n')
+    user = shared_repo(tmp_path, temporal.address, {TICKET: 1}, "2s")
     env = agent_env(tmp_path, SCALE_AGENT_SLEEP=f"{TICKET}:1", SCALE_AGENT_PAUSE="600")
     root = tmp_path / "w1"
     first = start_worker(user, root, env, "--concurrency", "1")

@@ -59,7 +59,8 @@ def finish(root: Path, task: TicketInput) -> None:
     clone = workspace.clone_dir(root, task.remote)
     with shared.ticket_locked(f"{root}:{task.ticket}"):
         if (clone / ".git").is_dir():
-            _forget(root, clone, task.ticket)
+            with shared.locked(root / workspace.CLONE_LOCK, exclusive=False):  # never beside gc
+                _forget(root, clone, task.ticket)
 
 
 def _forget(root: Path, clone: Path, ticket: str) -> None:
