@@ -51,6 +51,7 @@ class Segments:
         self.jitter = jitter
         self.rebuilds = asyncio.Semaphore(rebuilds)
         self._collecting: asyncio.Future[bool] | None = None
+        self._owners: dict[str, str] = {}  # ticket -> the work token of its latest attempt here
 
     @activity.defn(name="cairn_segment")
     async def run_segment(self, task: SegmentInput) -> SegmentResult:
@@ -64,21 +65,30 @@ class Segments:
                 # half of it at least: spread, and never close to no delay at all
                 await asyncio.sleep(random.uniform(self.jitter / 2, self.jitter))
             work = Work()
+            self._owners[task.ticket.ticket] = work.token
             try:
                 space = await self._rebuild(work, task.ticket, info.attempt)
                 return await self._run(work, alive, space, task)
             finally:
                 # the push is on the remote (or the attempt is over: a retry rebuilds from
-                # the remote): nothing of the ticket stays in the root
-                # (waited for at most ABANDON_AFTER: a zombie thread may hold the ticket)
-                loop = asyncio.get_running_loop()
-                cleanup = loop.run_in_executor(None, roots.finish, self.root, task.ticket)
-                cleanup.add_done_callback(self._collect)
-                await asyncio.wait({cleanup}, timeout=ABANDON_AFTER)
+                # the remote): nothing of the ticket stays in the root — unless a newer
+                # attempt of the ticket has started here meanwhile (its worktree now)
+                if self._owners.get(task.ticket.ticket) == work.token:
+                    del self._owners[task.ticket.ticket]
+                    await self._cleanup(task.ticket)
+
+    async def _cleanup(self, task: TicketInput) -> None:
+        """Remove the ticket's leftovers, then collect the clone's garbage in the background
+        (waited for at most ABANDON_AFTER: a zombie thread may hold the ticket)."""
+        loop = asyncio.get_running_loop()
+        cleanup = loop.run_in_executor(None, roots.finish, self.root, task)
+        cleanup.add_done_callback(self._collect)
+        await asyncio.wait({cleanup}, timeout=ABANDON_AFTER)
 
     async def _rebuild(self, work: Work, task: TicketInput, attempt: int) -> workspace.Workspace:
         """``workspace.prepare`` in a thread, while fewer than ``rebuilds`` others run here; the
-        slot is free again only once the thread has ended (a cancelled one is stopped)."""
+        slot is free again once the thread has ended (a cancelled one is stopped, or given up
+        after ABANDON_AFTER)."""
         await self.rebuilds.acquire()
         try:
             return await work.run(workspace.prepare, self.root, task, attempt, work.env)
