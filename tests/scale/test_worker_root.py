@@ -1,7 +1,8 @@
 """A worker's root stays bounded (issue 23, item 7): a second worker on a live worker's root is
 refused with nothing touched, a worker that starts on the root of a SIGKILLed one stops the run
 and agent it left and sweeps its leftovers, and nothing of a finished ticket stays (also checked
-after four tickets through one worker in test_liveness.py)."""
+after four tickets through one worker in test_liveness.py); the worker's clone is
+garbage-collected, never beside a rebuild."""
 
 from __future__ import annotations
 
@@ -16,8 +17,10 @@ from typing import Any
 import temporal_server
 from scale_setup import agent_env, agent_log, events, leftovers, shared_repo, start_worker
 
+from cairn.scale import roots, shared
+from cairn.scale.workspace import CLONE_LOCK
 from cairn.util import procs
-from helpers import assert_one_line_error, cairn
+from helpers import assert_one_line_error, cairn, git, make_repo
 
 TICKET = "R-1"
 
@@ -84,3 +87,28 @@ def test_a_new_worker_sweeps_what_a_killed_one_left(
     done = [e["task"] for e in agent_log(env, TICKET) if e["event"] == "done"]
     assert done == [1]
     assert leftovers(root) == []
+
+
+def test_the_worker_s_clone_is_garbage_collected_but_never_beside_a_rebuild(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "root"
+    # a clone whose objects are all loose, past its auto-gc threshold (cairn's git has it off;
+    # git estimates the count from one of 256 directories: five times is past it for sure)
+    clone = make_repo(root / "repo-0123456789ab", {})
+    git(clone, "config", "gc.auto", "256")  # git's default is 6700: the clone's own setting wins
+    for n in range(5 * 256):
+        (clone / f"f{n}.txt").write_text(f"{n}\n")
+    git(clone, "-c", "gc.auto=0", "add", "-A")  # (the test's git would gc in the background)
+    git(clone, "-c", "gc.auto=0", "commit", "-q", "-m", "many")
+    assert loose(clone) > 5 * 256
+    with shared.locked(root / CLONE_LOCK, exclusive=False):  # a rebuild holds the clone
+        assert roots.collect(root) is False
+    assert loose(clone) > 5 * 256
+    assert roots.collect(root) is True
+    assert loose(clone) == 0  # packed
+
+
+def loose(clone: Path) -> int:
+    counts = dict(line.split(": ") for line in git(clone, "count-objects", "-v").splitlines())
+    return int(counts["count"])

@@ -24,7 +24,8 @@ from cairn.scale.messages import TicketInput
 OWNER = ".worker.lock"  # flocked by the live worker of the root; holds its pid
 # the root's per-ticket leftovers, beside the clones and worktrees
 TICKET_DIRS = (".plans", ".pids", ".logs", ".checkpoint-requests")
-# git's own default threshold: cairn turns auto-gc off for every git it runs (cairn.git)
+# git's own default threshold (a clone's own gc.auto wins): cairn turns auto-gc off for every git
+# it runs (cairn.git), and turns it on again for the worker's clone after segments
 GC_AUTO = 6700
 
 
@@ -126,8 +127,15 @@ def collect(root: Path) -> bool:
         if not free:
             return False
         for clone in clones(root):
+            own = base_runner(clone).run(
+                ["config", "--file", str(clone / ".git" / "config"), "--get", "gc.auto"],
+                check=False,
+            )
             git = base_runner(clone).with_config(
-                f"gc.auto={GC_AUTO}", "gc.pruneExpire=1.hour.ago", "gc.worktreePruneExpire=now"
+                f"gc.auto={own.text or GC_AUTO}",  # the clone's own setting, else git's default
+                "gc.autoDetach=false",  # in this thread, under the lock: never beside a rebuild
+                "gc.pruneExpire=1.hour.ago",
+                "gc.worktreePruneExpire=now",
             )
             with contextlib.suppress(Exception):  # gc is housekeeping: never fails a segment
                 git.run(["gc", "--auto", "--quiet"])
