@@ -260,6 +260,8 @@ class TemporalConfig(Record, forbid_extra=True, strict=True):
     task_queue: str = "cairn"
     heartbeat_timeout: Duration = "30s"
     max_backoff: Duration = "1m"  # the cap of a retried segment's backoff (never given up)
+    retry_jitter: Duration = "10s"  # a retried segment starts after a random delay up to this
+    rebuilds: int = 2  # worktree rebuilds at once per worker (the remote sees workers x this)
     tls: bool = False  # true: TLS with the system's roots
     tls_cert: str | None = None  # mTLS: the client certificate's file (PEM), with tls_key
     tls_key: str | None = None
@@ -281,6 +283,8 @@ class TemporalConfig(Record, forbid_extra=True, strict=True):
             raise ValueError("heartbeat_timeout must be at least 1s; give one such as 30s")
         if parse_duration(self.max_backoff) <= 0:
             raise ValueError("max_backoff must be more than 0s; give one such as 1m")
+        if self.rebuilds < 1:
+            raise ValueError(f"rebuilds {self.rebuilds} is below 1; give one such as 2")
         if (self.tls_cert is None) != (self.tls_key is None):
             raise ValueError("tls_cert and tls_key go together; give both files, or neither")
         if self.api_key_env is not None and not _ENV_NAME.fullmatch(self.api_key_env):

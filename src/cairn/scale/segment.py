@@ -10,7 +10,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
+import random
 import sys
 import time
 from pathlib import Path
@@ -18,13 +20,15 @@ from pathlib import Path
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from cairn.scale import failures, workspace
+from cairn.scale import failures, roots, workspace
+from cairn.scale.liveness import ABANDON_AFTER, Liveness, Work, retrieved
 from cairn.scale.messages import (
     COMPLETED,
     INTERRUPTED,
     NEEDS_REVIEW,
     SegmentInput,
     SegmentResult,
+    TicketInput,
 )
 from cairn.scale.outset import Outset, outset
 from cairn.scale.shared import Fenced
@@ -33,14 +37,24 @@ from cairn.terms import ENV_CHECKPOINT_DIR, ENV_CHECKPOINT_WAIT
 from cairn.util import barrier, procs
 
 TAIL_BYTES = 65536  # how much of the end of a segment's log its detail is read from
+_log = logging.getLogger(__name__)
 ASKS_POLL = 0.1  # seconds between looks for a checkpoint request (cairn.util.barrier)
 
 
 class Segments:
-    """The activities of one worker: its workspace root, shared by the tickets it runs."""
+    """The activities of one worker: its workspace root, shared by the tickets it runs.
 
-    def __init__(self, root: Path) -> None:
+    ``jitter``: a retried attempt (attempt > 1) starts after a random delay between half this
+    many seconds and this many, heartbeating meanwhile, so the segments a Temporal restart timed
+    out together do not all rebuild at once. ``rebuilds``: at most this many rebuilds at once on
+    this worker (the remote sees at most workers x rebuilds fetches of whole tickets)."""
+
+    def __init__(self, root: Path, jitter: float = 0.0, rebuilds: int = 2) -> None:
         self.root = root
+        self.jitter = jitter
+        self.rebuilds = asyncio.Semaphore(rebuilds)
+        self._collecting: asyncio.Future[bool] | None = None
+        self._owners: dict[str, str] = {}  # ticket -> the work token of its latest attempt here
 
     @activity.defn(name="cairn_segment")
     async def run_segment(self, task: SegmentInput) -> SegmentResult:
@@ -62,20 +76,72 @@ class Segments:
     async def _segment(self, task: SegmentInput) -> SegmentResult:
         info = activity.info()
         timeout = info.heartbeat_timeout.total_seconds() if info.heartbeat_timeout else 30.0
-        every = max(0.5, timeout / 3)
-        segment = f"{info.workflow_run_id}/{info.activity_id}"
-        space = await asyncio.to_thread(
-            workspace.prepare, self.root, task.ticket, info.attempt, segment
-        )
+        with Liveness(max(0.5, timeout / 3), tuple(info.heartbeat_details)) as alive:
+            if info.attempt > 1 and self.jitter > 0:
+                # half of it at least: spread, and never close to no delay at all
+                await asyncio.sleep(random.uniform(self.jitter / 2, self.jitter))
+            work = Work()
+            self._owners[task.ticket.ticket] = work.token
+            try:
+                segment = f"{info.workflow_run_id}/{info.activity_id}"
+                space = await self._rebuild(work, task.ticket, info.attempt, segment)
+                return await self._run(work, alive, space, task, timeout)
+            finally:
+                # the push is on the remote (or the attempt is over: a retry rebuilds from
+                # the remote): nothing of the ticket stays in the root — unless a newer
+                # attempt of the ticket has started here meanwhile (its worktree now)
+                if self._owners.get(task.ticket.ticket) == work.token:
+                    del self._owners[task.ticket.ticket]
+                    await self._cleanup(task.ticket)
+
+    async def _cleanup(self, task: TicketInput) -> None:
+        """Remove the ticket's leftovers, then collect the clone's garbage in the background
+        (waited for at most ABANDON_AFTER: a zombie thread may hold the ticket)."""
+        loop = asyncio.get_running_loop()
+        cleanup = loop.run_in_executor(None, roots.finish, self.root, task)
+        cleanup.add_done_callback(self._collect)
+        await asyncio.wait({cleanup}, timeout=ABANDON_AFTER)
+
+    async def _rebuild(
+        self, work: Work, task: TicketInput, attempt: int, segment: str
+    ) -> workspace.Workspace:
+        """``workspace.prepare`` in a thread, while fewer than ``rebuilds`` others run here; the
+        slot is free again once the thread has ended (a cancelled one is stopped, or given up
+        after ABANDON_AFTER)."""
+        await self.rebuilds.acquire()
+        try:
+            return await work.run(workspace.prepare, self.root, task, attempt, work.env, segment)
+        finally:
+            self.rebuilds.release()
+
+    def _collect(self, cleanup: asyncio.Future[None]) -> None:
+        """Garbage-collect the clone in the background, once no rebuild holds it."""
+        if not cleanup.cancelled() and cleanup.exception() is not None:
+            _log.warning("cairn: cleanup failed: %s", cleanup.exception())
+        if self._collecting is None or self._collecting.done():
+            loop = asyncio.get_running_loop()
+            self._collecting = loop.run_in_executor(None, roots.collect, self.root)
+            self._collecting.add_done_callback(retrieved)
+
+    async def _run(
+        self,
+        work: Work,
+        alive: Liveness,
+        space: workspace.Workspace,
+        task: SegmentInput,
+        timeout: float,
+    ) -> SegmentResult:
+        every = alive.every
         asks = self.root / ".checkpoint-requests" / task.ticket.ticket
         barrier.reset(asks)
-        progress = await asyncio.to_thread(workspace.checkpoint, space, "segment start")
-        activity.heartbeat(progress)
+        progress = await work.run(workspace.checkpoint, space, "segment start")
+        alive.pushed(progress)
         start = outset(space.state_dir)
         if start.command == "finished" and start.exit_code is not None:
             if start.exit_code in (COMPLETED, NEEDS_REVIEW):
-                await asyncio.to_thread(workspace.commit_leftovers, space)
-                progress = await asyncio.to_thread(workspace.checkpoint, space, "segment end")
+                await work.run(workspace.commit_leftovers, space)
+                progress = await work.run(workspace.checkpoint, space, "segment end")
+                alive.pushed(progress)
             return SegmentResult(start.exit_code, progress, "the run had finished")
         command = self._command(space, task, start)
         log = self.root / ".logs" / f"{task.ticket.ticket}.log"
@@ -107,8 +173,8 @@ class Segments:
                 waiting = barrier.pending(asks)
                 if not waiting and time.monotonic() - last < every:
                     continue
-                progress = await asyncio.to_thread(workspace.checkpoint, space, "heartbeat")
-                activity.heartbeat(progress)
+                progress = await work.run(workspace.checkpoint, space, "heartbeat")
+                alive.pushed(progress)
                 barrier.release(waiting)  # a failed checkpoint raised: nothing is released
                 last = time.monotonic()
         except asyncio.CancelledError:
@@ -133,10 +199,10 @@ class Segments:
             raise
         code = child.returncode if child.returncode is not None else INTERRUPTED
         if code in (COMPLETED, NEEDS_REVIEW):
-            await asyncio.to_thread(workspace.commit_leftovers, space)
+            await work.run(workspace.commit_leftovers, space)
         waiting = barrier.pending(asks)  # only requests made before this checkpoint began
-        progress = await asyncio.to_thread(workspace.checkpoint, space, "segment end")
-        activity.heartbeat(progress)
+        progress = await work.run(workspace.checkpoint, space, "segment end")
+        alive.pushed(progress)
         barrier.release(waiting)  # never after a failed checkpoint: those report unconfirmed
         return SegmentResult(code if code >= 0 else INTERRUPTED, progress, _tail(log))
 

@@ -57,42 +57,36 @@ class Workspace:
         return self.root / ".pids" / f"{self.ticket}.json"
 
 
-def prepare(root: Path, task: TicketInput, attempt: int, segment: str = "") -> Workspace:
+CLONE_LOCK = ".clone.lock"  # shared by rebuilds, exclusive for the clone's creation and gc
+
+
+def base_ref(ticket: str) -> str:
+    """Where a ticket's rebuild fetches the base branch: a ref of its own, so rebuilds running
+    at once never lock the same ref."""
+    return f"refs/cairn-base/{ticket}"
+
+
+def prepare(
+    root: Path,
+    task: TicketInput,
+    attempt: int,
+    env: dict[str, str] | None = None,
+    segment: str = "",
+) -> Workspace:
     """The ticket's worktree in ``root``, rebuilt from the remote: always, so a worker never
-    continues from a local copy older than what another worker pushed. ``segment`` names the
-    activity (``<workflow run id>/<activity id>``) of which this is attempt ``attempt``."""
-    with shared.locked(root / ".clone.lock"):
-        clone = clone_dir(root, task.remote)
-        git = shared.ensure_clone(task.remote, clone)
-        config = load(clone)
-        refs = shared.TicketRefs.of(task.ticket, config.snapshot.ref_prefix)
-        space = Workspace(
-            root, clone, task.ticket, attempt, git, root / task.ticket, refs, {}, segment=segment
-        )
-        stop_leftovers(space)
-        if space.worktree.exists() or _registered(git, space.worktree):
-            git.run(["worktree", "remove", "--force", str(space.worktree)], check=False)
-            shutil.rmtree(space.worktree, ignore_errors=True)
-            git.run(["worktree", "prune"])
-        base = f"refs/heads/{task.base}"
-        found = shared.remote_refs(git, (*refs.all(), base))
-        specs = [f"+{base}:refs/remotes/{shared.REMOTE}/{task.base}"]
-        specs += [f"+{ref}:{ref}" for ref in refs.all() if ref in found]
-        shared.fetch(git, specs)
-        space.leases = {ref: found.get(ref) for ref in refs.all()}
-        if refs.state in found:
-            space.generation = _claimable(git, found[refs.state], space)
-        if refs.branch not in found:
-            start = f"refs/remotes/{shared.REMOTE}/{task.base}"
-            git.run(["branch", "-f", f"cairn/{task.ticket}", start])
-        git.run(["worktree", "add", "-q", str(space.worktree), f"cairn/{task.ticket}"])
-        if refs.state in found:
-            statecommit.checkout(git, found[refs.state], space.state_dir)
-            stop_earlier_run(space)
-        elif space.state_dir.exists():
-            shutil.rmtree(space.state_dir)
-    if refs.wip in found:
-        _restore_snapshot(space, found[refs.wip])
+    continues from a local copy older than what another worker pushed. Rebuilds of different
+    tickets run at once (the clone is held shared); ``env`` goes to every git process.
+    ``segment`` names the activity (``<workflow run id>/<activity id>``) of which this is
+    attempt ``attempt``."""
+    clone = clone_dir(root, task.remote)
+    with shared.ticket_locked(f"{root}:{task.ticket}"):
+        if not (clone / ".git").is_dir():
+            with shared.locked(root / CLONE_LOCK):
+                shared.ensure_clone(task.remote, clone)
+        with shared.locked(root / CLONE_LOCK, exclusive=False):
+            space = _rebuild(root, clone, task, attempt, env or {}, segment)
+        if space.leases.get(space.refs.wip):
+            _restore_snapshot(space, str(space.leases[space.refs.wip]))
     plan = space.plan_path(task)
     plan.parent.mkdir(parents=True, exist_ok=True)
     durable.atomic_write(plan, task.plan, fsync=False)
@@ -109,6 +103,43 @@ def _claimable(git: Git, state: str, space: Workspace) -> int:
             f"{space.attempt} stops"
         )
     return remote.generation + 1
+
+
+def _rebuild(
+    root: Path, clone: Path, task: TicketInput, attempt: int, env: dict[str, str], segment: str
+) -> Workspace:
+    git = base_runner(clone)
+    git = git.replace(env={**git.env, **env})
+    config = load(clone)
+    refs = shared.TicketRefs.of(task.ticket, config.snapshot.ref_prefix)
+    space = Workspace(
+        root, clone, task.ticket, attempt, git, root / task.ticket, refs, {}, segment=segment
+    )
+    stop_leftovers(space)
+    if space.worktree.exists() or _registered(git, space.worktree):
+        git.run(["worktree", "remove", "--force", str(space.worktree)], check=False)
+        shutil.rmtree(space.worktree, ignore_errors=True)
+        git.run(["worktree", "prune"])
+    base = f"refs/heads/{task.base}"
+    found = shared.remote_refs(git, (*refs.all(), base))
+    specs = [f"+{base}:{base_ref(task.ticket)}"]
+    specs += [f"+{ref}:{ref}" for ref in refs.all() if ref in found]
+    shared.fetch(git, specs)
+    if base in found:  # the usual tracking ref, for whoever reads it: one short ref update
+        with shared.locked(root / ".refs.lock"):
+            git.run(["update-ref", f"refs/remotes/{shared.REMOTE}/{task.base}", found[base]])
+    space.leases = {ref: found.get(ref) for ref in refs.all()}
+    if refs.state in found:
+        space.generation = _claimable(git, found[refs.state], space)
+    if refs.branch not in found:
+        git.run(["branch", "-f", f"cairn/{task.ticket}", base_ref(task.ticket)])
+    git.run(["worktree", "add", "-q", str(space.worktree), f"cairn/{task.ticket}"])
+    if refs.state in found:
+        statecommit.checkout(git, found[refs.state], space.state_dir)
+        stop_earlier_run(space)
+    elif space.state_dir.exists():
+        shutil.rmtree(space.state_dir)
+    return space
 
 
 def _registered(git: Git, path: Path) -> bool:
@@ -131,7 +162,12 @@ def _restore_snapshot(space: Workspace, sha: str) -> None:
 def stop_leftovers(space: Workspace) -> None:
     """Kill the process group an earlier attempt in this workspace root left behind (a SIGKILLed
     worker does not kill its children), when it is still the same process."""
-    path = space.pid_file()
+    stop_recorded(space.pid_file())
+
+
+def stop_recorded(path: Path) -> None:
+    """Kill the process group a pid file of the root names, if it is still the same process,
+    and remove the file."""
     try:
         record = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -146,11 +182,16 @@ def stop_earlier_run(space: Workspace) -> None:
     """Stop the run, and its agent, that the ticket's marker names when they live on this host:
     an earlier attempt of another worker here (a worker that crashed leaves them running). The
     run gets SIGTERM first, so it stops its agent; what it saves then stays local."""
+    stop_marked(space.state_dir)
+
+
+def stop_marked(state_dir: Path) -> None:
+    """Stop the run and agent the marker in ``state_dir`` names, when they live on this host."""
     from cairn.state import marker, owner
     from cairn.state.layout import MARKER
 
     try:
-        found = marker.read(space.state_dir / MARKER)
+        found = marker.read(state_dir / MARKER)
     except Exception:  # a marker the state commit caught half-written: nothing to judge by
         return
     if found is None or found.owner is None or found.owner.host != owner.this_host():

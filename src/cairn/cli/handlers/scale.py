@@ -74,11 +74,15 @@ def worker(
             'cairn worker runs the temporal engine only; set [fleet] engine = "temporal" in '
             "cairn.toml or pass --engine temporal"
         )
+    where = (root or repo.toplevel.parent / f"{repo.toplevel.name}.cairn-worker").absolute()
+    where.mkdir(parents=True, exist_ok=True)
+    from cairn.scale import roots
+
+    owned = roots.claim(where)  # held for the worker's life: one live worker per root
+    swept = roots.sweep(where)  # what a dead predecessor left: runs, agents, worktrees, refs
     _need_temporalio()
     from cairn.scale import worker as scale_worker
 
-    where = (root or repo.toplevel.parent / f"{repo.toplevel.name}.cairn-worker").absolute()
-    where.mkdir(parents=True, exist_ok=True)
     slots = concurrency or config.fleet.concurrency
     temporal = config.temporal
 
@@ -89,6 +93,7 @@ def worker(
             "worker pid {pid}: task queue {task_queue} at {address}, {concurrency} at once, "
             "in {root}",
             pid=os.getpid(),
+            swept=swept,  # tickets a dead predecessor left in the root
             task_queue=temporal.task_queue,
             address=temporal.address,
             concurrency=slots,
@@ -97,6 +102,7 @@ def worker(
 
     run_async(scale_worker.serve(temporal, where, slots, ready), json, temporal.address)
     _emit(json, "worker_stopped", "worker stopped", pid=os.getpid())
+    owned.close()
     _leave(0)
 
 
