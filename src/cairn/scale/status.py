@@ -189,12 +189,15 @@ def _shape(
     heartbeat: datetime | None = live.get("heartbeat_at")
     closed = execution.close_time
     detail = facts.get("detail") or None
-    if state == "running" and live.get("waiting"):
+    # a retry that has not pushed yet (its backoff, its jitter, its rebuild) still waits on the
+    # failure before it: the heartbeat details are the previous attempt's until its first push
+    retry = bool(attempt and attempt > 1 and live.get("last_failure"))
+    unpushed = progress is None or progress.attempt < (attempt or 0)
+    if state == "running" and retry and (live.get("waiting") or unpushed):
+        state, detail = "retrying", f"waiting: {live['last_failure']}"
+    elif state == "running" and live.get("waiting"):
         # no worker runs the segment now: `running` counts only segments a worker runs
-        if attempt and attempt > 1 and live.get("last_failure"):
-            state, detail = "retrying", f"waiting: {live['last_failure']}"
-        else:
-            state, detail = "queued", "the segment waits for a worker"
+        state, detail = "queued", "the segment waits for a worker"
     elif state == "retrying" and detail:  # the ticket's own error: run again after a backoff
         detail = f"waiting: {detail}"
     task = marker.get("task")
