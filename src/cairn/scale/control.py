@@ -25,20 +25,18 @@ class Done:
     changed: bool  # False: it was not running (stop), or already so (pause/resume)
 
 
-async def running(client: Client, remote: str) -> list[str]:
-    """The tickets of this repository whose workflows run."""
-    prefix = workflow_id(remote, "")
+async def running(client: Client, key: str) -> list[str]:
+    """The tickets of this repository (``remote.fleet_key``) whose workflows run."""
+    prefix = workflow_id(key, "")
     query = 'WorkflowType = "cairn_ticket" AND ExecutionStatus = "Running"'
     found = [w.id async for w in client.list_workflows(query) if w.id.startswith(prefix)]
     return sorted(wid.removeprefix(prefix) for wid in found)
 
 
-async def act(
-    client: Client, remote: str, action: str, tickets: list[str], wait: float
-) -> list[Done]:
+async def act(client: Client, key: str, action: str, tickets: list[str], wait: float) -> list[Done]:
     """Apply ``action`` to each ticket; every ticket must have a workflow (checked first, so a
     typo changes nothing)."""
-    handles = {t: client.get_workflow_handle(workflow_id(remote, t)) for t in tickets}
+    handles = {t: client.get_workflow_handle(workflow_id(key, t)) for t in tickets}
     states: dict[str, tuple[bool, str]] = {}
     for ticket, handle in handles.items():
         try:

@@ -8,16 +8,21 @@ import signal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
-from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+)
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import CancelledError, WorkflowAlreadyStartedError
 
 from cairn.config import Config, TemporalConfig
 from cairn.scale.connection import connect
 from cairn.scale.messages import TicketInput, workflow_id
-from cairn.scale.workflow import TicketWorkflow
+from cairn.scale.workflow import MEMO, TicketWorkflow
 from cairn.state.refusals import EVENT, Rejected, Reporter
 from cairn.util.durations import parse_duration
 
@@ -27,14 +32,31 @@ class Started:
     ticket: str
     workflow_id: str
     new: bool  # False: the ticket's workflow runs, or finished (a stopped one starts again)
+    ended: str | None = None  # how it finished when it did and may be retried (RETRYABLE)
+
+
+RETRYABLE = ("failed", "interrupted", "stopped")  # final states `cairn fleet retry` restarts
+
+
+async def ended_as(handle: WorkflowHandle[Any, Any]) -> str | None:
+    """The final state of the ticket's latest run when ``cairn fleet retry`` may restart it."""
+    described = await handle.describe()
+    if described.status == WorkflowExecutionStatus.RUNNING:
+        return None
+    if described.status == WorkflowExecutionStatus.CANCELED:
+        return "stopped"
+    memo = await described.memo_value(MEMO, default={})
+    state = str(memo.get("state", "failed"))
+    return state if state in RETRYABLE else None
 
 
 async def start(
-    client: Client, config: TemporalConfig, tickets: list[TicketInput]
+    client: Client, config: TemporalConfig, tickets: list[TicketInput], key: str
 ) -> list[Started]:
+    """Start each ticket's workflow (``key``: the repository's, ``remote.fleet_key``)."""
     started: list[Started] = []
     for task in tickets:
-        wid = workflow_id(task.remote, task.ticket)
+        wid = workflow_id(key, task.ticket)
         try:
             await client.start_workflow(
                 TicketWorkflow.run,
@@ -46,7 +68,8 @@ async def start(
             )
             started.append(Started(task.ticket, wid, True))
         except WorkflowAlreadyStartedError:
-            started.append(Started(task.ticket, wid, False))
+            state = await ended_as(client.get_workflow_handle(wid))
+            started.append(Started(task.ticket, wid, False, state))
     return started
 
 
@@ -103,6 +126,7 @@ async def drive(
     tracker: Tracker,
     remote: str,
     base: str,
+    key: str,
     once: bool,
     emit: Emit,
     reporter: Reporter,
@@ -138,14 +162,16 @@ async def drive(
                 reason=refused.reason,
             )
         reporter.save()
-        for got in await start(client, config.temporal, tickets):
+        for got in await start(client, config.temporal, tickets, key):
             ids[got.ticket] = got.workflow_id
             kind, text = (
                 ("ticket_started", "{ticket}: workflow {workflow_id} started")
                 if got.new
                 else ("ticket_exists", "{ticket}: workflow {workflow_id} exists already")
             )
-            emit(kind, text, ticket=got.ticket, workflow_id=got.workflow_id)
+            if got.ended is not None:
+                text += " ({ended}: cairn fleet retry {ticket})"
+            emit(kind, text, ticket=got.ticket, workflow_id=got.workflow_id, ended=got.ended)
         if once:
             break
         try:

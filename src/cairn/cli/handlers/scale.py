@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from cairn.cli.output import console, report_error, say_warning
 from cairn.errors import BadInput
-from cairn.scale.remote import base_of, url_of
+from cairn.scale.remote import base_of, fleet_key, url_of
 
 if TYPE_CHECKING:
     from cairn.git import Repo
@@ -113,6 +113,7 @@ def fleet_start(once: bool, json: bool, workspace: Path) -> NoReturn:
     layout = Layout.for_repo(repo, config)
     tracker = open_tracker(repo, config, layout)
     base = base_of(repo, remote, config.fleet.base)
+    key = fleet_key(repo, config.fleet.id, config.fleet.remote, config.fleet.base)
     from cairn.scale.starter import drive
     from cairn.state.refusals import EVENT, Reporter
 
@@ -125,7 +126,9 @@ def fleet_start(once: bool, json: bool, workspace: Path) -> NoReturn:
 
     address = config.temporal.address
     reporter = Reporter(layout)
-    _leave(run_async(drive(config, tracker, remote, base, once, emit, reporter), json, address))
+    _leave(
+        run_async(drive(config, tracker, remote, base, key, once, emit, reporter), json, address)
+    )
 
 
 def run_async(main: Coroutine[Any, Any, T], json: bool, address: str) -> T:
@@ -153,13 +156,14 @@ def fleet_control(
     config = load(repo.toplevel)
     _need_temporalio()
     remote = url_of(repo, config.fleet.remote)
+    key = fleet_key(repo, config.fleet.id, config.fleet.remote, config.fleet.base)
     from cairn.scale import control
     from cairn.scale.connection import connect
 
     async def main() -> list[control.Done]:
         client = await connect(config.temporal)
-        names = tickets or (await control.running(client, remote) if action == "stop" else [])
-        return await control.act(client, remote, action, names, wait)
+        names = tickets or (await control.running(client, key) if action == "stop" else [])
+        return await control.act(client, key, action, names, wait)
 
     done = run_async(main(), json, config.temporal.address)
     for one in done:
