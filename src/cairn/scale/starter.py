@@ -18,9 +18,10 @@ from temporalio.client import (
 )
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import CancelledError, WorkflowAlreadyStartedError
+from temporalio.service import RPCError
 
 from cairn.config import Config, TemporalConfig
-from cairn.scale.connection import connect
+from cairn.scale.connection import Outage, connect, transient
 from cairn.scale.messages import TicketInput, workflow_id
 from cairn.scale.workflow import MEMO, TicketWorkflow
 from cairn.state.refusals import EVENT, Rejected, Reporter
@@ -73,18 +74,25 @@ async def start(
     return started
 
 
-async def outcomes(client: Client, ids: dict[str, str]) -> dict[str, str]:
+async def outcomes(client: Client, ids: dict[str, str], outage: Outage) -> dict[str, str]:
     """ticket → final state, waiting for each workflow to end (a stopped ticket's workflow
-    ends cancelled: ``stopped``)."""
+    ends cancelled: ``stopped``). A Temporal that goes away meanwhile is waited for."""
     found: dict[str, str] = {}
     for ticket, wid in ids.items():
         handle: WorkflowHandle[TicketWorkflow, str] = client.get_workflow_handle_for(
             TicketWorkflow.run, wid
         )
-        try:
-            found[ticket] = await handle.result()
-        except WorkflowFailureError as exc:
-            found[ticket] = "stopped" if isinstance(exc.cause, CancelledError) else "failed"
+        while ticket not in found:
+            try:
+                found[ticket] = await handle.result()
+            except WorkflowFailureError as exc:
+                found[ticket] = "stopped" if isinstance(exc.cause, CancelledError) else "failed"
+            except RPCError as exc:
+                if not transient(exc):
+                    raise
+                await outage.wait(exc)
+                continue
+            outage.over()
     return found
 
 
@@ -135,6 +143,7 @@ async def drive(
     Each entry the tracker refused is said once per change, and kept (``reporter``)."""
     client = await connect(config.temporal)
     ids: dict[str, str] = {}
+    outage = Outage(config.temporal.address, emit)
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -162,7 +171,17 @@ async def drive(
                 reason=refused.reason,
             )
         reporter.save()
-        for got in await start(client, config.temporal, tickets, key):
+        while True:  # a Temporal restarting between polls is waited for
+            try:
+                got_all = await start(client, config.temporal, tickets, key)
+            except RPCError as exc:
+                if not transient(exc):
+                    raise
+                await outage.wait(exc)
+                continue
+            outage.over()
+            break
+        for got in got_all:
             ids[got.ticket] = got.workflow_id
             kind, text = (
                 ("ticket_started", "{ticket}: workflow {workflow_id} started")
@@ -179,7 +198,7 @@ async def drive(
             return 3
         except TimeoutError:
             continue
-    states = await outcomes(client, ids)
+    states = await outcomes(client, ids, outage)
     for ticket, state in states.items():
         emit("ticket_finished", "{ticket}: {state}", ticket=ticket, state=state)
     code = exit_code(states, len(reporter.current))
