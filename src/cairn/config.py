@@ -20,6 +20,7 @@ from cairn.util.tomlfile import read_table
 
 MiB = 1024 * 1024
 MAX_CONFIG_BYTES = MiB
+CONFIG_FILE = "cairn.toml"  # at the top of the work tree (else pyproject.toml's [tool.cairn])
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b)?", re.IGNORECASE)
 _SIZE_UNITS = {"": 1, "k": 1024, "m": MiB, "g": 1024 * MiB, "t": 1024 * 1024 * MiB}
 
@@ -347,7 +348,7 @@ def load(toplevel: Path, warnings: list[str] | None = None) -> Config:
 
 
 def _load(toplevel: Path) -> Config:
-    path = toplevel / "cairn.toml"
+    path = toplevel / CONFIG_FILE
     if os.path.lexists(path):  # a directory or a dangling link is reported, not skipped
         data = read_table(path, MAX_CONFIG_BYTES)
     else:

@@ -8,10 +8,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.common import WorkflowIDReusePolicy
 from temporalio.service import RPCError, RPCStatusCode
 
+from cairn.config import TemporalConfig
 from cairn.errors import BadInput
-from cairn.scale.messages import workflow_id
+from cairn.scale.messages import TicketInput, workflow_id
 from cairn.scale.workflow import MEMO, TicketWorkflow
 
 ACTIONS = ("stop", "pause", "resume")
@@ -66,6 +68,61 @@ async def act(client: Client, key: str, action: str, tickets: list[str], wait: f
             await handle.signal(TicketWorkflow.resume)
         done.append(Done(ticket, handle.id, await _settle(handle, wanted, wait), True))
     return done
+
+
+async def retryable(client: Client, key: str, tickets: list[str]) -> dict[str, str]:
+    """ticket → the final state ``cairn fleet retry`` restarts it from (failed, interrupted,
+    stopped); any other ticket refuses the whole retry, before anything changed."""
+    found: dict[str, str] = {}
+    for ticket in tickets:
+        handle = client.get_workflow_handle(workflow_id(key, ticket))
+        try:
+            live, state = await _state(handle)
+        except RPCError as exc:
+            if exc.status != RPCStatusCode.NOT_FOUND:
+                raise
+            raise BadInput(
+                f"ticket {ticket} has no workflow, so there is nothing to retry; cairn fleet "
+                "start starts it"
+            ) from None
+        if live:
+            raise BadInput(
+                f"ticket {ticket} is {state}, not ended, so there is nothing to retry; cairn "
+                f"fleet stop {ticket} first to restart it"
+            )
+        if state == "completed":
+            raise BadInput(
+                f"ticket {ticket} is completed, so there is nothing to retry; to run its plan "
+                "again, give it a new ticket id"
+            )
+        if state == "needs_review":
+            raise BadInput(
+                f"ticket {ticket} needs review (its run finished), so there is nothing to retry; "
+                f"review its branch cairn/{ticket}"
+            )
+        found[ticket] = state
+    return found
+
+
+async def retry(
+    client: Client, config: TemporalConfig, key: str, tasks: list[TicketInput]
+) -> dict[str, str]:
+    """ticket → the run id of a new run of each ticket's workflow (the same id: its status,
+    control and outcome follow the new run). Its first segment resumes from what the remote
+    holds; only a retry reuses the id of a workflow that finished."""
+    from cairn.scale.workflow import TicketWorkflow
+
+    started: dict[str, str] = {}
+    for task in tasks:
+        handle = await client.start_workflow(
+            TicketWorkflow.run,
+            task,
+            id=workflow_id(key, task.ticket),
+            task_queue=config.task_queue,
+            id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+        )
+        started[task.ticket] = handle.result_run_id or ""
+    return started
 
 
 async def _state(handle: WorkflowHandle[Any, Any]) -> tuple[bool, str]:

@@ -129,6 +129,19 @@ class Tracker(Protocol):
     def candidates(self) -> Sequence[Candidate]: ...
 
 
+def ticket_input(config: Config, candidate: Candidate, remote: str, base: str) -> TicketInput:
+    """A ticket's workflow input: its plan read from the queue now."""
+    return TicketInput(
+        ticket=candidate.ticket,
+        plan_name=candidate.plan.name,
+        plan=candidate.plan.read_text(),
+        remote=remote,
+        base=base,
+        max_segments=config.fleet.max_attempts,
+        heartbeat_seconds=parse_duration(config.temporal.heartbeat_timeout),
+    )
+
+
 async def drive(
     config: Config,
     tracker: Tracker,
@@ -150,15 +163,7 @@ async def drive(
         loop.add_signal_handler(sig, stopping.set)
     while True:
         tickets = [
-            TicketInput(
-                ticket=c.ticket,
-                plan_name=c.plan.name,
-                plan=c.plan.read_text(),
-                remote=remote,
-                base=base,
-                max_segments=config.fleet.max_attempts,
-                heartbeat_seconds=parse_duration(config.temporal.heartbeat_timeout),
-            )
+            ticket_input(config, c, remote, base)
             for c in tracker.candidates()
             if c.ticket not in ids
         ]
