@@ -188,7 +188,7 @@ class GitHubConfig(Record, forbid_extra=True, strict=True):
             )
 
 
-FLEET_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+FLEET_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")  # [fleet] id: in workflow ids
 
 
 class FleetConfig(Record, forbid_extra=True, strict=True):
@@ -230,10 +230,7 @@ class FleetConfig(Record, forbid_extra=True, strict=True):
         if not self.remote.strip() or self.remote.startswith("-"):
             raise ValueError(f"remote {self.remote!r} is not a remote; give one such as origin")
         if self.id is not None and not FLEET_ID.fullmatch(self.id):
-            raise ValueError(
-                f"id {self.id!r} is not a fleet id; give 1-64 letters, digits, '.', '_' or '-', "
-                "such as acme-app"
-            )
+            raise ValueError(f"id {self.id!r} is not a fleet id; give one such as acme-app")
         if self.base is not None and not is_branch_name(self.base):
             raise ValueError(f"base {self.base!r} is not a branch name; give one such as main")
         for url in self.notify:

@@ -12,7 +12,6 @@ from pathlib import Path
 import temporal_server
 from scale_setup import agent_env, agent_log, events, shared_repo, start_worker
 
-
 DOWN = 12.0
 
 
