@@ -5,6 +5,7 @@ the base branch's cairn.toml."""
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 
 from test_fleet_supervisor import (
@@ -16,15 +17,19 @@ from test_fleet_supervisor import (
     never_redone,
     record,
     supervisor,
+    wait_for,
+    wait_line,
 )
 
+from cairn.state import runstate
+from cairn.state.layout import discover
 from helpers import assert_one_line_error, cairn, git, untouched_state
 
 
 def test_an_interrupted_ticket_is_retried_with_the_base_config_and_resumes(
     tmp_path: Path,
 ) -> None:
-    repo = fleet_repo(tmp_path, {"r": 6}, max_turns=2, max_attempts=1)
+    repo = fleet_repo(tmp_path, {"r": 5}, max_turns=2, max_attempts=1)
     env = agent_env(tmp_path)
     code, lines = finish(supervisor(repo, env, "--once"))
     assert code == 3 and record(repo, "r")["state"] == "interrupted", lines
@@ -55,9 +60,59 @@ def test_an_interrupted_ticket_is_retried_with_the_base_config_and_resumes(
     assert code == 0, lines
     assert record(repo, "r")["state"] == "completed"
     never_redone(env, "r")
-    branch_holds_work(repo, "r", 6)
+    branch_holds_work(repo, "r", 5)
     assert [e["command"] for e in lines if e["event"] == "ticket_started"] == ["resume"]
 
     completed = cairn("fleet", "retry", "r", cwd=repo)
     assert_one_line_error(completed)
     assert "ticket r is completed, so there is nothing to retry" in completed.stderr
+
+
+def state_of(repo: Path, ticket: str) -> str | None:
+    try:
+        return str(record(repo, ticket)["state"])
+    except FileNotFoundError:
+        return None
+
+
+def test_a_running_supervisor_carries_a_retry_out(tmp_path: Path) -> None:
+    repo = fleet_repo(tmp_path, {"s": 3}, max_turns=2, max_attempts=1)
+    env = agent_env(tmp_path)
+    proc = supervisor(repo, env)
+    try:
+        wait_for(lambda: state_of(repo, "s") == "interrupted", what="s interrupted")
+        config = repo / "cairn.toml"
+        config.write_text(config.read_text().replace("max_turns = 2", "max_turns = 10"))
+        git(repo, "commit", "-qam", "more turns")
+        retried = cairn("fleet", "retry", "s", "--fresh-config", cwd=repo, env=env)
+        assert retried.returncode == 0, retried.stderr
+        assert "s: retried (interrupted)" in retried.stdout
+        assert "the fleet supervisor runs it" in retried.stdout
+        wait_for(lambda: state_of(repo, "s") == "completed", what="s completed")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        finish(proc)
+    never_redone(env, "s")
+    branch_holds_work(repo, "s", 3)
+
+
+def test_a_ticket_that_needs_input_is_resumed_once_retried(tmp_path: Path) -> None:
+    repo = fleet_repo(tmp_path, {"ni": 3}, max_turns=2, retry_backoff="5s")
+    env = agent_env(tmp_path)
+    proc = supervisor(repo, env, "--once")
+    wait_line(proc, "ticket_retrying")  # its first attempt hit the turn cap
+    _, _, layout = discover(repo)
+    run_id = layout.latest_run("ni")
+    assert run_id is not None
+    runstate.interrupt(runstate.RunRef(layout, "ni", run_id), None, "no_progress", None, "stuck")
+    code, lines = finish(proc)
+    assert code == 1 and record(repo, "ni")["state"] == "needs_input", lines
+
+    retried = cairn("fleet", "retry", "ni", cwd=repo, env=env)
+    assert retried.returncode == 0, retried.stderr
+    assert "config: cairn.toml of cairn/ni at" in retried.stdout
+    code, lines = finish(supervisor(repo, env, "--once"))
+    assert code == 0, lines
+    assert next(e["command"] for e in lines if e["event"] == "ticket_started") == "resume"
+    never_redone(env, "ni")
+    branch_holds_work(repo, "ni", 3)
