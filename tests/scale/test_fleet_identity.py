@@ -62,6 +62,9 @@ def test_clones_spelling_the_remote_differently_share_one_workflow_per_ticket(
         assert listed.returncode == 0, listed.stderr
         rows = json.loads(listed.stdout)
         assert sorted(row["workflow_id"] for row in rows) == sorted(ids.values())
+    paused = cairn("fleet", "pause", "A-1", "--no-wait", "--json", cwd=other)
+    assert paused.returncode == 0, paused.stderr
+    assert events(paused.stdout)[0]["workflow_id"] == ids["A-1"]
 
 
 def test_a_configured_fleet_id_names_the_workflows(
