@@ -17,6 +17,11 @@ from cairn.scale.messages import TicketInput, workflow_id
 from cairn.scale.workflow import MEMO, TicketWorkflow
 
 ACTIONS = ("stop", "pause", "resume")
+ENDED_FAILED = (
+    WorkflowExecutionStatus.FAILED,
+    WorkflowExecutionStatus.TERMINATED,
+    WorkflowExecutionStatus.TIMED_OUT,
+)
 
 
 @dataclass
@@ -42,7 +47,7 @@ async def act(client: Client, key: str, action: str, tickets: list[str], wait: f
     states: dict[str, tuple[bool, str]] = {}
     for ticket, handle in handles.items():
         try:
-            states[ticket] = await _state(handle)
+            states[ticket] = await state_of(handle)
         except RPCError as exc:
             if exc.status != RPCStatusCode.NOT_FOUND:
                 raise
@@ -77,7 +82,7 @@ async def retryable(client: Client, key: str, tickets: list[str]) -> dict[str, s
     for ticket in tickets:
         handle = client.get_workflow_handle(workflow_id(key, ticket))
         try:
-            live, state = await _state(handle)
+            live, state = await state_of(handle)
         except RPCError as exc:
             if exc.status != RPCStatusCode.NOT_FOUND:
                 raise
@@ -125,12 +130,15 @@ async def retry(
     return started
 
 
-async def _state(handle: WorkflowHandle[Any, Any]) -> tuple[bool, str]:
+async def state_of(handle: WorkflowHandle[Any, Any]) -> tuple[bool, str]:
+    """Whether the ticket's latest run lives, and its state (the memo's, as status lists it)."""
     described = await handle.describe()
     memo = await described.memo_value(MEMO, default={})
     live = described.status == WorkflowExecutionStatus.RUNNING
     if described.status == WorkflowExecutionStatus.CANCELED:
         return live, "stopped"
+    if described.status in ENDED_FAILED:  # its memo may still say what it was doing
+        return live, "failed"
     return live, str(memo.get("state", "queued" if live else "failed"))
 
 
@@ -139,7 +147,7 @@ async def _settle(handle: WorkflowHandle[Any, Any], wanted: str, wait: float) ->
     loop = asyncio.get_running_loop()
     deadline = loop.time() + wait
     while True:
-        _, state = await _state(handle)
+        _, state = await state_of(handle)
         if state == wanted or loop.time() >= deadline:
             return state
         await asyncio.sleep(0.2)

@@ -12,7 +12,6 @@ from typing import Any, Protocol
 
 from temporalio.client import (
     Client,
-    WorkflowExecutionStatus,
     WorkflowFailureError,
     WorkflowHandle,
 )
@@ -22,8 +21,9 @@ from temporalio.service import RPCError
 
 from cairn.config import Config, TemporalConfig
 from cairn.scale.connection import Outage, connect, transient
+from cairn.scale.control import state_of
 from cairn.scale.messages import TicketInput, workflow_id
-from cairn.scale.workflow import MEMO, TicketWorkflow
+from cairn.scale.workflow import TicketWorkflow
 from cairn.state.refusals import EVENT, Rejected, Reporter
 from cairn.util.durations import parse_duration
 
@@ -41,14 +41,8 @@ RETRYABLE = ("failed", "interrupted", "stopped")  # final states `cairn fleet re
 
 async def ended_as(handle: WorkflowHandle[Any, Any]) -> str | None:
     """The final state of the ticket's latest run when ``cairn fleet retry`` may restart it."""
-    described = await handle.describe()
-    if described.status == WorkflowExecutionStatus.RUNNING:
-        return None
-    if described.status == WorkflowExecutionStatus.CANCELED:
-        return "stopped"
-    memo = await described.memo_value(MEMO, default={})
-    state = str(memo.get("state", "failed"))
-    return state if state in RETRYABLE else None
+    live, state = await state_of(handle)
+    return state if not live and state in RETRYABLE else None
 
 
 async def start(
