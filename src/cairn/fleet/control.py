@@ -80,7 +80,12 @@ def decide(action: FleetAction, record: FleetTicket, config: Config, supervised:
         return Decision(
             None,
             f"ticket {ticket} {verb} so the fleet no longer runs it and there is nothing to "
-            f"{action}; cairn resume {ticket} continues it by hand",
+            f"{action}; "
+            + (
+                f"cairn resume {ticket} continues it by hand"
+                if state == "needs_review"
+                else f"cairn fleet retry {ticket} queues it again"
+            ),
         )
     if action != "resume":
         target = schedule.HOLDS[action]
