@@ -115,8 +115,6 @@ async def retry(
     """ticket → the run id of a new run of each ticket's workflow (the same id: its status,
     control and outcome follow the new run). Its first segment resumes from what the remote
     holds; only a retry reuses the id of a workflow that finished."""
-    from cairn.scale.workflow import TicketWorkflow
-
     started: dict[str, str] = {}
     for task in tasks:
         handle = await client.start_workflow(
