@@ -17,7 +17,8 @@ def test_a_failed_ticket_is_retried_and_resumes_without_redoing_a_task(
 ) -> None:
     user = shared_repo(tmp_path, temporal.address, {"F-1": 2})
     config = user / "cairn.toml"
-    config.write_text(config.read_text().replace("[fleet]\n", "[fleet]\nmax_attempts = 1\n"))
+    text = config.read_text().replace("max_continuations = 2", "max_continuations = 0")
+    config.write_text(text.replace("[fleet]\n", "[fleet]\nmax_attempts = 1\n"))
     env = agent_env(tmp_path, SCALE_AGENT_FAIL="F-1:2")
     failing = Path(env["SCALE_AGENT_DIR"]) / "failing"
     failing.touch()
