@@ -20,6 +20,7 @@ from cairn.util.tomlfile import read_table
 
 MiB = 1024 * 1024
 MAX_CONFIG_BYTES = MiB
+CONFIG_FILE = "cairn.toml"  # at the top of the work tree (else pyproject.toml's [tool.cairn])
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b)?", re.IGNORECASE)
 _SIZE_UNITS = {"": 1, "k": 1024, "m": MiB, "g": 1024 * MiB, "t": 1024 * 1024 * MiB}
 
@@ -187,6 +188,9 @@ class GitHubConfig(Record, forbid_extra=True, strict=True):
             )
 
 
+FLEET_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")  # [fleet] id: in workflow ids
+
+
 class FleetConfig(Record, forbid_extra=True, strict=True):
     """``cairn fleet``: the queue, concurrency, worktrees, retries (docs/fleet.md), the tracker,
     pushes and notifications (docs/fleet.md)."""
@@ -194,6 +198,7 @@ class FleetConfig(Record, forbid_extra=True, strict=True):
     engine: Literal["embedded", "temporal"] = "embedded"  # temporal: docs/scale-out.md
     tracker: Literal["dir", "github"] = "dir"
     remote: str = "origin"
+    id: str | None = None  # the fleet's name in Temporal's workflow ids (default: the root commit)
     base: str | None = None  # the branch cairn/<ticket> starts from (default: HEAD / the remote's)
     push: bool | None = None  # None: false for the dir tracker, true for github
     notify: list[str] = field(default_factory=list)  # webhook URLs
@@ -224,6 +229,8 @@ class FleetConfig(Record, forbid_extra=True, strict=True):
             )
         if not self.remote.strip() or self.remote.startswith("-"):
             raise ValueError(f"remote {self.remote!r} is not a remote; give one such as origin")
+        if self.id is not None and not FLEET_ID.fullmatch(self.id):
+            raise ValueError(f"id {self.id!r} is not a fleet id; give one such as acme-app")
         if self.base is not None and not is_branch_name(self.base):
             raise ValueError(f"base {self.base!r} is not a branch name; give one such as main")
         for url in self.notify:
@@ -345,7 +352,7 @@ def load(toplevel: Path, warnings: list[str] | None = None) -> Config:
 
 
 def _load(toplevel: Path) -> Config:
-    path = toplevel / "cairn.toml"
+    path = toplevel / CONFIG_FILE
     if os.path.lexists(path):  # a directory or a dangling link is reported, not skipped
         data = read_table(path, MAX_CONFIG_BYTES)
     else:

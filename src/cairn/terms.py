@@ -91,8 +91,8 @@ FleetState = Literal[
     "failed",
 ]
 FLEET_STATES: tuple[FleetState, ...] = get_args(FleetState)
-# What a person asks of one fleet ticket: cairn fleet pause|resume|stop TICKET.
-FleetAction = Literal["pause", "resume", "stop"]
+# What a person asks of one fleet ticket: cairn fleet pause|resume|stop|retry TICKET.
+FleetAction = Literal["pause", "resume", "stop", "retry"]
 
 # Whether the owner of a run is still running it (catch-up's "owner_state").
 Liveness = Literal["alive", "dead", "remote", "remote_stale", "unknown"]

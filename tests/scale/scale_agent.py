@@ -4,9 +4,13 @@ in ``$SCALE_AGENT_SLEEP`` (``<ticket>:<task>[:<seconds>]``, comma-separated), sl
 (default ``$SCALE_AGENT_PAUSE``) the first time, so a test can kill the worker mid-task; then
 it marks the task done and commits.
 
-Everything it does goes to ``$SCALE_AGENT_DIR/<ticket>.jsonl`` (fsynced): ``start``, ``found``
-(the task's file was already there: restored from a snapshot), ``wrote``, ``sleep``, ``done``,
-``unconfirmed`` (``cairn task done`` failed: the agent stops there).
+For the tasks named in ``$SCALE_AGENT_FAIL`` it fails (exit 1, nothing done) while the file
+``$SCALE_AGENT_DIR/failing`` exists: a ticket that fails until a person fixes it.
+
+Everything it does goes to ``$SCALE_AGENT_DIR/<ticket>.jsonl`` (fsynced): ``start`` (with the
+agent command's arguments), ``found`` (the task's file was already there: restored from a
+snapshot), ``wrote``, ``sleep``, ``fail``, ``done``, ``unconfirmed`` (``cairn task done``
+failed: the agent stops there).
 """
 
 from __future__ import annotations
@@ -59,7 +63,15 @@ def main() -> int:
     if number is None:
         print("nothing left to do")
         return 0
-    log(ticket, event="start", task=number)
+    log(ticket, event="start", task=number, argv=sys.argv[1:])
+    failing = os.environ.get("SCALE_AGENT_FAIL", "").split(",")
+    if (
+        f"{ticket}:{number}" in failing
+        and (Path(os.environ["SCALE_AGENT_DIR"]) / "failing").exists()
+    ):
+        log(ticket, event="fail", task=number)
+        print(f"task {number} failed", file=sys.stderr)
+        return 1
     cairn("task", "start", str(number))
     path = Path("work") / f"{ticket}-task-{number}.txt"
     if path.exists():

@@ -128,7 +128,11 @@ def test_a_lost_worker_s_task_is_resumed_elsewhere_from_the_pushed_snapshot(
         assert fleet.returncode == 0, (out, err)
         assert events(out.decode())[-1]["tickets"] == {TICKET: "completed"}
         # the workflow's query (answered by a live worker): the last segment was a retry
-        state = asyncio.run(query_status(temporal.address, workflow_id(str(bare), TICKET)))
+        started = [e for e in events(out.decode()) if e["event"] == "ticket_started"]
+        assert started[0]["workflow_id"] == workflow_id(
+            git(bare, "rev-list", "--max-parents=0", "HEAD").strip()[:16], TICKET
+        )
+        state = asyncio.run(query_status(temporal.address, started[0]["workflow_id"]))
         assert state["state"] == "completed" and state["attempt"] >= 2
     finally:
         if fleet.poll() is None:

@@ -4,7 +4,6 @@ plain dataclasses so the workflow sandbox and the payload converter both take th
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 
 # The exit codes of `cairn run|resume` (docs/run.md) a segment reports.
@@ -68,8 +67,8 @@ class SegmentResult:
     detail: str = ""
 
 
-def workflow_id(remote: str, ticket: str) -> str:
-    """The ticket's workflow id: the same repository and ticket always give the same id, so a
-    second start finds the first workflow instead of duplicating it."""
-    digest = hashlib.sha256(remote.encode()).hexdigest()[:12]
-    return f"cairn:{digest}:{ticket}"
+def workflow_id(fleet: str, ticket: str) -> str:
+    """The ticket's workflow id: ``fleet`` is the repository's key (``[fleet] id`` or its root
+    commit, ``cairn.scale.remote.fleet_key``), the same in every clone whatever the spelling of
+    its remote, so a second start finds the first workflow instead of duplicating it."""
+    return f"cairn:{fleet}:{ticket}"

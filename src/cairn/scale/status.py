@@ -49,10 +49,10 @@ class Listing:
     queried: bool = True  # False once a query went unanswered: no worker answers queries
 
 
-def prefix(remote: str) -> str:
-    """What every ticket workflow id of the repository whose shared remote is ``remote``
-    starts with."""
-    return workflow_id(remote, "")
+def prefix(key: str) -> str:
+    """What every ticket workflow id of the repository whose fleet key is ``key``
+    (``cairn.scale.remote.fleet_key``) starts with; ``remote`` below is that key."""
+    return workflow_id(key, "")
 
 
 async def executions(client: Client, remote: str) -> list[WorkflowExecution]:
