@@ -269,6 +269,7 @@ class TemporalConfig(Record, forbid_extra=True, strict=True):
     max_backoff: Duration = "1m"  # the cap of a retried segment's backoff (never given up)
     retry_jitter: Duration = "10s"  # a retried segment starts after a random delay up to this
     rebuilds: int = 2  # worktree rebuilds at once per worker (the remote sees workers x this)
+    stall_timeout: Duration = "10m"  # a rebuild or checkpoint running longer is taken as hung
     tls: bool = False  # true: TLS with the system's roots
     tls_cert: str | None = None  # mTLS: the client certificate's file (PEM), with tls_key
     tls_key: str | None = None
@@ -290,6 +291,8 @@ class TemporalConfig(Record, forbid_extra=True, strict=True):
             raise ValueError("heartbeat_timeout must be at least 1s; give one such as 30s")
         if parse_duration(self.max_backoff) <= 0:
             raise ValueError("max_backoff must be more than 0s; give one such as 1m")
+        if parse_duration(self.stall_timeout) <= 0:
+            raise ValueError("stall_timeout must be more than 0s; give one such as 10m")
         if self.rebuilds < 1:
             raise ValueError(f"rebuilds {self.rebuilds} is below 1; give one such as 2")
         if (self.tls_cert is None) != (self.tls_key is None):

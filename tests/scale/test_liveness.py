@@ -203,3 +203,49 @@ def test_only_a_retried_attempt_waits_its_jitter(
         asyncio.run(main())
     finally:
         worker.stop()
+
+
+def test_a_hung_rebuild_is_stopped_at_the_stall_timeout_and_retried(
+    tmp_path: Path, temporal: temporal_server.DevServer
+) -> None:
+    """Liveness heartbeats go on while a rebuild runs, so a git that hangs for ever would hold
+    the ticket for ever: past ``[temporal] stall_timeout`` it is killed, the attempt fails (the
+    infrastructure's) and the retry completes the ticket."""
+    user = shared_repo(tmp_path, temporal.address, {}, "2s", 'stall_timeout = "3s"\n', FILES // 4)
+    bare = tmp_path / "shared.git"
+    root = tmp_path / "w1"
+    worker = start_worker(user, root, agent_env(tmp_path), "--concurrency", "1")
+
+    def stall() -> int | None:
+        for pid, _ in rebuilding(root).items():
+            with contextlib.suppress(OSError):
+                if b"worktree" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0"):
+                    os.kill(pid, signal.SIGSTOP)  # a hung git: it never ends on its own
+                    return pid
+        return None
+
+    async def main() -> tuple[int, str]:
+        client = await Client.connect(temporal.address)
+        handle = await start(client, user, ticket(user, "H-1", bare))
+        stalled: int = await asyncio.to_thread(wait_for, "H-1's worktree add", stall)
+        state = await asyncio.wait_for(handle.result(), 60)
+        history = await handle.fetch_history()
+        failures = [
+            e.activity_task_failed_event_attributes.failure.message
+            for e in history.events
+            if e.HasField("activity_task_failed_event_attributes")
+        ]
+        retried = [
+            e.activity_task_started_event_attributes.last_failure.message
+            for e in history.events
+            if e.HasField("activity_task_started_event_attributes")
+        ]
+        return stalled, f"{state} {failures} {retried}"
+
+    try:
+        stalled, seen = asyncio.run(main())
+    finally:
+        worker.stop()
+    assert seen.startswith("completed"), seen
+    assert "stall timeout of 3s" in seen, seen  # the attempt said why it gave up
+    assert procs.process_state(stalled) in (None, ord("Z"))  # the hung git was killed

@@ -58,21 +58,39 @@ class Liveness:
             self._task.cancel()
 
 
-class Work:
-    """The blocking work of one attempt: its tag, and the threads running it."""
+class Stalled(TimeoutError):
+    """Blocking work of an attempt ran past ``[temporal] stall_timeout``: taken as hung (a git
+    waiting on a dead remote, a stalled disk). The infrastructure's failure: retried."""
 
-    def __init__(self) -> None:
+
+class Work:
+    """The blocking work of one attempt: its tag, and the threads running it. ``limit``: the
+    seconds one piece of work may take before it is taken as hung (liveness heartbeats go on
+    while it runs, so without a limit a hung git would hold the ticket for ever)."""
+
+    def __init__(self, limit: float | None = None) -> None:
         self.token = uuid.uuid4().hex
         self.env = {WORK_TAG: self.token}
+        self.limit = limit
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        """``fn(*args)`` in a thread; when the caller is cancelled meanwhile, the thread's git
-        processes are killed until it ends (at most ABANDON_AFTER), then the cancellation goes
-        on."""
+        """``fn(*args)`` in a thread; when the caller is cancelled meanwhile, or the work runs
+        past ``limit``, the thread's git processes are killed until it ends (at most
+        ABANDON_AFTER), then the cancellation goes on (or ``Stalled`` is raised)."""
         loop = asyncio.get_running_loop()
         future = loop.run_in_executor(None, lambda: fn(*args))
         try:
-            return await asyncio.shield(future)
+            return await asyncio.wait_for(asyncio.shield(future), self.limit)
+        except TimeoutError:
+            if future.done():
+                raise  # the work's own TimeoutError
+            future.add_done_callback(retrieved)
+            await asyncio.shield(self._stop(future))
+            name = getattr(fn, "__name__", "blocking work")
+            raise Stalled(
+                f"{name} ran past the stall timeout of {self.limit:g}s and was stopped (a hung "
+                "git or disk?); [temporal] stall_timeout sets it"
+            ) from None
         except asyncio.CancelledError:
             future.add_done_callback(retrieved)
             await asyncio.shield(self._stop(future))

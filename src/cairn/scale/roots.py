@@ -69,6 +69,7 @@ def _forget(root: Path, clone: Path, ticket: str) -> None:
     worktree = root / ticket
     if (worktree / ".git").is_dir():
         return  # a clone, never a ticket's worktree (those have a .git file)
+    git.run(["worktree", "unlock", str(worktree)], check=False)  # a half-made one is locked
     git.run(["worktree", "remove", "--force", str(worktree)], check=False)
     shutil.rmtree(worktree, ignore_errors=True)
     refs = [  # the ticket's branch, snapshot (and restore's), state and base refs

@@ -49,9 +49,12 @@ class Segments:
     out together do not all rebuild at once. ``rebuilds``: at most this many rebuilds at once on
     this worker (the remote sees at most workers x rebuilds fetches of whole tickets)."""
 
-    def __init__(self, root: Path, jitter: float = 0.0, rebuilds: int = 2) -> None:
+    def __init__(
+        self, root: Path, jitter: float = 0.0, rebuilds: int = 2, stall: float | None = None
+    ) -> None:
         self.root = root
         self.jitter = jitter
+        self.stall = stall
         self.rebuilds = asyncio.Semaphore(rebuilds)
         self._collecting: asyncio.Future[bool] | None = None
         self._owners: dict[str, str] = {}  # ticket -> the work token of its latest attempt here
@@ -80,7 +83,7 @@ class Segments:
             if info.attempt > 1 and self.jitter > 0:
                 # half of it at least: spread, and never close to no delay at all
                 await asyncio.sleep(random.uniform(self.jitter / 2, self.jitter))
-            work = Work()
+            work = Work(self.stall)
             self._owners[task.ticket.ticket] = work.token
             try:
                 segment = f"{info.workflow_run_id}/{info.activity_id}"

@@ -117,6 +117,9 @@ def _rebuild(
     )
     stop_leftovers(space)
     if space.worktree.exists() or _registered(git, space.worktree):
+        # a git killed while it made the worktree (a stall, a kill) leaves it locked
+        # 'initializing', which remove and prune both leave alone
+        git.run(["worktree", "unlock", str(space.worktree)], check=False)
         git.run(["worktree", "remove", "--force", str(space.worktree)], check=False)
         shutil.rmtree(space.worktree, ignore_errors=True)
         git.run(["worktree", "prune"])
