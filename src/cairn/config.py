@@ -167,6 +167,7 @@ class FleetHooks(Record, forbid_extra=True, strict=True):
 
 
 _GITHUB_REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+FLEET_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")  # [fleet] id: in workflow ids
 
 
 class GitHubConfig(Record, forbid_extra=True, strict=True):
@@ -186,9 +187,6 @@ class GitHubConfig(Record, forbid_extra=True, strict=True):
                 f"api_url {self.api_url!r} is not an http(s) URL; give one such as "
                 "https://github.example.com/api/v3"
             )
-
-
-FLEET_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")  # [fleet] id: in workflow ids
 
 
 class FleetConfig(Record, forbid_extra=True, strict=True):
@@ -254,8 +252,6 @@ class FleetConfig(Record, forbid_extra=True, strict=True):
 
 _ADDRESS = re.compile(r"(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
-
-
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -268,8 +264,10 @@ class TemporalConfig(Record, forbid_extra=True, strict=True):
     heartbeat_timeout: Duration = "30s"
     max_backoff: Duration = "1m"  # the cap of a retried segment's backoff (never given up)
     retry_jitter: Duration = "10s"  # a retried segment starts after a random delay up to this
-    rebuilds: int = 2  # worktree rebuilds at once per worker (the remote sees workers x this)
-    stall_timeout: Duration = "10m"  # a rebuild or checkpoint running longer is taken as hung
+    rebuilds: Annotated[int, Ge(1)] = (
+        2  # worktree rebuilds at once per worker (the remote sees workers x this)
+    )
+    work_timeout: Duration = "10m"  # a rebuild or checkpoint running longer is taken as hung
     tls: bool = False  # true: TLS with the system's roots
     tls_cert: str | None = None  # mTLS: the client certificate's file (PEM), with tls_key
     tls_key: str | None = None
@@ -289,12 +287,9 @@ class TemporalConfig(Record, forbid_extra=True, strict=True):
                 )
         if parse_duration(self.heartbeat_timeout) < 1:
             raise ValueError("heartbeat_timeout must be at least 1s; give one such as 30s")
-        if parse_duration(self.max_backoff) <= 0:
-            raise ValueError("max_backoff must be more than 0s; give one such as 1m")
-        if parse_duration(self.stall_timeout) <= 0:
-            raise ValueError("stall_timeout must be more than 0s; give one such as 10m")
-        if self.rebuilds < 1:
-            raise ValueError(f"rebuilds {self.rebuilds} is below 1; give one such as 2")
+        for name in ("max_backoff", "work_timeout"):
+            if parse_duration(getattr(self, name)) <= 0:
+                raise ValueError(f"{name} must be longer than 0s; give one such as 1m")
         if (self.tls_cert is None) != (self.tls_key is None):
             raise ValueError("tls_cert and tls_key go together; give both files, or neither")
         if self.api_key_env is not None and not _ENV_NAME.fullmatch(self.api_key_env):
@@ -378,32 +373,3 @@ def _load(toplevel: Path) -> Config:
     object.__setattr__(config, "_source", path)
     object.__setattr__(config, "_given", data)
     return config
-
-
-def effective(config: Config) -> list[tuple[str, Any, str]]:
-    """Every key with its value and where the value came from (the file, or ``default``)."""
-    source = str(config.source) if config.source else "default"
-    rows: list[tuple[str, Any, str]] = []
-
-    def walk(node: Record, prefix: str, given: dict[str, Any] | None) -> None:
-        for name in type(node).model_fields:
-            value = getattr(node, name)
-            key = f"{prefix}{name}"
-            here = given is not None and name in given
-            table = given.get(name) if given is not None and here else None
-            table = table if isinstance(table, dict) else None
-            if isinstance(value, Record):
-                walk(value, f"{key}.", table)
-            elif (
-                isinstance(value, dict)
-                and value
-                and all(isinstance(v, Record) for v in value.values())
-            ):
-                for sub, item in sorted(value.items()):
-                    inner = table.get(sub) if table is not None else None
-                    walk(item, f"{key}.{sub}.", inner if isinstance(inner, dict) else None)
-            else:
-                rows.append((key, value, source if here else "default"))
-
-    walk(config, "", config._given if config.source is not None else None)
-    return rows

@@ -20,7 +20,6 @@ import temporal_server
 from scale_setup import agent_env, agent_log, events, shared_repo, start_worker
 from test_kill_a_worker import alive, query_status, wait_for
 
-from cairn.scale.messages import workflow_id
 from helpers import git
 
 TICKET = "Z-1"
@@ -106,7 +105,8 @@ def test_a_frozen_worker_s_task_done_fails_closed_and_the_run_stops(
         out, err = fleet.communicate(timeout=90)
         assert fleet.returncode == 0, (out, err)
         assert events(out.decode())[-1]["tickets"] == {TICKET: "completed"}
-        state = asyncio.run(query_status(temporal.address, workflow_id(str(bare), TICKET)))
+        (wid,) = [e["workflow_id"] for e in events(out.decode()) if e["event"] == "ticket_started"]
+        state = asyncio.run(query_status(temporal.address, wid))
         # the second segment ran at attempt 1, not fenced by the first one's attempt 2
         assert state["segments"] >= 2 and state["attempt"] == 1, state
     finally:

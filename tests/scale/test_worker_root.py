@@ -1,7 +1,7 @@
 """A worker's root stays bounded (issue 23, item 7): a second worker on a live worker's root is
 refused with nothing touched, a worker that starts on the root of a SIGKILLed one stops the run
 and agent it left and sweeps its leftovers, and nothing of a finished ticket stays (also checked
-after four tickets through one worker in test_liveness.py); the worker's clone is
+after four tickets through one worker in test_segment_liveness.py); the worker's clone is
 garbage-collected, never beside a rebuild."""
 
 from __future__ import annotations

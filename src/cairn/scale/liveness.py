@@ -59,7 +59,7 @@ class Liveness:
 
 
 class Stalled(TimeoutError):
-    """Blocking work of an attempt ran past ``[temporal] stall_timeout``: taken as hung (a git
+    """Blocking work of an attempt ran past ``[temporal] work_timeout``: taken as hung (a git
     waiting on a dead remote, a stalled disk). The infrastructure's failure: retried."""
 
 
@@ -88,8 +88,8 @@ class Work:
             await asyncio.shield(self._stop(future))
             name = getattr(fn, "__name__", "blocking work")
             raise Stalled(
-                f"{name} ran past the stall timeout of {self.limit:g}s and was stopped (a hung "
-                "git or disk?); [temporal] stall_timeout sets it"
+                f"{name} ran past the work timeout of {self.limit:g}s and was stopped (a hung "
+                "git or disk?); [temporal] work_timeout sets it"
             ) from None
         except asyncio.CancelledError:
             future.add_done_callback(retrieved)

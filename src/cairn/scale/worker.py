@@ -30,7 +30,7 @@ async def serve(
     # each slot's blocking work, its cleanup, and a cancelled attempt's thread until it stops
     loop.set_default_executor(ThreadPoolExecutor(max_workers=3 * concurrency + 2))
     jitter = parse_duration(config.retry_jitter)
-    stall = parse_duration(config.stall_timeout)
+    stall = parse_duration(config.work_timeout)
     segments = Segments(root, jitter=jitter, rebuilds=config.rebuilds, stall=stall)
     worker = Worker(
         client,

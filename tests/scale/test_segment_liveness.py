@@ -205,13 +205,13 @@ def test_only_a_retried_attempt_waits_its_jitter(
         worker.stop()
 
 
-def test_a_hung_rebuild_is_stopped_at_the_stall_timeout_and_retried(
+def test_a_hung_rebuild_is_stopped_at_the_work_timeout_and_retried(
     tmp_path: Path, temporal: temporal_server.DevServer
 ) -> None:
     """Liveness heartbeats go on while a rebuild runs, so a git that hangs for ever would hold
-    the ticket for ever: past ``[temporal] stall_timeout`` it is killed, the attempt fails (the
+    the ticket for ever: past ``[temporal] work_timeout`` it is killed, the attempt fails (the
     infrastructure's) and the retry completes the ticket."""
-    user = shared_repo(tmp_path, temporal.address, {}, "2s", 'stall_timeout = "3s"\n', FILES // 4)
+    user = shared_repo(tmp_path, temporal.address, {}, "2s", 'work_timeout = "3s"\n', FILES // 4)
     bare = tmp_path / "shared.git"
     root = tmp_path / "w1"
     worker = start_worker(user, root, agent_env(tmp_path), "--concurrency", "1")
@@ -247,5 +247,5 @@ def test_a_hung_rebuild_is_stopped_at_the_stall_timeout_and_retried(
     finally:
         worker.stop()
     assert seen.startswith("completed"), seen
-    assert "stall timeout of 3s" in seen, seen  # the attempt said why it gave up
+    assert "work timeout of 3s" in seen, seen  # the attempt said why it gave up
     assert procs.process_state(stalled) in (None, ord("Z"))  # the hung git was killed
