@@ -78,6 +78,13 @@ def timed(user: Path, runs: int) -> tuple[list[float], int, str]:
 
 
 async def fill(address: str, queue: str, remote: str, tickets: int) -> Worker:
+    root = subprocess.run(
+        ["git", "-C", remote, "rev-list", "--max-parents=0", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    key = root.stdout.split()[-1][:16]  # the fleet key: the repository's root commit
     client = await Client.connect(address)
     worker = Worker(
         client,
@@ -90,7 +97,7 @@ async def fill(address: str, queue: str, remote: str, tickets: int) -> Worker:
     for n in range(tickets):
         task = TicketInput(f"T-{n}", "T.md", "# Plan\n", remote, "main")
         await client.start_workflow(
-            TicketWorkflow.run, task, id=ticket_workflow_id(remote, task.ticket), task_queue=queue
+            TicketWorkflow.run, task, id=ticket_workflow_id(key, task.ticket), task_queue=queue
         )
     while True:  # every segment has heartbeated
         count = await client.count_workflows('WorkflowType = "cairn_ticket"')

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from cairn import config, wip
+from cairn.cli.commands.config import effective
 from cairn.errors import BadInput
 from helpers import (
     assert_one_line_error,
@@ -335,7 +336,7 @@ def test_pressure_default_follows_a_small_turn_cap(tmp_path: Path, cap: int, pre
     cfg = load_with(tmp_path, cairn_toml=f"[agent]\nmax_turns = {cap}\n")
     assert (cfg.agent.max_turns, cfg.agent.budget_pressure_turns) == (cap, pressure)
     assert not config.pressure_given(cfg)
-    rows = {key: (value, source) for key, value, source in config.effective(cfg)}
+    rows = {key: (value, source) for key, value, source in effective(cfg)}
     assert rows["agent.budget_pressure_turns"] == (pressure, "default")
 
 

@@ -12,7 +12,8 @@ import time
 from pathlib import Path
 
 from cairn.agents import ADAPTERS
-from cairn.config import Config, effective
+from cairn.cli.commands.config import effective
+from cairn.config import Config
 from cairn.errors import ExitCode
 from helpers import git, make_repo, write
 from test_docs import ROOT, blocks

@@ -20,6 +20,7 @@ from cairn.util.tomlfile import read_table
 
 MiB = 1024 * 1024
 MAX_CONFIG_BYTES = MiB
+CONFIG_FILE = "cairn.toml"  # at the top of the work tree (else pyproject.toml's [tool.cairn])
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b)?", re.IGNORECASE)
 _SIZE_UNITS = {"": 1, "k": 1024, "m": MiB, "g": 1024 * MiB, "t": 1024 * 1024 * MiB}
 
@@ -166,6 +167,7 @@ class FleetHooks(Record, forbid_extra=True, strict=True):
 
 
 _GITHUB_REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+FLEET_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")  # [fleet] id: in workflow ids
 
 
 class GitHubConfig(Record, forbid_extra=True, strict=True):
@@ -194,6 +196,7 @@ class FleetConfig(Record, forbid_extra=True, strict=True):
     engine: Literal["embedded", "temporal"] = "embedded"  # temporal: docs/scale-out.md
     tracker: Literal["dir", "github"] = "dir"
     remote: str = "origin"
+    id: str | None = None  # the fleet's name in Temporal's workflow ids (default: the root commit)
     base: str | None = None  # the branch cairn/<ticket> starts from (default: HEAD / the remote's)
     push: bool | None = None  # None: false for the dir tracker, true for github
     notify: list[str] = field(default_factory=list)  # webhook URLs
@@ -224,6 +227,8 @@ class FleetConfig(Record, forbid_extra=True, strict=True):
             )
         if not self.remote.strip() or self.remote.startswith("-"):
             raise ValueError(f"remote {self.remote!r} is not a remote; give one such as origin")
+        if self.id is not None and not FLEET_ID.fullmatch(self.id):
+            raise ValueError(f"id {self.id!r} is not a fleet id; give one such as acme-app")
         if self.base is not None and not is_branch_name(self.base):
             raise ValueError(f"base {self.base!r} is not a branch name; give one such as main")
         for url in self.notify:
@@ -247,8 +252,6 @@ class FleetConfig(Record, forbid_extra=True, strict=True):
 
 _ADDRESS = re.compile(r"(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
-
-
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -259,6 +262,12 @@ class TemporalConfig(Record, forbid_extra=True, strict=True):
     namespace: str = "default"
     task_queue: str = "cairn"
     heartbeat_timeout: Duration = "30s"
+    max_backoff: Duration = "1m"  # the cap of a retried segment's backoff (never given up)
+    retry_jitter: Duration = "10s"  # a retried segment starts after a random delay up to this
+    rebuilds: Annotated[int, Ge(1)] = (
+        2  # worktree rebuilds at once per worker (the remote sees workers x this)
+    )
+    work_timeout: Duration = "10m"  # a rebuild or checkpoint running longer is taken as hung
     tls: bool = False  # true: TLS with the system's roots
     tls_cert: str | None = None  # mTLS: the client certificate's file (PEM), with tls_key
     tls_key: str | None = None
@@ -278,6 +287,9 @@ class TemporalConfig(Record, forbid_extra=True, strict=True):
                 )
         if parse_duration(self.heartbeat_timeout) < 1:
             raise ValueError("heartbeat_timeout must be at least 1s; give one such as 30s")
+        for name in ("max_backoff", "work_timeout"):
+            if parse_duration(getattr(self, name)) <= 0:
+                raise ValueError(f"{name} must be longer than 0s; give one such as 1m")
         if (self.tls_cert is None) != (self.tls_key is None):
             raise ValueError("tls_cert and tls_key go together; give both files, or neither")
         if self.api_key_env is not None and not _ENV_NAME.fullmatch(self.api_key_env):
@@ -338,7 +350,7 @@ def load(toplevel: Path, warnings: list[str] | None = None) -> Config:
 
 
 def _load(toplevel: Path) -> Config:
-    path = toplevel / "cairn.toml"
+    path = toplevel / CONFIG_FILE
     if os.path.lexists(path):  # a directory or a dangling link is reported, not skipped
         data = read_table(path, MAX_CONFIG_BYTES)
     else:
@@ -361,32 +373,3 @@ def _load(toplevel: Path) -> Config:
     object.__setattr__(config, "_source", path)
     object.__setattr__(config, "_given", data)
     return config
-
-
-def effective(config: Config) -> list[tuple[str, Any, str]]:
-    """Every key with its value and where the value came from (the file, or ``default``)."""
-    source = str(config.source) if config.source else "default"
-    rows: list[tuple[str, Any, str]] = []
-
-    def walk(node: Record, prefix: str, given: dict[str, Any] | None) -> None:
-        for name in type(node).model_fields:
-            value = getattr(node, name)
-            key = f"{prefix}{name}"
-            here = given is not None and name in given
-            table = given.get(name) if given is not None and here else None
-            table = table if isinstance(table, dict) else None
-            if isinstance(value, Record):
-                walk(value, f"{key}.", table)
-            elif (
-                isinstance(value, dict)
-                and value
-                and all(isinstance(v, Record) for v in value.values())
-            ):
-                for sub, item in sorted(value.items()):
-                    inner = table.get(sub) if table is not None else None
-                    walk(item, f"{key}.{sub}.", inner if isinstance(inner, dict) else None)
-            else:
-                rows.append((key, value, source if here else "default"))
-
-    walk(config, "", config._given if config.source is not None else None)
-    return rows

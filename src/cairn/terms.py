@@ -91,8 +91,8 @@ FleetState = Literal[
     "failed",
 ]
 FLEET_STATES: tuple[FleetState, ...] = get_args(FleetState)
-# What a person asks of one fleet ticket: cairn fleet pause|resume|stop TICKET.
-FleetAction = Literal["pause", "resume", "stop"]
+# What a person asks of one fleet ticket: cairn fleet pause|resume|stop|retry TICKET.
+FleetAction = Literal["pause", "resume", "stop", "retry"]
 
 # Whether the owner of a run is still running it (catch-up's "owner_state").
 Liveness = Literal["alive", "dead", "remote", "remote_stale", "unknown"]
@@ -132,6 +132,7 @@ ENV_TURN = "CAIRN_TURN"
 ENV_FLEET_ATTEMPT = "CAIRN_FLEET_ATTEMPT"
 # What a worker of the fleet on Temporal sets for its runs (cairn.util.barrier).
 ENV_CHECKPOINT_DIR = "CAIRN_CHECKPOINT_DIR"
+ENV_CHECKPOINT_WAIT = "CAIRN_CHECKPOINT_WAIT"  # seconds a report waits for the worker's push
 # What people set.
 ENV_DEBUG = "CAIRN_DEBUG"  # show the traceback of an unexpected error
 

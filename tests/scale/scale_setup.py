@@ -12,18 +12,27 @@ import subprocess
 import sys
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cairn.scale.roots import TICKET_DIRS
 from helpers import git, make_repo
 
 AGENT = Path(__file__).with_name("scale_agent.py")
 
 
-def shared_repo(tmp_path: Path, address: str, plans: dict[str, int], heartbeat: str = "3s") -> Path:
+def shared_repo(
+    tmp_path: Path,
+    address: str,
+    plans: dict[str, int],
+    heartbeat: str = "3s",
+    temporal: str = "",
+    files: int = 0,
+) -> Path:
     """The user's clone, its ``origin`` a bare repository; cairn.toml runs the scale agent
-    (one task a turn, every task in one dispatch) on a task queue of its own."""
+    (one task a turn, every task in one dispatch) on a task queue of its own. ``temporal``:
+    more lines of ``[temporal]``; ``files``: that many more files in the repository."""
     config = (
         '[agent]\nkind = "command"\n'
         f"command = {json.dumps([sys.executable, str(AGENT)])}\n"
@@ -31,9 +40,13 @@ def shared_repo(tmp_path: Path, address: str, plans: dict[str, int], heartbeat: 
         '[loop]\nphases = ["implement"]\n\n'
         '[fleet]\nengine = "temporal"\npoll_interval = "1s"\n\n'
         f'[temporal]\naddress = "{address}"\ntask_queue = "t-{uuid.uuid4().hex[:10]}"\n'
-        f'heartbeat_timeout = "{heartbeat}"\n'
+        f'heartbeat_timeout = "{heartbeat}"\n{temporal}'
     )
-    seed = make_repo(tmp_path / "seed", {"README.md": "hello\n", "cairn.toml": config})
+    if "retry_jitter" not in temporal:  # a retry's jitter, short: the suite's time is tight
+        config += 'retry_jitter = "1s"\n'
+
+    many = {f"bulk/d{n % 64}/f{n}.txt": f"file {n}\n" * 8 for n in range(files)}
+    seed = make_repo(tmp_path / "seed", {"README.md": "hello\n", "cairn.toml": config, **many})
     bare = tmp_path / "shared.git"
     git(tmp_path, "clone", "-q", "--bare", str(seed), str(bare))
     user = tmp_path / "user"
@@ -63,6 +76,7 @@ def agent_log(env: dict[str, str], ticket: str) -> list[dict[str, Any]]:
 class WorkerProcess:
     process: subprocess.Popen[bytes]
     root: Path
+    started: dict[str, Any] = field(default_factory=dict)  # its worker_started event
 
     def kill(self) -> None:
         """SIGKILL the worker and every run it started (their own process groups): a machine
@@ -83,12 +97,12 @@ class WorkerProcess:
                 self.kill()
 
 
-def start_worker(user: Path, root: Path, env: dict[str, str]) -> WorkerProcess:
-    """``cairn worker --json`` in ``user``, once it says it polls."""
+def start_worker(user: Path, root: Path, env: dict[str, str], *args: str) -> WorkerProcess:
+    """``cairn worker --json [args]`` in ``user``, once it says it polls."""
     log = root.with_suffix(".log")
     root.mkdir(parents=True, exist_ok=True)
     process = subprocess.Popen(
-        [sys.executable, "-m", "cairn", "worker", "--json", "--workspace-root", str(root)],
+        [sys.executable, "-m", "cairn", "worker", "--json", "--workspace-root", str(root), *args],
         cwd=user,
         env={**os.environ, **env},
         stdout=subprocess.PIPE,
@@ -97,17 +111,42 @@ def start_worker(user: Path, root: Path, env: dict[str, str]) -> WorkerProcess:
     )
     assert process.stdout is not None
     deadline = time.monotonic() + 30
+    said = b""
     while time.monotonic() < deadline:
         ready, _, _ = select.select([process.stdout], [], [], 0.2)
         if ready:
             line = process.stdout.readline()
             if b"worker_started" in line:
-                return WorkerProcess(process, root)
+                return WorkerProcess(process, root, json.loads(line))
+            said += line
         if process.poll() is not None:
             break
     process.kill()
-    raise AssertionError(f"the worker did not start: {log.read_text(errors='replace')[-2000:]}")
+    said += process.stdout.read()
+    raise AssertionError(
+        f"the worker did not start: {said.decode(errors='replace')[-1000:]}"
+        f"{log.read_text(errors='replace')[-2000:]}"
+    )
 
 
 def events(stdout: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+
+
+def leftovers(root: Path) -> list[str]:
+    """Whatever of a finished ticket is still in ``root``: worktrees, refs, state, files."""
+    found: list[str] = []
+    for entry in sorted(root.iterdir()):
+        if entry.name.startswith("repo-"):
+            listing = git(entry, "worktree", "list", "--porcelain").splitlines()
+            found += [line for line in listing if line.startswith("worktree ")][1:]
+            refs = git(entry, "for-each-ref", "--format=%(refname)", "refs/heads/cairn/")
+            refs += git(entry, "for-each-ref", "--format=%(refname)", "refs/cairn/")
+            refs += git(entry, "for-each-ref", "--format=%(refname)", "refs/cairn-base/")
+            found += refs.split()
+            found += [str(p) for p in (entry / ".git" / "cairn" / "tickets").glob("*")]
+        elif entry.name in TICKET_DIRS:
+            found += [str(p) for p in entry.iterdir()]
+        elif entry.name not in (".worker.lock", ".clone.lock", ".refs.lock"):
+            found.append(str(entry))
+    return found

@@ -45,6 +45,7 @@ class DevServer:
     address: str  # host:port of the frontend
     process: subprocess.Popen[bytes]
     log: Path
+    command: tuple[str, ...] = ()  # what started it: ``restart`` runs it again
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -100,13 +101,32 @@ def _start_once(directory: Path) -> DevServer:
         process = subprocess.Popen(
             command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
         )
-    server = DevServer(f"127.0.0.1:{port}", process, log)
+    server = DevServer(f"127.0.0.1:{port}", process, log, tuple(command))
     try:
         asyncio.run(_wait_ready(server))
     except BaseException:
         server.stop()
         raise
     return server
+
+
+def restart(server: DevServer, down: float = 0.0) -> DevServer:
+    """The same server again (its ports, its database file) after it stopped for ``down``
+    seconds: a Temporal restart, its workflows kept. Only for a test's own server, never the
+    session's."""
+    server.stop()
+    time.sleep(down)
+    with server.log.open("ab") as out:
+        process = subprocess.Popen(
+            server.command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+        )
+    again = DevServer(server.address, process, server.log, server.command)
+    try:
+        asyncio.run(_wait_ready(again))
+    except BaseException:
+        again.stop()
+        raise
+    return again
 
 
 async def _wait_ready(server: DevServer) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -16,9 +17,9 @@ from pathlib import Path
 import temporal_server
 from scale_setup import agent_env, agent_log, events, shared_repo, start_worker
 
-from cairn.terms import ENV_CHECKPOINT_DIR
+from cairn.terms import ENV_CHECKPOINT_DIR, ENV_CHECKPOINT_WAIT
 from cairn.util import barrier
-from helpers import git
+from helpers import assert_one_line_error, cairn, git, hold_run
 
 TICKET = "B-1"
 
@@ -31,6 +32,39 @@ def test_without_a_worker_nothing_waits(tmp_path: Path) -> None:
     assert barrier.wait_for_checkpoint({ENV_CHECKPOINT_DIR: str(asks)}, timeout=0.3) is False
     assert time.monotonic() - started < 2
     assert barrier.pending(asks) == []  # a request nobody answered is taken back
+
+
+def test_an_unconfirmed_report_exits_3_with_a_line_and_stops_its_run(
+    tmp_path: Path, repo: Path
+) -> None:
+    """Nobody serves the checkpoint directory (a frozen worker): ``cairn task done`` does not
+    report success; it says why in one line, exits 3 and stops the run its marker names."""
+    run, _ = hold_run(repo, "B-2", ["one", "two"])
+    try:
+        asks = tmp_path / "asks"
+        barrier.reset(asks)
+        env = {ENV_CHECKPOINT_DIR: str(asks), ENV_CHECKPOINT_WAIT: "1.5"}
+        started = time.monotonic()
+        done = cairn("task", "done", "0", "--ticket", "B-2", cwd=repo, env=env)
+        assert 1.5 <= time.monotonic() - started < 10
+        assert_one_line_error(done, 3)
+        assert "task 0 completed is recorded here but the worker did not push it" in done.stderr
+        assert "within 1.5s, so it is not confirmed; the run stops" in done.stderr
+        assert run.wait(timeout=10) == -signal.SIGTERM  # the run that owns the ticket
+        assert barrier.pending(asks) == []  # the request is taken back
+        skipped = cairn("task", "skip", "1", "--notes", "n", "--ticket", "B-2", cwd=repo, env=env)
+        assert_one_line_error(skipped, 3)  # no run left to stop: it says to stop it
+        assert "task 1 skipped is recorded here" in skipped.stderr
+        assert "not confirmed; stop this run" in skipped.stderr
+    finally:
+        run.kill()
+        run.wait()
+
+
+def test_a_worker_waits_four_heartbeat_timeouts(tmp_path: Path) -> None:
+    assert barrier.wait_after(30.0) == 120.0 == barrier.waiting_time({})
+    assert barrier.waiting_time({ENV_CHECKPOINT_WAIT: "8"}) == 8.0
+    assert barrier.waiting_time({ENV_CHECKPOINT_WAIT: "soon"}) == barrier.WAIT
 
 
 def test_a_request_returns_once_released(tmp_path: Path) -> None:

@@ -38,14 +38,14 @@ def test_the_newer_attempt_claims_and_the_older_one_is_refused(tmp_path: Path, u
     progress = workspace.checkpoint(first, "heartbeat")
     assert progress.snapshot and remote(bare, f"refs/cairn/wip/{TICKET}") == progress.snapshot
     state = remote(bare, f"refs/cairn/state/{TICKET}")
-    assert statecommit.attempt_of(first.git, state) == 1
+    assert statecommit.claim_of(first.git, state) == statecommit.Claim(1, 1)
 
     second = workspace.prepare(tmp_path / "w2", task, attempt=2)
     # the older attempt's untracked file came back from its snapshot
     assert (second.worktree / "notes.txt").read_text() == "attempt 1 wrote this\n"
     claim = workspace.checkpoint(second, "segment start")
     assert claim.state != state  # a new attempt makes its own state commit, tree unchanged
-    assert statecommit.attempt_of(second.git, claim.state or "") == 2
+    assert statecommit.claim_of(second.git, claim.state or "") == statecommit.Claim(2, 2)
 
     before = {ref: remote(bare, ref) for ref in second.refs.all()}
     (first.worktree / "notes.txt").write_text("the zombie wrote more\n")
@@ -63,9 +63,41 @@ def test_an_attempt_older_than_the_remote_s_stops_before_it_touches_anything(
     tmp_path: Path, user: Path
 ) -> None:
     task = ticket_input(user)
-    workspace.checkpoint(workspace.prepare(tmp_path / "w2", task, attempt=3), "segment start")
+    later = workspace.prepare(tmp_path / "w2", task, attempt=3, segment="run-a/1")
+    workspace.checkpoint(later, "segment start")
     with pytest.raises(Fenced, match="attempt 3 of ticket F-1 owns its refs; attempt 2 stops"):
-        workspace.prepare(tmp_path / "w1", task, attempt=2)
+        workspace.prepare(tmp_path / "w1", task, attempt=2, segment="run-a/1")
+
+
+def test_the_generation_only_grows_across_segments_and_workflow_runs(
+    tmp_path: Path, user: Path
+) -> None:
+    """Temporal's attempt starts at 1 again for each segment: a ticket whose first segment was
+    retried (attempt 2) runs its second segment as attempt 1, which must claim, not be fenced
+    by its own predecessor; an older generation's push is refused."""
+    bare, task = tmp_path / "shared.git", ticket_input(user)
+    zombie = workspace.prepare(tmp_path / "w1", task, attempt=1, segment="run-a/1")
+    workspace.checkpoint(zombie, "segment start")
+    retried = workspace.prepare(tmp_path / "w2", task, attempt=2, segment="run-a/1")
+    workspace.checkpoint(retried, "segment end")
+    second = workspace.prepare(tmp_path / "w1", task, attempt=1, segment="run-a/2")
+    claim = workspace.checkpoint(second, "segment start")  # the tree did not change
+    assert (claim.generation, claim.attempt) == (3, 1)
+    state = remote(bare, f"refs/cairn/state/{TICKET}")
+    assert claim.state == state and statecommit.claim_of(second.git, state).generation == 3
+    # a new workflow run (continue-as-new, or a restarted ticket) goes on counting
+    third = workspace.prepare(tmp_path / "w2", task, attempt=1, segment="run-b/1")
+    assert workspace.checkpoint(third, "segment start").generation == 4
+    generations = git(
+        bare, "log", "--format=%(trailers:key=Cairn-Generation,valueonly)", state
+    ).split()
+    assert generations == ["3", "2", "1"]
+    before = {ref: remote(bare, ref) for ref in third.refs.all()}
+    for older in (second, retried):  # every older generation's push is refused whole
+        (older.worktree / "late.txt").write_text("a zombie's work\n")
+        with pytest.raises(Fenced):
+            workspace.checkpoint(older, "heartbeat")
+    assert {ref: remote(bare, ref) for ref in third.refs.all()} == before
 
 
 def test_a_checkpoint_with_nothing_new_pushes_nothing(tmp_path: Path, user: Path) -> None:

@@ -60,12 +60,12 @@ def snapshot_holds(bare: Path, path: str) -> bool:
 
 
 def state_attempts(bare: Path) -> list[int]:
-    """The attempts of the ticket's state commits on the remote, oldest first."""
+    """The generations of the ticket's state commits on the remote, oldest first."""
     body = git(
         bare,
         "log",
         "--reverse",
-        "--format=%(trailers:key=Cairn-Attempt,valueonly)",
+        "--format=%(trailers:key=Cairn-Generation,valueonly)",
         f"refs/cairn/state/{TICKET}",
     )
     return [int(line) for line in body.split() if line.strip()]
@@ -110,6 +110,9 @@ def test_a_lost_worker_s_task_is_resumed_elsewhere_from_the_pushed_snapshot(
         elif loss == "shutdown":
             lost.process.send_signal(signal.SIGTERM)
             assert lost.process.wait(timeout=30) == 0
+            said = lost.root.with_suffix(".log").read_text()  # one line, not a traceback
+            assert f"cairn: {TICKET}: attempt 1 cancelled: the worker shuts down" in said
+            assert "Traceback" not in said, said
         else:
             lost.process.send_signal(signal.SIGSTOP)
             wait_for(
@@ -125,7 +128,11 @@ def test_a_lost_worker_s_task_is_resumed_elsewhere_from_the_pushed_snapshot(
         assert fleet.returncode == 0, (out, err)
         assert events(out.decode())[-1]["tickets"] == {TICKET: "completed"}
         # the workflow's query (answered by a live worker): the last segment was a retry
-        state = asyncio.run(query_status(temporal.address, workflow_id(str(bare), TICKET)))
+        started = [e for e in events(out.decode()) if e["event"] == "ticket_started"]
+        assert started[0]["workflow_id"] == workflow_id(
+            git(bare, "rev-list", "--max-parents=0", "HEAD").strip()[:16], TICKET
+        )
+        state = asyncio.run(query_status(temporal.address, started[0]["workflow_id"]))
         assert state["state"] == "completed" and state["attempt"] >= 2
     finally:
         if fleet.poll() is None:
@@ -134,6 +141,11 @@ def test_a_lost_worker_s_task_is_resumed_elsewhere_from_the_pushed_snapshot(
             worker.stop()
 
     survivor = workers["w2" if doomed == "w1" else "w1"]
+    if loss == "partition":  # the zombie says why it stopped in a line, not a traceback
+        said = lost.root.with_suffix(".log").read_text()
+        lines = ("K-1: attempt 1 cancelled: timed out at the server", "K-1: attempt 1 stops: ")
+        assert any(f"cairn: {line}" in said for line in lines), said
+        assert "Traceback" not in said, said
     log = agent_log(env, TICKET)
     done = [e["task"] for e in log if e["event"] == "done"]
     assert done == [1, 2, 3]  # task 1, completed before the kill, is not redone

@@ -39,7 +39,7 @@ def test_a_state_commit_ignores_temp_files_that_come_and_go(tmp_path: Path) -> N
         deadline = time.monotonic() + 4
         commits = 0
         while time.monotonic() < deadline:
-            parent = statecommit.commit(runner, state, parent, "T-1", 1)
+            parent = statecommit.commit(runner, state, parent, "T-1", statecommit.Claim(1, 1))
             commits += 1
     finally:
         stop.set()

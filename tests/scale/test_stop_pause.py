@@ -114,6 +114,11 @@ def test_pause_resume_and_stop_a_ticket(
         assert found["task"] == 2  # the task-2 file came back from the pushed snapshot
         files = git(bare, "ls-tree", "-r", "--name-only", f"cairn/{ticket}").split()
         assert {f"work/{ticket}-task-{n}.txt" for n in (1, 2, 3)} <= set(files)
+    # each cancelled attempt says one line in the worker's output, not a traceback
+    said = (tmp_path / "w1.log").read_text()
+    for ticket in ("P-1", "S-1"):
+        assert f"cairn: {ticket}: attempt 1 cancelled: a pause or stop was asked" in said
+    assert "Traceback" not in said and "CancelledError" not in said
 
 
 def test_control_bad_input_is_one_line_exit_2(

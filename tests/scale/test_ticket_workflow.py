@@ -20,12 +20,15 @@ from temporalio.exceptions import ApplicationError, CancelledError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from cairn.scale.failures import INFRA, TICKET
 from cairn.scale.messages import Progress, SegmentInput, SegmentResult, TicketInput
 from cairn.scale.workflow import MEMO, TicketWorkflow
 
 HANG = -1  # a segment that runs until it is cancelled
 BROKEN = -2  # a segment whose every attempt raises
 SILENT = -3  # a segment whose first attempt stops heartbeating (its worker died)
+OUTAGE = -4  # a segment whose first OUTAGE_ATTEMPTS attempts fail for the infrastructure
+OUTAGE_ATTEMPTS = 25  # more than the 20 attempts a segment had before failures were classified
 
 
 def skipping_server() -> str:
@@ -51,7 +54,11 @@ class Script:
         code = self.codes[min(task.segment, len(self.codes)) - 1]
         progress = Progress(attempt=attempt, branch=f"b{task.segment}", marker={"phase": "x"})
         if code == BROKEN:
-            raise ApplicationError(f"no remote for segment {task.segment}", non_retryable=True)
+            raise ApplicationError(f"no remote for segment {task.segment}", type=TICKET)
+        if code == OUTAGE and attempt <= OUTAGE_ATTEMPTS:
+            raise ApplicationError("git fetch failed: the remote is gone", type=INFRA)
+        if code == OUTAGE:
+            code = 0
         if code == SILENT and attempt == 1:
             await asyncio.sleep(30)  # no heartbeat: the server times the attempt out
         if code == SILENT:
@@ -110,7 +117,8 @@ def run(script: Script, body: Body) -> Any:
         ([3, 3, 0], 3, "completed", 3),
         ([3, 3, 3, 0], 3, "interrupted", 3),
         ([3, 1], 3, "needs_review", 2),
-        ([2], 3, "failed", 1),
+        ([2], 3, "failed", 3),  # a refused run is the ticket's own error: max_attempts (3)
+        ([2, 0], 3, "completed", 2),
     ],
 )
 def test_segments_run_until_an_outcome(
@@ -138,10 +146,26 @@ def test_a_segment_whose_attempts_fail_ends_the_ticket_failed_with_its_error() -
         handle = await start(ticket())
         assert await handle.result() == "failed"
         status = await handle.query("status")
-        assert "no remote for segment 2" in status["detail"]
+        assert "no remote for segment 4" in status["detail"]
+        assert "(3 of 3 attempts failed)" in status["detail"]
         assert status["branch"] == "b1"  # the last progress a segment reported
+        assert (status["segments"], status["failures"]) == (4, 3)
 
     run(script, body)
+    assert script.seen == [(1, 1), (2, 1), (3, 1), (4, 1)]  # Temporal retried none of them
+
+
+def test_an_infrastructure_outage_is_retried_past_the_old_budget() -> None:
+    script = Script([OUTAGE])
+
+    async def body(client: Client, start: Any) -> None:
+        handle = await start(ticket(max_backoff_seconds=0.5))
+        assert await handle.result() == "completed"
+        status = await handle.query("status")
+        assert status["attempt"] == OUTAGE_ATTEMPTS + 1 and status["failures"] == 0
+
+    run(script, body)
+    assert [a for _, a in script.seen] == list(range(1, OUTAGE_ATTEMPTS + 2))
 
 
 def test_history_continues_as_new_and_carries_the_counts() -> None:

@@ -16,6 +16,9 @@ changes the records itself (``act_alone``). ``decide`` is the rule both follow:
 | stopped | paused | refused (fleet start) | unchanged |
 | completed, needs_review, needs_input, failed, interrupted for good | refused | refused | refused |
 
+``retry`` (``cairn.fleet.retry``) takes a failed, interrupted, stopped or needs-input ticket to
+``retrying`` with its attempts counted afresh, and refuses every other state.
+
 A stopped ticket is started again by the next ``cairn fleet start`` (a new supervisor), as a
 stopped workflow is on Temporal; a paused one waits across restarts until it is resumed.
 """
@@ -30,7 +33,7 @@ from typing import Any, NamedTuple, Protocol
 
 from cairn.config import Config
 from cairn.fleet import lease as fleet_lease
-from cairn.fleet import schedule
+from cairn.fleet import retry, schedule
 from cairn.fleet.budget import FleetBudget
 from cairn.fleet.trackers.base import Tracker
 from cairn.fleet.trackers.dir import is_finished
@@ -62,6 +65,9 @@ def decide(action: FleetAction, record: FleetTicket, config: Config, supervised:
     """What ``action`` does to the ticket of ``record`` (a record that says running is taken
     as running; the caller cuts its run off for a pause or stop)."""
     state, ticket = record.state, record.ticket
+    if action == "retry":
+        why = retry.refusal(record)
+        return Decision(None, why) if why is not None else Decision("retrying", None)
     if state == "completed":
         return Decision(
             None,
@@ -74,7 +80,12 @@ def decide(action: FleetAction, record: FleetTicket, config: Config, supervised:
         return Decision(
             None,
             f"ticket {ticket} {verb} so the fleet no longer runs it and there is nothing to "
-            f"{action}; cairn resume {ticket} continues it by hand",
+            f"{action}; "
+            + (
+                f"cairn resume {ticket} continues it by hand"
+                if state == "needs_review"
+                else f"cairn fleet retry {ticket} queues it again"
+            ),
         )
     if action != "resume":
         target = schedule.HOLDS[action]
@@ -98,6 +109,8 @@ def decide(action: FleetAction, record: FleetTicket, config: Config, supervised:
 
 def changes(action: FleetAction, record: FleetTicket, state: FleetState) -> dict[str, Any]:
     """The record's new fields when ``action`` takes it to ``state`` (not running)."""
+    if action == "retry":
+        return retry.changes(record)
     detail = "resumed by a person" if action == "resume" else None
     return {
         "state": state,
@@ -225,7 +238,7 @@ class Controls:
             return
         decision = decide(action, record, host.config, supervised=True)
         child = host.running.get(ticket)
-        if child is not None and action != "resume" and decision.refusal is None:
+        if child is not None and action in schedule.HOLDS and decision.refusal is None:
             if not request.signalled and not host.stopping:  # a second SIGTERM would kill
                 child.signal(signal.SIGTERM)  # it stops its agent and snapshots; then `held`
                 request = fleetcontrol.signalled(request)
@@ -304,12 +317,12 @@ def _act_alone(layout: Layout, config: Config, request: Request) -> None:
         return
     if record.state == "running":
         if same_process(record.pid, record.pid_started_at):
-            if request.action != "resume" and not request.signalled:
+            if request.action in schedule.HOLDS and not request.signalled:
                 assert record.pid is not None
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(record.pid, signal.SIGTERM)
                 fleetcontrol.signalled(request)
-            if request.action != "resume":
+            if request.action in schedule.HOLDS:
                 return  # done once the run has exited
             fleetcontrol.done(request)
             return

@@ -29,6 +29,7 @@ from cairn.fleet.control import Controls
 from cairn.fleet.endings import Endings
 from cairn.fleet.hooks import set_up
 from cairn.fleet.intake import Intake
+from cairn.fleet.retry import RETRIED
 from cairn.fleet.trackers import Tracker, open_tracker
 from cairn.fleet.watch import Adopted, Attempt, Watched, outcome_on_disk
 from cairn.fleet.workspaces import ensure, run_hook
@@ -273,7 +274,8 @@ class Supervisor(recovery.Recovering):
         if status == "none" or fresh or (status not in DONE and not begun):
             plan = self.repo.toplevel / record.plan
             return ["run", str(plan), "--ticket", record.ticket, "--json"]
-        if status in DONE or reason == "no_progress":  # finished, or it waits for a person
+        waits = reason == "no_progress" and record.last_reason != RETRIED  # a person retried it
+        if status in DONE or waits:  # finished, or it waits for a person
             blocked = reason == "no_progress" and watch.interruption_detail(self.layout, ticket)
             self._finish(record, DONE.get(status, "needs_input"), detail=blocked or None)
             return None

@@ -75,7 +75,7 @@ def task_done(
         outcome=outcome,
         notes=notes,
     )
-    barrier.wait_for_checkpoint()  # on a worker: the completion is on the shared remote
+    confirm(ref, f"task {number} completed")  # on a worker: the completion is on the remote
     return after
 
 
@@ -85,8 +85,56 @@ def task_set_aside(ref: RunRef, number: int, status: str, notes: str | None) -> 
         verb = {"skipped": "skip", "deferred": "defer"}[status]
         raise BadInput(f"task {verb} needs --notes saying why; nothing was written")
     after = edit_summary(ref, None, "task", task=number, status=status, notes=notes)
-    barrier.wait_for_checkpoint()
+    confirm(ref, f"task {number} {status}")
     return after
+
+
+def confirm(ref: RunRef, what: str) -> None:
+    """On a worker of the fleet on Temporal: return once the report is on the shared remote.
+    When the worker does not confirm it in time (a frozen or cut-off worker), the report fails
+    closed: the run that owns the ticket is stopped (SIGTERM: it stops its agent, snapshots and
+    ends interrupted), and ``barrier.Unconfirmed`` says so (exit 3)."""
+    if barrier.wait_for_checkpoint():
+        return
+    stopped = _stop_run(ref)
+    raise barrier.Unconfirmed(
+        f"{what} is recorded here but the worker did not push it to the shared remote within "
+        f"{barrier.waiting_time():g}s, so it is not confirmed; "
+        f"{'the run stops' if stopped else 'stop this run'}: the ticket resumes from what the "
+        "remote holds, where this task may not be done yet"
+    )
+
+
+def _stop_run(ref: RunRef) -> bool:
+    """SIGTERM to the run the ticket's marker names as its owner, when it is a live process of
+    this host (its recorded start time matches); True once it was sent. This process ignores
+    SIGTERM from then on: the run stops its agent's process group, of which this report is
+    part, and the report's line must still reach the agent."""
+    import signal
+    import threading
+
+    from cairn.state import owner
+    from cairn.util import procs
+
+    try:
+        found = marker.read(ref.layout.marker_path(ref.ticket))
+    except Exception:  # a marker that cannot be read names no run to stop
+        return False
+    run = found.owner if found is not None else None
+    if run is None or run.host != owner.this_host() or run.pid_started_at is None:
+        return False
+    started = procs.process_start_time(run.pid)
+    if run.pid == os.getpid() or started is None:
+        return False
+    if abs((started - run.pid_started_at).total_seconds()) > owner.START_TIME_TOLERANCE:
+        return False
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        os.kill(run.pid, signal.SIGTERM)
+    except OSError:
+        return False
+    return True
 
 
 def finding(ref: RunRef, finding_id: str, status: str, action: str | None) -> Summary:

@@ -48,6 +48,7 @@ class TemporalRows:
         scratch: Path,
         objects: Path | None = None,
         local: Layout | None = None,
+        key: str = "",
     ) -> None:
         """Connects at once: an unreachable Temporal raises here (OSError or RuntimeError).
         ``objects``: the user's object store, borrowed by the scratch repository (only what it
@@ -55,6 +56,7 @@ class TemporalRows:
         entries it refused (their rows follow the workflows')."""
         self.config, self.remote, self.base, self.scratch = config, remote, base, scratch
         self.objects, self.local = objects, local
+        self.key = key or remote  # the fleet key the workflow ids start with
         self.loop = asyncio.new_event_loop()
         threading.Thread(target=self.loop.run_forever, name="cairn-temporal", daemon=True).start()
         self.client: Client = self._wait(connect(config.temporal))
@@ -73,7 +75,7 @@ class TemporalRows:
         with self.lock:
             if time.monotonic() - self.read_at >= FRESH:
                 try:
-                    self.last = self._wait(listing(self.client, self.remote))
+                    self.last = self._wait(listing(self.client, self.key))
                     self.error = None
                 except Exception as exc:  # the last rows stay, with why they are old
                     first = (str(exc).splitlines() or [repr(exc)])[0][:200]

@@ -4,14 +4,13 @@ plain dataclasses so the workflow sandbox and the payload converter both take th
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 
 # The exit codes of `cairn run|resume` (docs/run.md) a segment reports.
 COMPLETED, NEEDS_REVIEW, REFUSED, INTERRUPTED = 0, 1, 2, 3
 
 # A ticket workflow's states (its `status` query and memo): live ones, then final ones.
-LIVE = ("queued", "running", "pausing", "paused", "stopping")
+LIVE = ("queued", "running", "retrying", "pausing", "paused", "stopping")
 FINAL = ("completed", "needs_review", "interrupted", "failed", "stopped")
 
 
@@ -25,6 +24,7 @@ class Progress:
     state: str | None = None  # the sha of refs/cairn/state/<ticket>
     marker: dict[str, str] = field(default_factory=dict)  # phase, task, status of the marker
     worker: str = ""  # host:pid of the worker that sent it
+    generation: int = 0  # the fencing token of the attempt that sent it (its state commits')
 
 
 @dataclass
@@ -33,6 +33,7 @@ class Carried:
 
     segments: int = 0  # segments run so far, across runs
     interrupted: int = 0  # segments that ended interrupted, counted against max_segments
+    failures: int = 0  # segments that failed on the ticket's own error, against max_attempts
     paused: bool = False
     progress: Progress | None = None
     detail: str = ""
@@ -47,6 +48,8 @@ class TicketInput:
     base: str  # the branch cairn/<ticket> starts from
     max_segments: int = 3  # interrupted segments resumed before the ticket is left interrupted
     heartbeat_seconds: float = 30.0  # [temporal] heartbeat_timeout: a silent worker is dead
+    max_attempts: int = 3  # segments failed on the ticket's own error before it is failed
+    max_backoff_seconds: float = 60.0  # [temporal] max_backoff: the cap of a retry's backoff
     continue_every: int = 20  # segments per workflow run before it continues as new
     carried: Carried | None = None  # from the run this one continues
 
@@ -64,8 +67,8 @@ class SegmentResult:
     detail: str = ""
 
 
-def workflow_id(remote: str, ticket: str) -> str:
-    """The ticket's workflow id: the same repository and ticket always give the same id, so a
-    second start finds the first workflow instead of duplicating it."""
-    digest = hashlib.sha256(remote.encode()).hexdigest()[:12]
-    return f"cairn:{digest}:{ticket}"
+def workflow_id(fleet: str, ticket: str) -> str:
+    """The ticket's workflow id: ``fleet`` is the repository's key (``[fleet] id`` or its root
+    commit, ``cairn.scale.remote.fleet_key``), the same in every clone whatever the spelling of
+    its remote, so a second start finds the first workflow instead of duplicating it."""
+    return f"cairn:{fleet}:{ticket}"

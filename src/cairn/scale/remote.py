@@ -43,3 +43,27 @@ def base_of(repo: Repo, remote: str, configured: str | None) -> str:
     if branch is None:
         raise BadInput(f"{remote} has no default branch and HEAD is detached; check out one")
     return branch
+
+
+def fleet_key(repo: Repo, configured: str | None, name: str, base: str | None) -> str:
+    """What every ticket workflow id of this repository starts with, the same in every clone
+    however it spells the remote: ``[fleet] id``, else the repository's root commit (the one
+    the base branch's first parents lead to: one, even when merges brought in other roots)."""
+    if configured is not None:
+        return configured
+    if repo.git.run(["rev-parse", "--is-shallow-repository"], check=False).text == "true":
+        raise BadInput(
+            f"{repo.toplevel} is a shallow clone, so its root commit is unknown; set [fleet] id "
+            "in cairn.toml or git fetch --unshallow"
+        )
+    tips = [f"refs/remotes/{name}/{base}", f"refs/heads/{base}"] if base else []
+    for tip in (*tips, f"refs/remotes/{name}/HEAD", "HEAD"):
+        found = repo.git.run(
+            ["rev-list", "--first-parent", "--max-parents=0", tip, "--"], check=False
+        )
+        if found.ok and found.text:
+            return found.text.split()[-1][:16]
+    raise BadInput(
+        f"{repo.toplevel} has no commit to name the fleet by; git fetch {name}, or set "
+        "[fleet] id in cairn.toml"
+    )

@@ -9,54 +9,142 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import logging
 import os
+import random
 import sys
 import time
 from pathlib import Path
 
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
-from cairn.scale import workspace
+from cairn.scale import failures, roots, workspace
+from cairn.scale.liveness import ABANDON_AFTER, Liveness, Work, retrieved
 from cairn.scale.messages import (
     COMPLETED,
     INTERRUPTED,
     NEEDS_REVIEW,
     SegmentInput,
     SegmentResult,
+    TicketInput,
 )
 from cairn.scale.outset import Outset, outset
 from cairn.scale.shared import Fenced
 from cairn.scale.workspace import STOP_GRACE
-from cairn.terms import ENV_CHECKPOINT_DIR
+from cairn.terms import ENV_CHECKPOINT_DIR, ENV_CHECKPOINT_WAIT
 from cairn.util import barrier, procs
 
+TAIL_BYTES = 65536  # how much of the end of a segment's log its detail is read from
+_log = logging.getLogger(__name__)
 ASKS_POLL = 0.1  # seconds between looks for a checkpoint request (cairn.util.barrier)
 
 
 class Segments:
-    """The activities of one worker: its workspace root, shared by the tickets it runs."""
+    """The activities of one worker: its workspace root, shared by the tickets it runs.
 
-    def __init__(self, root: Path) -> None:
+    ``jitter``: a retried attempt (attempt > 1) starts after a random delay between half this
+    many seconds and this many, heartbeating meanwhile, so the segments a Temporal restart timed
+    out together do not all rebuild at once. ``rebuilds``: at most this many rebuilds at once on
+    this worker (the remote sees at most workers x rebuilds fetches of whole tickets)."""
+
+    def __init__(
+        self, root: Path, jitter: float = 0.0, rebuilds: int = 2, stall: float | None = None
+    ) -> None:
         self.root = root
+        self.jitter = jitter
+        self.stall = stall
+        self.rebuilds = asyncio.Semaphore(rebuilds)
+        self._collecting: asyncio.Future[bool] | None = None
+        self._owners: dict[str, str] = {}  # ticket -> the work token of its latest attempt here
 
     @activity.defn(name="cairn_segment")
     async def run_segment(self, task: SegmentInput) -> SegmentResult:
-        return await self._segment(task)
+        """The segment, its failure classified (``cairn.scale.failures``): the
+        infrastructure's is retried without limit, the ticket's own counts against
+        ``max_attempts``; a cancellation says one line."""
+        try:
+            return await self._segment(task)
+        except asyncio.CancelledError:
+            instead = failures.cancelled(task.ticket.ticket)
+            if instead is None:
+                raise
+            raise instead from None
+        except ApplicationError:
+            raise
+        except Exception as exc:
+            raise failures.failed(task.ticket.ticket, exc) from exc
 
     async def _segment(self, task: SegmentInput) -> SegmentResult:
         info = activity.info()
         timeout = info.heartbeat_timeout.total_seconds() if info.heartbeat_timeout else 30.0
-        every = max(0.5, timeout / 3)
-        space = await asyncio.to_thread(workspace.prepare, self.root, task.ticket, info.attempt)
+        with Liveness(max(0.5, timeout / 3), tuple(info.heartbeat_details)) as alive:
+            if info.attempt > 1 and self.jitter > 0:
+                # half of it at least: spread, and never close to no delay at all
+                await asyncio.sleep(random.uniform(self.jitter / 2, self.jitter))
+            work = Work(self.stall)
+            self._owners[task.ticket.ticket] = work.token
+            try:
+                segment = f"{info.workflow_run_id}/{info.activity_id}"
+                space = await self._rebuild(work, task.ticket, info.attempt, segment)
+                return await self._run(work, alive, space, task, timeout)
+            finally:
+                # the push is on the remote (or the attempt is over: a retry rebuilds from
+                # the remote): nothing of the ticket stays in the root — unless a newer
+                # attempt of the ticket has started here meanwhile (its worktree now)
+                if self._owners.get(task.ticket.ticket) == work.token:
+                    del self._owners[task.ticket.ticket]
+                    await self._cleanup(task.ticket)
+
+    async def _cleanup(self, task: TicketInput) -> None:
+        """Remove the ticket's leftovers, then collect the clone's garbage in the background
+        (waited for at most ABANDON_AFTER: a zombie thread may hold the ticket)."""
+        loop = asyncio.get_running_loop()
+        cleanup = loop.run_in_executor(None, roots.finish, self.root, task)
+        cleanup.add_done_callback(self._collect)
+        await asyncio.wait({cleanup}, timeout=ABANDON_AFTER)
+
+    async def _rebuild(
+        self, work: Work, task: TicketInput, attempt: int, segment: str
+    ) -> workspace.Workspace:
+        """``workspace.prepare`` in a thread, while fewer than ``rebuilds`` others run here; the
+        slot is free again once the thread has ended (a cancelled one is stopped, or given up
+        after ABANDON_AFTER)."""
+        await self.rebuilds.acquire()
+        try:
+            return await work.run(workspace.prepare, self.root, task, attempt, work.env, segment)
+        finally:
+            self.rebuilds.release()
+
+    def _collect(self, cleanup: asyncio.Future[None]) -> None:
+        """Garbage-collect the clone in the background, once no rebuild holds it."""
+        if not cleanup.cancelled() and cleanup.exception() is not None:
+            _log.warning("cairn: cleanup failed: %s", cleanup.exception())
+        if self._collecting is None or self._collecting.done():
+            loop = asyncio.get_running_loop()
+            self._collecting = loop.run_in_executor(None, roots.collect, self.root)
+            self._collecting.add_done_callback(retrieved)
+
+    async def _run(
+        self,
+        work: Work,
+        alive: Liveness,
+        space: workspace.Workspace,
+        task: SegmentInput,
+        timeout: float,
+    ) -> SegmentResult:
+        every = alive.every
         asks = self.root / ".checkpoint-requests" / task.ticket.ticket
         barrier.reset(asks)
-        progress = await asyncio.to_thread(workspace.checkpoint, space, "segment start")
-        activity.heartbeat(progress)
+        progress = await work.run(workspace.checkpoint, space, "segment start")
+        alive.pushed(progress)
         start = outset(space.state_dir)
         if start.command == "finished" and start.exit_code is not None:
             if start.exit_code in (COMPLETED, NEEDS_REVIEW):
-                await asyncio.to_thread(workspace.commit_leftovers, space)
-                progress = await asyncio.to_thread(workspace.checkpoint, space, "segment end")
+                await work.run(workspace.commit_leftovers, space)
+                progress = await work.run(workspace.checkpoint, space, "segment end")
+                alive.pushed(progress)
             return SegmentResult(start.exit_code, progress, "the run had finished")
         command = self._command(space, task, start)
         log = self.root / ".logs" / f"{task.ticket.ticket}.log"
@@ -65,7 +153,11 @@ class Segments:
             child = await asyncio.create_subprocess_exec(
                 *command,
                 cwd=space.worktree,
-                env={**_child_env(), ENV_CHECKPOINT_DIR: str(asks)},
+                env={
+                    **_child_env(),
+                    ENV_CHECKPOINT_DIR: str(asks),
+                    ENV_CHECKPOINT_WAIT: f"{barrier.wait_after(timeout):g}",
+                },
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=out,
                 stderr=out,
@@ -84,9 +176,9 @@ class Segments:
                 waiting = barrier.pending(asks)
                 if not waiting and time.monotonic() - last < every:
                     continue
-                progress = await asyncio.to_thread(workspace.checkpoint, space, "heartbeat")
-                activity.heartbeat(progress)
-                barrier.release(waiting)
+                progress = await work.run(workspace.checkpoint, space, "heartbeat")
+                alive.pushed(progress)
+                barrier.release(waiting)  # a failed checkpoint raised: nothing is released
                 last = time.monotonic()
         except asyncio.CancelledError:
             # cancelled, timed out at the server, or the worker shuts down: the run saves a
@@ -110,10 +202,11 @@ class Segments:
             raise
         code = child.returncode if child.returncode is not None else INTERRUPTED
         if code in (COMPLETED, NEEDS_REVIEW):
-            await asyncio.to_thread(workspace.commit_leftovers, space)
-        progress = await asyncio.to_thread(workspace.checkpoint, space, "segment end")
-        activity.heartbeat(progress)
-        barrier.release(barrier.pending(asks))
+            await work.run(workspace.commit_leftovers, space)
+        waiting = barrier.pending(asks)  # only requests made before this checkpoint began
+        progress = await work.run(workspace.checkpoint, space, "segment end")
+        alive.pushed(progress)
+        barrier.release(waiting)  # never after a failed checkpoint: those report unconfirmed
         return SegmentResult(code if code >= 0 else INTERRUPTED, progress, _tail(log))
 
     @staticmethod
@@ -131,8 +224,51 @@ def _child_env() -> dict[str, str]:
 
 
 def _tail(log: Path) -> str:
+    """The segment's detail, from the last line its run wrote to ``log``: the outcome
+    ``--json`` printed, as one line (``completed: 3 of 3 tasks``, an interruption's reason, a
+    refusal's message); any other last line as it is."""
     try:
-        lines = log.read_text(errors="replace").strip().splitlines()
+        with log.open("rb") as handle:
+            handle.seek(max(0, handle.seek(0, os.SEEK_END) - TAIL_BYTES))
+            lines = handle.read().decode(errors="replace").strip().splitlines()
     except OSError:
         return ""
-    return lines[-1][-300:] if lines else ""
+    if not lines:
+        return ""
+    return (_outcome_line(lines[-1]) or lines[-1])[-300:]
+
+
+def _outcome_line(line: str) -> str | None:
+    """``cairn run|resume --json``'s last line as a row's detail; None when it is not one."""
+    try:
+        said = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(said, dict):
+        return None
+    error = said.get("error")
+    if isinstance(error, dict) and error.get("message"):
+        return f"refused: {error['message']}"
+    status = said.get("status")
+    if not isinstance(status, str) or "exit_code" not in said:
+        return None
+    why = ": ".join(str(said[k]) for k in ("reason", "error") if said.get(k))
+    parts = [part for part in (_counts(said.get("summary_path")), why) if part]
+    text = status.replace("_", " ")
+    return f"{text}: {'; '.join(parts)}" if parts else text
+
+
+def _counts(path: object) -> str | None:
+    """``3 of 3 tasks`` (or findings) from the run's change summary."""
+    from cairn.summary import store
+
+    if not isinstance(path, str):
+        return None
+    try:
+        summary = store.load(Path(path))
+    except Exception:  # a summary that does not read: the outcome's status alone
+        return None
+    if summary is None:
+        return None
+    unit = "tasks" if summary.mode == "implementation" else "findings"
+    return f"{summary.resolved()} of {summary.total()} {unit}"

@@ -4,6 +4,7 @@ lease so an attempt never overwrites refs a newer attempt pushed (fencing)."""
 from __future__ import annotations
 
 import fcntl
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -38,15 +39,57 @@ class TicketRefs:
 
 
 @contextmanager
-def locked(path: Path) -> Iterator[None]:
-    """An exclusive flock on ``path`` (several tickets share one clone on a worker)."""
+def locked(path: Path, exclusive: bool = True) -> Iterator[None]:
+    """An flock on ``path``: exclusive, or shared with other shared holders. A worker's clone
+    is held shared by each rebuild (several at once) and exclusively by its creation and its
+    garbage collection, which never run beside a rebuild."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+        fcntl.flock(handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
         try:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@contextmanager
+def locked_if_free(path: Path) -> Iterator[bool]:
+    """An exclusive flock on ``path`` when nobody holds one of any kind: True, else False at
+    once (the caller skips its work)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+_TICKETS: dict[str, tuple[threading.Lock, int]] = {}
+_TICKETS_GUARD = threading.Lock()
+
+
+@contextmanager
+def ticket_locked(key: str) -> Iterator[None]:
+    """One holder at a time per ticket of a worker root (an attempt's rebuild or cleanup and a
+    newer attempt's on the same worker). In-process: one worker owns a root (its flock)."""
+    with _TICKETS_GUARD:
+        lock, users = _TICKETS.get(key, (threading.Lock(), 0))
+        _TICKETS[key] = (lock, users + 1)
+    try:
+        with lock:
+            yield
+    finally:
+        with _TICKETS_GUARD:
+            lock, users = _TICKETS[key]
+            if users == 1:
+                del _TICKETS[key]
+            else:
+                _TICKETS[key] = (lock, users - 1)
 
 
 def ensure_clone(url: str, clone: Path) -> Git:
@@ -70,7 +113,8 @@ def remote_refs(git: Git, refs: tuple[str, ...]) -> dict[str, str]:
 
 def fetch(git: Git, refspecs: list[str]) -> None:
     if refspecs:
-        git.run(["fetch", "-q", "--no-tags", REMOTE, *refspecs])
+        # several rebuilds fetch into one clone at once: no shared FETCH_HEAD to fight over
+        git.run(["fetch", "-q", "--no-tags", "--no-write-fetch-head", REMOTE, *refspecs])
 
 
 def push(git: Git, updates: dict[str, str], leases: dict[str, str | None]) -> None:

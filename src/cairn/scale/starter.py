@@ -8,14 +8,16 @@ import signal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import CancelledError, WorkflowAlreadyStartedError
+from temporalio.service import RPCError
 
 from cairn.config import Config, TemporalConfig
-from cairn.scale.connection import connect
+from cairn.scale.connection import Outage, connect, transient
+from cairn.scale.control import state_of
 from cairn.scale.messages import TicketInput, workflow_id
 from cairn.scale.workflow import TicketWorkflow
 from cairn.state.refusals import EVENT, Rejected, Reporter
@@ -27,14 +29,25 @@ class Started:
     ticket: str
     workflow_id: str
     new: bool  # False: the ticket's workflow runs, or finished (a stopped one starts again)
+    ended: str | None = None  # how it finished when it did and may be retried (RETRYABLE)
+
+
+RETRYABLE = ("failed", "interrupted", "stopped")  # final states `cairn fleet retry` restarts
+
+
+async def ended_as(handle: WorkflowHandle[Any, Any]) -> str | None:
+    """The final state of the ticket's latest run when ``cairn fleet retry`` may restart it."""
+    live, state = await state_of(handle)
+    return state if not live and state in RETRYABLE else None
 
 
 async def start(
-    client: Client, config: TemporalConfig, tickets: list[TicketInput]
+    client: Client, config: TemporalConfig, tickets: list[TicketInput], key: str
 ) -> list[Started]:
+    """Start each ticket's workflow (``key``: the repository's, ``remote.fleet_key``)."""
     started: list[Started] = []
     for task in tickets:
-        wid = workflow_id(task.remote, task.ticket)
+        wid = workflow_id(key, task.ticket)
         try:
             await client.start_workflow(
                 TicketWorkflow.run,
@@ -46,22 +59,30 @@ async def start(
             )
             started.append(Started(task.ticket, wid, True))
         except WorkflowAlreadyStartedError:
-            started.append(Started(task.ticket, wid, False))
+            state = await ended_as(client.get_workflow_handle(wid))
+            started.append(Started(task.ticket, wid, False, state))
     return started
 
 
-async def outcomes(client: Client, ids: dict[str, str]) -> dict[str, str]:
+async def outcomes(client: Client, ids: dict[str, str], outage: Outage) -> dict[str, str]:
     """ticket → final state, waiting for each workflow to end (a stopped ticket's workflow
-    ends cancelled: ``stopped``)."""
+    ends cancelled: ``stopped``). A Temporal that goes away meanwhile is waited for."""
     found: dict[str, str] = {}
     for ticket, wid in ids.items():
         handle: WorkflowHandle[TicketWorkflow, str] = client.get_workflow_handle_for(
             TicketWorkflow.run, wid
         )
-        try:
-            found[ticket] = await handle.result()
-        except WorkflowFailureError as exc:
-            found[ticket] = "stopped" if isinstance(exc.cause, CancelledError) else "failed"
+        while ticket not in found:
+            try:
+                found[ticket] = await handle.result()
+            except WorkflowFailureError as exc:
+                found[ticket] = "stopped" if isinstance(exc.cause, CancelledError) else "failed"
+            except RPCError as exc:
+                if not transient(exc):
+                    raise
+                await outage.wait(exc)
+                continue
+            outage.over()
     return found
 
 
@@ -98,11 +119,27 @@ class Tracker(Protocol):
     def candidates(self) -> Sequence[Candidate]: ...
 
 
+def ticket_input(config: Config, candidate: Candidate, remote: str, base: str) -> TicketInput:
+    """A ticket's workflow input: its plan read from the queue now."""
+    return TicketInput(
+        ticket=candidate.ticket,
+        plan_name=candidate.plan.name,
+        plan=candidate.plan.read_text(),
+        remote=remote,
+        base=base,
+        max_segments=config.fleet.max_attempts,
+        heartbeat_seconds=parse_duration(config.temporal.heartbeat_timeout),
+        max_attempts=config.fleet.max_attempts,
+        max_backoff_seconds=parse_duration(config.temporal.max_backoff),
+    )
+
+
 async def drive(
     config: Config,
     tracker: Tracker,
     remote: str,
     base: str,
+    key: str,
     once: bool,
     emit: Emit,
     reporter: Reporter,
@@ -111,21 +148,14 @@ async def drive(
     Each entry the tracker refused is said once per change, and kept (``reporter``)."""
     client = await connect(config.temporal)
     ids: dict[str, str] = {}
+    outage = Outage(config.temporal.address, emit)
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stopping.set)
     while True:
         tickets = [
-            TicketInput(
-                ticket=c.ticket,
-                plan_name=c.plan.name,
-                plan=c.plan.read_text(),
-                remote=remote,
-                base=base,
-                max_segments=config.fleet.max_attempts,
-                heartbeat_seconds=parse_duration(config.temporal.heartbeat_timeout),
-            )
+            ticket_input(config, c, remote, base)
             for c in tracker.candidates()
             if c.ticket not in ids
         ]
@@ -138,14 +168,26 @@ async def drive(
                 reason=refused.reason,
             )
         reporter.save()
-        for got in await start(client, config.temporal, tickets):
+        while True:  # a Temporal restarting between polls is waited for
+            try:
+                got_all = await start(client, config.temporal, tickets, key)
+            except RPCError as exc:
+                if not transient(exc):
+                    raise
+                await outage.wait(exc)
+                continue
+            outage.over()
+            break
+        for got in got_all:
             ids[got.ticket] = got.workflow_id
             kind, text = (
                 ("ticket_started", "{ticket}: workflow {workflow_id} started")
                 if got.new
                 else ("ticket_exists", "{ticket}: workflow {workflow_id} exists already")
             )
-            emit(kind, text, ticket=got.ticket, workflow_id=got.workflow_id)
+            if got.ended is not None:
+                text += " ({ended}: cairn fleet retry {ticket})"
+            emit(kind, text, ticket=got.ticket, workflow_id=got.workflow_id, ended=got.ended)
         if once:
             break
         try:
@@ -153,7 +195,7 @@ async def drive(
             return 3
         except TimeoutError:
             continue
-    states = await outcomes(client, ids)
+    states = await outcomes(client, ids, outage)
     for ticket, state in states.items():
         emit("ticket_finished", "{ticket}: {state}", ticket=ticket, state=state)
     code = exit_code(states, len(reporter.current))

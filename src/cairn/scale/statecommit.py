@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from cairn.errors import GitError
@@ -14,23 +15,34 @@ from cairn.util.durable import TEMP_PREFIX
 
 EXCLUDE = (".lock",)  # the flock file: a machine-local lock, never state
 TRIES = 3
-ATTEMPT = "Cairn-Attempt"  # the trailer naming the activity attempt that made a state commit
+ATTEMPT = "Cairn-Attempt"  # the trailer naming the activity attempt (shown, never compared)
+GENERATION = "Cairn-Generation"  # the fencing token: the remote's generation + 1 at each claim
+SEGMENT = "Cairn-Segment"  # the activity (workflow run/activity id) whose attempt made it
 
 
-def attempt_of(git: Git, sha: str) -> int:
-    """The attempt a state commit names (0 for one without the trailer)."""
-    body = git.out(["log", "-1", "--format=%B", sha])
-    for line in reversed(body.splitlines()):
+@dataclass(frozen=True)
+class Claim:
+    """What a state commit says of the attempt that made it."""
+
+    generation: int = 0  # 0 for a commit without the trailer (made before generations)
+    attempt: int = 0
+    segment: str = ""
+
+
+def claim_of(git: Git, sha: str) -> Claim:
+    """The trailers of state commit ``sha``."""
+    found: dict[str, str] = {}
+    for line in git.out(["log", "-1", "--format=%B", sha]).splitlines():
         name, _, value = line.partition(": ")
-        if name == ATTEMPT and value.strip().isdigit():
-            return int(value)
-    return 0
+        found.setdefault(name, value.strip())
+    number = {k: int(v) for k, v in found.items() if k in (GENERATION, ATTEMPT) and v.isdigit()}
+    return Claim(number.get(GENERATION, 0), number.get(ATTEMPT, 0), found.get(SEGMENT, ""))
 
 
-def commit(git: Git, directory: Path, parent: str | None, ticket: str, attempt: int) -> str:
+def commit(git: Git, directory: Path, parent: str | None, ticket: str, claim: Claim) -> str:
     """A commit of ``directory``'s files on ``parent`` (the previous state commit), naming
-    ``attempt``. An unchanged tree made by the same attempt gives back ``parent``: a new
-    attempt always makes its own commit (its claim)."""
+    ``claim``. An unchanged tree of the same generation gives back ``parent``: an attempt's
+    first commit (its claim, one generation above the remote's) is always a new one."""
     directory.mkdir(parents=True, exist_ok=True)
     for tried in range(1, TRIES + 1):
         try:
@@ -42,10 +54,14 @@ def commit(git: Git, directory: Path, parent: str | None, ticket: str, attempt: 
     if (
         parent is not None
         and git.out(["rev-parse", f"{parent}^{{tree}}"]).strip() == tree
-        and attempt_of(git, parent) == attempt
+        and claim_of(git, parent).generation == claim.generation
     ):
         return parent
-    message = f"cairn state {ticket}\n\n{ATTEMPT}: {attempt}\n"
+    message = (
+        f"cairn state {ticket}\n\n{GENERATION}: {claim.generation}\n{ATTEMPT}: {claim.attempt}\n"
+    )
+    if claim.segment:
+        message += f"{SEGMENT}: {claim.segment}\n"
     args = ["commit-tree", tree, "-m", message]
     if parent is not None:
         args += ["-p", parent]

@@ -49,10 +49,10 @@ class Listing:
     queried: bool = True  # False once a query went unanswered: no worker answers queries
 
 
-def prefix(remote: str) -> str:
-    """What every ticket workflow id of the repository whose shared remote is ``remote``
-    starts with."""
-    return workflow_id(remote, "")
+def prefix(key: str) -> str:
+    """What every ticket workflow id of the repository whose fleet key is ``key``
+    (``cairn.scale.remote.fleet_key``) starts with; ``remote`` below is that key."""
+    return workflow_id(key, "")
 
 
 async def executions(client: Client, remote: str) -> list[WorkflowExecution]:
@@ -142,7 +142,7 @@ def _pending(described: WorkflowExecutionDescription) -> dict[str, Any]:
         if pending.HasField("last_heartbeat_time"):
             live["heartbeat_at"] = pending.last_heartbeat_time.ToDatetime(tzinfo=UTC)
         if pending.HasField("last_failure") and pending.last_failure.message:
-            live["last_failure"] = pending.last_failure.message[:300]
+            live["last_failure"] = one_line(pending.last_failure.message)
         payloads = pending.heartbeat_details.payloads
         if payloads:
             converter = described.data_converter.payload_converter
@@ -189,10 +189,17 @@ def _shape(
     heartbeat: datetime | None = live.get("heartbeat_at")
     closed = execution.close_time
     detail = facts.get("detail") or None
-    if live.get("waiting") and live.get("last_failure"):
-        detail = f"attempt {attempt} waits for a worker; the last one: {live['last_failure']}"
-    elif live.get("waiting") and state == "running":
-        detail = "the segment waits for a worker"
+    # a retry that has not pushed yet (its backoff, its jitter, its rebuild) still waits on the
+    # failure before it: the heartbeat details are the previous attempt's until its first push
+    retry = bool(attempt and attempt > 1 and live.get("last_failure"))
+    unpushed = progress is None or progress.attempt < (attempt or 0)
+    if state == "running" and retry and (live.get("waiting") or unpushed):
+        state, detail = "retrying", f"waiting: {live['last_failure']}"
+    elif state == "running" and live.get("waiting"):
+        # no worker runs the segment now: `running` counts only segments a worker runs
+        state, detail = "queued", "the segment waits for a worker"
+    elif state == "retrying" and detail:  # the ticket's own error: run again after a backoff
+        detail = f"waiting: {detail}"
     task = marker.get("task")
     return {
         "ticket": ticket,
@@ -244,6 +251,12 @@ def refused_rows(layout: Layout, warnings: list[str]) -> list[dict[str, Any]]:
     extra |= {"paused": False, "branch_sha": None, "worker": None}
     extra |= {"started_at": None, "closed_at": None, "usage": None, "branch": None}
     return [refused_row(r) | extra for r in refusals.read(layout, warnings)]
+
+
+def one_line(text: str, limit: int = 200) -> str:
+    """A failure's message as one line of a row's detail: its first line, shortened."""
+    first = (text.strip().splitlines() or [""])[0].strip()
+    return first if len(first) <= limit else first[: limit - 1] + "…"
 
 
 def running(state: str) -> bool:

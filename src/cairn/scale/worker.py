@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import signal
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from cairn.config import TemporalConfig
 from cairn.scale.connection import connect
 from cairn.scale.segment import Segments
 from cairn.scale.workflow import TicketWorkflow
+from cairn.util.durations import parse_duration
 
 
 async def serve(
@@ -24,7 +26,12 @@ async def serve(
     ready: Callable[[], None] = lambda: None,
 ) -> None:
     client = await connect(config)
-    segments = Segments(root)
+    loop = asyncio.get_running_loop()
+    # each slot's blocking work, its cleanup, and a cancelled attempt's thread until it stops
+    loop.set_default_executor(ThreadPoolExecutor(max_workers=3 * concurrency + 2))
+    jitter = parse_duration(config.retry_jitter)
+    stall = parse_duration(config.work_timeout)
+    segments = Segments(root, jitter=jitter, rebuilds=config.rebuilds, stall=stall)
     worker = Worker(
         client,
         task_queue=config.task_queue,
@@ -35,7 +42,6 @@ async def serve(
         # its run with a snapshot pushed (at most STOP_GRACE) so another worker continues it
         graceful_shutdown_timeout=timedelta(0),
     )
-    loop = asyncio.get_running_loop()
     stopping = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stopping.set)

@@ -2,6 +2,10 @@
 review, is refused, or stays interrupted after ``max_segments``. Deterministic: it only decides
 what to run next from the segments' results and the signals it got; all I/O is in the activity.
 
+A segment that fails for the infrastructure's reasons is retried by Temporal without a count
+limit (``retry_policy``); one that fails on the ticket's own error (``cairn_ticket``, or a
+run that exits 2) is run again after a backoff, until ``max_attempts`` of them failed.
+
 Signals ``pause`` and ``resume``; cancelling the workflow stops the ticket (``cairn fleet stop
 TICKET``). Both cancel the running segment and wait for it: the run snapshots and the activity
 pushes before it gives up. The state is answered by the ``status`` query and mirrored in the
@@ -17,9 +21,10 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, CancelledError
+from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
 
 with workflow.unsafe.imports_passed_through():
+    from cairn.scale.failures import TICKET
     from cairn.scale.messages import (
         COMPLETED,
         INTERRUPTED,
@@ -34,13 +39,22 @@ with workflow.unsafe.imports_passed_through():
 
 # A segment runs as long as its run does; the heartbeat timeout, not this, notices a dead worker.
 SEGMENT_LIMIT = timedelta(hours=12)
-RETRY = RetryPolicy(
-    initial_interval=timedelta(seconds=1),
-    backoff_coefficient=2.0,
-    maximum_interval=timedelta(minutes=1),
-    maximum_attempts=20,
-)
+FIRST_BACKOFF = 1.0  # seconds before a failed segment's first retry, doubling to max_backoff
 MEMO = "cairn"
+
+
+def retry_policy(task: TicketInput) -> RetryPolicy:
+    """An infrastructure failure (``cairn_infra``: remote, Temporal, disk, a dead worker) is
+    retried without a count limit, its backoff capped at ``[temporal] max_backoff``; the
+    ticket's own (``cairn_ticket``) is not retried here: the workflow counts it."""
+    cap = max(0.001, task.max_backoff_seconds)
+    return RetryPolicy(
+        initial_interval=timedelta(seconds=min(FIRST_BACKOFF, cap)),
+        backoff_coefficient=2.0,
+        maximum_interval=timedelta(seconds=cap),
+        maximum_attempts=0,
+        non_retryable_error_types=[TICKET],
+    )
 
 
 @workflow.defn(name="cairn_ticket")
@@ -79,6 +93,14 @@ class TicketWorkflow:
                 self.carried.interrupted += 1
                 if self.carried.interrupted < task.max_segments:
                     continue
+            if result.exit_code == REFUSED:  # the ticket's own error: counted, run again
+                self.carried.failures += 1
+                used = f"{self.carried.failures} of {task.max_attempts} attempts failed"
+                self.carried.detail = f"{result.detail or 'cairn refused the run'} ({used})"
+                if self.carried.failures < task.max_attempts:
+                    self._set("retrying")
+                    await workflow.sleep(_backoff(task, self.carried.failures))
+                    continue
             return self._set(_state(result.exit_code))
 
     async def _segment(self, task: TicketInput) -> SegmentResult | None:
@@ -90,7 +112,7 @@ class TicketWorkflow:
             result_type=SegmentResult,
             start_to_close_timeout=SEGMENT_LIMIT,
             heartbeat_timeout=timedelta(seconds=task.heartbeat_seconds),
-            retry_policy=RETRY,
+            retry_policy=retry_policy(task),
             cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
         )
         try:
@@ -130,6 +152,7 @@ class TicketWorkflow:
             "paused": self.carried.paused,
             "segments": self.carried.segments,
             "interrupted": self.carried.interrupted,
+            "failures": self.carried.failures,
             "attempt": progress.attempt if progress else None,
             "snapshot": progress.snapshot if progress else None,
             "branch": progress.branch if progress else None,
@@ -145,10 +168,19 @@ class TicketWorkflow:
 
 
 def _cause(exc: BaseException) -> str:
-    """The innermost message of a failure chain: what the last attempt of a segment raised."""
+    """What the last attempt of a segment raised, as one line: the classified failure's
+    message (``cairn.scale.failures``), else the innermost message of the chain."""
+    found = exc.__cause__
+    if isinstance(found, ApplicationError) and found.type == TICKET:
+        return found.message
     while exc.__cause__ is not None:
         exc = exc.__cause__
-    return str(exc)[:300]
+    return " ".join(str(exc).split())[:300]
+
+
+def _backoff(task: TicketInput, failures: int) -> timedelta:
+    cap = max(0.001, task.max_backoff_seconds)
+    return timedelta(seconds=min(cap, FIRST_BACKOFF * 2 ** max(0, failures - 1)))
 
 
 def _state(exit_code: int) -> str:

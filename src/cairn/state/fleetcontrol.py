@@ -111,7 +111,7 @@ def _read(path: Path) -> Request:
         if action == known:
             at = str(raw.get("at", ""))
             return Request(path, ticket, known, at, raw.get("signalled") is True)
-    raise ValueError(f"action {action!r} is not pause, resume or stop")
+    raise ValueError(f"action {action!r} is not pause, resume, stop or retry")
 
 
 def done(request: Request) -> None:

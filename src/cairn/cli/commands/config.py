@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json as jsonlib
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from cairn.cli.commands.options import Json, Workspace
 from cairn.cli.output import console, guarded
+
+if TYPE_CHECKING:
+    from cairn.config import Config
 
 app = typer.Typer(help="The effective configuration.", no_args_is_help=True)
 
@@ -17,7 +21,7 @@ app = typer.Typer(help="The effective configuration.", no_args_is_help=True)
 @guarded
 def show(json: Json = False, workspace: Workspace = Path(".")) -> None:
     """Print every key, its value, and the file it came from (or default)."""
-    from cairn.config import effective, load
+    from cairn.config import load
     from cairn.git import Repo
 
     config = load(Repo.discover(workspace).toplevel)
@@ -30,3 +34,34 @@ def show(json: Json = False, workspace: Workspace = Path(".")) -> None:
     for key, value, source in rows:
         shown = jsonlib.dumps(value, default=str)
         console.print(f"{key.ljust(width)}  {shown}  ({source})")
+
+
+def effective(config: Config) -> list[tuple[str, Any, str]]:
+    """Every key with its value and where the value came from (the file, or ``default``)."""
+    source = str(config.source) if config.source else "default"
+    rows: list[tuple[str, Any, str]] = []
+
+    from cairn.util.records import Record
+
+    def walk(node: Record, prefix: str, given: dict[str, Any] | None) -> None:
+        for name in type(node).model_fields:
+            value = getattr(node, name)
+            key = f"{prefix}{name}"
+            here = given is not None and name in given
+            table = given.get(name) if given is not None and here else None
+            table = table if isinstance(table, dict) else None
+            if isinstance(value, Record):
+                walk(value, f"{key}.", table)
+            elif (
+                isinstance(value, dict)
+                and value
+                and all(isinstance(v, Record) for v in value.values())
+            ):
+                for sub, item in sorted(value.items()):
+                    inner = table.get(sub) if table is not None else None
+                    walk(item, f"{key}.{sub}.", inner if isinstance(inner, dict) else None)
+            else:
+                rows.append((key, value, source if here else "default"))
+
+    walk(config, "", config._given if config.source is not None else None)
+    return rows

@@ -1,5 +1,5 @@
 """``cairn fleet``: many tickets at once, each in its own worktree (``start``, ``stop``,
-``status``, ``prune``, ``dashboard``)."""
+``pause``, ``resume``, ``retry``, ``status``, ``prune``, ``dashboard``)."""
 
 from __future__ import annotations
 
@@ -141,6 +141,31 @@ def _control(
     if scale.engine_of(engine, workspace) == "temporal":
         scale.fleet_control(action, tickets, 60.0 if wait else 0.0, json, workspace)
     fleet_control.control(action, tickets, wait, json, workspace)
+
+
+@app.command("retry")
+@guarded
+def retry(
+    tickets: Annotated[list[str], typer.Argument(help="Tickets to retry.")],
+    fresh_config: Annotated[
+        bool,
+        typer.Option(
+            "--fresh-config",
+            help="Commit the base branch's cairn.toml onto the ticket branch first.",
+        ),
+    ] = False,
+    json: Json = False,
+    workspace: Workspace = Path("."),
+    engine: Engine = None,
+) -> None:
+    """Restart failed, interrupted, stopped or needs-input tickets: each resumes its run from
+    what is committed (and pushed), never redoing a completed task; their attempts count
+    afresh. The run reads the ticket branch's cairn.toml (--fresh-config: the base's)."""
+    from cairn.cli.handlers import fleet_control, scale
+
+    if scale.engine_of(engine, workspace) == "temporal":
+        scale.fleet_retry(tickets, fresh_config, json, workspace)
+    fleet_control.retry(tickets, fresh_config, json, workspace)
 
 
 @app.command("status")

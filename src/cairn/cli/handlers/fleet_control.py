@@ -91,3 +91,62 @@ def _emit(json: bool, kind: str, fields: dict[str, Any], supervised: bool) -> No
         later = "" if supervised or state == "running" else "; the next cairn fleet start runs it"
         text = f"{ticket}: resumed ({state}){later}"
     console.print(text)
+
+
+def retry(names: list[str], fresh_config: bool, json: bool, workspace: Path) -> None:
+    """``cairn fleet retry TICKET…`` on the embedded engine: every ticket checked first (one
+    that cannot be retried changes nothing), then with ``--fresh-config`` the base branch's
+    ``cairn.toml`` committed onto each ticket branch, then each ticket queued again."""
+    from cairn import tickets
+    from cairn.errors import BadInput
+    from cairn.fleet import control, lease
+    from cairn.fleet import retry as fleet_retry
+    from cairn.state import fleetcontrol, fleetstate
+    from cairn.state.layout import discover
+
+    repo, config, layout = discover(workspace)
+    asked = list(dict.fromkeys(tickets.validate(name) for name in names))
+    records = fleetstate.by_ticket(layout)
+    missing = [ticket for ticket in asked if ticket not in records]
+    if missing:
+        raise fleetstate.unknown(missing, sorted(records))
+    for ticket in asked:
+        why = fleet_retry.refusal(records[ticket])
+        if why is not None:
+            raise BadInput(why)
+    base = fleet_retry.base_of(repo, config)
+    if fresh_config:
+        for ticket in asked:
+            fleet_retry.check_fresh(repo, records[ticket], base)
+        said = {t: fleet_retry.take_fresh(repo, records[t], base) for t in asked}
+    else:
+        said = {t: fleet_retry.used(records[t], base) for t in asked}
+    requests = {t: fleetcontrol.ask(layout, t, "retry") for t in asked}
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        control.act_alone(layout, config)
+        if not any(fleetcontrol.still_pending(r) for r in requests.values()):
+            break
+        time.sleep(0.1)
+    supervised = lease.holder(layout) is not None
+    for ticket in asked:
+        record = fleetstate.read(layout, ticket) or records[ticket]
+        fields = {
+            "ticket": ticket,
+            "was": records[ticket].state,
+            "state": fleetstate.live_state(record)[0],
+            "pending": fleetcontrol.still_pending(requests[ticket]),
+            "config": said[ticket],
+            "fresh_config": fresh_config,
+        }
+        if json:
+            sys.stdout.write(jsonlib.dumps({"event": "ticket_retried", **fields}) + "\n")
+            sys.stdout.flush()
+            continue
+        later = (
+            "the fleet supervisor runs it" if supervised else "the next cairn fleet start runs it"
+        )
+        console.print(
+            f"{ticket}: retried ({fields['was']}): {fields['state']}, resuming its run; {later}; "
+            f"config: {said[ticket]}"
+        )

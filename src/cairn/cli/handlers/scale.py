@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from cairn.cli.output import console, report_error, say_warning
 from cairn.errors import BadInput
-from cairn.scale.remote import base_of, url_of
+from cairn.scale.remote import base_of, fleet_key, url_of
 
 if TYPE_CHECKING:
     from cairn.git import Repo
@@ -74,11 +74,15 @@ def worker(
             'cairn worker runs the temporal engine only; set [fleet] engine = "temporal" in '
             "cairn.toml or pass --engine temporal"
         )
+    where = (root or repo.toplevel.parent / f"{repo.toplevel.name}.cairn-worker").absolute()
+    where.mkdir(parents=True, exist_ok=True)
+    from cairn.scale import roots
+
+    owned = roots.claim(where)  # held for the worker's life: one live worker per root
+    swept = roots.sweep(where)  # what a dead predecessor left: runs, agents, worktrees, refs
     _need_temporalio()
     from cairn.scale import worker as scale_worker
 
-    where = (root or repo.toplevel.parent / f"{repo.toplevel.name}.cairn-worker").absolute()
-    where.mkdir(parents=True, exist_ok=True)
     slots = concurrency or config.fleet.concurrency
     temporal = config.temporal
 
@@ -89,6 +93,7 @@ def worker(
             "worker pid {pid}: task queue {task_queue} at {address}, {concurrency} at once, "
             "in {root}",
             pid=os.getpid(),
+            swept=swept,  # tickets a dead predecessor left in the root
             task_queue=temporal.task_queue,
             address=temporal.address,
             concurrency=slots,
@@ -97,6 +102,7 @@ def worker(
 
     run_async(scale_worker.serve(temporal, where, slots, ready), json, temporal.address)
     _emit(json, "worker_stopped", "worker stopped", pid=os.getpid())
+    owned.close()
     _leave(0)
 
 
@@ -113,6 +119,7 @@ def fleet_start(once: bool, json: bool, workspace: Path) -> NoReturn:
     layout = Layout.for_repo(repo, config)
     tracker = open_tracker(repo, config, layout)
     base = base_of(repo, remote, config.fleet.base)
+    key = fleet_key(repo, config.fleet.id, config.fleet.remote, config.fleet.base)
     from cairn.scale.starter import drive
     from cairn.state.refusals import EVENT, Reporter
 
@@ -125,7 +132,9 @@ def fleet_start(once: bool, json: bool, workspace: Path) -> NoReturn:
 
     address = config.temporal.address
     reporter = Reporter(layout)
-    _leave(run_async(drive(config, tracker, remote, base, once, emit, reporter), json, address))
+    _leave(
+        run_async(drive(config, tracker, remote, base, key, once, emit, reporter), json, address)
+    )
 
 
 def run_async(main: Coroutine[Any, Any, T], json: bool, address: str) -> T:
@@ -153,13 +162,14 @@ def fleet_control(
     config = load(repo.toplevel)
     _need_temporalio()
     remote = url_of(repo, config.fleet.remote)
+    key = fleet_key(repo, config.fleet.id, config.fleet.remote, config.fleet.base)
     from cairn.scale import control
     from cairn.scale.connection import connect
 
     async def main() -> list[control.Done]:
         client = await connect(config.temporal)
-        names = tickets or (await control.running(client, remote) if action == "stop" else [])
-        return await control.act(client, remote, action, names, wait)
+        names = tickets or (await control.running(client, key) if action == "stop" else [])
+        return await control.act(client, key, action, names, wait)
 
     done = run_async(main(), json, config.temporal.address)
     for one in done:
@@ -207,3 +217,69 @@ def engine_of(asked: str | None, workspace: Path) -> str:
 
     engine: str = load(Repo.discover(workspace).toplevel).fleet.engine
     return engine
+
+
+def fleet_retry(tickets: list[str], fresh_config: bool, json: bool, workspace: Path) -> NoReturn:
+    """``cairn fleet retry TICKET…`` on the temporal engine: every ticket checked first (a
+    running, completed or unknown one changes nothing), then, with ``--fresh-config``, the base
+    branch's ``cairn.toml`` committed onto each ticket branch, then a new run of each ticket's
+    workflow, resuming from what the shared remote holds."""
+    from cairn import tickets as ticket_ids
+    from cairn.config import load
+    from cairn.fleet.trackers import open_tracker
+    from cairn.git import Repo
+    from cairn.scale import freshconfig
+    from cairn.scale.messages import workflow_id
+    from cairn.scale.shared import TicketRefs
+    from cairn.state.layout import Layout
+
+    repo = Repo.discover(workspace)
+    config = load(repo.toplevel)
+    _need_temporalio()
+    asked = list(dict.fromkeys(ticket_ids.validate(name) for name in tickets))
+    remote = url_of(repo, config.fleet.remote)
+    key = fleet_key(repo, config.fleet.id, config.fleet.remote, config.fleet.base)
+    tracker = open_tracker(repo, config, Layout.for_repo(repo, config))
+    plans = {c.ticket: c for c in tracker.candidates()}
+    missing = [t for t in asked if t not in plans]
+    if missing:
+        raise BadInput(
+            f"no plan for {', '.join(missing)} in the queue ({config.fleet.queue}); put the "
+            "ticket's plan back there to retry it"
+        )
+    base = base_of(repo, remote, config.fleet.base)
+    refs = {t: TicketRefs.of(t, config.snapshot.ref_prefix) for t in asked}
+    from cairn.scale import control
+    from cairn.scale.connection import connect
+    from cairn.scale.starter import ticket_input
+
+    async def main() -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+        client = await connect(config.temporal)
+        was = await control.retryable(client, key, asked)
+        said: dict[str, str] = {}
+        if fresh_config:
+            for t in asked:
+                freshconfig.check(repo, remote, base, refs[t], t)
+            for t in asked:
+                said[t] = freshconfig.take(repo, remote, base, refs[t], t)
+        else:
+            said = {t: freshconfig.used(repo, remote, base, refs[t], t) for t in asked}
+        inputs = [ticket_input(config, plans[t], remote, base) for t in asked]
+        return was, said, await control.retry(client, config.temporal, key, inputs)
+
+    was, said, runs = run_async(main(), json, config.temporal.address)
+    for ticket in asked:
+        _emit(
+            json,
+            "ticket_retried",
+            "{ticket}: retried ({was}): workflow {workflow_id} runs again, resuming from what "
+            "{remote} holds; config: {config}",
+            ticket=ticket,
+            was=was[ticket],
+            workflow_id=workflow_id(key, ticket),
+            run_id=runs[ticket],
+            remote=config.fleet.remote,
+            config=said[ticket],
+            fresh_config=fresh_config,
+        )
+    _leave(0)

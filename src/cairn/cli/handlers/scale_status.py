@@ -17,7 +17,7 @@ from cairn.cli.handlers.scale import (
 )
 from cairn.cli.output import console, report_error
 from cairn.errors import BadInput
-from cairn.scale.remote import base_of, url_of
+from cairn.scale.remote import base_of, fleet_key, url_of
 
 if TYPE_CHECKING:
     from cairn.fleet.dashboard.source import Source
@@ -42,14 +42,15 @@ def status(json: bool, workspace: Path) -> NoReturn:
 
     repo = Repo.discover(workspace)
     config = load(repo.toplevel)
-    remote = url_of(repo, config.fleet.remote)
+    url_of(repo, config.fleet.remote)  # the remote must be one
+    key = fleet_key(repo, config.fleet.id, config.fleet.remote, config.fleet.base)
     _need_temporalio()
     from cairn.scale import status as scale_status
     from cairn.scale.connection import connect
 
     async def read() -> scale_status.Listing:
         client = await connect(config.temporal)
-        return await scale_status.listing(client, remote)
+        return await scale_status.listing(client, key)
 
     found = run_async(read(), json, config.temporal.address)
     from cairn.state.layout import Layout
@@ -117,13 +118,15 @@ def _source(workspace: Path, json: bool) -> Source:
 
     scratch = Layout.for_repo(repo, config).root / "scale" / "dashboard"
     try:
+        base = base_of(repo, remote, config.fleet.base)
         return TemporalRows(
             config,
             remote,
-            base_of(repo, remote, config.fleet.base),
+            base,
             scratch,
             repo.common_dir / "objects",
             Layout.for_repo(repo, config),
+            fleet_key(repo, config.fleet.id, config.fleet.remote, config.fleet.base),
         )
     except BadInput as exc:
         _leave(report_error(exc, json))
