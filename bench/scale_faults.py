@@ -112,7 +112,7 @@ def run(where: Path, args: argparse.Namespace, names: list[str]) -> FaultRun:
     workers: list[Worker] = []
     ctx: Context | None = None
     try:
-        toml = config("temporal", server.address, args.heartbeat, count * slots)
+        toml = config("temporal", server.address, args.heartbeat, count * slots, args.retry_jitter)
         log(f"the shared remote and the queue ({len(names)} tickets, {files} more files)…")
         bare, user = make_user_repo(where, toml, names, args.tasks, files)
         env = bench_env(where / "agent-log", args)

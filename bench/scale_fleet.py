@@ -35,8 +35,11 @@ AGENT = HERE / "scale_agent.py"
 START_TIMEOUT = 90.0
 
 
-def config(engine: str, address: str, heartbeat: str, concurrency: int) -> str:
-    """cairn.toml: the bench agent, one phase, and the engine's settings."""
+def config(
+    engine: str, address: str, heartbeat: str, concurrency: int, jitter: str | None = None
+) -> str:
+    """cairn.toml: the bench agent, one phase, and the engine's settings (``jitter``: the
+    ``[temporal] retry_jitter``, else cairn's default)."""
     text = (
         '[agent]\nkind = "command"\n'
         f"command = {json.dumps([sys.executable, str(AGENT)])}\n"
@@ -50,6 +53,8 @@ def config(engine: str, address: str, heartbeat: str, concurrency: int) -> str:
             f'\n[temporal]\naddress = "{address}"\ntask_queue = "bench-{uuid.uuid4().hex[:10]}"\n'
             f'heartbeat_timeout = "{heartbeat}"\n'
         )
+        if jitter is not None:
+            text += f'retry_jitter = "{jitter}"\n'
     return text
 
 

@@ -81,7 +81,7 @@ def temporal(where: Path, args: argparse.Namespace, names: list[str]) -> Load:
     workers: list[Worker] = []
     stop = threading.Event()
     try:
-        toml = config("temporal", server.address, args.heartbeat, args.workers)
+        toml = config("temporal", server.address, args.heartbeat, args.workers, args.retry_jitter)
         bare, user = make_user_repo(where, toml, names, args.tasks)
         env = bench_env(where / "agent-log", args)
         hosts = can_unshare()

@@ -26,6 +26,11 @@ in progress at a kill is continued, its file restored from the pushed snapshot);
 throughput, and its ratio to the embedded fleet's.
 
 Exits 1 when a ticket did not complete, work was lost or a task redone (on either engine).
+
+Two more modes (issue 23): ``--fault frozen|bigrepo|temporal-restart|outage`` runs one fault
+(``bench/scale_faults.py``: 0 lost, 0 redone, 0 failed for good is the target), and
+``--minutes M`` the load run (``bench/scale_load.py``: 1,000 tickets on 8 workers for at most
+M minutes, then the embedded fleet). docs/scale-out.md, "The scale bench", has the method.
 """
 
 from __future__ import annotations
@@ -124,7 +129,7 @@ def temporal_part(where: Path, args: argparse.Namespace, tickets: list[str]) -> 
     server = temporal_server.start(where / "temporal")
     workers: list[Worker] = []
     try:
-        toml = config("temporal", server.address, args.heartbeat, args.workers)
+        toml = config("temporal", server.address, args.heartbeat, args.workers, args.retry_jitter)
         bare, user = make_user_repo(where, toml, tickets, args.tasks)
         env = bench_env(where / "agent-log", args)
         workers = [
@@ -191,6 +196,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         "--commit-first", action="store_true", help="the agent commits before `task done`"
     )
     parser.add_argument("--heartbeat", default="3s", help="[temporal] heartbeat_timeout")
+    parser.add_argument("--retry-jitter", help="[temporal] retry_jitter (default cairn's)")
     parser.add_argument("--kill-every", type=pair, default=(2.0, 4.0), help="lo,hi seconds")
     parser.add_argument("--pause", type=pair, default=(1.0, 2.0), help="restart after lo,hi s")
     parser.add_argument("--max-kills", type=int, default=-1, help="stop killing after N")

@@ -31,7 +31,7 @@ def bench(*args: str) -> dict[str, Any]:
 def test_the_scale_bench_s_smoke_run(tmp_path: Path) -> None:
     report = bench(
         *("--workers", "2", "--tickets", "2", "--max-kills", "1", "--busy-only"),
-        *("--kill-every", "1.5,2.5", "--no-embedded"),
+        *("--kill-every", "1.5,2.5", "--no-embedded", "--retry-jitter", "1s"),
         *("--work-dir", str(tmp_path / "bench")),
     )
     (run,) = report["runs"]
@@ -44,7 +44,7 @@ def test_the_scale_bench_s_smoke_run(tmp_path: Path) -> None:
 def test_the_scale_bench_restarts_the_dev_server_under_a_running_segment(tmp_path: Path) -> None:
     report = bench(
         *("--fault", "temporal-restart", "--workers", "1", "--tickets", "1"),
-        *("--down-seconds", "1", "--sleep", "1,1.5"),
+        *("--down-seconds", "1", "--sleep", "1,1.5", "--retry-jitter", "1s"),
         *("--work-dir", str(tmp_path / "bench")),
     )
     (run,) = report["runs"]
