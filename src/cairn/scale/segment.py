@@ -101,7 +101,11 @@ class Segments:
         """Remove the ticket's leftovers, then collect the clone's garbage in the background
         (waited for at most ABANDON_AFTER: a zombie thread may hold the ticket)."""
         loop = asyncio.get_running_loop()
-        cleanup = loop.run_in_executor(None, roots.finish, self.root, task)
+        try:
+            cleanup = loop.run_in_executor(None, roots.finish, self.root, task)
+        except RuntimeError:  # the worker shuts down: the next worker on the root sweeps it
+            _log.warning("cairn: %s: cleanup left to the next worker's sweep", task.ticket)
+            return
         cleanup.add_done_callback(self._collect)
         await asyncio.wait({cleanup}, timeout=ABANDON_AFTER)
 
@@ -123,7 +127,10 @@ class Segments:
             _log.warning("cairn: cleanup failed: %s", cleanup.exception())
         if self._collecting is None or self._collecting.done():
             loop = asyncio.get_running_loop()
-            self._collecting = loop.run_in_executor(None, roots.collect, self.root)
+            try:
+                self._collecting = loop.run_in_executor(None, roots.collect, self.root)
+            except RuntimeError:  # the worker shuts down: a later worker collects
+                return
             self._collecting.add_done_callback(retrieved)
 
     async def _run(
