@@ -150,3 +150,14 @@ def leftovers(root: Path) -> list[str]:
         elif entry.name not in (".worker.lock", ".clone.lock", ".refs.lock"):
             found.append(str(entry))
     return found
+
+
+def wait_for(what: str, check: Any, timeout: float = 60, poll: float = 0.05) -> Any:
+    """``check()``'s first truthy answer, asked every ``poll`` seconds; fails after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(poll)
+    raise AssertionError(f"timed out waiting for {what}")

@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 
 import temporal_server
-from scale_setup import agent_env, agent_log, events, shared_repo, start_worker
-from test_kill_a_worker import alive, query_status, wait_for
+from scale_setup import agent_env, agent_log, events, shared_repo, start_worker, wait_for
+from test_kill_a_worker import alive, query_status
 
 from helpers import git
 

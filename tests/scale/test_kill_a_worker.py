@@ -20,13 +20,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 import temporal_server
-from scale_setup import agent_env, agent_log, events, shared_repo, start_worker
+from scale_setup import agent_env, agent_log, events, shared_repo, start_worker, wait_for
 from temporalio.client import Client
 
 from cairn.scale.messages import workflow_id
@@ -34,16 +33,6 @@ from cairn.util import procs
 from helpers import git
 
 TICKET = "K-1"
-
-
-def wait_for(what: str, check: Any, timeout: float = 60) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 async def query_status(address: str, wid: str) -> dict[str, Any]:

@@ -13,14 +13,13 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import httpx2
 import pytest
 import temporal_server
-from scale_setup import agent_env, events, shared_repo, start_worker
+from scale_setup import agent_env, events, shared_repo, start_worker, wait_for
 from test_scale_status import dashboard, status_rows
 
 from cairn.errors import BadInput
@@ -32,16 +31,6 @@ from helpers import git
 # here lasts a few attempts; test_ticket_workflow.py (time skipping) goes past the old budget
 # of 20 attempts.
 OUTAGE_ATTEMPTS = 4
-
-
-def wait_for(what: str, check: Any, timeout: float = 60) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def fast_backoff(user: Path) -> None:

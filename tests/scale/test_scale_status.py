@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx2
 import temporal_server
-from scale_setup import agent_env, agent_log, shared_repo, start_worker
+from scale_setup import agent_env, agent_log, shared_repo, start_worker, wait_for
 
 from helpers import assert_one_line_error, cairn, git, untouched_state
 
@@ -26,16 +26,6 @@ def status_rows(user: Path, env: dict[str, str]) -> tuple[dict[str, dict[str, An
     result = cairn("fleet", "status", "--json", cwd=user, env=env)
     assert result.returncode == 0, (result.stdout, result.stderr)
     return {row["ticket"]: row for row in json.loads(result.stdout)}, result.stderr
-
-
-def wait_for(what: str, check: Any, timeout: float = 60) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @contextmanager

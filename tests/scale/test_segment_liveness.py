@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 import temporal_server
-from scale_setup import agent_env, events, leftovers, shared_repo, start_worker
+from scale_setup import agent_env, events, leftovers, shared_repo, start_worker, wait_for
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import CancelledError
 
@@ -31,16 +31,6 @@ from cairn.util import procs
 # machine: four of them one after another, as under the old lock of the whole root, overrun a 1 s
 # heartbeat timeout.
 FILES = 4000
-
-
-def wait_for(what: str, check: Any, timeout: float = 60) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def rebuilding(root: Path) -> dict[int, str]:
@@ -156,7 +146,9 @@ def test_a_cancelled_rebuild_frees_its_slot(
     async def main() -> int:
         client = await Client.connect(temporal.address)
         first = await start(client, user, ticket(user, "F-1", bare))
-        stalled: int = await asyncio.to_thread(wait_for, "F-1's worktree add", lambda: stall("F-1"))
+        stalled: int = await asyncio.to_thread(
+            wait_for, "F-1's worktree add", lambda: stall("F-1"), 60, 0.02
+        )
         await first.cancel()
         # the only slot: the next ticket runs once the cancelled attempt gave it back
         second = await start(client, user, ticket(user, "F-2", bare))
@@ -227,7 +219,7 @@ def test_a_hung_rebuild_is_stopped_at_the_work_timeout_and_retried(
     async def main() -> tuple[int, str]:
         client = await Client.connect(temporal.address)
         handle = await start(client, user, ticket(user, "H-1", bare))
-        stalled: int = await asyncio.to_thread(wait_for, "H-1's worktree add", stall)
+        stalled: int = await asyncio.to_thread(wait_for, "H-1's worktree add", stall, 60, 0.02)
         state = await asyncio.wait_for(handle.result(), 60)
         history = await handle.fetch_history()
         failures = [

@@ -9,25 +9,14 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import temporal_server
-from scale_setup import agent_env, agent_log, events, shared_repo, start_worker
+from scale_setup import agent_env, agent_log, events, shared_repo, start_worker, wait_for
 
 from cairn.util import procs
 from helpers import assert_one_line_error, cairn, git, untouched_state
-
-
-def wait_for(what: str, check: Any, timeout: float = 60) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def asleep(env: dict[str, str], ticket: str) -> dict[str, Any]:

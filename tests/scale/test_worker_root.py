@@ -10,12 +10,10 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
-from typing import Any
 
 import temporal_server
-from scale_setup import agent_env, agent_log, events, leftovers, shared_repo, start_worker
+from scale_setup import agent_env, agent_log, events, leftovers, shared_repo, start_worker, wait_for
 
 from cairn.scale import roots, shared
 from cairn.scale.workspace import CLONE_LOCK
@@ -23,16 +21,6 @@ from cairn.util import procs
 from helpers import assert_one_line_error, cairn, git, make_repo
 
 TICKET = "R-1"
-
-
-def wait_for(what: str, check: Any, timeout: float = 60) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def gone(pid: int) -> bool:
