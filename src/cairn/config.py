@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import Meta, Struct, field
 
 from cairn.errors import BadInput
 from cairn.terms import AgentPermissions, LoopPhase
 from cairn.util.durations import parse_duration
-from cairn.util.records import Before, Ge, Gt, MinLen, Record, field, first_error
 from cairn.util.text import is_branch_name
 from cairn.util.tomlfile import read_table
 
@@ -43,7 +46,7 @@ def _duration(value: Any) -> Any:
     return value
 
 
-def _in_unit(scale: float, whole: bool) -> Any:
+def _in_unit(scale: float, whole: bool) -> Callable[[Any], Any]:
     """A key whose name says its unit (``_ms``, ``_seconds``) takes a number in that unit or a
     duration with its own unit (``"90s"``), converted."""
 
@@ -53,21 +56,32 @@ def _in_unit(scale: float, whole: bool) -> Any:
         amount = parse_duration(value) * scale
         return round(amount) if whole else amount
 
-    return Before(convert)
+    return convert
 
 
-Size = Annotated[int, Before(_size), Ge(0)]
-Duration = Annotated[str, Before(_duration)]
+def _read_as(convert: Callable[[Any], Any]) -> dict[str, Any]:
+    """A field's ``Meta(extra=…)``: the file's value goes through ``convert`` before it is
+    validated (a size with a unit to bytes, a duration to the key's unit); a ValueError it raises
+    is the key's error."""
+    return {"read_as": convert}
 
 
-class SnapshotConfig(Record, forbid_extra=True, strict=True):
+Size = Annotated[int, Meta(ge=0, extra=_read_as(_size))]
+Duration = Annotated[str, Meta(extra=_read_as(_duration))]
+
+
+class Section(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A table of the config file: unknown keys refused, read strictly (no "5" for 5)."""
+
+
+class SnapshotConfig(Section):
     max_new_file_bytes: Size = 10 * MiB
-    max_new_files: Annotated[int, Ge(0)] = 5000
+    max_new_files: Annotated[int, Meta(ge=0)] = 5000
     max_new_bytes: Size = 100 * MiB
     ref_prefix: str = "refs/cairn/wip"
     fsync: bool = True
 
-    def check(self) -> None:
+    def __post_init__(self) -> None:
         prefix = self.ref_prefix.rstrip("/")
         if not prefix.startswith("refs/") or prefix.split("/")[1] in {"heads", "tags", "remotes"}:
             raise ValueError("ref_prefix must be under refs/ and outside refs/heads, tags, remotes")
@@ -96,29 +110,35 @@ def _derive_pressure(data: dict[str, Any]) -> dict[str, Any]:
 
 def pressure_given(config: Config) -> bool:
     """Whether the config file itself sets ``agent.budget_pressure_turns``."""
-    agent = config._given.get("agent") if config.source is not None else None
+    agent = config.given.get("agent")
     return isinstance(agent, dict) and "budget_pressure_turns" in agent
 
 
-class AgentConfig(Record, forbid_extra=True, strict=True):
+class AgentConfig(Section):
     kind: str | None = None
     command: str | list[str] | None = None
     script: str | None = None
-    max_turns: Annotated[int, Ge(1)] = 150
-    budget_pressure_turns: Annotated[int, Ge(0)] = DEFAULT_PRESSURE_TURNS
+    max_turns: Annotated[int, Meta(ge=1)] = 150
+    budget_pressure_turns: Annotated[int, Meta(ge=0)] = DEFAULT_PRESSURE_TURNS
     preserve_uncommitted_work: bool = True
     preserve_uncommitted_work_branch: bool = False
-    cutoff_timeout_ms: Annotated[int, _in_unit(1000, whole=True), Ge(1)] = 60000
-    max_continuations: Annotated[int, Ge(0)] = 2
-    max_seconds: Annotated[float, _in_unit(1, whole=False), Gt(0)] | None = None
-    max_cost_usd: Annotated[float, Ge(0)] = DEFAULT_MAX_COST_USD  # 0: no cap
-    max_idle_dispatches: Annotated[int, Ge(0)] = 2  # 0: no no-progress stop
+    cutoff_timeout_ms: Annotated[int, Meta(ge=1, extra=_read_as(_in_unit(1000, whole=True)))] = (
+        60000
+    )
+    max_continuations: Annotated[int, Meta(ge=0)] = 2
+    max_seconds: Annotated[float, Meta(gt=0, extra=_read_as(_in_unit(1, whole=False)))] | None = (
+        None
+    )
+    max_cost_usd: Annotated[float, Meta(ge=0)] = DEFAULT_MAX_COST_USD  # 0: no cap
+    max_idle_dispatches: Annotated[int, Meta(ge=0)] = 2  # 0: no no-progress stop
     permissions: AgentPermissions = "preset"
-    allow: list[str] = field(default_factory=list)
-    api_retries: Annotated[int, Ge(0)] = 2
-    api_retry_backoff_seconds: Annotated[float, _in_unit(1, whole=False), Ge(0)] = 1.0
+    allow: list[str] = []
+    api_retries: Annotated[int, Meta(ge=0)] = 2
+    api_retry_backoff_seconds: Annotated[
+        float, Meta(ge=0, extra=_read_as(_in_unit(1, whole=False)))
+    ] = 1.0
 
-    def check(self) -> None:
+    def __post_init__(self) -> None:
         if self.budget_pressure_turns >= self.max_turns:
             raise ValueError(
                 f"budget_pressure_turns ({self.budget_pressure_turns}) must be smaller than "
@@ -133,22 +153,22 @@ class AgentConfig(Record, forbid_extra=True, strict=True):
                 )
 
 
-class RoleConfig(Record, forbid_extra=True, strict=True):
-    max_turns: Annotated[int, Ge(1)] | None = None
+class RoleConfig(Section):
+    max_turns: Annotated[int, Meta(ge=1)] | None = None
 
 
-class LoopConfig(Record, forbid_extra=True, strict=True):
-    phases: Annotated[list[LoopPhase], MinLen(1)] = field(
+class LoopConfig(Section):
+    phases: Annotated[list[LoopPhase], Meta(min_length=1)] = field(
         default_factory=lambda: ["implement", "review", "fix"]
     )
-    max_rounds: Annotated[int, Ge(1)] = 3
+    max_rounds: Annotated[int, Meta(ge=1)] = 3
 
 
-class MarkerConfig(Record, forbid_extra=True, strict=True):
+class MarkerConfig(Section):
     stale_after: Duration = "24h"
 
 
-class FleetHooks(Record, forbid_extra=True, strict=True):
+class FleetHooks(Section):
     """Shell commands run in a ticket's worktree (docs/fleet.md, "Workspace hooks")."""
 
     after_create: str | None = None
@@ -157,7 +177,7 @@ class FleetHooks(Record, forbid_extra=True, strict=True):
     before_remove: str | None = None
     timeout: Duration = "5m"
 
-    def check(self) -> None:
+    def __post_init__(self) -> None:
         if parse_duration(self.timeout) <= 0:
             raise ValueError("timeout must be longer than 0s; give one such as 5m")
         for name in ("after_create", "before_run", "after_run", "before_remove"):
@@ -170,14 +190,14 @@ _GITHUB_REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 FLEET_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")  # [fleet] id: in workflow ids
 
 
-class GitHubConfig(Record, forbid_extra=True, strict=True):
+class GitHubConfig(Section):
     """``[fleet.github]``: the issues the ``github`` tracker reads (docs/fleet.md)."""
 
     repo: str | None = None  # "owner/name"
     label: str = "cairn"
     api_url: str = "https://api.github.com"
 
-    def check(self) -> None:
+    def __post_init__(self) -> None:
         if self.repo is not None and not _GITHUB_REPO.fullmatch(self.repo):
             raise ValueError(f"repo {self.repo!r} is not owner/name; give one such as octo/app")
         if not self.label.strip():
@@ -189,7 +209,7 @@ class GitHubConfig(Record, forbid_extra=True, strict=True):
             )
 
 
-class FleetConfig(Record, forbid_extra=True, strict=True):
+class FleetConfig(Section):
     """``cairn fleet``: the queue, concurrency, worktrees, retries (docs/fleet.md), the tracker,
     pushes and notifications (docs/fleet.md)."""
 
@@ -199,28 +219,28 @@ class FleetConfig(Record, forbid_extra=True, strict=True):
     id: str | None = None  # the fleet's name in Temporal's workflow ids (default: the root commit)
     base: str | None = None  # the branch cairn/<ticket> starts from (default: HEAD / the remote's)
     push: bool | None = None  # None: false for the dir tracker, true for github
-    notify: list[str] = field(default_factory=list)  # webhook URLs
-    dashboard_port: Annotated[int, Ge(1)] | None = None
+    notify: list[str] = []  # webhook URLs
+    dashboard_port: Annotated[int, Meta(ge=1)] | None = None
     queue: str = "cairn-queue"
-    concurrency: Annotated[int, Ge(1)] = 2
+    concurrency: Annotated[int, Meta(ge=1)] = 2
     workspace_root: str | None = None
     poll_interval: Duration = "30s"
-    max_attempts: Annotated[int, Ge(1)] = 3
+    max_attempts: Annotated[int, Meta(ge=1)] = 3
     retry_backoff: Duration = "10s"
     retry_backoff_cap: Duration = "5m"
     stall_timeout: Duration = "10m"
     min_free_memory: Size = 1024 * MiB
     min_free_disk: Size = 1024 * MiB  # of the state root's and the worktrees' file systems
-    max_cost_usd: Annotated[float, Ge(0)] | None = None  # the fleet's total spend; 0: none
-    hooks: FleetHooks = FleetHooks.model_construct()
-    github: GitHubConfig = GitHubConfig.model_construct()
+    max_cost_usd: Annotated[float, Meta(ge=0)] | None = None  # the fleet's total spend; 0: none
+    hooks: FleetHooks = field(default_factory=FleetHooks)
+    github: GitHubConfig = field(default_factory=GitHubConfig)
 
     @property
     def pushes(self) -> bool:
         """Whether a completed ticket's branch is pushed to ``remote``."""
         return self.push if self.push is not None else self.tracker == "github"
 
-    def check(self) -> None:
+    def __post_init__(self) -> None:
         if self.tracker == "github" and self.github.repo is None:
             raise ValueError(
                 'tracker "github" needs the repository; set [fleet.github] repo = "owner/name"'
@@ -255,7 +275,7 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-class TemporalConfig(Record, forbid_extra=True, strict=True):
+class TemporalConfig(Section):
     """``[temporal]``: the server of ``engine = "temporal"`` (docs/scale-out.md)."""
 
     address: str = "127.0.0.1:7233"  # host:port of the frontend
@@ -264,7 +284,7 @@ class TemporalConfig(Record, forbid_extra=True, strict=True):
     heartbeat_timeout: Duration = "30s"
     max_backoff: Duration = "1m"  # the cap of a retried segment's backoff (never given up)
     retry_jitter: Duration = "10s"  # a retried segment starts after a random delay up to this
-    rebuilds: Annotated[int, Ge(1)] = (
+    rebuilds: Annotated[int, Meta(ge=1)] = (
         2  # worktree rebuilds at once per worker (the remote sees workers x this)
     )
     work_timeout: Duration = "10m"  # a rebuild or checkpoint running longer is taken as hung
@@ -273,7 +293,7 @@ class TemporalConfig(Record, forbid_extra=True, strict=True):
     tls_key: str | None = None
     api_key_env: str | None = None  # the environment variable holding an API key (Temporal Cloud)
 
-    def check(self) -> None:
+    def __post_init__(self) -> None:
         port = _ADDRESS.fullmatch(self.address)
         if port is None or not 1 <= int(port.group(1)) <= 65535:
             raise ValueError(
@@ -299,40 +319,33 @@ class TemporalConfig(Record, forbid_extra=True, strict=True):
             )
 
 
-# The defaults are built without validation (they are valid by construction): validating them
-# would cost every command the validators of every section, file or no file.
-DEFAULT_ROLES = {
-    "reviewer": RoleConfig.model_construct(max_turns=60),
-    "evaluator": RoleConfig.model_construct(max_turns=45),
-}
+DEFAULT_ROLES = {"reviewer": RoleConfig(max_turns=60), "evaluator": RoleConfig(max_turns=45)}
 
 
-def _keep_default_roles(value: Any) -> Any:
-    """A ``[roles.x]`` table adds to or overrides the default roles; it does not drop them."""
-    if isinstance(value, dict):
-        return {**DEFAULT_ROLES, **value}
-    return value
+class Config(Section, dict=True):
+    """The settings. Where they came from is kept beside the fields, in the instance's
+    ``__dict__`` (``source``: None when every value is a default; ``given``: the file's tables)."""
 
-
-class Config(Record, forbid_extra=True, strict=True):
-    agent: AgentConfig = AgentConfig.model_construct()
-    roles: Annotated[dict[str, RoleConfig], Before(_keep_default_roles)] = field(
-        default_factory=lambda: dict(DEFAULT_ROLES)
-    )
-    loop: LoopConfig = LoopConfig.model_construct()
-    marker: MarkerConfig = MarkerConfig.model_construct()
-    snapshot: SnapshotConfig = SnapshotConfig.model_construct()
-    fleet: FleetConfig = FleetConfig.model_construct()
-    temporal: TemporalConfig = TemporalConfig.model_construct()
+    agent: AgentConfig = field(default_factory=AgentConfig)
+    roles: dict[str, RoleConfig] = field(default_factory=lambda: dict(DEFAULT_ROLES))
+    loop: LoopConfig = field(default_factory=LoopConfig)
+    marker: MarkerConfig = field(default_factory=MarkerConfig)
+    snapshot: SnapshotConfig = field(default_factory=SnapshotConfig)
+    fleet: FleetConfig = field(default_factory=FleetConfig)
+    temporal: TemporalConfig = field(default_factory=TemporalConfig)
     state_dir: str | None = None
-    # Where the values came from (None: every value is a default), and the file's raw tables.
-    _source: ClassVar[Path | None] = None
-    _given: ClassVar[dict[str, Any]] = {}
 
     @property
     def source(self) -> Path | None:
         """The file the values came from; None when every value is a default."""
-        return self._source
+        source: Path | None = self.__dict__.get("source")
+        return source
+
+    @property
+    def given(self) -> dict[str, Any]:
+        """The file's tables as written (empty without a file)."""
+        given: dict[str, Any] = self.__dict__.get("given", {})
+        return given
 
 
 def load(toplevel: Path, warnings: list[str] | None = None) -> Config:
@@ -346,7 +359,7 @@ def load(toplevel: Path, warnings: list[str] | None = None) -> Config:
         if warnings is None:
             raise
         warnings.append(f"{exc} (the default settings were used)")
-        return Config.model_construct()
+        return Config()
 
 
 def _load(toplevel: Path) -> Config:
@@ -356,20 +369,78 @@ def _load(toplevel: Path) -> Config:
     else:
         path = toplevel / "pyproject.toml"
         if not os.path.lexists(path):
-            return Config.model_construct()
+            return Config()
         tool = read_table(path, MAX_CONFIG_BYTES).get("tool", {})
         if not isinstance(tool, dict) or "cairn" not in tool:
-            return Config.model_construct()
+            return Config()
         data = tool["cairn"]
         if not isinstance(data, dict):
             raise BadInput(f"{path}: [tool.cairn] must be a table; put its keys under [tool.cairn]")
+    from cairn.util.invalid import problem
+
     try:
-        config = Config.model_validate(_derive_pressure(data))
-    except ValueError as exc:  # pydantic's ValidationError: the file is not in shape
-        key, why, kind = first_error(exc)
-        if kind == "extra_forbidden":
-            why = "unknown key"
+        config = msgspec.convert(_read(Config, _derive_pressure(data), []), Config, strict=True)
+    except msgspec.ValidationError as exc:  # the file is not in shape
+        key, why = problem(exc, Config)
         raise BadInput(f"{path}: {key or '(top level)'}: {why}; fix or remove it") from None
-    object.__setattr__(config, "_source", path)
-    object.__setattr__(config, "_given", data)
+    except _Unreadable as exc:
+        raise BadInput(f"{path}: {exc.key}: {exc.why}; fix or remove it") from None
+    config.__dict__.update(source=path, given=data)
     return config
+
+
+class _Unreadable(Exception):
+    def __init__(self, key: str, why: str) -> None:
+        self.key, self.why = key, why
+
+
+def _read(kind: Any, data: Any, at: list[str]) -> Any:
+    """The file's table ``data`` for section ``kind`` with each value converted as its field's
+    ``read_as`` says, and ``[roles.x]`` tables validated one by one (an error names the role)
+    on top of the default roles."""
+    if not isinstance(data, dict):
+        return data
+    import typing
+
+    from cairn.util.invalid import problem
+
+    hints = typing.get_type_hints(kind, include_extras=True)
+    out = dict(data)
+    for key, value in data.items():
+        hint = hints.get(key)
+        if hint is None:
+            continue
+        where = [*at, key]
+        for meta in _metas(hint):
+            try:
+                value = meta.extra["read_as"](value)
+            except ValueError as exc:
+                raise _Unreadable(".".join(where), str(exc)) from None
+        if kind is Config and key == "roles" and isinstance(value, dict):
+            roles = dict(DEFAULT_ROLES)
+            for name, table in value.items():
+                try:
+                    roles[name] = msgspec.convert(table, RoleConfig, strict=True)
+                except msgspec.ValidationError as exc:
+                    step, why = problem(exc, RoleConfig)
+                    raise _Unreadable(
+                        ".".join([*where, name, step] if step else [*where, name]), why
+                    ) from None
+            value = roles
+        elif isinstance(hint, type) and issubclass(hint, Section):
+            value = _read(hint, value, where)
+        out[key] = value
+    return out
+
+
+def _metas(hint: Any) -> list[Meta]:
+    """The ``Meta`` with a ``read_as`` in ``hint`` (inside ``| None`` too)."""
+    import typing
+
+    found = []
+    for part in [hint, *typing.get_args(hint)]:
+        if typing.get_origin(part) is Annotated:
+            found += [
+                m for m in part.__metadata__ if isinstance(m, Meta) and "read_as" in (m.extra or {})
+            ]
+    return found

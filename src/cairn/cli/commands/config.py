@@ -41,21 +41,21 @@ def effective(config: Config) -> list[tuple[str, Any, str]]:
     source = str(config.source) if config.source else "default"
     rows: list[tuple[str, Any, str]] = []
 
-    from cairn.util.records import Record
+    from msgspec import Struct
 
-    def walk(node: Record, prefix: str, given: dict[str, Any] | None) -> None:
-        for name in type(node).model_fields:
+    def walk(node: Struct, prefix: str, given: dict[str, Any] | None) -> None:
+        for name in node.__struct_fields__:
             value = getattr(node, name)
             key = f"{prefix}{name}"
             here = given is not None and name in given
             table = given.get(name) if given is not None and here else None
             table = table if isinstance(table, dict) else None
-            if isinstance(value, Record):
+            if isinstance(value, Struct):
                 walk(value, f"{key}.", table)
             elif (
                 isinstance(value, dict)
                 and value
-                and all(isinstance(v, Record) for v in value.values())
+                and all(isinstance(v, Struct) for v in value.values())
             ):
                 for sub, item in sorted(value.items()):
                     inner = table.get(sub) if table is not None else None
@@ -63,5 +63,5 @@ def effective(config: Config) -> list[tuple[str, Any, str]]:
             else:
                 rows.append((key, value, source if here else "default"))
 
-    walk(config, "", config._given if config.source is not None else None)
+    walk(config, "", config.given if config.source is not None else None)
     return rows
