@@ -9,12 +9,14 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
+from msgspec import Meta, Struct
+from msgspec.structs import force_setattr
+
 from cairn import tickets
 from cairn.errors import CorruptState
 from cairn.terms import FindingStatus as FindingStatus  # re-exported: cairn.summary's API
 from cairn.terms import SummaryState, Verdict
 from cairn.terms import TaskStatus as TaskStatus  # re-exported: cairn.summary's API
-from cairn.util.records import After, Before, Ge, Record, field
 
 Mode = Literal["implementation", "review"]
 ProseKey = Literal["preamble", "status", "tasks", "findings", "files", "gates", "deferred"]
@@ -125,7 +127,8 @@ def _pattern(pattern: re.Pattern[str], what: str) -> Callable[[str], str]:
     return check
 
 
-def _ticket(value: str) -> str:
+def ticket_id(value: str) -> str:
+    """A valid ticket id; ValueError otherwise."""
     why = tickets.problem(value)
     if why is not None:
         raise ValueError(f"invalid ticket id {value!r}: {why}")
@@ -140,84 +143,123 @@ def _gate_name(value: str) -> str:
     return value
 
 
-def _lower(value: Any) -> Any:
-    return value.lower() if isinstance(value, str) else value
-
-
-def _iso(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return datetime.fromisoformat(value)
-        except ValueError:
-            raise ValueError(f"updated {value!r} is not an ISO-8601 time") from None
-    return value
+def _commit(value: str | None) -> str | None:
+    return None if value is None else _pattern(_COMMIT, "commit")(value.lower())
 
 
 def _aware(value: datetime) -> datetime:
     if value.tzinfo is None or value.utcoffset() is None:
-        raise ValueError("updated must carry a UTC offset")
+        raise ValueError("must carry a UTC offset")
     return value.replace(microsecond=0)
 
 
 def _drop_empty(value: dict[str, list[str]]) -> dict[str, list[str]]:
-    return {key: lines for key, lines in value.items() if lines}
+    return {key: _prose(lines) for key, lines in value.items() if _prose(lines)}
 
 
-Title = Annotated[str, After(_title)]
-OptText = Annotated[str | None, After(_opt_text)]
-FilePath = Annotated[str, After(_path)]
-Prose = Annotated[list[str], After(_prose)]
-DeferredItem = Annotated[str, After(_title)]
-Ticket = Annotated[str, After(_ticket)]
-RunId = Annotated[str, After(_no_space("run id"))]
-Commit = Annotated[str, After(_pattern(_COMMIT, "commit"))]
+def _each(check: Callable[[str], str]) -> Callable[[list[str] | None], list[str] | None]:
+    def each(values: list[str] | None) -> list[str] | None:
+        return None if values is None else [check(value) for value in values]
+
+    return each
 
 
-class Task(Record, forbid_extra=True):
-    number: Annotated[int, Ge(0)]
-    title: Title
+def _optional(check: Callable[[str], str]) -> Callable[[str | None], str | None]:
+    def optional(value: str | None) -> str | None:
+        return None if value is None else check(value)
+
+    return optional
+
+
+def run_id(value: str | None) -> str | None:
+    """A summary's run id (none, or one word); ValueError otherwise."""
+    return _optional(_no_space("run id"))(value)
+
+
+def normalise(record: Struct, **checks: Callable[[Any], Any]) -> None:
+    """Put each named field of ``record`` through its check (in ``__post_init__``); a
+    ValueError names the field (``title: a title must not be empty``)."""
+    for name, check in checks.items():
+        try:
+            force_setattr(record, name, check(getattr(record, name)))
+        except ValueError as exc:
+            raise ValueError(f"{name}: {exc}") from None
+
+
+class Record(Struct, frozen=True, forbid_unknown_fields=True):
+    """A part of the change summary."""
+
+
+class Task(Record, kw_only=True):
+    number: Annotated[int, Meta(ge=0)]
+    title: str
     status: TaskStatus = "pending"
-    files: list[FilePath] | None = None
-    outcome: OptText = None
-    notes: OptText = None
-    prose: Prose = field(default_factory=list)
+    files: list[str] | None = None
+    outcome: str | None = None
+    notes: str | None = None
+    prose: list[str] = []
+
+    def __post_init__(self) -> None:
+        normalise(
+            self,
+            title=_title,
+            files=_each(_path),
+            outcome=_opt_text,
+            notes=_opt_text,
+            prose=_prose,
+        )
 
     @property
     def resolved(self) -> bool:
         return self.status in RESOLVED_TASK
 
 
-class Finding(Record, forbid_extra=True):
-    id: Annotated[str, After(_pattern(FINDING_ID, "finding id"))]
-    title: Title
+class Finding(Record, kw_only=True):
+    id: str
+    title: str
     status: FindingStatus = "pending"
-    action: OptText = None
-    prose: Prose = field(default_factory=list)
+    action: str | None = None
+    prose: list[str] = []
+
+    def __post_init__(self) -> None:
+        normalise(
+            self,
+            id=_pattern(FINDING_ID, "finding id"),
+            title=_title,
+            action=_opt_text,
+            prose=_prose,
+        )
 
     @property
     def resolved(self) -> bool:
         return self.status != "pending"
 
 
-class Gate(Record, forbid_extra=True):
-    name: Annotated[str, After(_gate_name)]
-    command: OptText = None
+class Gate(Record, kw_only=True):
+    name: str
+    command: str | None = None
     result: Verdict
 
+    def __post_init__(self) -> None:
+        normalise(self, name=_gate_name, command=_opt_text)
 
-def _float(value: Any) -> Any:
+
+def _float(value: float | None) -> float | None:
     return float(value) if type(value) is int else value
 
 
-class Usage(Record, forbid_extra=True):
+class Usage(Record, kw_only=True):
     """What the run's dispatches used so far (all its sessions): tokens, and the cost where
     the agent reports one."""
 
-    input_tokens: Annotated[int, Ge(0)] = 0
-    output_tokens: Annotated[int, Ge(0)] = 0
-    cache_read_tokens: Annotated[int, Ge(0)] = 0
-    cache_write_tokens: Annotated[int, Ge(0)] = 0
-    cost_usd: Annotated[float | None, Before(_float)] = None
+    input_tokens: Annotated[int, Meta(ge=0)] = 0
+    output_tokens: Annotated[int, Meta(ge=0)] = 0
+    cache_read_tokens: Annotated[int, Meta(ge=0)] = 0
+    cache_write_tokens: Annotated[int, Meta(ge=0)] = 0
+    cost_usd: float | None = None
+
+    def __post_init__(self) -> None:
+        normalise(self, cost_usd=_float)
 
     @property
     def total_tokens(self) -> int:
@@ -229,15 +271,22 @@ class Usage(Record, forbid_extra=True):
         )
 
 
-class Status(Record, forbid_extra=True):
+class Status(Record, kw_only=True):
     state: SummaryState
     item: int | str | None = None
-    reason: Annotated[str, After(_pattern(_SLUG, "reason"))] | None = None
-    ref: Annotated[str, After(_no_space("ref"))] | None = None
-    commit: Annotated[Commit | None, Before(_lower)] = None
-    detail: OptText = None  # the agent's error text, for an interrupted status
+    reason: str | None = None
+    ref: str | None = None
+    commit: str | None = None
+    detail: str | None = None  # the agent's error text, for an interrupted status
 
-    def check(self) -> None:
+    def __post_init__(self) -> None:
+        normalise(
+            self,
+            reason=_optional(_pattern(_SLUG, "reason")),
+            ref=_optional(_no_space("ref")),
+            commit=_commit,
+            detail=_opt_text,
+        )
         if self.state == "interrupted":
             if self.reason is None:
                 raise ValueError("an interrupted status needs a reason")
@@ -249,24 +298,34 @@ class Status(Record, forbid_extra=True):
             raise ValueError(f"a {self.state} status has no current item")
 
 
-class Summary(Record, forbid_extra=True):
+class Summary(Record, kw_only=True):
     format: int = 1
-    ticket: Ticket
-    run: RunId | None = None
+    ticket: str
+    run: str | None = None
     mode: Mode
-    round: Annotated[int, Ge(0)] | None = None
-    updated: Annotated[datetime, Before(_iso), After(_aware)]
+    round: Annotated[int, Meta(ge=0)] | None = None
+    updated: datetime
     usage: Usage | None = None
     status: Status
-    blocked: OptText = None  # what the agent was denied, the Status section's Blocked note
-    tasks: list[Task] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)
-    files_changed: list[FilePath] | None = None
+    blocked: str | None = None  # what the agent was denied, the Status section's Blocked note
+    tasks: list[Task] = []
+    findings: list[Finding] = []
+    files_changed: list[str] | None = None
     gates: list[Gate] | None = None
-    deferred: list[DeferredItem] | None = None
-    prose: Annotated[dict[ProseKey, Prose], After(_drop_empty)] = field(default_factory=dict)
+    deferred: list[str] | None = None
+    prose: dict[ProseKey, list[str]] = {}
 
-    def check(self) -> None:
+    def __post_init__(self) -> None:
+        normalise(
+            self,
+            ticket=ticket_id,
+            run=run_id,
+            updated=_aware,
+            blocked=_opt_text,
+            files_changed=_each(_path),
+            deferred=_each(_title),
+            prose=_drop_empty,
+        )
         if self.format != 1:
             raise ValueError(f"format must be 1, not {self.format}")
         if self.mode == "implementation":

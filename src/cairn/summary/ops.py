@@ -6,12 +6,14 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
+import msgspec
+from msgspec import Struct
+
 from cairn.errors import BadInput
 from cairn.summary.model import Finding, Gate, Status, Summary, Task, TaskStatus, Usage
 from cairn.terms import FINDING_RESOLUTIONS
-from cairn.util.records import Record, first_error
 
-M = TypeVar("M", bound=Record)
+M = TypeVar("M", bound=Struct)
 
 _NEXT: dict[str, frozenset[str]] = {
     "pending": frozenset({"in progress", "completed", "skipped", "deferred"}),
@@ -23,17 +25,19 @@ _NEXT: dict[str, frozenset[str]] = {
 
 
 def _make(cls: type[M], **data: Any) -> M:
-    """Build and validate; model_copy(update=...) would skip the normalising validators."""
+    """Build and validate: the types checked, as a plain constructor does not."""
+    from cairn.util.invalid import problem
+
     try:
-        return cls.model_validate(data)
-    except ValueError as exc:  # pydantic's ValidationError: the data was not in shape
-        where, message, _ = first_error(exc)
+        return msgspec.convert(data, cls, strict=False)
+    except msgspec.ValidationError as exc:  # the data was not in shape
+        where, message = problem(exc, cls)
         where = where or cls.__name__.lower()
         raise BadInput(f"invalid change summary {where}: {message}; pass a valid value") from None
 
 
 def _replace(model: M, **changes: Any) -> M:
-    return _make(type(model), **{**model.__dict__, **changes})
+    return _make(type(model), **{**msgspec.structs.asdict(model), **changes})
 
 
 def scaffold_tasks(

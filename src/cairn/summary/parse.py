@@ -8,6 +8,9 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, NoReturn, TypeVar
 
+import msgspec
+from msgspec import Struct
+
 from cairn.summary.model import (
     FINDING_FIELD,
     FINDING_ID,
@@ -15,22 +18,20 @@ from cairn.summary.model import (
     TASK_FIELD,
     Finding,
     Gate,
-    RunId,
     Status,
     Summary,
     SummaryError,
     Task,
-    Ticket,
+    run_id,
+    ticket_id,
 )
 from cairn.summary.render import BLOCKED
-from cairn.summary.render import title as render_title
+from cairn.summary.render import heading
 from cairn.terms import FINDING_STATUSES, TASK_STATUSES, VERDICTS
 from cairn.util import frontmatter
 from cairn.util.codespans import parse_code_spans
-from cairn.util.records import Record, first_error
-from cairn.util.shapes import check_value
 
-R = TypeVar("R", bound=Record)
+R = TypeVar("R", bound=Struct)
 Line = tuple[int, str]
 Section = tuple[int, list[Line]]  # the heading's line number, and the lines under it
 ProseByKey = dict[str, list[str]]
@@ -103,13 +104,16 @@ class _Parser:
         return self._build(Summary, data, status_at)
 
     def _build(self, cls: type[R], data: dict[str, Any], line: int) -> R:
+        from cairn.util.invalid import line as explained
+        from cairn.util.invalid import problem
+
         try:
-            return cls.model_validate(data)
-        except ValueError as exc:  # pydantic's ValidationError: the data was not in shape
-            where = first_error(exc)[0].split(".")[0]
+            return msgspec.convert(data, cls, strict=False)
+        except msgspec.ValidationError as exc:  # the data was not in shape
+            where = problem(exc, cls)[0].split(".")[0]
             if cls is Summary and where in _KEYS:
                 line = self.line_of(where)
-            self.fail(line, _first_error(exc))
+            self.fail(line, explained(exc, cls))
 
     def _front_matter(self) -> tuple[dict[str, Any], int]:
         if not frontmatter.opens(self.lines):
@@ -161,11 +165,13 @@ class _Parser:
                 line_of("updated"),
                 f"updated {str(updated)!r} is not an ISO-8601 time with a UTC offset",
             )
-        for key, kind in (("ticket", Ticket), ("run", RunId | None)):
+        for key, check in (("ticket", ticket_id), ("run", run_id)):
+            if not isinstance(header[key], str) and (key == "ticket" or header[key] is not None):
+                self.fail(line_of(key), f"{key}: Input should be a valid string")
             try:
-                check_value(kind, header[key])
-            except ValueError as exc:  # pydantic's ValidationError
-                self.fail(line_of(key), f"{key}: {_first_error(exc)}")
+                check(header[key])
+            except ValueError as exc:
+                self.fail(line_of(key), f"{key}: {exc}")
         return header, close + 1
 
     def _title(self, header: dict[str, Any], start: int) -> list[Line]:
@@ -174,8 +180,7 @@ class _Parser:
             i += 1
         if i == len(self.lines):
             self.fail(len(self.lines), "the title line is missing")
-        probe = Summary.model_construct(**header)
-        expected = render_title(probe)
+        expected = heading(header["ticket"], header["mode"], header["round"])
         if self.lines[i] != expected:
             self.fail(i + 1, f"expected the title {expected!r} to match the front matter")
         return [(n + 1, self.lines[n]) for n in range(i + 1, len(self.lines))]
@@ -401,8 +406,3 @@ class _Parser:
                 self.fail(number, "the gate command must be one `code span`")
             command = spans[0]
         return [self._build(Gate, {"name": name, "command": command, "result": result}, number)]
-
-
-def _first_error(exc: ValueError) -> str:
-    where, message, _ = first_error(exc)
-    return f"{where}: {message}" if where else message

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from msgspec import structs
+
 from cairn.summary.model import SECTIONS, Finding, Gate, Summary, Task
 from cairn.util import yaml_io
 
@@ -34,8 +36,13 @@ def render(summary: Summary) -> str:
 
 
 def title(s: Summary) -> str:
-    suffix = f", review round {s.round}" if s.mode == "review" else ""
-    return f"# Change summary — ticket {s.ticket}{suffix}"
+    return heading(s.ticket, s.mode, s.round)
+
+
+def heading(ticket: str, mode: str, round: int | None) -> str:
+    """The title line of a summary of ``ticket`` in ``mode`` (review ``round``)."""
+    suffix = f", review round {round}" if mode == "review" else ""
+    return f"# Change summary — ticket {ticket}{suffix}"
 
 
 def status_line(s: Summary) -> str:
@@ -87,7 +94,7 @@ def _front_matter(s: Summary) -> list[str]:
         "updated": s.updated.isoformat(timespec="seconds"),
     }
     if s.usage is not None:
-        data["usage"] = s.usage.model_dump()
+        data["usage"] = structs.asdict(s.usage)
     dumped = yaml_io.safe_dump(data, sort_keys=False, allow_unicode=True, width=1 << 30)
     return ["---", *dumped.rstrip("\n").split("\n"), "---"]
 
