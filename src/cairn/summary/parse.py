@@ -25,8 +25,7 @@ from cairn.summary.model import (
     run_id,
     ticket_id,
 )
-from cairn.summary.render import BLOCKED
-from cairn.summary.render import heading
+from cairn.summary.render import BLOCKED, heading
 from cairn.terms import FINDING_STATUSES, TASK_STATUSES, VERDICTS
 from cairn.util import frontmatter
 from cairn.util.codespans import parse_code_spans
