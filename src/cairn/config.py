@@ -74,7 +74,7 @@ class Section(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """A table of the config file: unknown keys refused, read strictly (no "5" for 5)."""
 
 
-class SnapshotConfig(Section):
+class SnapshotConfig(Section, frozen=True):
     max_new_file_bytes: Size = 10 * MiB
     max_new_files: Annotated[int, Meta(ge=0)] = 5000
     max_new_bytes: Size = 100 * MiB
@@ -114,7 +114,7 @@ def pressure_given(config: Config) -> bool:
     return isinstance(agent, dict) and "budget_pressure_turns" in agent
 
 
-class AgentConfig(Section):
+class AgentConfig(Section, frozen=True):
     kind: str | None = None
     command: str | list[str] | None = None
     script: str | None = None
@@ -153,22 +153,22 @@ class AgentConfig(Section):
                 )
 
 
-class RoleConfig(Section):
+class RoleConfig(Section, frozen=True):
     max_turns: Annotated[int, Meta(ge=1)] | None = None
 
 
-class LoopConfig(Section):
+class LoopConfig(Section, frozen=True):
     phases: Annotated[list[LoopPhase], Meta(min_length=1)] = field(
         default_factory=lambda: ["implement", "review", "fix"]
     )
     max_rounds: Annotated[int, Meta(ge=1)] = 3
 
 
-class MarkerConfig(Section):
+class MarkerConfig(Section, frozen=True):
     stale_after: Duration = "24h"
 
 
-class FleetHooks(Section):
+class FleetHooks(Section, frozen=True):
     """Shell commands run in a ticket's worktree (docs/fleet.md, "Workspace hooks")."""
 
     after_create: str | None = None
@@ -190,7 +190,7 @@ _GITHUB_REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 FLEET_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")  # [fleet] id: in workflow ids
 
 
-class GitHubConfig(Section):
+class GitHubConfig(Section, frozen=True):
     """``[fleet.github]``: the issues the ``github`` tracker reads (docs/fleet.md)."""
 
     repo: str | None = None  # "owner/name"
@@ -209,7 +209,7 @@ class GitHubConfig(Section):
             )
 
 
-class FleetConfig(Section):
+class FleetConfig(Section, frozen=True):
     """``cairn fleet``: the queue, concurrency, worktrees, retries (docs/fleet.md), the tracker,
     pushes and notifications (docs/fleet.md)."""
 
@@ -275,7 +275,7 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-class TemporalConfig(Section):
+class TemporalConfig(Section, frozen=True):
     """``[temporal]``: the server of ``engine = "temporal"`` (docs/scale-out.md)."""
 
     address: str = "127.0.0.1:7233"  # host:port of the frontend
@@ -322,7 +322,7 @@ class TemporalConfig(Section):
 DEFAULT_ROLES = {"reviewer": RoleConfig(max_turns=60), "evaluator": RoleConfig(max_turns=45)}
 
 
-class Config(Section, dict=True):
+class Config(Section, frozen=True, dict=True):
     """The settings. Where they came from is kept beside the fields, in the instance's
     ``__dict__`` (``source``: None when every value is a default; ``given``: the file's tables)."""
 
@@ -413,7 +413,7 @@ def _read(kind: Any, data: Any, at: list[str]) -> Any:
         where = [*at, key]
         for meta in _metas(hint):
             try:
-                value = meta.extra["read_as"](value)
+                value = (meta.extra or {})["read_as"](value)
             except ValueError as exc:
                 raise _Unreadable(".".join(where), str(exc)) from None
         if kind is Config and key == "roles" and isinstance(value, dict):

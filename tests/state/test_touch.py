@@ -166,7 +166,7 @@ def test_the_command_line_touches_without_typing_pathlib_or_records(repo: Path) 
         "import os, sys\n"
         "real = os._exit\n"
         "def leave(code):\n"
-        "    heavy = ('typing', 'pathlib', 'cairn.util.records', 'cairn.config')\n"
+        "    heavy = ('typing', 'pathlib', 'msgspec', 'cairn.config')\n"
         "    sys.stdout.write(repr([m for m in heavy if m in sys.modules]))\n"
         "    sys.stdout.flush()\n"
         "    real(code)\n"

@@ -1,6 +1,6 @@
 """Printing results: JSON for machines, short plain lines for people, errors as one line.
 
-Nothing here imports Typer, Click, Rich or pydantic: the commands the fast path serves print
+Nothing here imports Typer, Click or Rich: the commands the fast path serves print
 through it, and so do the same commands under Typer, so both print the same bytes.
 """
 
@@ -14,8 +14,9 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, ParamSpec, TypeVar
 
+import msgspec
+
 from cairn.errors import explain
-from cairn.util.records import Record, plain, pydantic_json
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -43,19 +44,17 @@ console = PlainConsole()
 err_console = PlainConsole(stderr=True)
 
 
-def _plain(data: Any) -> Any:
-    return data.model_dump(mode="json") if hasattr(data, "model_dump") else data
-
-
 def emit_json(data: Any) -> None:
-    """A result as indented JSON: a list of records as pydantic wrote lists of models, anything
-    else through ``json``."""
-    if isinstance(data, list) and data and all(isinstance(d, Record) for d in data):
-        text = pydantic_json(plain(data, json_mode=True), indent=2)
-    else:
-        payload = [_plain(d) for d in data] if isinstance(data, list) else _plain(data)
-        text = json.dumps(payload, indent=2, ensure_ascii=False)
-    sys.stdout.write(_escape_surrogates(text) + "\n")
+    """A result as indented JSON: records as objects, times as ISO-8601 text."""
+    sys.stdout.write(_escape_surrogates(json_text(data)) + "\n")
+
+
+def json_text(data: Any) -> str:
+    """``data`` (records, lists, dicts) as JSON indented by two spaces."""
+    try:
+        return msgspec.json.format(msgspec.json.encode(data), indent=2).decode()
+    except UnicodeEncodeError:  # a path held with lone surrogates: written as escapes
+        return json.dumps(msgspec.to_builtins(data), indent=2, ensure_ascii=False)
 
 
 def _escape_surrogates(text: str) -> str:

@@ -19,6 +19,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from cairn.config import FleetConfig
 from cairn.errors import BadInput
 from cairn.fleet import lease, schedule
@@ -74,17 +76,16 @@ def resume(workspace: Path | str, ticket: str | None, **options: Any) -> RunOutc
     before = record
     fleetstate.write(
         layout,
-        record.model_copy(
-            update={
-                "state": "running",
-                "attempt": record.attempt + 1,
-                "worktree": str(space.path),
-                "branch": space.branch,
-                "pid": mine,
-                "pid_started_at": started.timestamp() if started else None,
-                "detail": "resumed by hand",
-                "updated": clock.now(),
-            }
+        msgspec.structs.replace(
+            record,
+            state="running",
+            attempt=record.attempt + 1,
+            worktree=str(space.path),
+            branch=space.branch,
+            pid=mine,
+            pid_started_at=started.timestamp() if started else None,
+            detail="resumed by hand",
+            updated=clock.now(),
         ),
     )
     try:
@@ -99,7 +100,7 @@ def resume(workspace: Path | str, ticket: str | None, **options: Any) -> RunOutc
         else:
             outcome = launch.resume(space.path, named, **options)
     except BaseException:
-        fleetstate.write(layout, before.model_copy(update={"updated": clock.now()}))
+        fleetstate.write(layout, msgspec.structs.replace(before, updated=clock.now()))
         raise
     fleetstate.write(layout, _after(config.fleet, before, outcome))
     return outcome
@@ -118,16 +119,15 @@ def _after(fleet: FleetConfig, before: FleetTicket, outcome: RunOutcome) -> Flee
             state = "retrying" if schedule.pending(fleet, before) else "interrupted"
         why = outcome.reason or "interrupted"
         detail = f"{why} in a resume by hand; cairn resume {before.ticket} continues it"
-    return before.model_copy(
-        update={
-            "state": state,
-            "attempt": before.attempt + 1,
-            "next_attempt_at": None,
-            "pid": None,
-            "pid_started_at": None,
-            "last_exit": outcome.exit_code,
-            "last_reason": outcome.reason or outcome.status,
-            "detail": detail,
-            "updated": clock.now(),
-        }
+    return msgspec.structs.replace(
+        before,
+        state=state,
+        attempt=before.attempt + 1,
+        next_attempt_at=None,
+        pid=None,
+        pid_started_at=None,
+        last_exit=outcome.exit_code,
+        last_reason=outcome.reason or outcome.status,
+        detail=detail,
+        updated=clock.now(),
     )

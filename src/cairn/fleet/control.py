@@ -31,6 +31,8 @@ import signal
 from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol
 
+import msgspec
+
 from cairn.config import Config
 from cairn.fleet import lease as fleet_lease
 from cairn.fleet import retry, schedule
@@ -179,7 +181,7 @@ class Controls:
         spent = budget.note()
         for record in list(host.records.values()):
             if record.state == "stopped":
-                state = schedule.released(record.model_copy(update={"attempt": 0}))
+                state = schedule.released(msgspec.structs.replace(record, attempt=0))
                 detail = "stopped before; started again by this fleet start"
                 host._save(record, state=state, attempt=0, next_attempt_at=None, detail=detail)
                 host.emit("ticket_restarted", ticket=record.ticket, state=state)
@@ -327,17 +329,16 @@ def _act_alone(layout: Layout, config: Config, request: Request) -> None:
             fleetcontrol.done(request)
             return
         # its run is gone: the attempt does not count (as the next supervisor would see it)
-        record = record.model_copy(
-            update={
-                "state": "retrying",
-                "attempt": max(0, record.attempt - 1),
-                "pid": None,
-                "pid_started_at": None,
-                "last_reason": record.last_reason if request.signalled else "crash",
-            }
+        record = msgspec.structs.replace(
+            record,
+            state="retrying",
+            attempt=max(0, record.attempt - 1),
+            pid=None,
+            pid_started_at=None,
+            last_reason=record.last_reason if request.signalled else "crash",
         )
     decision = decide(request.action, record, config, supervised=False)
     if decision.state is not None:
         update = {**changes(request.action, record, decision.state), "updated": clock.now()}
-        fleetstate.write(layout, record.model_copy(update=update))
+        fleetstate.write(layout, msgspec.structs.replace(record, **update))
     fleetcontrol.done(request)

@@ -11,6 +11,8 @@ import json
 import os
 from pathlib import Path
 
+import msgspec
+
 from cairn.errors import LeaseBusy
 from cairn.state import fleetstate, owner
 from cairn.state.layout import Layout
@@ -60,7 +62,7 @@ def acquire(layout: Layout) -> SupervisorLease:
         ) from None
     me = owner.me()
     os.ftruncate(fd, 0)
-    os.pwrite(fd, me.model_dump_json().encode(), 0)
+    os.pwrite(fd, msgspec.json.encode(me), 0)
     return SupervisorLease(path, fd, me)
 
 
@@ -83,7 +85,7 @@ def holder(layout: Layout) -> Owner | None:
 
 def _holder(fd: int) -> Owner | None:
     with contextlib.suppress(OSError, ValueError):
-        return Owner.model_validate(json.loads(os.pread(fd, 4096, 0)))
+        return msgspec.convert(json.loads(os.pread(fd, 4096, 0)), Owner, strict=False)
     return None
 
 

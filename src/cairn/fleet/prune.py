@@ -18,6 +18,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
+from msgspec import Struct, field
+from msgspec.structs import replace
+
 from cairn import tickets
 from cairn.config import Config
 from cairn.errors import BadInput
@@ -28,7 +31,6 @@ from cairn.git import Deadline, Repo
 from cairn.state import fleetstate
 from cairn.state.layout import Layout
 from cairn.util.durations import parse_duration
-from cairn.util.records import Record, field
 from cairn.util.text import counted, human_bytes
 
 if TYPE_CHECKING:
@@ -47,7 +49,7 @@ _IN_PROGRESS = {
 }
 
 
-class PruneReport(Record):
+class PruneReport(Struct, frozen=True, kw_only=True):
     ticket: str
     action: PruneAction
     worktree: str | None = None
@@ -86,37 +88,35 @@ def prune(
             if not dry_run:
                 gitworktree.prune_records(repo)  # only records whose directory is gone
             return base
-        report = base.model_copy(update={"worktree": str(entry.path)})
+        report = replace(base, worktree=str(entry.path))
         try:
             held = _check(repo, config, ticket, entry, layout, dry_run)
         except _Refused as refused:
-            return report.model_copy(
-                update={
-                    "action": "refused",
-                    "reason": refused.reason,
-                    "uncommitted": refused.files,
-                    "unsaved_commits": refused.commits,
-                    "snapshot": refused.snapshot,
-                }
+            return replace(
+                report,
+                action="refused",
+                reason=refused.reason,
+                uncommitted=refused.files,
+                unsaved_commits=refused.commits,
+                snapshot=refused.snapshot,
             )
-        report = report.model_copy(update=held._asdict())
+        report = replace(report, **held._asdict())
         if dry_run:
-            return report.model_copy(update={"action": "would_remove"})
+            return replace(report, action="would_remove")
         hook = hooks.run_hook("before_remove", entry.path, config, ticket=ticket)
         if not hook.ok:
             why = hook.describe("before_remove", hooks.timeout_text(config))
-            return report.model_copy(update={"action": "kept", "reason": f"{why}; kept"})
+            return replace(report, action="kept", reason=f"{why}; kept")
         try:
             held = _check(repo, config, ticket, entry, layout, dry_run)
         except _Refused as refused:
-            return report.model_copy(
-                update={
-                    "action": "refused",
-                    "reason": f"after before_remove: {refused.reason}",
-                    "uncommitted": refused.files,
-                    "unsaved_commits": refused.commits,
-                    "snapshot": refused.snapshot,
-                }
+            return replace(
+                report,
+                action="refused",
+                reason=f"after before_remove: {refused.reason}",
+                uncommitted=refused.files,
+                unsaved_commits=refused.commits,
+                snapshot=refused.snapshot,
             )
         before = _disk_use(entry.path) + _disk_use(_git_dir(entry.path))
         main = gitworktree.main_toplevel(repo)
@@ -125,7 +125,7 @@ def prune(
         if layout is not None:
             _forget_worktree(layout, ticket)
         update = {**held._asdict(), "action": "removed", "freed_bytes": before - after}
-        return report.model_copy(update=update)
+        return replace(report, **update)
 
 
 def known(repo: Repo, config: Config, layout: Layout, ticket: str) -> str:
@@ -356,6 +356,4 @@ def _disk_use(path: Path | None) -> int:
 def _forget_worktree(layout: Layout, ticket: str) -> None:
     record = fleetstate.read(layout, ticket)
     if record is not None and record.worktree is not None:
-        fleetstate.write(
-            layout, record.model_copy(update={"worktree": None, "updated": datetime.now(UTC)})
-        )
+        fleetstate.write(layout, replace(record, worktree=None, updated=datetime.now(UTC)))

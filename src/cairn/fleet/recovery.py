@@ -10,6 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import msgspec
+
 from cairn import tickets
 from cairn.config import Config
 from cairn.fleet.watch import Adopted, Watched, outcome_on_disk
@@ -82,7 +84,7 @@ def mend(
         warnings.append((name, f"{said}; it has no run yet, so it is queued anew"))
         return None
     detail = f"{said} and made it again from {'memory' if known else 'its run'}"
-    record = record.model_copy(update={"detail": detail, "updated": clock.now()})
+    record = msgspec.structs.replace(record, detail=detail, updated=clock.now())
     fleetstate.write(layout, record)
     warnings.append((name, detail))
     return record
@@ -114,7 +116,7 @@ def from_run(layout: Layout, config: Config, toplevel: Path, ticket: str) -> Fle
     live = _live_owner(layout, ticket)
     if live is not None and status not in ENDED:
         fields.update(state="running", pid=live.pid, pid_started_at=live.pid_started_at)
-    return FleetTicket.model_validate(fields)
+    return msgspec.convert(fields, FleetTicket, strict=False)
 
 
 class _Live(NamedTuple):

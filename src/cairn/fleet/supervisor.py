@@ -20,6 +20,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from cairn.config import Config
 from cairn.errors import CairnError, ExitCode
 from cairn.fleet import lease as fleet_lease
@@ -155,7 +157,7 @@ class Supervisor(recovery.Recovering):
     # --- tickets -------------------------------------------------------------------------------
 
     def _save(self, record: FleetTicket, **changes: Any) -> FleetTicket:
-        updated = record.model_copy(update={**changes, "updated": clock.now()})
+        updated = msgspec.structs.replace(record, **{**changes, "updated": clock.now()})
         self.records[updated.ticket] = updated
         self.controls.write(updated)  # on a full disk, kept and written when there is room
         return updated
@@ -326,7 +328,7 @@ class Supervisor(recovery.Recovering):
         counted: bool = False,
     ) -> None:
         if counted:
-            record = record.model_copy(update={"attempt": record.attempt + 1})
+            record = msgspec.structs.replace(record, attempt=record.attempt + 1)
         disk = schedule.disk_note(self.fleet, self.controls.disks)
         if schedule.out_of_space(exit_code, reason, detail, disk):
             reason = "disk_full"

@@ -1,6 +1,10 @@
 """The MCP tools' shapes: strict argument types, the structured results, and argument errors
 worded for a tool call (the argument's name, never a command-line flag).
 
+The results are msgspec records, their output schemas ``msgspec.json.schema``'s. The arguments
+are declared in the tools' signatures, from which the SDK's ``MCPServer`` builds a pydantic
+model per tool (its tool API takes no other kind); pydantic there is the SDK's own.
+
 Arguments are strict: ``{"task": true}`` or ``{"task": 1.0}`` is not task 1, and an argument a
 tool does not declare is refused, not ignored (each tool's argument model forbids extra keys and
 its input schema says ``additionalProperties: false``).
@@ -12,51 +16,65 @@ import re
 from collections.abc import Iterable
 from typing import Annotated, Any
 
+import msgspec
+from msgspec import Meta, Struct
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 STRICT = ConfigDict(extra="forbid", strict=True, arbitrary_types_allowed=True)
+StatusLine = Annotated[str, Meta(description="The summary's status line.")]
 
 
-class Reported(BaseModel):
+class Reported(Struct, kw_only=True):
     """The change summary after a progress report."""
 
     ticket: str
     run: str
     summary_path: str | None
-    status: str = Field(description="The summary's status line.")
-    resolved: int = Field(description="Tasks or findings resolved so far.")
+    status: StatusLine
+    resolved: Annotated[int, Meta(description="Tasks or findings resolved so far.")]
     total: int
 
 
-class Item(BaseModel):
-    id: str = Field(description="Task number or finding id.")
+class Item(Struct, kw_only=True):
+    id: Annotated[str, Meta(description="Task number or finding id.")]
     title: str
     status: str
 
 
-class Progress(BaseModel):
+class Progress(Struct, kw_only=True):
     """Where the run stands: its summary, its tasks or findings, and its marker."""
 
     ticket: str
     run: str
     summary_path: str | None
-    mode: str = Field(description="implementation (tasks) or review (findings).")
-    status: str = Field(description="The summary's status line.")
+    mode: Annotated[str, Meta(description="implementation (tasks) or review (findings).")]
+    status: StatusLine
     resolved: int
     total: int
     done: list[Item]
     remaining: list[Item]
-    phase: str | None = Field(description="The marker's phase; null when there is no marker.")
+    phase: Annotated[
+        str | None, Meta(description="The marker's phase; null when there is no marker.")
+    ]
     round: int | None
-    task: int | None = Field(description="The task the marker says is current.")
+    task: Annotated[int | None, Meta(description="The task the marker says is current.")]
 
 
-class FindingAdded(BaseModel):
+class FindingAdded(Struct, kw_only=True):
     ticket: str
     run: str
     finding: str
     round: int
-    findings: int = Field(description="Findings in the review now.")
+    findings: Annotated[int, Meta(description="Findings in the review now.")]
+
+
+def output_schema(record: type[Struct]) -> dict[str, Any]:
+    """The JSON schema of a tool's structured result: the record's object at the top, the
+    records it holds under ``$defs``."""
+    schema = msgspec.json.schema(record)
+    defs = schema.pop("$defs", {})
+    top: dict[str, Any] = defs.pop(record.__name__, schema)
+    return {**top, "$defs": defs} if defs else top
 
 
 TaskNumber = Annotated[

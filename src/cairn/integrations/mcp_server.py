@@ -19,10 +19,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal, ParamSpec, TypeVar
 
+import msgspec
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import CallToolResult, TextContent
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from cairn import __version__
 from cairn.errors import BadInput, explain
@@ -36,6 +37,7 @@ from cairn.integrations.mcp_schema import (
     RunTicket,
     TaskNumber,
     as_arguments,
+    output_schema,
     problem,
     strict,
 )
@@ -43,7 +45,6 @@ from cairn.state.catchup import CatchupReport
 from cairn.state.runstate import RunRef
 from cairn.summary import Summary
 from cairn.terms import ENV_RUN_DIR, FindingResolution, SetAside, Verdict
-from cairn.util.records import Record
 from cairn.wip.models import SaveResult
 
 P = ParamSpec("P")
@@ -78,30 +79,42 @@ class _Server(MCPServer):
             model = strict(tool.fn_metadata.arg_model)
             tool.fn_metadata.arg_model = model  # type: ignore[assignment]
             tool.parameters = model.model_json_schema(by_alias=True)
+            output = getattr(tool.fn, OUTPUT, None)
+            if output is not None:
+                tool.fn_metadata.output_schema = output_schema(output)
 
 
-def _tool(fn: Callable[P, R]) -> Callable[P, R]:
-    """Turn cairn errors into a tool error with their one-line message, naming the tool's
-    arguments where the CLI's message names a flag; never a crash."""
-    declared = list(inspect.signature(fn).parameters)
-
-    @functools.wraps(fn)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return fn(*args, **kwargs)
-        except ToolError:
-            raise
-        except Exception as exc:
-            message = explain(exc, debug_hint="logs the traceback")[1]
-            raise ToolError(as_arguments(message, declared)) from None
-
-    return wrapper
+OUTPUT = "cairn_output"  # the attribute of a tool's function naming its result's record
 
 
-def _reply(text: str, data: BaseModel | Record) -> CallToolResult:
+def _tool(output: type[msgspec.Struct]) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """A tool whose structured result is an ``output`` record (its output schema), and whose
+    cairn errors become a tool error with their one-line message, naming the tool's arguments
+    where the CLI's message names a flag; never a crash."""
+
+    def decorate(fn: Callable[P, R]) -> Callable[P, R]:
+        declared = list(inspect.signature(fn).parameters)
+
+        @functools.wraps(fn)
+        def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+            try:
+                return fn(*args, **kwargs)
+            except ToolError:
+                raise
+            except Exception as exc:
+                message = explain(exc, debug_hint="logs the traceback")[1]
+                raise ToolError(as_arguments(message, declared)) from None
+
+        setattr(wrapper, OUTPUT, output)
+        return wrapper
+
+    return decorate
+
+
+def _reply(text: str, data: msgspec.Struct) -> CallToolResult:
     return CallToolResult(
         content=[TextContent(type="text", text=text)],
-        structured_content=data.model_dump(mode="json"),
+        structured_content=msgspec.to_builtins(data),
     )
 
 
@@ -155,10 +168,8 @@ def build(workspace: Path | str = ".", environ: Mapping[str, str] | None = None)
         return found, run_id
 
     @server.tool()
-    @_tool
-    def task_start(
-        task: TaskNumber, ticket: RunTicket = None
-    ) -> Annotated[CallToolResult, Reported]:
+    @_tool(Reported)
+    def task_start(task: TaskNumber, ticket: RunTicket = None) -> CallToolResult:
         """Mark a plan task in progress; call it before working on the task."""
         from cairn.run import progress
 
@@ -167,14 +178,14 @@ def build(workspace: Path | str = ".", environ: Mapping[str, str] | None = None)
         return _reported(ref, progress.task_start(ref, n), f"task {n} in progress")
 
     @server.tool()
-    @_tool
+    @_tool(Reported)
     def task_done(
         task: TaskNumber,
         files: Files = None,
         outcome: Annotated[str | None, Field(description="What now works.")] = None,
         notes: Notes = None,
         ticket: RunTicket = None,
-    ) -> Annotated[CallToolResult, Reported]:
+    ) -> CallToolResult:
         """Mark a plan task completed, with the files it changed and its outcome."""
         from cairn.run import progress
 
@@ -185,13 +196,13 @@ def build(workspace: Path | str = ".", environ: Mapping[str, str] | None = None)
         return _reported(ref, after, f"task {n} completed")
 
     @server.tool()
-    @_tool
+    @_tool(Reported)
     def task_set_aside(
         task: TaskNumber,
         status: Annotated[SetAside, Field(description="The new status.")],
         notes: Annotated[str, Field(description="Why it is skipped, or what is left.")],
         ticket: RunTicket = None,
-    ) -> Annotated[CallToolResult, Reported]:
+    ) -> CallToolResult:
         """Mark a plan task skipped or deferred; notes say why (cairn task skip|defer)."""
         from cairn.run import progress
 
@@ -201,13 +212,13 @@ def build(workspace: Path | str = ".", environ: Mapping[str, str] | None = None)
         return _reported(ref, after, f"task {n} {status}")
 
     @server.tool()
-    @_tool
+    @_tool(Reported)
     def finding_update(
         finding: Annotated[str, Field(description="Finding id from the review, e.g. F1.")],
         status: Annotated[FindingResolution, Field(description="How it was addressed.")],
         action: Annotated[str | None, Field(description="What was done.")] = None,
         ticket: RunTicket = None,
-    ) -> Annotated[CallToolResult, Reported]:
+    ) -> CallToolResult:
         """Record how a review finding was addressed (cairn finding ID --status …)."""
         from cairn.run import progress
 
@@ -216,14 +227,14 @@ def build(workspace: Path | str = ".", environ: Mapping[str, str] | None = None)
         return _reported(ref, after, f"{finding} {status}")
 
     @server.tool()
-    @_tool
+    @_tool(FindingAdded)
     def finding_add(
         finding: Annotated[str, Field(description="New finding id, e.g. F1 or W2.")],
         title: Annotated[str, Field(description="One line: what is wrong.")],
         location: Annotated[str | None, Field(description="path:line")] = None,
         details: Annotated[str | None, Field(description="What is wrong, in more words.")] = None,
         ticket: RunTicket = None,
-    ) -> Annotated[CallToolResult, FindingAdded]:
+    ) -> CallToolResult:
         """(Reviewers) add a finding to the run's current review (cairn finding add)."""
         from cairn.run import progress
 
@@ -239,13 +250,13 @@ def build(workspace: Path | str = ".", environ: Mapping[str, str] | None = None)
         return _reply(f"{finding} recorded in round {after.round}", data)
 
     @server.tool()
-    @_tool
+    @_tool(Reported)
     def gate_result(
         name: Annotated[str, Field(description="Gate name, e.g. Tests or Lint.")],
         result: Annotated[Verdict, Field(description="pass or fail.")],
         command: Annotated[str | None, Field(description="The command run.")] = None,
         ticket: RunTicket = None,
-    ) -> Annotated[CallToolResult, Reported]:
+    ) -> CallToolResult:
         """Record a quality gate's result (cairn gate NAME --result …)."""
         from cairn.run import progress
 
@@ -254,8 +265,8 @@ def build(workspace: Path | str = ".", environ: Mapping[str, str] | None = None)
         return _reported(ref, after, f"gate {name}: {result}")
 
     @server.tool()
-    @_tool
-    def progress(ticket: RunTicket = None) -> Annotated[CallToolResult, Progress]:
+    @_tool(Progress)
+    def progress(ticket: RunTicket = None) -> CallToolResult:
         """Where the run stands: the summary's status line, tasks done and remaining, and the
         marker's phase, round and task."""
         from cairn.state import marker
@@ -293,7 +304,7 @@ def build(workspace: Path | str = ".", environ: Mapping[str, str] | None = None)
         return _reply(f"{text}; done: {ids[0]}; remaining: {ids[1]}", data)
 
     @server.tool()
-    @_tool
+    @_tool(CatchupReport)
     def catchup(
         ticket: Annotated[
             str | None,
@@ -303,25 +314,26 @@ def build(workspace: Path | str = ".", environ: Mapping[str, str] | None = None)
             Literal["json", "context"],
             Field(description="context: a paragraph for your context; json: the full report."),
         ] = "context",
-    ) -> Annotated[CallToolResult, CatchupReport]:
+    ) -> CallToolResult:
         """Where the last run of a ticket got to, and what to do next (cairn catchup)."""
         from cairn.state.catchup import catchup as build_report
         from cairn.state.catchup_text import context_paragraph
 
         report = build_report(workspace, run_of(ticket)[0])
         if format == "json":
-            return _reply(report.model_dump_json(indent=2), report)
+            text = msgspec.json.format(msgspec.json.encode(report), indent=2).decode()
+            return _reply(text, report)
         return _reply(context_paragraph(report), report)
 
     @server.tool()
-    @_tool
+    @_tool(SaveResult)
     def wip_save(
         reason: Annotated[str, Field(description="Why the snapshot is taken.")] = "mcp",
         ticket: Annotated[
             str | None,
             Field(description="Ticket id (default: CAIRN_RUN_DIR's ticket, else the branch's)."),
         ] = None,
-    ) -> Annotated[CallToolResult, SaveResult]:
+    ) -> CallToolResult:
         """Snapshot uncommitted work to refs/cairn/wip/<ticket>; touches nothing else."""
         from cairn import wip
 

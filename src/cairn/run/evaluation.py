@@ -21,7 +21,8 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel
+import msgspec
+from msgspec import Struct
 
 from cairn.errors import BadInput
 from cairn.run.plan import Plan
@@ -35,7 +36,7 @@ _STATUS = re.compile(r"## Status: (IN_PROGRESS|PASS|FAIL)")
 _ITEM = re.compile(r"- \[( |x)\] (AC-\d+): (.*?)(?: \(task (\d+)\))?(?: — FAILED: (.*))?")
 
 
-class Criterion(BaseModel):
+class Criterion(Struct, kw_only=True):
     id: str
     text: str
     task: int | None = None
@@ -43,7 +44,7 @@ class Criterion(BaseModel):
     reason: str | None = None
 
 
-class Evaluation(BaseModel):
+class Evaluation(Struct, kw_only=True):
     ticket: str
     round: int
     status: Literal["IN_PROGRESS", "PASS", "FAIL"] = "IN_PROGRESS"
@@ -129,19 +130,16 @@ def record(evaluation: Evaluation, ident: str, result: str, reason: str | None) 
         known = ", ".join(c.id for c in evaluation.criteria) or "none"
         raise BadInput(f"no acceptance criterion {ident} in this evaluation (criteria: {known})")
     criteria = [
-        c.model_copy(
-            update={
-                "result": result,
-                "reason": printable(reason) if reason and result == "fail" else None,
-            }
+        msgspec.structs.replace(
+            c, result=result, reason=printable(reason) if reason and result == "fail" else None
         )
         if c.id == ident
         else c
         for c in evaluation.criteria
     ]
-    return evaluation.model_copy(update={"criteria": criteria})
+    return msgspec.structs.replace(evaluation, criteria=criteria)
 
 
 def conclude(evaluation: Evaluation) -> Evaluation:
     status = "PASS" if not evaluation.failed() else "FAIL"
-    return evaluation.model_copy(update={"status": status})
+    return msgspec.structs.replace(evaluation, status=status)

@@ -10,6 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from cairn import summary
 from cairn.agents.base import Adapter, DispatchRequest
 from cairn.config import Config, pressure_given
@@ -144,7 +146,12 @@ def run(
         | carried.given(max_turns),
         first_artifacts=[
             ("orchestrator", "plan", "md", _plan_markdown(loaded)),
-            ("orchestrator", "plan", "json", loaded.model_dump_json(indent=2)),
+            (
+                "orchestrator",
+                "plan",
+                "json",
+                msgspec.json.format(msgspec.json.encode(loaded), indent=2).decode(),
+            ),
         ],
     )
     budget = _budget(config, max_turns, kind, adapter)
@@ -240,7 +247,7 @@ def resume(
             resumed=True,
             agent=kind,
             workspace=str(repo.toplevel),
-            owner=lease.me.model_dump(mode="json"),
+            owner=msgspec.to_builtins(lease.me),
             **carried.given(max_turns),
         )
         phase, round_number = _reclaim(ref, lease, report)
@@ -293,7 +300,9 @@ def _run_plan(ref: RunRef) -> Plan:
     if data is None:
         raise missing
     try:
-        return Plan.model_validate_json(durable.decode_text(data, json_plan, "plan artifact"))
+        return msgspec.json.decode(
+            durable.decode_text(data, json_plan, "plan artifact"), type=Plan, strict=False
+        )
     except ValueError:
         raise BadInput(
             f"plan artifact {json_plan} is not a plan cairn wrote; restore it, or start a new "
@@ -352,7 +361,7 @@ def _after_a_dead_owner(ref: RunRef, lease: Lease, grace: float, sink: EventSink
             stopped_agent=stopped,
             reason=lease.takeover,
             previous_run=previous.run if previous else None,
-            previous_owner=previous.owner.model_dump(mode="json")
+            previous_owner=msgspec.to_builtins(previous.owner)
             if previous and previous.owner
             else None,
         )

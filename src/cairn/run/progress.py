@@ -163,7 +163,7 @@ def add_finding(
 ) -> review.Review:
     """Add a reviewer's finding to the run's current review: journalled first, like every
     transition, then written."""
-    from cairn.run import review  # pydantic models: loaded only by the reviewers' command
+    from cairn.run import review  # loaded only by the reviewers' command
 
     with durable.locked(ref.lock_path):
         found = latest_artifact(ref.run_dir, "reviewer", "review")
@@ -189,7 +189,7 @@ def add_finding(
 
 def record_ac(ref: RunRef, ident: str, result: str, reason: str | None) -> evaluation.Evaluation:
     """Record the evaluator's verdict on one acceptance criterion of the current evaluation."""
-    from cairn.run import evaluation  # pydantic models: loaded only by the evaluators' command
+    from cairn.run import evaluation  # loaded only by the evaluators' command
 
     with durable.locked(ref.lock_path):
         found = [

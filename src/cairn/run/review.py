@@ -18,7 +18,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from pydantic import BaseModel
+import msgspec
+from msgspec import Struct
 
 from cairn.errors import BadInput
 from cairn.util import durable
@@ -28,7 +29,7 @@ _HEADING = re.compile(r"### ([A-Z]{1,3}[0-9]{1,4}): (.+)")
 _FIELD = re.compile(r"- \*\*(Location|Details):\*\* (.*)")
 
 
-class ReviewFinding(BaseModel):
+class ReviewFinding(Struct, kw_only=True):
     id: str
     title: str
     location: str | None = None
@@ -44,7 +45,7 @@ class ReviewFinding(BaseModel):
         return self.blocking or self.id.startswith("W")
 
 
-class Review(BaseModel):
+class Review(Struct, kw_only=True):
     ticket: str
     round: int
     findings: list[ReviewFinding] = []
@@ -124,4 +125,4 @@ def add(
         location=_line(location) if location else None,
         details=_line(details) if details else None,
     )
-    return review.model_copy(update={"findings": [*review.findings, found]})
+    return msgspec.structs.replace(review, findings=[*review.findings, found])

@@ -12,6 +12,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from msgspec import Struct, field
+
 from cairn import summary, tickets
 from cairn.config import Config
 from cairn.errors import BadInput
@@ -25,13 +27,12 @@ from cairn.summary import Summary
 from cairn.summary.render import status_line
 from cairn.util import clock
 from cairn.util.durations import parse_duration
-from cairn.util.records import Record, field
 
 FORMAT = 1
 RESOLVED_TASK = frozenset({"completed", "skipped", "deferred"})  # a task that needs no more work
 
 
-class SnapshotBrief(Record, frozen=False):
+class SnapshotBrief(Struct, kw_only=True):
     ref: str
     commit: str
     time: str
@@ -39,13 +40,13 @@ class SnapshotBrief(Record, frozen=False):
     run: str | None = None
 
 
-class TaskBrief(Record, frozen=False):
+class TaskBrief(Struct, kw_only=True):
     id: str
     title: str
     status: str
 
 
-class CatchupReport(Record, frozen=False):
+class CatchupReport(Struct, kw_only=True):
     format: int = FORMAT
     ticket: str
     state: TicketState | Literal["needs_input"]

@@ -9,7 +9,6 @@ is skipped with a warning by ``listing``: one broken file never hides the others
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
@@ -19,30 +18,29 @@ from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
+import msgspec
+from msgspec import Meta, Struct
+
 from cairn import tickets
 from cairn.errors import BadInput, CorruptState
 from cairn.state.layout import Layout
-from cairn.state.owner import START_TIME_TOLERANCE, with_offset
+from cairn.state.owner import START_TIME_TOLERANCE, with_offsets
 from cairn.terms import FleetState
 from cairn.util import durable
 from cairn.util.procs import pid_alive, process_start_time
-from cairn.util.records import After, Ge, Record, first_error
 
 SUFFIX = ".json"
 READ_LIMIT = 256 * 1024
 WHAT = "fleet record"
 KNOWN_SHOWN = 10  # tickets named in an error about an unknown one
 
-Time = Annotated[datetime, After(with_offset)]
-_TIMES = ("next_attempt_at", "updated")
 
-
-class FleetTicket(Record):
+class FleetTicket(Struct, frozen=True, kw_only=True):
     ticket: str
     plan: str  # the queue file's path, relative to the repository's top level
     state: FleetState
-    attempt: Annotated[int, Ge(0)] = 0  # attempts started so far (run = 1, each resume +1)
-    next_attempt_at: Time | None = None  # when a retrying ticket may start again
+    attempt: Annotated[int, Meta(ge=0)] = 0  # attempts started so far (run = 1, each resume +1)
+    next_attempt_at: datetime | None = None  # when a retrying ticket may start again
     worktree: str | None = None  # absolute path
     branch: str | None = None  # cairn/<ticket>
     pid: int | None = None  # the child `cairn run|resume` process, while running
@@ -50,9 +48,10 @@ class FleetTicket(Record):
     last_exit: int | None = None
     last_reason: str | None = None  # cutoff reason of the last attempt (max_turns, stall, …)
     detail: str | None = None  # one line: why failed / needs_input / interrupted
-    updated: Time
+    updated: datetime
 
-    def check(self) -> None:
+    def __post_init__(self) -> None:
+        with_offsets(self, "next_attempt_at", "updated")
         why = tickets.problem(self.ticket)
         if why is not None:
             raise ValueError(f"ticket {self.ticket!r} is not a valid id: {why}")
@@ -143,15 +142,12 @@ def parse(text: str, path: Path) -> FleetTicket:
         raise CorruptState(f"{WHAT} {path} is not valid JSON; fix it or delete it") from None
     if not isinstance(data, dict):
         raise CorruptState(f"{WHAT} {path} is not a JSON object; fix it or delete it")
-    for key in _TIMES:  # ISO text to datetimes here, so the record validates without pydantic
-        value = data.get(key)
-        if isinstance(value, str):
-            with contextlib.suppress(ValueError):  # left as text: validation names the field
-                data[key] = datetime.fromisoformat(value)
+    from cairn.util.invalid import problem
+
     try:
-        record = FleetTicket.model_validate(data)
-    except ValueError as exc:
-        key, why, _ = first_error(exc)
+        record = msgspec.convert(data, FleetTicket, strict=False)
+    except msgspec.ValidationError as exc:
+        key, why = problem(exc, FleetTicket)
         where = key or "(top level)"
         raise CorruptState(f"{WHAT} {path}: {where}: {why}; fix it or delete it") from None
     if path.name != f"{record.ticket}{SUFFIX}":
@@ -162,7 +158,7 @@ def parse(text: str, path: Path) -> FleetTicket:
 
 
 def render(record: FleetTicket) -> str:
-    return record.model_dump_json(indent=2) + "\n"
+    return msgspec.json.format(msgspec.json.encode(record), indent=2).decode() + "\n"
 
 
 def write(layout: Layout, record: FleetTicket) -> None:

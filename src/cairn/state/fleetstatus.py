@@ -13,13 +13,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+from msgspec import Struct, field
+
 from cairn.errors import CairnError
 from cairn.state import fleetstate, journal, refusals, status
 from cairn.state.layout import Layout, discover
 from cairn.terms import FleetState
 from cairn.util import clock
 from cairn.util.durations import parse_duration
-from cairn.util.records import Record, field, plain
 
 if TYPE_CHECKING:
     from cairn.config import Config
@@ -28,7 +30,7 @@ if TYPE_CHECKING:
 SHORT_SHA = 10
 
 
-class FleetRow(Record, frozen=False):
+class FleetRow(Struct, kw_only=True):
     ticket: str
     state: FleetState
     plan: str
@@ -55,7 +57,7 @@ class FleetRow(Record, frozen=False):
     updated: datetime
 
 
-class FleetStatus(Record, frozen=False):
+class FleetStatus(Struct, kw_only=True):
     rows: list[FleetRow] = field(default_factory=list)
     refused: list[refusals.Refusal] = field(default_factory=list)  # the tracker's last poll's
     warnings: list[str] = field(default_factory=list)
@@ -65,14 +67,14 @@ def refused_row(refusal: refusals.Refusal) -> dict[str, Any]:
     """A refused entry as a row of ``cairn fleet status --json`` and the dashboard: every key
     of a ticket's row, ``state`` ``refused``, ``plan`` the entry, ``detail`` why and the fix,
     ``ticket`` the id it would have (null when it names none)."""
-    row: dict[str, Any] = dict.fromkeys(FleetRow.model_fields)
+    row: dict[str, Any] = dict.fromkeys(FleetRow.__struct_fields__)
     row.update(
         ticket=refusal.ticket,
         state=refusals.REFUSED,
         plan=refusal.plan,
         attempt=0,
         detail=refusal.reason,
-        updated=plain(refusal.since, json_mode=True),
+        updated=msgspec.to_builtins(refusal.since),
     )
     return row
 
@@ -97,7 +99,7 @@ def fleet_status(
         state, detail = fleetstate.live_state(record)
         ticket_dir = os.path.join(tickets_dir, record.ticket)
         found, current = status.ticket_row(ticket_dir, record.ticket, stale_after, now)
-        row = FleetRow.model_construct(
+        row = FleetRow(
             ticket=record.ticket,
             state=state,
             plan=record.plan,

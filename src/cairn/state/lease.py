@@ -15,6 +15,8 @@ import os
 from datetime import datetime
 from pathlib import Path
 
+import msgspec
+
 from cairn.errors import BadInput, LeaseBusy
 from cairn.state import marker, owner
 from cairn.state.layout import LEASE, Layout
@@ -138,7 +140,7 @@ def _recorded_owner(layout: Layout, ticket: str, fd: int) -> Owner | None:
         if current is not None and current.owner is not None:
             candidates.append(current.owner)
     with contextlib.suppress(OSError, ValueError):
-        candidates.append(Owner.model_validate(json.loads(os.pread(fd, 4096, 0))))
+        candidates.append(msgspec.convert(json.loads(os.pread(fd, 4096, 0)), Owner, strict=False))
     now = clock.now()
     for candidate in candidates:
         if candidate.pid == os.getpid() and candidate.host == owner.this_host():
@@ -168,4 +170,4 @@ def _lock_holder(fd: int) -> str:
 
 def _mirror_owner(fd: int, me: Owner) -> None:
     os.ftruncate(fd, 0)
-    os.pwrite(fd, me.model_dump_json().encode(), 0)
+    os.pwrite(fd, msgspec.json.encode(me), 0)

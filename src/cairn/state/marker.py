@@ -11,56 +11,61 @@ from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import msgspec
+from msgspec import Meta, Struct
+
 from cairn.errors import CorruptState
 from cairn.state import owner, touch
 from cairn.state.names import MARKER_READ_LIMIT
-from cairn.state.owner import Liveness, Owner, with_offset
+from cairn.state.owner import Liveness, Owner, with_offsets
 from cairn.util import clock, durable, yaml_io
-from cairn.util.records import After, Ge, Record, first_error
 
 VERSION = 1
 TicketState = Literal["in_progress", "interrupted", "stale", "done", "none"]
 READ_LIMIT = MARKER_READ_LIMIT
 
-Time = Annotated[datetime, After(with_offset)]
 
-
-def _known_version(value: int) -> int:
-    if value > VERSION:
-        raise ValueError(f"version {value} was written by a newer cairn; upgrade cairn")
-    return value
-
-
-class DispatchRecord(Record):
+class DispatchRecord(Struct, frozen=True, kw_only=True):
     role: str
-    turn: Annotated[int, Ge(0)] = 0
-    max_turns: Annotated[int, Ge(1)] | None = None
-    pid: Annotated[int, Ge(1)] | None = None
-    pid_started_at: Time | None = None
+    turn: Annotated[int, Meta(ge=0)] = 0
+    max_turns: Annotated[int, Meta(ge=1)] | None = None
+    pid: Annotated[int, Meta(ge=1)] | None = None
+    pid_started_at: datetime | None = None
+
+    def __post_init__(self) -> None:
+        with_offsets(self, "pid_started_at")
 
 
-class SnapshotRef(Record):
+class SnapshotRef(Struct, frozen=True, kw_only=True):
     ref: str
     commit: str
-    at: Time
+    at: datetime
+
+    def __post_init__(self) -> None:
+        with_offsets(self, "at")
 
 
-class Marker(Record):
-    version: Annotated[int, After(_known_version)] = VERSION
+class Marker(Struct, frozen=True, kw_only=True):
+    version: int = VERSION
     skill: str = "impl"
     phase: str
-    round: Annotated[int, Ge(0)] | None = None
-    task: Annotated[int, Ge(0)] | None = None
-    started_at: Time
-    last_updated: Time
+    round: Annotated[int, Meta(ge=0)] | None = None
+    task: Annotated[int, Meta(ge=0)] | None = None
+    started_at: datetime
+    last_updated: datetime
     ticket: str | None = None
     run: str | None = None
     owner: Owner | None = None
     dispatch: DispatchRecord | None = None
     snapshot: SnapshotRef | None = None
 
+    def __post_init__(self) -> None:
+        if self.version > VERSION:
+            raise ValueError(f"version: {self.version} was written by a newer cairn; upgrade cairn")
+        with_offsets(self, "started_at", "last_updated")
+
     def touched(self, **changes: Any) -> Marker:
-        return self.model_copy(update={"last_updated": clock.now(), **changes})
+        return msgspec.structs.replace(self, **{"last_updated": clock.now(), **changes})
 
 
 # The marker is read by every ``cairn status`` and rewritten at every transition: in the flat
@@ -83,10 +88,12 @@ def parse(text: str, path: Path) -> Marker:
             f"marker {path} is not a YAML mapping; fix it or delete it "
             "(cairn catchup then infers the state from the run's files)"
         )
+    from cairn.util.invalid import problem
+
     try:
-        return Marker.model_validate(data)
-    except ValueError as exc:  # pydantic's ValidationError: the data was not in shape
-        key, why, _ = first_error(exc)
+        return msgspec.convert(data, Marker, strict=False)
+    except msgspec.ValidationError as exc:  # the data was not in shape
+        key, why = problem(exc, Marker)
         raise CorruptState(
             f"marker {path}: {key or '(top level)'}: {why}; fix it or delete it"
         ) from None
@@ -100,15 +107,16 @@ def read(path: Path) -> Marker | None:
 
 
 def _plain(value: Any) -> Any:
+    """Plain data as the marker holds it: times as ISO text, no null keys."""
     if isinstance(value, datetime):
         return value.isoformat()
     if isinstance(value, dict):
-        return {key: _plain(item) for key, item in value.items()}
+        return {key: _plain(item) for key, item in value.items() if item is not None}
     return value
 
 
 def render(marker: Marker) -> str:
-    data = _plain(marker.model_dump(exclude_none=True))
+    data = _plain(msgspec.to_builtins(marker, builtin_types=(datetime,)))
     return yaml_io.safe_dump(data, sort_keys=False, allow_unicode=True)
 
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 import functools
 import os
 from datetime import UTC, datetime
-from typing import Annotated
+
+from msgspec import Struct
+from msgspec.structs import force_setattr
 
 from cairn.terms import Liveness as Liveness  # re-exported: marker and catch-up name it here
 from cairn.util.procs import pid_alive, process_start_time
-from cairn.util.records import After, Record
 
 START_TIME_TOLERANCE = 2.0
 # The system's first process never is a cairn run, unless a recorded start time proves it is
@@ -28,11 +29,22 @@ def with_offset(value: datetime) -> datetime:
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value
 
 
-class Owner(Record):
+def with_offsets(record: Struct, *names: str) -> None:
+    """Each named time of ``record`` without an offset taken as UTC (in ``__post_init__``)."""
+    for name in names:
+        value = getattr(record, name)
+        if value is not None and value.tzinfo is None:
+            force_setattr(record, name, value.replace(tzinfo=UTC))
+
+
+class Owner(Struct, frozen=True, kw_only=True):
     host: str
     pid: int
-    pid_started_at: Annotated[datetime, After(with_offset)] | None = None
+    pid_started_at: datetime | None = None
     boot_id: str | None = None
+
+    def __post_init__(self) -> None:
+        with_offsets(self, "pid_started_at")
 
     def describe(self) -> str:
         return f"pid {self.pid} on {self.host}"

@@ -14,22 +14,22 @@ import json
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, NamedTuple
+from typing import NamedTuple
+
+import msgspec
+from msgspec import Struct
 
 from cairn.errors import BadInput
 from cairn.state.fleetstate import fleet_dir
 from cairn.state.layout import Layout
-from cairn.state.owner import with_offset
+from cairn.state.owner import with_offsets
 from cairn.util import clock, durable
-from cairn.util.records import After, Record, first_error
 
 REFUSED = "refused"  # the state of a refused entry's row in `cairn fleet status` and the API
 EVENT = "ticket_refused"  # the `--json` event, on both engines
 NAME = "refused.json"
 READ_LIMIT = 4 * 1024 * 1024
 WHAT = "refused listing"
-
-Time = Annotated[datetime, After(with_offset)]
 
 
 class Rejected(NamedTuple):
@@ -41,17 +41,23 @@ class Rejected(NamedTuple):
     version: str = ""  # changes when the entry changes (a file's mtime and size, a body's hash)
 
 
-class Refusal(Record):
+class Refusal(Struct, frozen=True, kw_only=True):
     plan: str
     ticket: str | None = None
     reason: str
     version: str = ""
-    since: Time  # when it was first refused in this form
+    since: datetime  # when it was first refused in this form
+
+    def __post_init__(self) -> None:
+        with_offsets(self, "since")
 
 
-class Listing(Record):
+class Listing(Struct, frozen=True, kw_only=True):
     refused: list[Refusal]
-    updated: Time
+    updated: datetime
+
+    def __post_init__(self) -> None:
+        with_offsets(self, "updated")
 
 
 def path_of(layout: Layout) -> Path:
@@ -69,43 +75,25 @@ def read(layout: Layout, warnings: list[str] | None = None) -> list[Refusal]:
         if data is None:
             return []
         raw = json.loads(durable.decode_text(data, path, WHAT))
-        return Listing.model_validate(_times(raw)).refused
+        return msgspec.convert(raw, Listing, strict=False).refused
     except (OSError, BadInput) as exc:
         problem = str(exc) if isinstance(exc, BadInput) else f"{path}: {exc.strerror}"
-    except ValueError as exc:
-        key = first_error(exc)[0] if hasattr(exc, "errors") else ""
+    except ValueError as exc:  # not JSON, or not in shape
+        from cairn.util import invalid
+
+        key = invalid.problem(exc)[0] if isinstance(exc, msgspec.ValidationError) else ""
         problem = f"{WHAT} {path} is not in shape{f' ({key})' if key else ''}"
     if warnings is not None:
         warnings.append(f"{problem}; the next poll of `cairn fleet start` rewrites it")
     return []
 
 
-def _times(raw: Any) -> Any:
-    """ISO text to datetimes, so the listing validates on the fast path."""
-    if not isinstance(raw, dict):
-        return raw
-    items = raw.get("refused")
-    if isinstance(items, list):
-        for item in items:
-            if isinstance(item, dict) and isinstance(item.get("since"), str):
-                item["since"] = _when(item["since"])
-    if isinstance(raw.get("updated"), str):
-        raw["updated"] = _when(raw["updated"])
-    return raw
-
-
-def _when(text: str) -> Any:
-    try:
-        return datetime.fromisoformat(text)
-    except ValueError:
-        return text  # left as text: validation names the field
-
-
 def write(layout: Layout, refused: list[Refusal]) -> None:
     listing = Listing(refused=refused, updated=clock.now())
     path = path_of(layout)
     durable.ensure_dir(path.parent)
-    durable.atomic_write(path, listing.model_dump_json(indent=2) + "\n")
+    text = msgspec.json.format(msgspec.json.encode(listing), indent=2).decode()
+    durable.atomic_write(path, text + "\n")
 
 
 class Reporter:

@@ -16,6 +16,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from cairn import summary
 from cairn.errors import BadInput
 from cairn.state import journal, marker
@@ -190,12 +192,14 @@ def _catch_up_marker(state: RunState, last: dict[str, Any]) -> None:
     turn = last.get("turn")
     running = current.dispatch
     if name == "turn" and running is not None and isinstance(turn, int) and running.turn < turn:
-        changes = {"dispatch": running.model_copy(update={"turn": turn})}
+        changes = {"dispatch": msgspec.structs.replace(running, turn=turn)}
     changes = {k: v for k, v in changes.items() if not _same(k, getattr(current, k), v)}
     if changes:
         try:
-            state.marker = current.model_copy(update={**changes, "last_updated": clock.now()})
-        except ValueError:  # pydantic's ValidationError
+            state.marker = msgspec.structs.replace(
+                current, **{**changes, "last_updated": clock.now()}
+            )
+        except ValueError:  # msgspec's ValidationError
             return
         state.marker_lags = True
 
@@ -240,18 +244,18 @@ def _snapshot(event: dict[str, Any]) -> marker.SnapshotRef | None:
     data = event.get("snapshot")
     try:
         if isinstance(data, dict):
-            return marker.SnapshotRef.model_validate(data)
+            return msgspec.convert(data, marker.SnapshotRef, strict=False)
         if isinstance(data, str) and isinstance(event.get("ref"), str):
             return marker.SnapshotRef(ref=event["ref"], commit=data, at=_time(event))
-    except ValueError:  # pydantic's ValidationError
+    except ValueError:  # msgspec's ValidationError
         return None
     return None
 
 
 def _record(data: Any) -> marker.DispatchRecord | None:
     try:
-        return marker.DispatchRecord.model_validate(data)
-    except ValueError:  # pydantic's ValidationError
+        return msgspec.convert(data, marker.DispatchRecord, strict=False)
+    except ValueError:  # msgspec's ValidationError
         return None
 
 

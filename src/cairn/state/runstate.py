@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import msgspec
+
 from cairn import summary
 from cairn.errors import BadInput
 from cairn.state import journal, marker, repair, transition
@@ -101,7 +103,7 @@ def begin(
         now = clock.now()
         run_id, run_dir = layout.create_run(ticket, now)
         ref = RunRef(layout, ticket, run_id)
-        owner = lease.me.model_dump(mode="json")
+        owner = msgspec.to_builtins(lease.me)
         journal.record(
             run_dir,
             "run_started",
@@ -118,7 +120,7 @@ def begin(
                 "takeover",
                 reason=lease.takeover,
                 previous_run=previous.run,
-                previous_owner=previous.owner.model_dump(mode="json") if previous.owner else None,
+                previous_owner=msgspec.to_builtins(previous.owner) if previous.owner else None,
             )
         with durable.locked(ref.lock_path):
             durable.remove_stale_temps(run_dir.parent)
@@ -392,8 +394,8 @@ def summary_text(current: Summary) -> str:
 
 def _plain(changes: dict[str, Any]) -> dict[str, Any]:
     return {
-        key: value.model_dump(mode="json", exclude_none=True)
-        if hasattr(value, "model_dump")
+        key: {k: v for k, v in msgspec.to_builtins(value).items() if v is not None}
+        if isinstance(value, msgspec.Struct)
         else value
         for key, value in changes.items()
     }

@@ -16,6 +16,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
+from msgspec import Struct
+
 from cairn import tickets
 from cairn.config import Config
 from cairn.git import Repo
@@ -33,7 +35,6 @@ from cairn.state.marker import Marker, TicketState
 from cairn.state.rowcache import RowCache
 from cairn.util import clock
 from cairn.util.durations import parse_duration
-from cairn.util.records import Record
 
 HEAD_BYTES = 8192
 _STATUS = re.compile(r"^## Status[ \t]*\r?\n(?:[ \t]*\r?\n)*([^\r\n]+)", re.MULTILINE)
@@ -47,7 +48,7 @@ _SUMMARY_SUFFIX = f"_{SUMMARY_ROLE}_{SUMMARY_ARTIFACT}.md"
 NEEDS_INPUT = "Interrupted — no_progress "
 
 
-class StatusRow(Record, frozen=False):
+class StatusRow(Struct, kw_only=True):
     ticket: str
     state: TicketState | Literal["needs_input"]
     phase: str | None = None
@@ -156,7 +157,7 @@ def ticket_row(
         task, total = _position(line)
     state, _, _ = marker.judge(current, stale_after, now)
     needs = state == "interrupted" and line is not None and line.startswith(NEEDS_INPUT)
-    row = StatusRow.model_construct(
+    row = StatusRow(
         ticket=ticket,
         state="needs_input" if needs else state,
         why=_detail(line) if needs else None,
@@ -202,7 +203,7 @@ def _settled_row(
     """The row of a ticket with no marker: done or interrupted, as its last summary says."""
     task, total = _position(line) if line is not None else (None, None)
     done = line is not None and line.startswith("Completed")
-    return StatusRow.model_construct(
+    return StatusRow(
         ticket=ticket,
         state="done" if done else "interrupted",
         phase="done" if done else None,

@@ -190,7 +190,7 @@ class Record(Struct, frozen=True, forbid_unknown_fields=True):
     """A part of the change summary."""
 
 
-class Task(Record, kw_only=True):
+class Task(Record, frozen=True, kw_only=True):
     number: Annotated[int, Meta(ge=0)]
     title: str
     status: TaskStatus = "pending"
@@ -214,7 +214,7 @@ class Task(Record, kw_only=True):
         return self.status in RESOLVED_TASK
 
 
-class Finding(Record, kw_only=True):
+class Finding(Record, frozen=True, kw_only=True):
     id: str
     title: str
     status: FindingStatus = "pending"
@@ -235,7 +235,7 @@ class Finding(Record, kw_only=True):
         return self.status != "pending"
 
 
-class Gate(Record, kw_only=True):
+class Gate(Record, frozen=True, kw_only=True):
     name: str
     command: str | None = None
     result: Verdict
@@ -248,7 +248,7 @@ def _float(value: float | None) -> float | None:
     return float(value) if type(value) is int else value
 
 
-class Usage(Record, kw_only=True):
+class Usage(Record, frozen=True, kw_only=True):
     """What the run's dispatches used so far (all its sessions): tokens, and the cost where
     the agent reports one."""
 
@@ -271,7 +271,7 @@ class Usage(Record, kw_only=True):
         )
 
 
-class Status(Record, kw_only=True):
+class Status(Record, frozen=True, kw_only=True):
     state: SummaryState
     item: int | str | None = None
     reason: str | None = None
@@ -298,7 +298,7 @@ class Status(Record, kw_only=True):
             raise ValueError(f"a {self.state} status has no current item")
 
 
-class Summary(Record, kw_only=True):
+class Summary(Record, frozen=True, kw_only=True):
     format: int = 1
     ticket: str
     run: str | None = None

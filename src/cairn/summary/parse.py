@@ -164,7 +164,11 @@ class _Parser:
                 line_of("updated"),
                 f"updated {str(updated)!r} is not an ISO-8601 time with a UTC offset",
             )
-        for key, check in (("ticket", ticket_id), ("run", run_id)):
+        checks: tuple[tuple[str, Callable[[Any], Any]], ...] = (
+            ("ticket", ticket_id),
+            ("run", run_id),
+        )
+        for key, check in checks:
             if not isinstance(header[key], str) and (key == "ticket" or header[key] is not None):
                 self.fail(line_of(key), f"{key}: Input should be a valid string")
             try:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import re
 
+import msgspec
+
 from cairn import __version__
 from cairn.util.text import printable
 from cairn.wip.models import Skipped
@@ -73,7 +75,10 @@ class SnapshotMeta:
             lines.append(f"Cairn-Run: {self.run}")
         lines.append(f"Cairn-Version: {self.version}")
         for item in self.skipped[:MAX_LISTED_PATHS]:
-            skipped = json.dumps(item.model_dump(exclude_none=True), separators=(",", ":"))
+            skipped = json.dumps(
+                {k: v for k, v in msgspec.structs.asdict(item).items() if v is not None},
+                separators=(",", ":"),
+            )
             lines.append(f"Cairn-Skipped-Path: {skipped}")
         for path in self.conflicted[:MAX_LISTED_PATHS]:
             lines.append(f"Cairn-Conflicted-Path: {json.dumps(path)}")
@@ -92,7 +97,7 @@ class SnapshotMeta:
             key, value = match.groups()
             try:
                 if key == "Skipped-Path":
-                    skipped.append(Skipped.model_validate_json(value))
+                    skipped.append(msgspec.json.decode(value, type=Skipped, strict=False))
                 elif key == "Conflicted-Path":
                     conflicted.append(json.loads(value))
                 else:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from cairn.util.records import Record, field
+from msgspec import Struct, field
+
 from cairn.wip.proof import unchanged_line
 
 SkipReason = Literal["too_large", "nested_repo", "over_budget", "special_file"]
 
 
-class Skipped(Record):
+class Skipped(Struct, frozen=True, kw_only=True):
     """An untracked path the snapshot does not hold. ``files`` is set for skipped directories."""
 
     path: str
@@ -19,7 +20,7 @@ class Skipped(Record):
     files: int | None = None
 
 
-class SaveResult(Record):
+class SaveResult(Struct, frozen=True, kw_only=True):
     ref: str
     commit: str | None
     created: bool
@@ -44,7 +45,7 @@ class SaveResult(Record):
         return unchanged_line(self.ref, self.commit)
 
 
-class SnapshotInfo(Record):
+class SnapshotInfo(Struct, frozen=True, kw_only=True):
     """One snapshot commit, read back from its trailers."""
 
     ticket: str
@@ -65,19 +66,19 @@ class SnapshotInfo(Record):
     cairn_version: str
 
 
-class DiffStat(Record):
+class DiffStat(Struct, frozen=True, kw_only=True):
     path: str
     added: int | None
     deleted: int | None
 
 
-class ShowResult(Record):
+class ShowResult(Struct, frozen=True, kw_only=True):
     snapshot: SnapshotInfo
     against: str
     diffstat: list[DiffStat]
 
 
-class RestoreResult(Record):
+class RestoreResult(Struct, frozen=True, kw_only=True):
     commit: str
     target: str
     to: str | None
@@ -90,14 +91,14 @@ class RestoreResult(Record):
     warnings: list[str] = field(default_factory=list)
 
 
-class PrunedTicket(Record):
+class PrunedTicket(Struct, frozen=True, kw_only=True):
     ticket: str
     ref: str
     commit: str
     last_snapshot: str
 
 
-class PruneResult(Record):
+class PruneResult(Struct, frozen=True, kw_only=True):
     dry_run: bool
     older_than_seconds: float
     pruned: list[PrunedTicket]
@@ -106,7 +107,7 @@ class PruneResult(Record):
     disk_bytes_after: int
 
 
-class PushResult(Record):
+class PushResult(Struct, frozen=True, kw_only=True):
     remote: str
     refspec: str
     pushed: list[str]

@@ -13,6 +13,8 @@ import os
 import stat
 from pathlib import Path
 
+import msgspec
+
 from cairn.config import Config
 from cairn.errors import BadInput, RestoreRefused
 from cairn.git import Deadline, Git, Repo
@@ -77,15 +79,14 @@ def restore(
         if plan.obstacles and not force:
             shown = ", ".join(plan.obstacles[:5]) + (" …" if len(plan.obstacles) > 5 else "")
             if dry_run:  # a dry run reports the obstacles rather than refusing
-                return result.model_copy(
-                    update={
-                        "warnings": [
-                            *plan.warnings,
-                            f"a restore would refuse: {counted(len(plan.obstacles), 'path')} "
-                            f"that no snapshot holds would be overwritten ({shown}); move them "
-                            "away or pass --force",
-                        ]
-                    }
+                return msgspec.structs.replace(
+                    result,
+                    warnings=[
+                        *plan.warnings,
+                        f"a restore would refuse: {counted(len(plan.obstacles), 'path')} "
+                        f"that no snapshot holds would be overwritten ({shown}); move them "
+                        "away or pass --force",
+                    ],
                 )
             raise RestoreRefused(
                 f"restore would overwrite {counted(len(plan.obstacles), 'path')} that no "
@@ -97,7 +98,7 @@ def restore(
             return result
         safety = record(current, f"before restore of {snap.commit[:12]}", None, None, force=True)
         _apply(repo, scratch, snap.commit, plan, force)
-    return result.model_copy(update={"safety_commit": safety.commit})
+    return msgspec.structs.replace(result, safety_commit=safety.commit)
 
 
 def _short(oid: str | None) -> str:

@@ -13,6 +13,8 @@ import re
 import time
 from pathlib import Path
 
+import msgspec
+
 from cairn import tickets
 from cairn.config import Config
 from cairn.config import load as load_config
@@ -113,8 +115,8 @@ def save(
         if status is not None:
             status.abandon()  # after an early error; nothing to do once its result was read
     elapsed = int((time.monotonic() - started) * 1000)
-    return result.model_copy(
-        update={"elapsed_ms": elapsed, "warnings": [*warnings, *result.warnings]}
+    return msgspec.structs.replace(
+        result, elapsed_ms=elapsed, warnings=[*warnings, *result.warnings]
     )
 
 

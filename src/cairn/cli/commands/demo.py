@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
+import msgspec
 import typer
 
 from cairn.cli.commands.options import Json
@@ -117,7 +118,7 @@ def tour(
     return {
         "project": str(repo),
         "ticket": first.ticket,
-        "interrupted": first.model_dump(mode="json"),
-        "resumed": second.model_dump(mode="json"),
+        "interrupted": msgspec.to_builtins(first),
+        "resumed": msgspec.to_builtins(second),
         "exit_code": second.exit_code,
     }

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
+import msgspec
 import typer
 
 from cairn.agents import ADAPTERS
@@ -156,7 +157,7 @@ def needs_input_lines(outcome: RunOutcome) -> list[str]:
 
 def _finish(outcome: RunOutcome, json: bool) -> None:
     if json:
-        typer.echo(outcome.model_dump_json())
+        typer.echo(msgspec.json.encode(outcome).decode())
     else:
         console.print(
             f"{outcome.status.replace('_', ' ')}: ticket {outcome.ticket}, run {outcome.run}"

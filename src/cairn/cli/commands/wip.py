@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
+import msgspec
 import typer
 
 from cairn.cli.commands.options import Json, TicketOpt, Workspace
@@ -161,7 +162,7 @@ def restore(
         workspace, snapshot, to=to, dry_run=dry_run, force=force, ticket=ticket, warnings=said
     )
     if said:  # the config's, first among the result's
-        result = result.model_copy(update={"warnings": [*said, *result.warnings]})
+        result = msgspec.structs.replace(result, warnings=[*said, *result.warnings])
     if json:
         emit_json(result)
         return

@@ -11,6 +11,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import msgspec
+
 from cairn.cli.output import console, emit_json
 from cairn.errors import BadInput, ExitCode
 from cairn.util.text import human_bytes
@@ -45,7 +47,7 @@ def prune(
             {
                 "dry_run": dry_run,
                 "freed_bytes": sum(r.freed_bytes for r in reports),
-                "tickets": [r.model_dump(mode="json") for r in reports],
+                "tickets": [msgspec.to_builtins(r) for r in reports],
             }
         )
         _exit(code)

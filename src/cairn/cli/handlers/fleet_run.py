@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from cairn.cli.output import console, say_warning
 
 if TYPE_CHECKING:
@@ -114,7 +116,7 @@ def stop(wait: bool, json: bool, workspace: Path) -> None:
         stopped = lease.holder(layout) is None
     if json:
         sys.stdout.write(
-            jsonlib.dumps({"supervisor": holder.model_dump(mode="json"), "stopped": stopped}) + "\n"
+            jsonlib.dumps({"supervisor": msgspec.to_builtins(holder), "stopped": stopped}) + "\n"
         )
     elif stopped:
         console.print(f"fleet supervisor {holder.describe()} stopped")

@@ -11,7 +11,6 @@ from cairn.cli.output import console
 
 if TYPE_CHECKING:
     from cairn.state.fleetstatus import FleetRow
-from cairn.util.records import plain, pydantic_json
 
 HEADER = ("ticket", "state", "phase", "task", "attempt", "turns", "snapshot", "worktree", "last")
 
@@ -30,10 +29,11 @@ def status(json: bool = False, workspace: Path = Path("."), engine: str | None =
     for warning in report.warnings:  # on stderr: stdout stays the table or the JSON array
         sys.stderr.write(f"cairn: warning: {warning}\n")
     if json:
+        from cairn.cli.output import json_text
         from cairn.state.fleetstatus import refused_row
 
-        rows = plain(report.rows, json_mode=True) + [refused_row(r) for r in report.refused]
-        sys.stdout.write(pydantic_json(rows, indent=2) if rows else json_lib.dumps([]))
+        rows = [*report.rows, *(refused_row(r) for r in report.refused)]
+        sys.stdout.write(json_text(rows) if rows else json_lib.dumps([]))
         sys.stdout.write("\n")
         return
     if not report.rows and not report.refused:

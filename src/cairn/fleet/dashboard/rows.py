@@ -18,6 +18,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from cairn import tickets
 from cairn.config import Config
 from cairn.errors import BadInput
@@ -30,7 +32,6 @@ from cairn.state.marker import Marker
 from cairn.state.status import StatusRow
 from cairn.util import clock
 from cairn.util.durations import parse_duration
-from cairn.util.records import plain
 
 Signature = tuple[int, int, int] | None
 
@@ -181,7 +182,7 @@ class RowCache:
     # --- the row -------------------------------------------------------------------------------
 
     def _base(self, read: _Read, record: fleetstate.FleetTicket) -> dict[str, Any]:
-        row = FleetRow.model_construct(
+        row = FleetRow(
             ticket=record.ticket,
             state=record.state,
             plan=record.plan,
@@ -205,7 +206,7 @@ class RowCache:
         if current is not None and current.dispatch is not None:
             row.turn, row.max_turns = current.dispatch.turn, current.dispatch.max_turns
         row.last_event = read.last_event
-        base: dict[str, Any] = plain(row, json_mode=True)
+        base: dict[str, Any] = msgspec.to_builtins(row)
         base["usage"] = found.usage if found is not None else None
         return base
 

@@ -14,6 +14,8 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path
 
+import msgspec
+
 from cairn import tickets
 from cairn.config import Config
 from cairn.errors import BadInput
@@ -109,18 +111,21 @@ class DirTracker(Tracker):
         now = datetime.now(UTC)
         if record is None:
             plan = self._plans.get(ticket)
-            record = fleetstate.FleetTicket.model_validate(
+            record = msgspec.convert(
                 {
                     "ticket": tickets.validate(ticket),
                     "plan": self._relative(plan) if plan is not None else "",
                     "state": state,
                     "detail": detail,
                     "updated": now,
-                }
+                },
+                fleetstate.FleetTicket,
+                strict=False,
             )
         else:
-            record = record.model_copy(update={"state": state, "detail": detail, "updated": now})
-            record = type(record).model_validate(record.model_dump())  # a bad state is refused
+            record = msgspec.structs.replace(record, state=state, detail=detail, updated=now)
+            # validated again: a bad state is refused
+            record = msgspec.convert(msgspec.structs.asdict(record), type(record), strict=False)
         fleetstate.write(self.layout, record)
 
     def _relative(self, plan: Path) -> str:

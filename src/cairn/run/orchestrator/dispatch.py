@@ -12,6 +12,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
+
 from cairn.agents import transcript
 from cairn.agents.base import Dispatch, DispatchRequest, Event, Result
 from cairn.run.budget import Budget
@@ -199,7 +201,7 @@ class RecordedDispatch:
         if event.kind == "turn_completed":
             pressure = pressured.get(event.turn, False)
             ctx.stats.turns += 1
-            turn = self.record.model_copy(update={"turn": event.turn})
+            turn = msgspec.structs.replace(self.record, turn=event.turn)
             said = {"role": self.role, "turn": event.turn, "pressure": pressure}
             runstate.update_marker(ctx.ref, "turn", said, dispatch=turn)
             ctx.sink.event("turn", turn=event.turn, max_turns=self.max_turns, pressure=pressure)
@@ -224,7 +226,7 @@ class RecordedDispatch:
         if pid is None or pid == self.record.pid:
             return
         started = process_start_time(pid)
-        self.record = self.record.model_copy(update={"pid": pid, "pid_started_at": started})
+        self.record = msgspec.structs.replace(self.record, pid=pid, pid_started_at=started)
         runstate.update_marker(self.ctx.ref, dispatch=self.record)
 
     def _check_budget(self, running: Dispatch | None) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from pydantic import BaseModel, Field
+from msgspec import Struct, field
 
 from cairn.errors import ExitCode
 from cairn.run.orchestrator.checkpoints import DETAILED, snapshot
@@ -18,7 +18,7 @@ from cairn.terms import CutoffReason, RunStatus
 RESUMABLE = ("interrupted", "needs_input")
 
 
-class RunOutcome(BaseModel):
+class RunOutcome(Struct, kw_only=True):
     ticket: str
     run: str
     status: RunStatus
@@ -33,9 +33,9 @@ class RunOutcome(BaseModel):
     elapsed_seconds: float = 0.0
     next_command: str | None = None
     error: str | None = None  # the agent's error text (or the budget's) for a cutoff
-    usage: dict[str, Any] = Field(default_factory=accounting.usage)  # every session of the run
+    usage: dict[str, Any] = field(default_factory=accounting.usage)  # every session of the run
     usage_unknown: int = 0  # dispatches whose usage is unknown (cut off before any was seen)
-    denials: list[dict[str, str]] = Field(default_factory=list)  # every session of the run
+    denials: list[dict[str, str]] = field(default_factory=list)  # every session of the run
     # needs_input: what blocked the idle dispatches (their denials, the agent's last message)
     blocker: dict[str, Any] | None = None
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from msgspec import Meta, Struct, field
+from msgspec.structs import force_setattr
 
 PLAN_READ_LIMIT = 4 * 1024 * 1024
 
@@ -20,33 +21,27 @@ ACCEPTED_FORMS = (
 )
 
 
-class PlanTask(BaseModel):
+class PlanTask(Struct, kw_only=True, forbid_unknown_fields=True):
     """One task of a plan; ``done`` is True for a checked checklist item (``- [x]``)."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    number: int = Field(ge=0)
+    number: Annotated[int, Meta(ge=0)]
     title: str
     details: str = ""
-    acceptance: list[str] = Field(default_factory=list)
+    acceptance: list[str] = field(default_factory=list)
     done: bool = False
 
-    @field_validator("title")
-    @classmethod
-    def _one_line_title(cls, value: str) -> str:
-        value = value.strip()
-        if not value:
-            raise ValueError("the title is empty")
-        if "\n" in value or "\r" in value:
-            raise ValueError("the title must be one line")
-        return value
+    def __post_init__(self) -> None:
+        title = self.title.strip()
+        if not title:
+            raise ValueError("title: the title is empty")
+        if "\n" in title or "\r" in title:
+            raise ValueError("title: the title must be one line")
+        force_setattr(self, "title", title)
 
 
-class Plan(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class Plan(Struct, kw_only=True, forbid_unknown_fields=True):
     ticket: str | None = None
     title: str | None = None
-    tasks: list[PlanTask] = Field(min_length=1)
+    tasks: Annotated[list[PlanTask], Meta(min_length=1)]
     source: str
     format: PlanFormat
