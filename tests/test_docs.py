@@ -6,6 +6,7 @@ import json
 import re
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from cairn import summary
@@ -49,20 +50,20 @@ def test_trailer_example_round_trips() -> None:
 
 def test_json_examples_have_the_model_fields() -> None:
     save_example, list_example, restore_example, status_example = blocks("cli.md", "json")
-    assert list(json.loads(save_example)) == list(SaveResult.model_fields)
-    SaveResult.model_validate_json(save_example)
+    assert list(json.loads(save_example)) == list(SaveResult.__struct_fields__)
+    msgspec.json.decode(save_example, type=SaveResult)
     keys = re.findall(r'"(\w+)":', list_example)
-    assert keys == list(SnapshotInfo.model_fields)
-    assert list(json.loads(restore_example)) == list(RestoreResult.model_fields)
+    assert keys == list(SnapshotInfo.__struct_fields__)
+    assert list(json.loads(restore_example)) == list(RestoreResult.__struct_fields__)
     (row,) = json.loads(status_example)
-    assert list(row) == list(StatusRow.model_fields)
-    StatusRow.model_validate(row)
+    assert list(row) == list(StatusRow.__struct_fields__)
+    msgspec.convert(row, StatusRow)
 
 
 def test_config_example_is_valid_and_states_the_defaults(tmp_path: Path) -> None:
     (example,) = blocks("cli.md", "toml")
     (tmp_path / "cairn.toml").write_text(example)
-    assert load(tmp_path).model_dump() == Config().model_dump()
+    assert load(tmp_path) == Config()
 
 
 def test_readme_test_command_is_what_ci_runs() -> None:
@@ -100,8 +101,8 @@ def test_journal_and_catchup_examples() -> None:
     table = (ROOT / "docs" / "state.md").read_text()
     for event in JOURNAL_EVENTS:
         assert f"`{event}`" in table, event
-    assert list(json.loads(catchup_example)) == list(CatchupReport.model_fields)
-    CatchupReport.model_validate_json(catchup_example)
+    assert list(json.loads(catchup_example)) == list(CatchupReport.__struct_fields__)
+    msgspec.json.decode(catchup_example, type=CatchupReport)
 
 
 def test_run_outcome_example_and_prompt_table() -> None:
@@ -109,8 +110,8 @@ def test_run_outcome_example_and_prompt_table() -> None:
     from cairn.run.orchestrator import RunOutcome
 
     (outcome,) = blocks("run.md", "json")
-    assert list(json.loads(outcome)) == list(RunOutcome.model_fields)
-    RunOutcome.model_validate_json(outcome)
+    assert list(json.loads(outcome)) == list(RunOutcome.__struct_fields__)
+    msgspec.json.decode(outcome, type=RunOutcome)
     text = (ROOT / "docs" / "run.md").read_text()
     for name in prompts.NAMES:
         assert f"| `{name}` |" in text, name
@@ -122,7 +123,7 @@ def test_run_outcome_example_and_prompt_table() -> None:
 
 def resolve(dotted: str) -> object:
     """The object a dotted name such as ``cairn.state.marker.Marker.phase`` names: the longest
-    importable module, then attributes, then a dataclass or pydantic field."""
+    importable module, then attributes, then a dataclass or record field."""
     import dataclasses
     import importlib
 
@@ -136,7 +137,7 @@ def resolve(dotted: str) -> object:
             if hasattr(found, name):
                 found = getattr(found, name)
                 continue
-            fields = getattr(found, "model_fields", None) or {}
+            fields = {n: n for n in getattr(found, "__struct_fields__", ())}
             if dataclasses.is_dataclass(found):
                 fields = {f.name: f for f in dataclasses.fields(found)}
             assert name in fields, f"{dotted}: {name} is not in {found!r}"

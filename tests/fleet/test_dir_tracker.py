@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from cairn import config as config_module
@@ -118,7 +119,7 @@ def test_interrupted_is_final_only_once_its_attempts_are_spent(repo: Path) -> No
     assert [c.ticket for c in tracker.candidates()] == ["T-1"]  # a graceful stop: resumable
     record = fleetstate.read(layout, "T-1")
     assert record is not None and record.detail == "stopped by the user"
-    fleetstate.write(layout, record.model_copy(update={"attempt": 3}))
+    fleetstate.write(layout, msgspec.structs.replace(record, attempt=3))
     assert tracker.candidates() == []  # max_attempts = 3, spent
 
 

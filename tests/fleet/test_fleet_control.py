@@ -9,6 +9,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from test_fleet_supervisor import (
     agent_env,
@@ -52,7 +53,7 @@ def working(env: dict[str, str], ticket: str) -> bool:
 
 
 def _record(state: str, attempt: int = 1, reason: str | None = "max_turns") -> FleetTicket:
-    return FleetTicket.model_validate(
+    return msgspec.convert(
         {
             "ticket": "T-1",
             "plan": "cairn-queue/T-1.md",
@@ -60,7 +61,8 @@ def _record(state: str, attempt: int = 1, reason: str | None = "max_turns") -> F
             "attempt": attempt,
             "last_reason": reason,
             "updated": datetime.now().astimezone(),
-        }
+        },
+        FleetTicket,
     )
 
 
@@ -83,7 +85,7 @@ EXPECTED: dict[str, dict[str, str | None]] = {
 @pytest.mark.parametrize("state", FLEET_STATES)
 @pytest.mark.parametrize("action", ["pause", "resume", "stop"])
 def test_what_each_action_does_in_each_state(state: str, action: FleetAction) -> None:
-    config = Config.model_validate({"fleet": {"max_attempts": 3}})
+    config = msgspec.convert({"fleet": {"max_attempts": 3}}, Config)
     decision = control.decide(action, _record(state, attempt=3), config, supervised=True)
     wanted = EXPECTED[state][action]
     if wanted == "refused":
@@ -94,7 +96,7 @@ def test_what_each_action_does_in_each_state(state: str, action: FleetAction) ->
 
 
 def test_a_ticket_interrupted_by_a_fleet_stop_can_be_paused_and_a_new_one_resumes_queued() -> None:
-    config = Config.model_validate({})
+    config = msgspec.convert({}, Config)
     stopped = _record("interrupted", attempt=0, reason="signal")
     assert control.decide("pause", stopped, config, supervised=False).state == "paused"
     fresh = _record("paused", attempt=0, reason=None)

@@ -9,6 +9,7 @@ import signal
 from datetime import datetime
 from pathlib import Path
 
+import msgspec
 import pytest
 from test_fleet_budget import scripted_fleet, summary_of
 from test_fleet_supervisor import finish, record, supervisor, wait_line
@@ -80,14 +81,15 @@ def test_a_full_disk_spends_no_attempt_and_the_fleet_waits_for_room(tmp_path: Pa
 
 
 def _record(attempt: int) -> FleetTicket:
-    return FleetTicket.model_validate(
+    return msgspec.convert(
         {
             "ticket": "D-1",
             "plan": "cairn-queue/D-1.md",
             "state": "running",
             "attempt": attempt,
             "updated": datetime.now().astimezone(),
-        }
+        },
+        FleetTicket,
     )
 
 
@@ -110,7 +112,7 @@ def test_what_is_taken_for_a_full_disk(
 
 
 def test_a_disk_full_attempt_counts_only_when_there_is_room_again() -> None:
-    config = FleetConfig.model_validate({"retry_backoff": "10s", "max_attempts": 1})
+    config = msgspec.convert({"retry_backoff": "10s", "max_attempts": 1}, FleetConfig)
     now = datetime.now().astimezone()
     note = "waiting: free disk space 0.2 MiB on /repo is below fleet.min_free_disk 1 MiB"
     low = schedule.after_attempt(config, _record(1), 3, "disk_full", None, False, now, disk=note)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
+import msgspec
 from test_fleet_supervisor import (
     agent_env,
     agent_log,
@@ -51,14 +52,15 @@ def test_a_run_that_made_no_progress_needs_input_and_is_never_retried(tmp_path: 
 
 
 def _record() -> FleetTicket:
-    return FleetTicket.model_validate(
+    return msgspec.convert(
         {
             "ticket": "N-1",
             "plan": "cairn-queue/N-1.md",
             "state": "running",
             "attempt": 1,
             "updated": datetime.now().astimezone(),
-        }
+        },
+        FleetTicket,
     )
 
 
@@ -76,7 +78,7 @@ def test_the_child_outcome_needs_input_is_read_as_such() -> None:
 
 
 def test_needs_input_is_never_retried_whatever_the_attempts_left() -> None:
-    config = FleetConfig.model_validate({"max_attempts": 3})
+    config = msgspec.convert({"max_attempts": 3}, FleetConfig)
     now = datetime.now().astimezone()
     for needs_input in (True, False):  # from the outcome, or the journal's reason alone
         verdict = schedule.after_attempt(

@@ -7,6 +7,7 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from cairn import config as config_module
@@ -30,7 +31,7 @@ def setup(repo: Path, toml: str | None = None):  # type: ignore[no-untyped-def]
 def finished(layout: Layout, ticket: str, worktree: Path, state: str = "completed") -> None:
     fleetstate.write(
         layout,
-        fleetstate.FleetTicket.model_validate(
+        msgspec.convert(
             {
                 "ticket": ticket,
                 "plan": f"cairn-queue/{ticket}.md",
@@ -39,7 +40,8 @@ def finished(layout: Layout, ticket: str, worktree: Path, state: str = "complete
                 "worktree": str(worktree),
                 "branch": f"cairn/{ticket}",
                 "updated": datetime.now(UTC),
-            }
+            },
+            fleetstate.FleetTicket,
         ),
     )
 
@@ -155,7 +157,7 @@ def test_a_running_ticket_is_refused(repo: Path) -> None:
     finished(layout, "T-1", ws.path, state="running")
     record = fleetstate.read(layout, "T-1")
     assert record is not None
-    fleetstate.write(layout, record.model_copy(update={"pid": os.getpid()}))
+    fleetstate.write(layout, msgspec.structs.replace(record, pid=os.getpid()))
     report = prune.prune(found, cfg, "T-1", dry_run=False, layout=layout)
     assert report.action == "refused" and "is running" in (report.reason or "")
     assert ws.path.is_dir()

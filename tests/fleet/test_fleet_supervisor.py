@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from cairn.config import FleetConfig
@@ -175,13 +176,13 @@ def with_suppressed(fn: Any, *args: Any) -> None:
 
 
 def test_backoff_doubles_from_retry_backoff_up_to_its_cap() -> None:
-    config = FleetConfig.model_validate({"retry_backoff": "10s", "retry_backoff_cap": "45s"})
+    config = msgspec.convert({"retry_backoff": "10s", "retry_backoff_cap": "45s"}, FleetConfig)
     assert [schedule.backoff(config, n) for n in (1, 2, 3, 4, 5)] == [10, 20, 40, 45, 45]
 
 
 def _ticket(**fields: Any) -> FleetTicket:
     base = {"ticket": "T-1", "plan": "cairn-queue/T-1.md", "state": "running", "attempt": 1}
-    return FleetTicket.model_validate({**base, **fields, "updated": datetime.now().astimezone()})
+    return msgspec.convert({**base, **fields, "updated": datetime.now().astimezone()}, FleetTicket)
 
 
 @pytest.mark.parametrize(
@@ -201,7 +202,7 @@ def _ticket(**fields: Any) -> FleetTicket:
 def test_after_attempt(
     code: int | None, reason: str | None, needs_input: bool, attempt: int, state: str
 ) -> None:
-    config = FleetConfig.model_validate({"retry_backoff": "10s", "max_attempts": 3})
+    config = msgspec.convert({"retry_backoff": "10s", "max_attempts": 3}, FleetConfig)
     now = datetime.now().astimezone()
     verdict = schedule.after_attempt(
         config, _ticket(attempt=attempt), code, reason, None, needs_input, now

@@ -14,6 +14,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from fake_github import TOKEN, FakeGitHub, Receiver, receive, serve
 
@@ -72,9 +73,10 @@ def tracker_for(repo: Path) -> tuple[GitHubTracker, Layout]:
 
 
 def queued(layout: Layout, ticket: str, state_after: str = "queued", **fields: Any) -> None:
-    record = fleetstate.FleetTicket.model_validate(
+    record = msgspec.convert(
         {"ticket": ticket, "plan": f"{ticket}.md", "state": state_after, "updated": clock.now()}
-        | fields
+        | fields,
+        fleetstate.FleetTicket,
     )
     fleetstate.write(layout, record)
 
@@ -150,7 +152,7 @@ def test_a_502_and_rate_limits_mid_run_are_retried_and_nothing_is_lost(
     assert record is not None
     later = clock.now() + timedelta(seconds=30)
     fleetstate.write(
-        layout, record.model_copy(update={"state": "retrying", "next_attempt_at": later})
+        layout, msgspec.structs.replace(record, state="retrying", next_attempt_at=later)
     )
     tracker.transition("GH-7", "retrying", "Interrupted — max_turns")
     assert [s.status for s in github.requests("POST", "/issues/7/comments")] == [502, 201, 403]

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from fake_github import Receiver, receive
 
@@ -28,14 +29,15 @@ def receiver() -> Iterator[Receiver]:
 
 
 def record(ticket: str, state: str, **fields: Any) -> FleetTicket:
-    return FleetTicket.model_validate(
+    return msgspec.convert(
         {
             "ticket": ticket,
             "plan": f"cairn-queue/{ticket}.md",
             "state": state,
             "updated": clock.now(),
             **fields,
-        }
+        },
+        FleetTicket,
     )
 
 

@@ -12,6 +12,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from cairn.errors import BadInput
@@ -312,7 +313,7 @@ def aged_marker(repo: Path, ticket: str = "main") -> tuple[Path, marker.Marker]:
     path = layout.marker_path(ticket)
     old = marker.read(path)
     assert old is not None
-    aged = old.model_copy(update={"last_updated": old.last_updated - timedelta(hours=1)})
+    aged = msgspec.structs.replace(old, last_updated=old.last_updated - timedelta(hours=1))
     marker.write(path, aged)
     return path, aged
 
@@ -324,7 +325,7 @@ def test_heartbeat_moves_last_updated(repo: Path) -> None:
     assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
     now = marker.read(path)
     assert now is not None and now.last_updated > aged.last_updated
-    assert now.model_copy(update={"last_updated": aged.last_updated}) == aged  # nothing else
+    assert msgspec.structs.replace(now, last_updated=aged.last_updated) == aged  # nothing else
 
 
 def test_heartbeat_finds_the_ticket_run_from_this_branch(repo: Path) -> None:

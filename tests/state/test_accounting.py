@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from cairn import summary
@@ -156,7 +157,7 @@ def test_usage_blocked_and_detail_round_trip() -> None:
         "(curl x)\n"
     ) in text
     assert summary.parse(text) == s
-    again = summary.account(s, s.usage.model_dump() if s.usage else None, s.blocked, NOW)
+    again = summary.account(s, msgspec.structs.asdict(s.usage) if s.usage else None, s.blocked, NOW)
     assert again is s
 
 
@@ -174,7 +175,7 @@ def test_a_detail_needs_an_interrupted_status() -> None:
     from cairn.summary.model import Status
 
     with pytest.raises(ValueError, match="only for an interrupted status"):
-        Status.model_validate({"state": "in_progress", "detail": "boom"})
+        msgspec.convert({"state": "in_progress", "detail": "boom"}, Status)
 
 
 def test_a_summary_without_usage_renders_as_before() -> None:

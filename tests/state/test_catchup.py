@@ -8,6 +8,8 @@ import signal
 from datetime import timedelta
 from pathlib import Path
 
+import msgspec
+
 from cairn.state import journal, marker
 from cairn.state.layout import MARKER
 from cairn.util import clock
@@ -111,7 +113,9 @@ def test_interrupted_report_names_task_and_snapshot(repo: Path) -> None:
     assert current is not None and current.owner is not None
     marker.write(
         ref.marker_path,
-        current.model_copy(update={"owner": current.owner.model_copy(update={"pid": 2**22 + 7})}),
+        msgspec.structs.replace(
+            current, owner=msgspec.structs.replace(current.owner, pid=2**22 + 7)
+        ),
     )
 
     report = catchup_json(repo, "T-2")

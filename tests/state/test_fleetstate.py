@@ -10,6 +10,7 @@ import sys
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from cairn.errors import BadInput, CorruptState
@@ -66,7 +67,7 @@ def test_minimal_record_and_defaults(layout: Layout) -> None:
 
 def test_times_keep_their_offset_and_naive_times_are_utc(layout: Layout) -> None:
     east = timezone(timedelta(hours=2))
-    fleetstate.write(layout, full().model_copy(update={"updated": NOW.astimezone(east)}))
+    fleetstate.write(layout, msgspec.structs.replace(full(), updated=NOW.astimezone(east)))
     back = fleetstate.read(layout, "T-1")
     assert back is not None and back.updated == NOW
     path = fleetstate.record_path(layout, "T-1")
@@ -185,9 +186,9 @@ def test_live_state_of_a_running_record() -> None:
     try:
         started = process_start_time(child.pid)
         assert started is not None
-        alive = running.model_copy(update={"pid": child.pid, "pid_started_at": started.timestamp()})
+        alive = msgspec.structs.replace(running, pid=child.pid, pid_started_at=started.timestamp())
         assert fleetstate.live_state(alive) == ("running", None)
-        reused = alive.model_copy(update={"pid_started_at": started.timestamp() - 3600})
+        reused = msgspec.structs.replace(alive, pid_started_at=started.timestamp() - 3600)
         assert fleetstate.live_state(reused)[0] == "interrupted"
     finally:
         child.kill()

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from cairn.errors import BadInput, LeaseBusy
@@ -266,7 +267,9 @@ def test_free_ticket_has_no_takeover(layout: Layout) -> None:
 def test_reused_pid_is_dead(layout: Layout, sleeper: subprocess.Popen[bytes]) -> None:
     real = live_owner(sleeper.pid)
     assert real.pid_started_at is not None
-    impostor = real.model_copy(update={"pid_started_at": real.pid_started_at - timedelta(hours=1)})
+    impostor = msgspec.structs.replace(
+        real, pid_started_at=real.pid_started_at - timedelta(hours=1)
+    )
     state, why = owner.check(impostor, clock.now(), DAY, clock.now())
     assert state == "dead"
     assert "another process" in why
@@ -282,12 +285,13 @@ def test_live_owner_with_right_start_time_is_refused(
     real = live_owner(sleeper.pid)
     assert owner.check(real, clock.now(), DAY, clock.now())[0] == "alive"
     # within the tolerance is still the same process
-    near = real.model_copy(
-        update={"pid_started_at": real.pid_started_at + timedelta(seconds=0.5)}  # type: ignore[operator]
+    near = msgspec.structs.replace(
+        real,
+        pid_started_at=real.pid_started_at + timedelta(seconds=0.5),  # type: ignore[operator]
     )
     assert owner.check(near, clock.now(), DAY, clock.now())[0] == "alive"
     # an owner that recorded no start time cannot be judged reused
-    unknown_start = real.model_copy(update={"pid_started_at": None})
+    unknown_start = msgspec.structs.replace(real, pid_started_at=None)
     assert owner.check(unknown_start, clock.now(), DAY, clock.now())[0] == "alive"
     put_marker(layout, "T-1", real, age=10 * DAY)  # age does not matter on this host
     for takeover in (False, True):
@@ -322,7 +326,7 @@ def test_process_start_time_matches_reality() -> None:
 def test_other_boot_id_is_dead(layout: Layout, sleeper: subprocess.Popen[bytes]) -> None:
     if owner.boot_id() is None:
         pytest.skip("no boot id on this system")
-    before_reboot = live_owner(sleeper.pid).model_copy(update={"boot_id": "another-boot"})
+    before_reboot = msgspec.structs.replace(live_owner(sleeper.pid), boot_id="another-boot")
     state, why = owner.check(before_reboot, clock.now(), DAY, clock.now())
     assert state == "dead" and "restarted" in why
     previous = put_marker(layout, "T-1", before_reboot)
@@ -436,7 +440,7 @@ def test_sigkilled_holder_frees_the_lease(layout: Layout) -> None:
         assert taken.takeover is not None and f"pid {pid}" in taken.takeover
         assert "gone" in taken.takeover
         assert layout.lease_path("T-1").stat().st_ino == inode
-        recorded = Owner.model_validate_json(layout.lease_path("T-1").read_text())
+        recorded = msgspec.json.decode(layout.lease_path("T-1").read_text(), type=Owner)
         assert recorded.pid == os.getpid()
 
 

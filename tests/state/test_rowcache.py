@@ -12,6 +12,7 @@ import shutil
 import time
 from pathlib import Path
 
+import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -57,7 +58,7 @@ def uncached(repo: Path) -> list[status.StatusRow]:
 
 def comparable(rows: list[status.StatusRow]) -> list[dict[str, object]]:
     """Rows without their age, which moves between two calls."""
-    return [{**row.model_dump(), "age_seconds": None} for row in rows]
+    return [{**msgspec.structs.asdict(row), "age_seconds": None} for row in rows]
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ import sys
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from cairn.integrations import claude_hooks
@@ -37,7 +38,7 @@ def interrupted(repo: Path, ticket: str = "main") -> Path:
     current = marker.read(path)
     assert current is not None
     earlier = clock.now() - timedelta(hours=1)
-    marker.write(path, current.model_copy(update={"last_updated": earlier}))
+    marker.write(path, msgspec.structs.replace(current, last_updated=earlier))
     return path
 
 
@@ -56,7 +57,7 @@ def test_a_marker_cairn_wrote_is_touched_quickly_and_the_same_second_not_again(
     before = marker.read(path)
     assert before is not None and memo(repo).is_file()
     assert touch.touch(str(repo)) is True
-    assert path.read_text() == marker.render(before.model_copy(update={"last_updated": LATER}))
+    assert path.read_text() == marker.render(msgspec.structs.replace(before, last_updated=LATER))
     touched = path.read_text()
     assert touch.touch(str(repo)) is True  # the same second: nothing to write
     assert path.read_text() == touched
@@ -89,7 +90,9 @@ def test_the_quick_touch_writes_what_the_full_heartbeat_writes(
     path = interrupted(repo)
     current = marker.read(path)
     assert current is not None
-    shaped = current.model_copy(update={"last_updated": LATER - timedelta(hours=1), **changes})
+    shaped = msgspec.structs.replace(
+        current, **{"last_updated": LATER - timedelta(hours=1), **changes}
+    )
     text = marker.render(shaped)
     path.write_text(text)
     copy = tmp_path / "copy"
