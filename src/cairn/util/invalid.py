@@ -67,7 +67,8 @@ def line(exc: Exception, kind: Any = None) -> str:
 
 def _words(message: str, steps: list[str], kind: Any) -> str:
     if match := _BOUND.fullmatch(message):
-        return f"Input should be {_BOUNDS[match.group(2)]} {match.group(3)}"
+        bound = match.group(3).removesuffix(".0")
+        return f"Input should be {_BOUNDS[match.group(2)]} {bound}"
     if match := _LENGTH.fullmatch(message):
         count = match.group(1)
         return f"List should have at least {count} item{'s' if count != '1' else ''}"
