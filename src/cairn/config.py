@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
 from cairn.errors import BadInput
-from cairn.terms import AgentPermissions, LoopPhase
+from cairn.terms import AgentPermissions, Engine, LoopPhase
 from cairn.util.durations import parse_duration
 from cairn.util.records import Before, Ge, Gt, MinLen, Record, field, first_error
 from cairn.util.text import is_branch_name
@@ -193,7 +193,7 @@ class FleetConfig(Record, forbid_extra=True, strict=True):
     """``cairn fleet``: the queue, concurrency, worktrees, retries (docs/fleet.md), the tracker,
     pushes and notifications (docs/fleet.md)."""
 
-    engine: Literal["embedded", "temporal"] = "embedded"  # temporal: docs/scale-out.md
+    engine: Engine = "embedded"  # temporal: docs/scale-out.md
     tracker: Literal["dir", "github"] = "dir"
     remote: str = "origin"
     id: str | None = None  # the fleet's name in Temporal's workflow ids (default: the root commit)

@@ -9,17 +9,17 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from cairn.errors import CorruptState
 from cairn.state import owner, touch
 from cairn.state.names import MARKER_READ_LIMIT
 from cairn.state.owner import Liveness, Owner, with_offset
+from cairn.terms import TicketState
 from cairn.util import clock, durable, yaml_io
 from cairn.util.records import After, Ge, Record, first_error
 
 VERSION = 1
-TicketState = Literal["in_progress", "interrupted", "stale", "done", "none"]
 READ_LIMIT = MARKER_READ_LIMIT
 
 Time = Annotated[datetime, After(with_offset)]
