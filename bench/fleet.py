@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import state as statebench
+from cairn.terms import ENV_FAST, FINISHED
 from common import WORK, Stat, git, git_env, log, machine, ms, new_repo, run_cmd
 
 TICKETS = 1000
@@ -100,7 +101,7 @@ def build_status_repo(rebuild: bool) -> Path:
         ticket_dir = tickets_dir / ticket
         if state != "queued":
             ticket_dir.mkdir()
-            done = state in ("completed", "needs_review")
+            done = state in FINISHED
             summary = tpl.finished_summary if done else tpl.midway_summary
             journal = tpl.finished_journal if done else tpl.midway_journal
             statebench.write_run(ticket_dir, ticket, run, summary, journal)
@@ -264,7 +265,7 @@ class FleetRun:
 
 
 def run_fleet(repo: Path, agent_log: Path) -> FleetRun:
-    env = {**git_env(), "CAIRN_FAST": "1"}
+    env = {**git_env(), ENV_FAST: "1"}
     started = time.perf_counter()
     proc = subprocess.Popen(
         [*cairn_cmd(), "fleet", "start", "--once", "--concurrency", str(CONCURRENCY), "--json"],

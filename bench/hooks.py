@@ -52,6 +52,7 @@ from typing import Any
 import snapshot as snap
 import state as status_bench
 from cairn.state.rowcache import NAME as ROW_CACHE
+from cairn.terms import ENV_DISPATCH_ID, ENV_MAX_TURNS, ENV_PREFIX, ENV_PRESSURE_TURNS, ENV_RUN_DIR
 from cairn.wip.hashcache import RACY_WINDOW_NS
 from common import (
     WORK,
@@ -104,10 +105,10 @@ class SmallRepo:
             {"cwd": str(self.path), "transcript_path": str(transcript), "hook_event_name": "Stop"}
         ).encode()
         self.run_env = {
-            "CAIRN_RUN_DIR": str(self.ref.run_dir),
-            "CAIRN_MAX_TURNS": "100",
-            "CAIRN_PRESSURE_TURNS": "2",
-            "CAIRN_DISPATCH_ID": "coder-bench",
+            ENV_RUN_DIR: str(self.ref.run_dir),
+            ENV_MAX_TURNS: "100",
+            ENV_PRESSURE_TURNS: "2",
+            ENV_DISPATCH_ID: "coder-bench",
         }
         git(self.path, "status", "--porcelain")
 
@@ -159,7 +160,7 @@ def hot_methods(
 
     hook = [PY, "-m", "cairn", "hook", "claude"]
     payload, path, env = small.payload, small.path, small.run_env
-    by_hand = {k: v for k, v in os.environ.items() if not k.startswith("CAIRN_")}
+    by_hand = {k: v for k, v in os.environ.items() if not k.startswith(ENV_PREFIX)}
     in_run = {**by_hand, **env}
     done = ["task", "done", "1", "--files", "src/mod1.py", "--outcome", "bench"]
     as_payload = json.loads(payload)

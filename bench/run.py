@@ -66,6 +66,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cairn.terms import ENV_RUN_DIR, ENV_TASK, ENV_TICKET
 from common import (
     WORK,
     Stat,
@@ -260,9 +261,9 @@ def direct(project: Project, ticket: str) -> Timing:
         stale_after=parse_duration(config.marker.stale_after),
     )
     env = {
-        "CAIRN_RUN_DIR": str(ref.run_dir),
-        "CAIRN_TICKET": ticket,
-        "CAIRN_TASK": "",
+        ENV_RUN_DIR: str(ref.run_dir),
+        ENV_TICKET: ticket,
+        ENV_TASK: "",
         "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
     }
     request = DispatchRequest(

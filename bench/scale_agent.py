@@ -27,6 +27,8 @@ import sys
 import time
 from pathlib import Path
 
+from cairn.terms import ENV_TICKET
+
 # how a stand-in agent reads cairn's prompt: the chaos campaigns' agent knows it
 sys.path.insert(0, str(Path(__file__).resolve().parent / "chaos"))
 from agent import task_to_do
@@ -90,7 +92,7 @@ def hold(ticket: str, number: int) -> None:
 
 def main() -> int:
     prompt = sys.stdin.read()
-    ticket = os.environ["CAIRN_TICKET"]
+    ticket = os.environ[ENV_TICKET]
     number = task_to_do(prompt)
     if number is None:
         print("nothing left to do")

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cairn.terms import FINAL_STATES
 from common import log, table
 from scale_check import Work, agent_log, check_work
 from scale_fleet import (
@@ -45,7 +46,7 @@ from scale_temporal import Ticket, tickets, wait_ended
 from scale_temporal import restart as restart_server
 
 FAULTS = ("frozen", "bigrepo", "temporal-restart", "outage")
-FAILED = {"failed", "interrupted", "needs_review", "stopped"}
+FAILED = FINAL_STATES - {"completed"}
 
 
 @dataclass

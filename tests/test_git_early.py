@@ -17,6 +17,7 @@ from cairn.git import Deadline, base_runner, scrubbed_env
 from cairn.git import status as git_status
 from cairn.git.command import argv
 from cairn.git.early import Spawned
+from cairn.terms import ENV_FAST
 from cairn.wip.scan import parse_status
 from helpers import write
 
@@ -107,7 +108,7 @@ def test_the_command_line_starts_git_status_before_it_imports_the_save(repo: Pat
         [sys.executable, "-c", SPY, "wip", "save", "-C", str(repo), "--ticket", "T-1"],
         capture_output=True,
         text=True,
-        env={**os.environ, "CAIRN_FAST": "1"},
+        env={**os.environ, ENV_FAST: "1"},
     )
     assert done.returncode == 0, done.stderr
     assert f"early {repo} before []" in done.stderr

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from cairn.terms import ENV_DEBUG, ENV_MAX_TURNS, ENV_PRESSURE_TURNS, ENV_RUN_DIR
 from helpers import begin_run, git, write
 
 HEAVY = ("typer", "click", "rich", "pydantic", "pydantic_core", "mcp")
@@ -91,12 +92,12 @@ def test_hot_commands_import_no_heavy_module(workspace) -> None:  # type: ignore
     payload = json.dumps({"cwd": str(repo), "transcript_path": str(transcript)}).encode()
     envs = {
         "": {},
-        "run": {"CAIRN_RUN_DIR": str(ref.run_dir)},
-        "hook": {"CAIRN_DEBUG": "1"},  # a hook mutes its stderr, and with it the import log
+        "run": {ENV_RUN_DIR: str(ref.run_dir)},
+        "hook": {ENV_DEBUG: "1"},  # a hook mutes its stderr, and with it the import log
         "pressure": {
-            "CAIRN_RUN_DIR": str(ref.run_dir),
-            "CAIRN_MAX_TURNS": "10",
-            "CAIRN_PRESSURE_TURNS": "2",
+            ENV_RUN_DIR: str(ref.run_dir),
+            ENV_MAX_TURNS: "10",
+            ENV_PRESSURE_TURNS: "2",
         },
     }
     found = {}

@@ -29,6 +29,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from cairn.terms import ENV_TICKET, ENV_TURN
+
 TASK_LINE = re.compile(r"^- Task (\d+): .*?(?: \[([a-z ]+)\])?$")
 FINDING_LINE = re.compile(r"^- ([A-Z]{1,3}\d+): ")
 DONE = ("completed", "skipped", "deferred")
@@ -60,7 +62,7 @@ def config(phases: Sequence[str]) -> str:
 
 def log(record: dict[str, Any]) -> None:
     path = os.environ["CHAOS_AGENT_LOG"]
-    ticket = os.environ.get("CAIRN_TICKET")
+    ticket = os.environ.get(ENV_TICKET)
     line = json.dumps({"t": time.time(), "pid": os.getpid(), "ticket": ticket, **record}) + "\n"
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
@@ -132,7 +134,7 @@ def code(prompt: str, ticket: str, pause: float) -> None:
     if number is None:
         print("nothing left to do")
         return
-    log({"event": "start", "task": number, "turn": os.environ.get("CAIRN_TURN")})
+    log({"event": "start", "task": number, "turn": os.environ.get(ENV_TURN)})
     code_start = cairn("task", "start", str(number))
     log({"event": "started", "task": number, "rc": code_start})
     files = [f"work/task-{number}.txt", f"work/task-{number}-notes.md"]
@@ -173,7 +175,7 @@ def fix(prompt: str, ticket: str, pause: float) -> None:
 
 def main() -> int:
     prompt = sys.stdin.read()
-    ticket = os.environ.get("CAIRN_TICKET", "?")
+    ticket = os.environ.get(ENV_TICKET, "?")
     pause = float(os.environ.get("CHAOS_AGENT_PAUSE", "0.1"))
     if prompt.startswith("You are the reviewer"):
         review(prompt)

@@ -29,6 +29,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from cairn.terms import ENV_PREFIX
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 if str(ROOT / "tests") not in sys.path:
@@ -106,7 +108,7 @@ def isolate_environment(home: Path) -> None:
     so every git and cairn process the campaign starts sees only the scratch repositories."""
     home.mkdir(parents=True, exist_ok=True)
     for key in list(os.environ):
-        if key.startswith(("GIT_", "CAIRN_")):
+        if key.startswith(("GIT_", ENV_PREFIX)):
             del os.environ[key]
     os.environ.update(
         HOME=str(home),

@@ -83,6 +83,7 @@ from fleets import (
     wait_for,
 )
 
+from cairn.terms import ENV_RUN_DIR, ENV_TICKET, SETTLED_STATES
 from common import HERE, Sizes, Tally, case_seeds, cli, git, log, parse_args, scratch
 
 SIZES = Sizes(quick=6, full=200, unit="kills")
@@ -324,7 +325,7 @@ def check_state(fleet: Fleet, ticket: str, tasks: int, tally: Tally) -> None:
         tally.violation("not_completed", where, "no fleet record")
         return
     state, detail = record.get("state"), record.get("detail")
-    if state in ("failed", "needs_input", "needs_review"):
+    if state in SETTLED_STATES - {"completed"}:
         tally.violation("ticket_failed", where, f"{state}: {detail}")
         return
     if state != "completed":
@@ -539,7 +540,7 @@ def redo_a_task(fleet: Fleet, ticket: str) -> None:
     run_dir = checks.run_dirs(ticket_dir)[-1]
     prompt = f"Continue with ticket {ticket}: turn 2 of 2.\nIn progress\nRemaining tasks:\n"
     prompt += f"- Task 0: Step 0 of {ticket}\n"
-    env = {**os.environ, **fleet.env, "CAIRN_RUN_DIR": str(run_dir), "CAIRN_TICKET": ticket}
+    env = {**os.environ, **fleet.env, ENV_RUN_DIR: str(run_dir), ENV_TICKET: ticket}
     subprocess.run(
         [sys.executable, str(HERE / "agent.py")],
         input=prompt.encode(),

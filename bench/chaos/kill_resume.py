@@ -61,6 +61,7 @@ import checks
 import processes
 from killing import spawn
 
+from cairn.terms import ENV_RUN_DIR, ENV_TICKET
 from common import (
     HERE,
     Sizes,
@@ -384,7 +385,7 @@ def redo_a_task(trial: Trial) -> None:
     assert run_dir is not None
     prompt = f"Continue with ticket {TICKET}: turn 2 of 2.\nIn progress\nRemaining tasks:\n"
     prompt += f"- Task 0: {TASKS[0]}\n"
-    env = {**trial.env, "CAIRN_RUN_DIR": str(run_dir), "CAIRN_TICKET": TICKET}
+    env = {**trial.env, ENV_RUN_DIR: str(run_dir), ENV_TICKET: TICKET}
     subprocess.run(
         [sys.executable, str(HERE / "agent.py")],
         input=prompt.encode(),

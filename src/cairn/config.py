@@ -16,7 +16,7 @@ import msgspec
 from msgspec import Meta, Struct, field
 
 from cairn.errors import BadInput
-from cairn.terms import AgentPermissions, LoopPhase
+from cairn.terms import AgentPermissions, Engine, LoopPhase
 from cairn.util.durations import parse_duration
 from cairn.util.text import is_branch_name
 from cairn.util.tomlfile import read_table
@@ -213,7 +213,7 @@ class FleetConfig(Section, frozen=True):
     """``cairn fleet``: the queue, concurrency, worktrees, retries (docs/fleet.md), the tracker,
     pushes and notifications (docs/fleet.md)."""
 
-    engine: Literal["embedded", "temporal"] = "embedded"  # temporal: docs/scale-out.md
+    engine: Engine = "embedded"  # temporal: docs/scale-out.md
     tracker: Literal["dir", "github"] = "dir"
     remote: str = "origin"
     id: str | None = None  # the fleet's name in Temporal's workflow ids (default: the root commit)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import enum
 import os
 
-from cairn.terms import ENV_DEBUG
+from cairn.envnames import ENV_DEBUG
 
 
 class ExitCode(enum.IntEnum):

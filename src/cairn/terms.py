@@ -1,4 +1,5 @@
-"""cairn's vocabulary: every status, reason, event and environment name, spelled once.
+"""cairn's vocabulary: every status, reason, event and environment name, spelled once (the
+environment's in ``cairn.envnames``, which imports nothing, re-exported here).
 
 docs/architecture.md has the glossary; the names here are what the state files, the journal and
 ``--json`` carry, so they never change without a format version bump.
@@ -6,7 +7,10 @@ docs/architecture.md has the glossary; the names here are what the state files, 
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import Literal, TypeGuard, get_args
+
+# The environment's names, spelled in cairn.envnames: it imports nothing, for the hot paths.
+from cairn.envnames import *  # noqa: F403
 
 # --- the change summary ------------------------------------------------------------------------
 # A task's status as the summary writes it ("in progress" with a space: it is read by people).
@@ -29,13 +33,36 @@ VERDICTS: tuple[Verdict, ...] = get_args(Verdict)
 SummaryState = Literal["not_started", "in_progress", "completed", "interrupted"]
 
 # --- runs --------------------------------------------------------------------------------------
-# How a run ends (RunOutcome.status).
-RunStatus = Literal["completed", "interrupted", "needs_manual_review", "needs_input"]
+# How a run ends (RunOutcome.status, the journal's run_finished): "needs_review" when blocking
+# findings remain after loop.max_rounds, "needs_input" when the agent made no progress. The
+# fleet's tickets end in the same words (FleetState).
+RunStatus = Literal["completed", "interrupted", "needs_review", "needs_input"]
+# The run's work is over (the journal's run_finished): the marker is gone, nothing to resume;
+# a fleet ticket whose run finished ends in the same state.
+Finished = Literal["completed", "needs_review"]
+FINISHED: tuple[Finished, ...] = get_args(Finished)
+# The format of what a run writes: its journal (run_started's "format") and its RunOutcome.
+# Format 1 wrote no "format" and said OLD_NEEDS_REVIEW for "needs_review"; run_status() reads
+# either.
+RUN_FORMAT = 2
+OLD_NEEDS_REVIEW = "needs_manual_review"
 
-# Why a dispatch ended, as the agent adapter reports it.
+
+def run_status(written: object) -> str:
+    """A run status as any format wrote it, in today's words."""
+    text = str(written) if written is not None else ""
+    return "needs_review" if text == OLD_NEEDS_REVIEW else text
+
+
+def finished(status: str) -> TypeGuard[Finished]:
+    """Whether a run that ended with ``status`` finished its work."""
+    return status in FINISHED
+
+
 # agent.permissions: cairn's permission preset for the agent, or only the user's own flags.
 AgentPermissions = Literal["preset", "user"]
 
+# Why a dispatch ended, as the agent adapter reports it.
 StopReason = Literal["completed", "max_turns", "timeout", "interrupted", "crashed", "error"]
 STOP_REASONS: tuple[StopReason, ...] = get_args(StopReason)
 
@@ -71,8 +98,9 @@ CUTOFF_FOR: dict[StopReason, CutoffReason] = {
 LoopPhase = Literal["implement", "evaluate", "review", "fix"]
 LOOP_PHASES: tuple[LoopPhase, ...] = get_args(LoopPhase)
 
-# Where a ticket stands, as catch-up and status see it.
-TicketState = Literal["in_progress", "interrupted", "stale", "done", "none"]
+# Where a ticket stands, as catch-up and status see it: from its marker (or none), and
+# "needs_input" from its run's journal (the no-progress stop).
+TicketState = Literal["in_progress", "interrupted", "stale", "done", "none", "needs_input"]
 
 # Where a ticket stands in the embedded fleet (its fleet record, ``cairn fleet status``):
 # "budget" waits for the fleet's spend to fall under fleet.max_cost_usd (a new supervisor with a
@@ -91,6 +119,37 @@ FleetState = Literal[
     "failed",
 ]
 FLEET_STATES: tuple[FleetState, ...] = get_args(FleetState)
+
+# Where a ticket's workflow stands on Temporal (its status query and memo): live ones, then the
+# ones it ends in.
+WorkflowState = Literal[
+    "queued",
+    "running",
+    "retrying",
+    "pausing",
+    "paused",
+    "stopping",
+    "completed",
+    "needs_review",
+    "interrupted",
+    "failed",
+    "stopped",
+]
+WORKFLOW_STATES: tuple[WorkflowState, ...] = get_args(WorkflowState)
+
+# The final states of a ticket, on either engine: the fleet does not run it again by itself.
+# "interrupted" is final once its attempts (segments) are spent, "stopped" until the next
+# `cairn fleet start`; the other four are final whatever comes next (SETTLED_STATES). Every final
+# state but a finished run's ("completed", "needs_review") may be retried: cairn fleet retry.
+FINAL_STATES: frozenset[FleetState] = frozenset(
+    {"completed", "needs_review", "needs_input", "failed", "interrupted", "stopped"}
+)
+SETTLED_STATES: frozenset[FleetState] = FINAL_STATES - {"interrupted", "stopped"}
+RETRYABLE_STATES: frozenset[FleetState] = FINAL_STATES - set(FINISHED)
+
+# What runs the fleet's tickets ([fleet] engine): a supervisor here, or workflows on Temporal.
+Engine = Literal["embedded", "temporal"]
+ENGINES: tuple[Engine, ...] = get_args(Engine)
 # What a person asks of one fleet ticket: cairn fleet pause|resume|stop|retry TICKET.
 FleetAction = Literal["pause", "resume", "stop", "retry"]
 
@@ -117,24 +176,6 @@ JournalEvent = Literal[
     "marker_cleared",
 ]
 JOURNAL_EVENTS: tuple[JournalEvent, ...] = get_args(JournalEvent)
-
-# --- environment -------------------------------------------------------------------------------
-# What cairn sets for the agent it runs (and reads back in `cairn task …`, hooks and MCP).
-ENV_RUN_DIR = "CAIRN_RUN_DIR"
-ENV_TICKET = "CAIRN_TICKET"
-ENV_DISPATCH_ID = "CAIRN_DISPATCH_ID"
-ENV_MAX_TURNS = "CAIRN_MAX_TURNS"
-ENV_PRESSURE_TURNS = "CAIRN_PRESSURE_TURNS"
-ENV_TASK = "CAIRN_TASK"
-ENV_TURN = "CAIRN_TURN"
-# What the embedded fleet's supervisor sets for the attempts it starts: the ticket (a `cairn
-# resume` with it is the fleet's own, not a person's by hand: cairn.fleet.byhand).
-ENV_FLEET_ATTEMPT = "CAIRN_FLEET_ATTEMPT"
-# What a worker of the fleet on Temporal sets for its runs (cairn.util.barrier).
-ENV_CHECKPOINT_DIR = "CAIRN_CHECKPOINT_DIR"
-ENV_CHECKPOINT_WAIT = "CAIRN_CHECKPOINT_WAIT"  # seconds a report waits for the worker's push
-# What people set.
-ENV_DEBUG = "CAIRN_DEBUG"  # show the traceback of an unexpected error
 
 # --- agents' own words ---------------------------------------------------------------------------
 # The model Claude Code names on a message of its own in its stream (an API error's text).

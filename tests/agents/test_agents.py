@@ -17,7 +17,7 @@ from cairn import agents
 from cairn.agents.base import Dispatch, DispatchRequest, Event, Result
 from cairn.agents.scripted.adapter import load_script, parse_script
 from cairn.errors import BadInput
-from cairn.terms import StopReason
+from cairn.terms import ENV_RUN_DIR, ENV_TASK, ENV_TICKET, ENV_TURN, StopReason
 from helpers import make_repo
 
 THREE_TURNS = """\
@@ -62,7 +62,7 @@ def scripted(
         max_turns=max_turns,
         next_prompt=next_prompt,
         script=script,
-        env={"CAIRN_RUN_DIR": str(run_dir)},
+        env={ENV_RUN_DIR: str(run_dir)},
     )
 
 
@@ -507,12 +507,12 @@ def test_command_prompt_on_stdin_with_env(tmp_path: Path) -> None:
     code = (
         "import os, sys\n"
         "prompt = sys.stdin.read()\n"
-        "keys = ('CAIRN_RUN_DIR', 'CAIRN_TICKET', 'CAIRN_TASK', 'CAIRN_TURN')\n"
+        f"keys = {(ENV_RUN_DIR, ENV_TICKET, ENV_TASK, ENV_TURN)!r}\n"
         "print(' '.join(os.environ[k] for k in keys))\n"
         "print(repr(prompt))\n"
         "print(os.getcwd())\n"
     )
-    env = {"CAIRN_RUN_DIR": "/tmp/r", "CAIRN_TICKET": "T-1", "CAIRN_TASK": "2"}
+    env = {ENV_RUN_DIR: "/tmp/r", ENV_TICKET: "T-1", ENV_TASK: "2"}
     prompt = "line one\nline two ✓\n"
     request = command(
         tmp_path,

@@ -18,6 +18,7 @@ from cairn.agents.base import DispatchRequest
 from cairn.agents.claude_code import StreamState, hook_settings
 from cairn.errors import BadInput
 from cairn.integrations.claude_hooks import count_turns, post_tool_use
+from cairn.terms import ENV_DISPATCH_ID, ENV_MAX_TURNS, ENV_PRESSURE_TURNS, ENV_RUN_DIR
 from helpers import FakeCli, play_dispatch
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "claude-code-2.1.328"
@@ -187,7 +188,7 @@ def transcript(path: Path, turns: int) -> Path:
 
 
 def test_hook_counts_turns_and_sends_the_directive_late(tmp_path: Path) -> None:
-    env = {"CAIRN_MAX_TURNS": "10", "CAIRN_PRESSURE_TURNS": "2"}
+    env = {ENV_MAX_TURNS: "10", ENV_PRESSURE_TURNS: "2"}
     assert count_turns(transcript(tmp_path / "t.jsonl", 4)) == 4
     for turns, expected in ((7, False), (8, True), (9, True)):
         payload = {
@@ -206,7 +207,7 @@ def test_hook_counts_turns_and_sends_the_directive_late(tmp_path: Path) -> None:
 
 def test_hook_command_never_breaks_the_agent(tmp_path: Path) -> None:
     payload = {"cwd": str(tmp_path), "transcript_path": str(transcript(tmp_path / "t.jsonl", 9))}
-    env = {**os.environ, "CAIRN_MAX_TURNS": "10", "CAIRN_PRESSURE_TURNS": "2"}
+    env = {**os.environ, ENV_MAX_TURNS: "10", ENV_PRESSURE_TURNS: "2"}
     cmd = [sys.executable, "-m", "cairn", "hook", "claude", "post-tool-use"]
     answered = subprocess.run(
         cmd, input=json.dumps(payload).encode(), env=env, capture_output=True, check=False
@@ -222,12 +223,12 @@ def test_hook_command_never_breaks_the_agent(tmp_path: Path) -> None:
 
 
 def test_hook_counts_only_this_dispatchs_turns_of_a_resumed_session(tmp_path: Path) -> None:
-    env = {"CAIRN_MAX_TURNS": "3", "CAIRN_PRESSURE_TURNS": "1", "CAIRN_RUN_DIR": str(tmp_path)}
+    env = {ENV_MAX_TURNS: "3", ENV_PRESSURE_TURNS: "1", ENV_RUN_DIR: str(tmp_path)}
     path = tmp_path / "t.jsonl"
 
     def reply(turns: int, dispatch: str) -> dict | None:
         payload = {"cwd": str(tmp_path), "transcript_path": str(transcript(path, turns))}
-        return post_tool_use(payload, {**env, "CAIRN_DISPATCH_ID": dispatch})
+        return post_tool_use(payload, {**env, ENV_DISPATCH_ID: dispatch})
 
     assert reply(1, "coder-a") is None
     assert reply(2, "coder-a") is not None  # 1 turn left of 3

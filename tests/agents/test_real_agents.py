@@ -34,6 +34,7 @@ from cairn.modelserver import ModelServer, read_requests, user_texts
 from cairn.state import journal, marker
 from cairn.state.layout import artifacts
 from cairn.summary.render import status_line
+from cairn.terms import ENV_PREFIX, ENV_REQUIRE_AGENT_CLIS, ENV_RUN_DIR
 from cairn.util import clock, procs
 from helpers import CliResult, assert_error, git, make_repo, snapshot_files, state_files
 
@@ -48,7 +49,7 @@ BUDGET = "BUDGET:"
 TIMEOUT = 150  # seconds for one cairn or CLI subprocess; a hang fails instead of blocking CI
 TASKS = ("One", "Two", "Three")
 # Inherited variables that would point a CLI elsewhere (a real key, a proxy, an outer cairn run).
-FOREIGN = ("ANTHROPIC_", "CLAUDE", "OPENAI_", "CODEX_", "CAIRN_")
+FOREIGN = ("ANTHROPIC_", "CLAUDE", "OPENAI_", "CODEX_", ENV_PREFIX)
 PROXIES = {"http_proxy", "https_proxy", "all_proxy", "no_proxy"}
 
 
@@ -59,8 +60,8 @@ def find_cli(name: str) -> Path:
     found = shutil.which(name) or shutil.which(name, path=str(LOCAL_BIN))
     if found is None:
         why = f"the real {name} CLI is neither on PATH nor in {LOCAL_BIN} (.ci/run installs it)"
-        if os.environ.get("CAIRN_REQUIRE_AGENT_CLIS") == "1":
-            pytest.fail(f"{why}; CAIRN_REQUIRE_AGENT_CLIS=1 requires it")
+        if os.environ.get(ENV_REQUIRE_AGENT_CLIS) == "1":
+            pytest.fail(f"{why}; {ENV_REQUIRE_AGENT_CLIS}=1 requires it")
         pytest.skip(why)
     return Path(found)
 
@@ -795,7 +796,7 @@ def test_cairn_mcp_task_done_from_claude_code(real: Callable[..., Real], claude_
         str(config),
         "--allowedTools",
         "mcp__cairn",
-        env={"CAIRN_RUN_DIR": str(ref.run_dir)},
+        env={ENV_RUN_DIR: str(ref.run_dir)},
     )
     assert done.returncode == 0, done.stderr.decode()
     lines = [json.loads(line) for line in done.stdout.decode().splitlines() if line.strip()]

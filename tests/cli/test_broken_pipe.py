@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from cairn.terms import ENV_FAST
 from helpers import cairn, git, make_repo, scripted_project
 
 SCRIPT = {
@@ -71,7 +72,7 @@ def closed_reader(args: list[str], cwd: Path, fast: str) -> subprocess.Completed
             cwd=cwd,
             stdout=write,
             stderr=subprocess.PIPE,
-            env={**os.environ, "CAIRN_FAST": fast},
+            env={**os.environ, ENV_FAST: fast},
             check=False,
             timeout=120,
         )

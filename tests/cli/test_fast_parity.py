@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from cairn.terms import ENV_FAST, ENV_MAX_TURNS, ENV_PRESSURE_TURNS, ENV_RUN_DIR
 from helpers import begin_run, git, write
 
 TITLES = ["Parse the plan", "Wire the CLI", "Write docs"]
-TYPER = {"CAIRN_FAST": "0"}
+TYPER = {ENV_FAST: "0"}
 _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?")
 _OID = re.compile(r"\b[0-9a-f]{40}\b|\b[0-9a-f]{12}\b|\b[0-9a-f]{7}\b")
 _AGES = re.compile(r'("age_seconds": )\d+|\b\d+[smhd]\b|\b\d+ ms\b|("elapsed_ms": )\d+')
@@ -92,7 +93,7 @@ def both(
 @pytest.fixture
 def implementation(repo: Path):  # type: ignore[no-untyped-def]
     ref, lease = begin_run(repo, "T-1", TITLES)
-    yield repo, {"CAIRN_RUN_DIR": str(ref.run_dir)}
+    yield repo, {ENV_RUN_DIR: str(ref.run_dir)}
     lease.release()
 
 
@@ -205,6 +206,6 @@ def test_hooks(implementation, tmp_path: Path) -> None:  # type: ignore[no-untyp
         ["hook", "claude", "post-tool-use"],
     ]
     both(repo, tmp_path / "by-hand", hooks, {}, stdin=payload)
-    run_env = {**env, "CAIRN_MAX_TURNS": "10", "CAIRN_PRESSURE_TURNS": "2"}
+    run_env = {**env, ENV_MAX_TURNS: "10", ENV_PRESSURE_TURNS: "2"}
     both(repo, tmp_path / "under-run", hooks, run_env, stdin=payload)
     both(repo, tmp_path / "garbage", hooks, {}, stdin=b"\xff not json")

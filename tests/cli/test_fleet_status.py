@@ -20,6 +20,7 @@ from cairn.state import fleetstate
 from cairn.state.fleetstate import FleetTicket
 from cairn.state.fleetstatus import fleet_status
 from cairn.state.layout import discover
+from cairn.terms import ENV_FAST
 from cairn.util.procs import process_start_time
 from helpers import assert_one_line_error, cairn, make_repo, rev, scripted_project
 
@@ -130,7 +131,7 @@ def ageless(text: str) -> list[list[str]]:
 
 def test_text_table_and_typer_agree(fleet: Path) -> None:
     fast = cairn("fleet", "status", cwd=fleet)
-    typer = cairn("fleet", "status", cwd=fleet, env={"CAIRN_FAST": "0"})
+    typer = cairn("fleet", "status", cwd=fleet, env={ENV_FAST: "0"})
     assert fast.returncode == 0, fast.stderr
     assert (typer.returncode, typer.stderr) == (0, fast.stderr)
     assert ageless(typer.stdout) == ageless(fast.stdout)
@@ -156,7 +157,7 @@ def test_text_table_and_typer_agree(fleet: Path) -> None:
     (retry,) = [line for line in lines if line.startswith("  Y-1: ")]
     assert "next attempt in " in retry
     fast_rows = rows(fleet)
-    typer_rows = rows(fleet, CAIRN_FAST="0")
+    typer_rows = rows(fleet, **{ENV_FAST: "0"})
     for found in (fast_rows, typer_rows):
         for row in found.values():
             row.pop("snapshot_age_seconds")

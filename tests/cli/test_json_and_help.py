@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from cairn.agents import ADAPTERS
 from cairn.cli.app import app
+from cairn.terms import ENV_FAST
 from helpers import CliResult, cairn, save, write
 
 ROOT = typer.main.get_command(app)
@@ -118,7 +119,7 @@ BAD = [
 def test_errors_under_json_are_an_object_on_stdout(
     repo: Path, args: list[str], says: str, fast: str
 ) -> None:
-    env = {"CAIRN_FAST": fast}
+    env = {ENV_FAST: fast}
     plain = cairn(*args, cwd=repo, env=env)
     assert plain.returncode in (1, 2) and plain.stdout == ""
     (line,) = plain.stderr.splitlines()

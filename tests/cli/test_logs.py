@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from cairn.state import transcript_lines
+from cairn.terms import ENV_FAST
 from helpers import assert_one_line_error, cairn, scripted_project
 
 TICKET = "T-1"
@@ -81,7 +82,7 @@ def test_logs_dispatch_and_json(finished: Path) -> None:
 
 def test_logs_through_typer_prints_the_same(finished: Path) -> None:
     fast = cairn("logs", TICKET, cwd=finished)
-    typer = cairn("logs", TICKET, cwd=finished, env={"CAIRN_FAST": "0"})
+    typer = cairn("logs", TICKET, cwd=finished, env={ENV_FAST: "0"})
     assert (typer.returncode, typer.stdout, typer.stderr) == (0, fast.stdout, fast.stderr)
 
 

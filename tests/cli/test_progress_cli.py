@@ -10,6 +10,7 @@ import pytest
 from cairn import summary
 from cairn.state import journal, marker
 from cairn.summary.render import status_line
+from cairn.terms import ENV_RUN_DIR
 from helpers import assert_one_line_error, begin_run, cairn, state_files
 
 TITLES = ["Parse the plan", "Wire the CLI", "Write docs"]
@@ -23,7 +24,7 @@ def run(repo: Path):  # type: ignore[no-untyped-def]
 
 
 def env_of(ref) -> dict[str, str]:  # type: ignore[no-untyped-def]
-    return {"CAIRN_RUN_DIR": str(ref.run_dir)}
+    return {ENV_RUN_DIR: str(ref.run_dir)}
 
 
 def current(ref):  # type: ignore[no-untyped-def]
@@ -170,11 +171,9 @@ def test_completed_task_cannot_go_back(run, repo: Path) -> None:  # type: ignore
 
 
 def test_run_dir_env_must_be_a_run(repo: Path, tmp_path: Path) -> None:
-    assert_one_line_error(
-        cairn("task", "start", "0", env={"CAIRN_RUN_DIR": str(tmp_path)}, cwd=repo)
-    )
+    assert_one_line_error(cairn("task", "start", "0", env={ENV_RUN_DIR: str(tmp_path)}, cwd=repo))
     fake = tmp_path / "tickets" / "T-1" / "20261130-101500Z"
-    result = cairn("task", "start", "0", env={"CAIRN_RUN_DIR": str(fake)}, cwd=repo)
+    result = cairn("task", "start", "0", env={ENV_RUN_DIR: str(fake)}, cwd=repo)
     assert_one_line_error(result)
     assert "does not exist" in result.stderr
 

@@ -18,6 +18,8 @@ import sys
 import time
 from pathlib import Path
 
+from cairn.terms import ENV_TICKET
+
 TASK_LINE = re.compile(r"^- Task (\d+): .*?(?: \[([a-z ]+)\])?$")
 DONE = ("completed", "skipped", "deferred")
 IDENTITY = {
@@ -77,7 +79,7 @@ def named(variable: str, ticket: str) -> bool:
 
 def main() -> int:
     prompt = sys.stdin.read()
-    ticket = os.environ["CAIRN_TICKET"]
+    ticket = os.environ[ENV_TICKET]
     directory = Path(os.environ["FLEET_AGENT_DIR"])
     flag = directory / f"{ticket}.stalled"
     if named("FLEET_AGENT_STALL", ticket) and not flag.exists():

@@ -24,6 +24,7 @@ from cairn.fleet.supervisor import Supervisor
 from cairn.state import fleetstate
 from cairn.state.fleetstate import FleetTicket
 from cairn.state.layout import discover
+from cairn.terms import ENV_DASHBOARD_TOKEN
 from cairn.util import clock
 from helpers import assert_one_line_error, cairn, git, save
 
@@ -249,7 +250,7 @@ def test_cairn_fleet_dashboard_serves_the_api_on_loopback(ran: Path) -> None:
 
 
 def test_a_non_loopback_bind_needs_the_token(repo: Path, tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k != "CAIRN_DASHBOARD_TOKEN"}
+    env = {k: v for k, v in os.environ.items() if k != ENV_DASHBOARD_TOKEN}
     for args in (
         ["dashboard", "--host", "0.0.0.0", "--port", "0"],
         ["start", "--host", "0.0.0.0", "--port", "0"],
@@ -263,14 +264,14 @@ def test_a_non_loopback_bind_needs_the_token(repo: Path, tmp_path: Path) -> None
             check=False,
         )
         assert_one_line_error(result, 2)  # type: ignore[arg-type]
-        assert "CAIRN_DASHBOARD_TOKEN" in result.stderr
+        assert ENV_DASHBOARD_TOKEN in result.stderr
     assert not (repo / ".git" / "cairn" / "fleet").exists(), "nothing written"
 
     # with the token it serves, and asks for it
     proc = serve(
         ["dashboard", "--host", "0.0.0.0", "--port", "0", "--json"],
         repo,
-        {"CAIRN_DASHBOARD_TOKEN": "s3cret"},
+        {ENV_DASHBOARD_TOKEN: "s3cret"},
     )
     try:
         port = started_url(proc).rsplit(":", 1)[1].strip("/")

@@ -27,6 +27,7 @@ import pytest
 
 from cairn.state import fleetstate, layout, refusals
 from cairn.state.fleetstate import FleetTicket
+from cairn.terms import ENV_REQUIRE_BROWSER, ENV_UPDATE_SCREENSHOT
 from helpers import make_repo
 
 AGENT = Path(__file__).with_name("fleet_agent.py")
@@ -55,8 +56,8 @@ def chromium() -> str:
         except ImportError:
             missing = "the playwright package is not installed (pip install -e '.[test]')"
     if missing is not None:
-        if os.environ.get("CAIRN_REQUIRE_BROWSER"):
-            pytest.fail(f"CAIRN_REQUIRE_BROWSER is set but {missing}")
+        if os.environ.get(ENV_REQUIRE_BROWSER):
+            pytest.fail(f"{ENV_REQUIRE_BROWSER} is set but {missing}")
         pytest.skip(f"browser test: {missing}; .ci/run installs it")
     assert found is not None
     return found
@@ -209,7 +210,7 @@ def test_a_row_goes_running_to_completed_live_and_the_ticket_page_shows_summary_
         assert "NOPE-1" in page.inner_text("#error")
 
     assert (tmp_path / "fleet.png").stat().st_size > 10_000
-    if os.environ.get("CAIRN_UPDATE_SCREENSHOT"):
+    if os.environ.get(ENV_UPDATE_SCREENSHOT):
         SCREENSHOT_FOR_DOCS.parent.mkdir(exist_ok=True)
         shutil.copyfile(tmp_path / "fleet-running.png", SCREENSHOT_FOR_DOCS)
 

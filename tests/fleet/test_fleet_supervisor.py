@@ -189,7 +189,7 @@ def _ticket(**fields: Any) -> FleetTicket:
     ("code", "reason", "needs_input", "attempt", "state"),
     [
         (0, None, False, 1, "completed"),
-        (1, "needs_manual_review", False, 1, "needs_review"),
+        (1, "needs_review", False, 1, "needs_review"),
         (2, None, False, 1, "failed"),
         (3, "incomplete", True, 1, "needs_input"),
         (3, "signal", False, 1, "interrupted"),

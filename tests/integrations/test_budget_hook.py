@@ -12,6 +12,7 @@ import pytest
 
 from cairn.integrations import claude_hooks
 from cairn.integrations.claude_hooks import post_tool_use
+from cairn.terms import ENV_MAX_TURNS, ENV_PRESSURE_TURNS
 
 
 def assistant(message_id: str, tool_use_id: str | None = None) -> str:
@@ -26,7 +27,7 @@ def test_waits_for_the_message_that_made_the_call(
     monkeypatch.setattr(claude_hooks, "TRANSCRIPT_WAIT", 60.0)
     transcript = tmp_path / "t.jsonl"
     transcript.write_text(assistant("m1", "toolu_1"))
-    env = {"CAIRN_MAX_TURNS": "3", "CAIRN_PRESSURE_TURNS": "1"}
+    env = {ENV_MAX_TURNS: "3", ENV_PRESSURE_TURNS: "1"}
     payload = {"cwd": str(tmp_path), "transcript_path": str(transcript), "tool_use_id": "toolu_2"}
 
     def late_write() -> None:
@@ -49,6 +50,6 @@ def test_does_not_wait_for_a_transcript_it_cannot_read(
         raise AssertionError("the hook waited")
 
     monkeypatch.setattr(claude_hooks.time, "sleep", no_waiting)
-    env = {"CAIRN_MAX_TURNS": "3", "CAIRN_PRESSURE_TURNS": "1"}
+    env = {ENV_MAX_TURNS: "3", ENV_PRESSURE_TURNS: "1"}
     payload = {"transcript_path": str(tmp_path / "none.jsonl"), "tool_use_id": "toolu_9"}
     assert post_tool_use(payload, env) is None

@@ -19,6 +19,7 @@ from cairn.errors import BadInput
 from cairn.integrations import claude_hooks, claude_settings
 from cairn.state import marker, runstate
 from cairn.state.layout import discover
+from cairn.terms import ENV_PREFIX, ENV_RUN_DIR
 from helpers import assert_one_line_error, begin_run, cairn, git, make_repo, write
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "claude-code-2.1.328" / "hook-payloads.jsonl"
@@ -61,7 +62,7 @@ def run_hook(args: str, stdin: bytes, cwd: Path) -> subprocess.CompletedProcess[
     """Run a settings entry's command the way Claude does: through the shell, payload on
     stdin, in the project directory, without any cairn run's environment."""
     command = claude_settings.hook_command(*shlex.split(args))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CAIRN_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(ENV_PREFIX)}
     return subprocess.run(
         command, shell=True, input=stdin, cwd=cwd, env=env, capture_output=True, timeout=60
     )
@@ -367,7 +368,7 @@ def test_hooks_never_break_the_agent(tmp_path: Path, args: str) -> None:
 
 def test_hooks_step_aside_under_cairn_run(repo: Path) -> None:
     interrupted_run(repo)
-    under_run = {"CAIRN_RUN_DIR": str(repo / ".git" / "cairn")}
+    under_run = {ENV_RUN_DIR: str(repo / ".git" / "cairn")}
     shape = {"cwd": str(repo), "hook_event_name": "SessionStart", "source": "startup"}
     assert claude_hooks.session_start(shape, under_run) is None
     assert claude_hooks.heartbeat(shape, under_run) is False

@@ -16,6 +16,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.types import CallToolResult
 
 from cairn import summary
+from cairn.terms import ENV_RUN_DIR
 from helpers import assert_one_line_error, begin_run, cairn, git, write
 
 TOOLS = {
@@ -65,7 +66,7 @@ def ok(result: CallToolResult) -> dict[str, Any]:
 
 def server_env(**extra: str) -> dict[str, str]:
     """The test's (isolated) environment: stdio_client passes only HOME, PATH and a few more."""
-    env = {k: v for k, v in os.environ.items() if k != "CAIRN_RUN_DIR"}
+    env = {k: v for k, v in os.environ.items() if k != ENV_RUN_DIR}
     return {**env, **extra}
 
 
@@ -134,7 +135,7 @@ def test_tools_report_progress_into_the_run(repo: Path, tmp_path: Path) -> None:
         assert git(repo, "rev-parse", "refs/cairn/wip/T-1").strip() == data["commit"]
 
     try:
-        serve(repo, tmp_path / "server.err", server_env(CAIRN_RUN_DIR=str(ref.run_dir)), body)
+        serve(repo, tmp_path / "server.err", server_env(**{ENV_RUN_DIR: str(ref.run_dir)}), body)
     finally:
         lease.release()
 
@@ -221,7 +222,7 @@ def test_arguments_are_strict_and_errors_name_them(repo: Path, tmp_path: Path) -
         assert "--" not in text_of(aside)
 
     try:
-        serve(repo, tmp_path / "server.err", server_env(CAIRN_RUN_DIR=str(ref.run_dir)), body)
+        serve(repo, tmp_path / "server.err", server_env(**{ENV_RUN_DIR: str(ref.run_dir)}), body)
     finally:
         lease.release()
 

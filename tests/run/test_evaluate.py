@@ -13,6 +13,7 @@ from cairn.run import evaluation
 from cairn.run.plan import parse as parse_plan
 from cairn.state import journal
 from cairn.state.layout import artifacts
+from cairn.terms import ENV_RUN_DIR
 from helpers import cairn, git, make_repo
 
 PLAN = """\
@@ -106,7 +107,7 @@ def test_ac_outside_an_evaluation_is_bad_input(tmp_path: Path) -> None:
     repo, plan = setup(tmp_path, script, '["implement"]')
     assert cairn("run", str(plan), cwd=repo).returncode == 0
     run_dir = next((repo / ".git" / "cairn" / "tickets" / "T-1").glob("2*"))
-    bad = cairn("ac", "AC-1", "--result", "pass", env={"CAIRN_RUN_DIR": str(run_dir)}, cwd=repo)
+    bad = cairn("ac", "AC-1", "--result", "pass", env={ENV_RUN_DIR: str(run_dir)}, cwd=repo)
     assert bad.returncode == 2 and "no evaluation in progress" in bad.stderr
 
 

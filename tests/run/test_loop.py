@@ -30,7 +30,7 @@ from cairn.state.layout import Layout, artifacts, latest_artifact
 from cairn.state.lease import acquire
 from cairn.state.runstate import RunRef
 from cairn.summary.render import status_line
-from cairn.terms import CUTOFF_FOR, STOP_REASONS, StopReason
+from cairn.terms import CUTOFF_FOR, ENV_RUN_DIR, ENV_TICKET, STOP_REASONS, StopReason
 from helpers import git, make_repo, snapshot_files
 
 TICKET = "T-1"
@@ -402,7 +402,7 @@ def test_a_plan_completed(project: Callable[..., Project]) -> None:
     assert {"phase": "implement", "round": None, "total": 2} in p.sink.states
     # the agent's environment and its first prompt
     first = p.agent.prompts("coder")[0]
-    assert first.env["CAIRN_RUN_DIR"] == str(p.run_dir) and first.env["CAIRN_TICKET"] == TICKET
+    assert first.env[ENV_RUN_DIR] == str(p.run_dir) and first.env[ENV_TICKET] == TICKET
     assert "- Task 1: One [pending]" in first.prompt and "- Task 2: Two [pending]" in first.prompt
     assert pressured(p.agent.prompts("coder")) == [False, False]
 
@@ -589,11 +589,11 @@ def test_blocking_findings_in_the_last_round_need_manual_review(
         max_rounds=2,
     )
     outcome = p.run()
-    assert (outcome.status, outcome.exit_code, outcome.rounds) == ("needs_manual_review", 1, 2)
+    assert (outcome.status, outcome.exit_code, outcome.rounds) == ("needs_review", 1, 2)
     assert outcome.reason == "blocking findings remain"
     assert p.marker() is None
-    assert p.journal()[-1]["status"] == "needs_manual_review"
-    assert "needs_manual_review (blocking findings remain)" in p.run_summary()
+    assert p.journal()[-1]["status"] == "needs_review"
+    assert "needs_review (blocking findings remain)" in p.run_summary()
 
 
 def test_the_evaluate_phase_turns_failed_criteria_into_findings_to_fix(

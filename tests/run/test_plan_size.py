@@ -13,6 +13,7 @@ from cairn import summary
 from cairn.errors import BadInput
 from cairn.run import launch, progress
 from cairn.summary.store import READ_LIMIT
+from cairn.terms import ENV_RUN_DIR
 from helpers import assert_one_line_error, begin_run, cairn, state_root, untouched_state, write
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -62,7 +63,7 @@ def test_a_report_that_would_outgrow_the_summary_is_refused_and_the_run_goes_on(
         notes = "n" * 100_000
         for n in range(41):
             progress.task_set_aside(ref, n, "deferred", notes)
-        env = {"CAIRN_RUN_DIR": str(ref.run_dir)}
+        env = {ENV_RUN_DIR: str(ref.run_dir)}
         before = untouched_state(repo)
         result = cairn("task", "skip", "42", "--notes", "n" * 120_000, env=env, cwd=repo)
         assert_one_line_error(result)

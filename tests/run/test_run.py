@@ -828,17 +828,17 @@ def test_blocking_findings_every_round_need_manual_review(
     result = p.run("--json")
     assert code(result) == 1, result.stderr
     got = outcome(result)
-    assert got["status"] == "needs_manual_review" and got["rounds"] == 2
+    assert got["status"] == "needs_review" and got["rounds"] == 2
     events = p.events()
     assert events[-1]["event"] == "run_finished"
-    assert events[-1]["status"] == "needs_manual_review"
+    assert events[-1]["status"] == "needs_review"
     assert p.named("run_interrupted") == []
     # two reviews, one fix in between, no fix after the last round
     assert [r["role"] for r in p.prompts()] == ["coder", "reviewer", "coder", "reviewer"]
     assert p.marker() is None
     run_summary = latest_artifact(p.run_dir, "orchestrator", "run-summary")
     assert run_summary is not None
-    assert "needs_manual_review (blocking findings remain)" in run_summary.path.read_text()
+    assert "needs_review (blocking findings remain)" in run_summary.path.read_text()
 
 
 # --- 10. the budget directive -------------------------------------------------------------------

@@ -23,6 +23,8 @@ import sys
 import time
 from pathlib import Path
 
+from cairn.terms import ENV_TICKET
+
 # how a stand-in agent reads cairn's prompt: the fleet tests' agent knows it
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "fleet"))
 from fleet_agent import task_to_do
@@ -58,7 +60,7 @@ def cairn(*args: str) -> subprocess.CompletedProcess[bytes]:
 
 def main() -> int:
     prompt = sys.stdin.read()
-    ticket = os.environ["CAIRN_TICKET"]
+    ticket = os.environ[ENV_TICKET]
     number = task_to_do(prompt)
     if number is None:
         print("nothing left to do")

@@ -45,5 +45,5 @@ def test_an_unfinished_run_is_resumed(tmp_path: Path) -> None:
 def test_a_finished_run_reports_its_outcome(tmp_path: Path) -> None:
     done = [{"event": "run_started"}, {"event": "run_finished", "status": "completed"}]
     assert outset(state(tmp_path / "a", summary=True, events=done)) == Outset("finished", 0)
-    review = [{"event": "run_started"}, {"event": "run_finished", "status": "needs_manual_review"}]
+    review = [{"event": "run_started"}, {"event": "run_finished", "status": "needs_review"}]
     assert outset(state(tmp_path / "b", summary=True, events=review)) == Outset("finished", 1)

@@ -23,8 +23,8 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import CancelledError
 
 from cairn.config import load
-from cairn.scale.liveness import WORK_TAG
 from cairn.scale.messages import TicketInput
+from cairn.terms import ENV_SCALE_WORK
 from cairn.util import procs
 
 # Enough files that a rebuild (a worktree add, a first snapshot) takes about a second on this
@@ -46,7 +46,7 @@ def rebuilding(root: Path) -> dict[int, str]:
             cwd = os.readlink(f"/proc/{entry}/cwd")
         except OSError:
             continue
-        tags = [v for v in environ if v.startswith(f"{WORK_TAG}=".encode())]
+        tags = [v for v in environ if v.startswith(f"{ENV_SCALE_WORK}=".encode())]
         if tags and cwd.startswith(str(root)) and (b"fetch" in argv or b"worktree" in argv):
             found[int(entry)] = tags[0].decode()
     return found

@@ -120,8 +120,8 @@ def test_tls_and_api_key_reach_the_connection(
     found = tls_of(mtls)
     assert isinstance(found, TLSConfig)
     assert (found.client_cert, found.client_private_key) == (b"CERT", b"KEY")
-    cloud = config.TemporalConfig(api_key_env="CAIRN_TEST_TEMPORAL_KEY")
-    monkeypatch.setenv("CAIRN_TEST_TEMPORAL_KEY", "secret")
+    cloud = config.TemporalConfig(api_key_env="TEMPORAL_CLOUD_KEY_OF_THIS_TEST")
+    monkeypatch.setenv("TEMPORAL_CLOUD_KEY_OF_THIS_TEST", "secret")
     assert (tls_of(cloud), api_key_of(cloud)) == (True, "secret")
 
 
@@ -129,8 +129,8 @@ def test_tls_and_api_key_reach_the_connection(
     ("section", "said"),
     [
         (
-            'api_key_env = "CAIRN_TEST_UNSET_KEY"',
-            "api_key_env names CAIRN_TEST_UNSET_KEY, which is not set",
+            'api_key_env = "TEMPORAL_KEY_NEVER_SET"',
+            "api_key_env names TEMPORAL_KEY_NEVER_SET, which is not set",
         ),
         (
             'tls_cert = "/nonexistent/c.pem"\ntls_key = "/nonexistent/k.pem"',

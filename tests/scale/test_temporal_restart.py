@@ -12,6 +12,8 @@ from pathlib import Path
 import temporal_server
 from scale_setup import agent_env, agent_log, events, shared_repo, start_worker
 
+from cairn.terms import ENV_TEMPORAL_RECONNECT_CAP
+
 DOWN = 12.0
 
 
@@ -26,7 +28,7 @@ def test_fleet_start_once_survives_a_temporal_restart(tmp_path: Path) -> None:
         fleet = subprocess.Popen(
             [sys.executable, "-m", "cairn", "fleet", "start", "--once", "--json"],
             cwd=user,
-            env={**os.environ, **env, "CAIRN_TEMPORAL_RECONNECT_CAP": "1"},
+            env={**os.environ, **env, ENV_TEMPORAL_RECONNECT_CAP: "1"},
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )

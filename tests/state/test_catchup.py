@@ -12,6 +12,7 @@ import msgspec
 
 from cairn.state import journal, marker
 from cairn.state.layout import MARKER
+from cairn.terms import ENV_RUN_DIR
 from cairn.util import clock
 from helpers import (
     assert_error,
@@ -102,7 +103,7 @@ def test_in_progress_then_interrupted_by_sigkill(repo: Path) -> None:
 
 def test_interrupted_report_names_task_and_snapshot(repo: Path) -> None:
     ref, lease = begin_run(repo, "T-2", TITLES)
-    env = {"CAIRN_RUN_DIR": str(ref.run_dir)}
+    env = {ENV_RUN_DIR: str(ref.run_dir)}
     assert cairn("task", "done", "0", "--files", "a.py", env=env, cwd=repo).returncode == 0
     assert cairn("task", "start", "1", env=env, cwd=repo).returncode == 0
     write(repo, "new.txt", "unsaved work\n")
@@ -145,7 +146,7 @@ def test_done_is_inferred_after_a_finished_run(repo: Path) -> None:
     from cairn.state.runstate import finish
 
     ref, lease = begin_run(repo, "T-3", ["Only task"])
-    env = {"CAIRN_RUN_DIR": str(ref.run_dir)}
+    env = {ENV_RUN_DIR: str(ref.run_dir)}
     assert cairn("task", "done", "0", env=env, cwd=repo).returncode == 0
     finish(ref, lease)
     assert not ref.marker_path.exists()
@@ -175,7 +176,7 @@ def test_latest_of_many_runs_is_used(repo: Path) -> None:
 
     for _ in range(3):
         ref, lease = begin_run(repo, "T-5", ["a"])
-        cairn("task", "done", "0", env={"CAIRN_RUN_DIR": str(ref.run_dir)}, cwd=repo)
+        cairn("task", "done", "0", env={ENV_RUN_DIR: str(ref.run_dir)}, cwd=repo)
         finish(ref, lease)
     last, lease = begin_run(repo, "T-5", ["a", "b"])
     lease.release()
@@ -274,9 +275,9 @@ def test_status_rows(repo: Path) -> None:
     from cairn.state.runstate import finish
 
     live, live_lease = begin_run(repo, "A-1", TITLES)
-    cairn("task", "start", "1", env={"CAIRN_RUN_DIR": str(live.run_dir)}, cwd=repo)
+    cairn("task", "start", "1", env={ENV_RUN_DIR: str(live.run_dir)}, cwd=repo)
     done, done_lease = begin_run(repo, "B-2", ["x"])
-    cairn("task", "done", "0", env={"CAIRN_RUN_DIR": str(done.run_dir)}, cwd=repo)
+    cairn("task", "done", "0", env={ENV_RUN_DIR: str(done.run_dir)}, cwd=repo)
     finish(done, done_lease)
     _remote_marker(repo, "C-3", timedelta(days=3))
     rows = {r["ticket"]: r for r in json.loads(cairn("status", "--json", cwd=repo).stdout)}
@@ -304,7 +305,7 @@ def test_catchup_outside_a_repo(tmp_path: Path) -> None:
 
 def test_review_run_reports_the_open_finding(repo: Path) -> None:
     ref, lease = begin_run(repo, "R-1", ["Null check", "Slow loop", "Typo"], review=True)
-    env = {"CAIRN_RUN_DIR": str(ref.run_dir)}
+    env = {ENV_RUN_DIR: str(ref.run_dir)}
     assert cairn("finding", "F1", "--status", "FIXED", env=env, cwd=repo).returncode == 0
     lease.release()
     ref.marker_path.unlink()

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from cairn.state import runstate
+from cairn.terms import ENV_FAST
 from helpers import begin_run, cairn, git, write
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "integrations"))
@@ -76,7 +77,7 @@ def test_status_lists_the_tickets_and_warns_on_stderr(ready: Path, case: str) ->
     name = clobber(ready, case)
     for args in (["status"], ["status", "--json"]):
         for fast in ("1", "0"):  # the lazy table and Typer give the same answer
-            done = cairn(*args, cwd=ready, env={"CAIRN_FAST": fast})
+            done = cairn(*args, cwd=ready, env={ENV_FAST: fast})
             assert done.returncode == 0, done.stderr
             assert "T-1" in done.stdout and "main" in done.stdout
             (line,) = done.stderr.splitlines()
@@ -95,7 +96,7 @@ def test_catchup_reports_the_run_with_a_warning(ready: Path, case: str) -> None:
     report = json.loads(cairn("catchup", "main", "--json", cwd=ready).stdout)
     assert report["state"] == "interrupted" and report["total"] == 2
     assert said_defaults(report["warnings"][0], name)
-    typer = cairn("catchup", "T-1", cwd=ready, env={"CAIRN_FAST": "0"})
+    typer = cairn("catchup", "T-1", cwd=ready, env={ENV_FAST: "0"})
     assert typer.returncode == 0 and "refs/cairn/wip/T-1" in typer.stdout
 
 

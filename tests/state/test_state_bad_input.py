@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from cairn.state.layout import MARKER
+from cairn.terms import ENV_RUN_DIR
 from helpers import assert_error, assert_one_line_error, begin_run, cairn, state_files, state_root
 
 GOOD = (
@@ -111,7 +112,7 @@ def test_summary_with_duplicated_task_heading(repo: Path) -> None:
         ("catchup", "T-2"),
         ("gate", "Tests", "--result", "pass"),
     ):
-        result = cairn(*command, env={"CAIRN_RUN_DIR": str(ref.run_dir)}, cwd=repo)
+        result = cairn(*command, env={ENV_RUN_DIR: str(ref.run_dir)}, cwd=repo)
         assert_one_line_error(result)
         assert f"{path}:{line}" in result.stderr
         assert "Task 1" in result.stderr or "task 1" in result.stderr
@@ -125,7 +126,7 @@ def test_summary_with_unknown_status(repo: Path) -> None:
     path.write_text(
         path.read_text().replace("### Task 0: One — pending", "### Task 0: One — halfway")
     )
-    result = cairn("task", "done", "0", env={"CAIRN_RUN_DIR": str(ref.run_dir)}, cwd=repo)
+    result = cairn("task", "done", "0", env={ENV_RUN_DIR: str(ref.run_dir)}, cwd=repo)
     assert_one_line_error(result)
     assert "halfway" in result.stderr
     lease.release()
@@ -139,7 +140,7 @@ def test_summary_symlink_is_refused(repo: Path, tmp_path: Path) -> None:
     target.write_bytes(original)
     path.unlink()
     path.symlink_to(target)
-    result = cairn("task", "done", "0", env={"CAIRN_RUN_DIR": str(ref.run_dir)}, cwd=repo)
+    result = cairn("task", "done", "0", env={ENV_RUN_DIR: str(ref.run_dir)}, cwd=repo)
     assert_one_line_error(result)
     assert "symlink" in result.stderr
     assert target.read_bytes() == original

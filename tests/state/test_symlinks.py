@@ -17,6 +17,7 @@ from cairn.errors import BadInput
 from cairn.state import lease
 from cairn.state.layout import JOURNAL, LEASE, LOCK, Layout
 from cairn.state.runstate import interrupt
+from cairn.terms import ENV_RUN_DIR
 from helpers import assert_one_line_error, begin_run, cairn, state_files, untouched_state, write
 
 TITLES = ["Parse", "Wire"]
@@ -62,7 +63,7 @@ def test_a_symlinked_run_directory_is_refused(stopped_run: Any, repo: Path, tmp_
         ("resume", "T-1", "--agent", "scripted"),
     ):
         refused_without_writing(repo, outside, *args, says="symlink")
-    env = {"CAIRN_RUN_DIR": str(run_dir)}
+    env = {ENV_RUN_DIR: str(run_dir)}
     refused_without_writing(repo, outside, "task", "start", "1", env=env, says="symlink")
 
 
@@ -84,7 +85,7 @@ def test_a_symlinked_state_file_or_directory_is_refused_before_anything_is_writt
     moved = outside / "moved"
     shutil.move(target, moved)
     target.symlink_to(moved)
-    env = {"CAIRN_RUN_DIR": str(run_dir)}
+    env = {ENV_RUN_DIR: str(run_dir)}
     if name == LEASE:  # only a run takes the lease
         write(repo, "cairn.toml", '[agent]\nkind = "command"\ncommand = ["true", "{prompt}"]\n')
         plan = write(tmp_path, "plan.md", "### Task 0: One\n")
@@ -156,7 +157,7 @@ def test_a_run_dir_variable_outside_any_repository_writes_nothing(tmp_path: Path
     fake.mkdir(parents=True)
     before = everything(tmp_path)
     for args in (("task", "start", "0"), ("defer", "x"), ("gate", "Tests", "--result", "pass")):
-        result = cairn(*args, cwd=tmp_path, env={"CAIRN_RUN_DIR": str(fake)})
+        result = cairn(*args, cwd=tmp_path, env={ENV_RUN_DIR: str(fake)})
         assert_one_line_error(result)
         assert "not a cairn run directory" in result.stderr
     assert everything(tmp_path) == before

@@ -25,6 +25,7 @@ from cairn.run.progress import catch_up_evaluation
 from cairn.state import journal, marker
 from cairn.state.layout import JOURNAL
 from cairn.state.runstate import write_artifact
+from cairn.terms import ENV_RUN_DIR
 from cairn.util import durable
 from helpers import assert_one_line_error, begin_run, cairn, untouched_state
 
@@ -140,7 +141,7 @@ def test_the_next_writer_repairs_a_lagging_summary_before_adding_its_own_event(
     assert killed_writer(run, 4, "done", "0") == -signal.SIGKILL
     assert journal_says(run)[0] == "completed"
     assert summary_says(run)[0] == "pending"
-    started = cairn("task", "start", "1", env={"CAIRN_RUN_DIR": str(run.run_dir)}, cwd=repo)
+    started = cairn("task", "start", "1", env={ENV_RUN_DIR: str(run.run_dir)}, cwd=repo)
     assert started.returncode == 0, started.stderr
     assert summary_says(run) == {0: "completed", 1: "in progress", 2: "pending"}
     loaded = summary.load(run.summary_path())
@@ -155,14 +156,14 @@ def test_a_lagging_event_is_applied_once(run: Any, repo: Path) -> None:
     assert killed_writer(run, 4, "defer") == -signal.SIGKILL
     assert cairn("catchup", "T-1", cwd=repo).returncode == 0
     assert cairn("catchup", "T-1", cwd=repo).returncode == 0
-    env = {"CAIRN_RUN_DIR": str(run.run_dir)}
+    env = {ENV_RUN_DIR: str(run.run_dir)}
     assert cairn("task", "start", "0", env=env, cwd=repo).returncode == 0
     loaded = summary.load(run.summary_path())
     assert loaded is not None and loaded.deferred == ["later"]
 
 
 def test_catchup_writes_nothing_when_the_files_are_up_to_date(run: Any, repo: Path) -> None:
-    env = {"CAIRN_RUN_DIR": str(run.run_dir)}
+    env = {ENV_RUN_DIR: str(run.run_dir)}
     assert cairn("task", "start", "0", env=env, cwd=repo).returncode == 0
     root = run.layout.root
     before = sorted((str(p), p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file())
@@ -184,9 +185,7 @@ def test_a_finished_run_whose_marker_outlived_it_is_not_resumable(run: Any, repo
     """Killed between ``run_finished`` and removing the marker: the marker's dead owner would
     have made catch-up call the finished run interrupted, and resume run it again."""
     for n in range(len(TITLES)):
-        assert (
-            cairn("task", "done", str(n), env={"CAIRN_RUN_DIR": str(run.run_dir)}).returncode == 0
-        )
+        assert cairn("task", "done", str(n), env={ENV_RUN_DIR: str(run.run_dir)}).returncode == 0
     journal.record(run.run_dir, "run_finished", status="completed")
     caught = cairn("catchup", "T-1", "--json", cwd=repo)
     assert json.loads(caught.stdout)["state"] == "done", caught.stdout
@@ -204,7 +203,7 @@ def test_temps_of_killed_writers_are_swept_by_the_next_writer(
     assert len(left) == 1, left
     assert cairn("status", cwd=repo).returncode == 0  # a reader leaves them
     assert temps(run.run_dir) + temps(run.run_dir.parent) == left
-    env = {"CAIRN_RUN_DIR": str(run.run_dir)}
+    env = {ENV_RUN_DIR: str(run.run_dir)}
     assert cairn("task", "start", "2", env=env, cwd=repo).returncode == 0
     assert temps(run.run_dir) == [] and temps(run.run_dir.parent) == []
     assert summary_says(run) == journal_says(run)
@@ -213,7 +212,7 @@ def test_temps_of_killed_writers_are_swept_by_the_next_writer(
 def test_a_live_writers_temp_is_left_alone(run: Any, repo: Path) -> None:
     live = run.run_dir / f"{durable.TEMP_PREFIX}x.md.{os.getpid()}.abcd1234"
     live.write_text("mid-write")
-    env = {"CAIRN_RUN_DIR": str(run.run_dir)}
+    env = {ENV_RUN_DIR: str(run.run_dir)}
     assert cairn("task", "start", "0", env=env, cwd=repo).returncode == 0
     assert live.exists()
 
@@ -226,7 +225,7 @@ def test_a_torn_journal_line_is_cut_off_by_the_next_report(run: Any, repo: Path)
         handle.write(b'{"t": "2026-01-01T00:00:00.000+00:00", "event": "ta')
     torn = json.loads(cairn("catchup", "T-1", "--json", cwd=repo).stdout)["warnings"]
     assert len(torn) == 1 and "torn" in torn[0]
-    env = {"CAIRN_RUN_DIR": str(run.run_dir)}
+    env = {ENV_RUN_DIR: str(run.run_dir)}
     assert cairn("task", "start", "0", env=env, cwd=repo).returncode == 0
     assert cairn("task", "done", "0", env=env, cwd=repo).returncode == 0
     report = json.loads(cairn("catchup", "T-1", "--json", cwd=repo).stdout)
@@ -244,7 +243,7 @@ def test_random_kills_of_reports_never_leave_the_summary_ahead_of_the_journal(
     import time
 
     rng = random.Random(12)
-    env = {**os.environ, "CAIRN_RUN_DIR": str(run.run_dir)}
+    env = {**os.environ, ENV_RUN_DIR: str(run.run_dir)}
     for attempt in range(12):
         n = attempt % len(TITLES)
         args = ["task", "start", str(n)] if attempt % 2 else ["task", "done", str(n)]
@@ -285,7 +284,7 @@ def test_a_report_that_cannot_write_all_its_files_writes_none(
         "run-dir": run.run_dir,
         "ticket-dir": run.run_dir.parent,
     }[what]
-    env = {"CAIRN_RUN_DIR": str(run.run_dir)}
+    env = {ENV_RUN_DIR: str(run.run_dir)}
     before = untouched_state(repo)
     chattr("+i", target)
     try:
@@ -310,7 +309,7 @@ def test_a_killed_finding_add_leaves_the_review_behind_the_journal_never_ahead(
     assert killed_writer(run, kill_at, "finding-add", "F1") == -signal.SIGKILL
     journalled = [e["finding"] for e in journal.read(run.run_dir)[0] if e["event"] == "finding"]
     assert [f.id for f in review.load(path).findings] in ([], journalled)
-    env = {"CAIRN_RUN_DIR": str(run.run_dir)}
+    env = {ENV_RUN_DIR: str(run.run_dir)}
     added = cairn("finding", "add", "W1", "Slow loop", env=env, cwd=repo)
     assert added.returncode == 0, added.stderr
     assert [f.id for f in review.load(path).findings] == [*journalled, "W1"]

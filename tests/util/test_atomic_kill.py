@@ -21,6 +21,7 @@ from cairn.state import marker
 from cairn.state.layout import Layout
 from cairn.state.marker import DispatchRecord, Marker, SnapshotRef
 from cairn.state.owner import Owner
+from cairn.terms import ENV_KILL_SEED
 from cairn.util import durable, procs
 
 VERSIONS = 20
@@ -279,13 +280,13 @@ class Hammer:
 
 
 def seed_for_run() -> int:
-    return int(os.environ.get("CAIRN_KILL_SEED", str(random.randrange(2**32))))
+    return int(os.environ.get(ENV_KILL_SEED, str(random.randrange(2**32))))
 
 
 @pytest.mark.slow
 def test_sigkilled_writer_leaves_old_or_new_version(tmp_path: Path) -> None:
     seed = seed_for_run()
-    print(f"seed {seed} (rerun with CAIRN_KILL_SEED={seed})")
+    print(f"seed {seed} (rerun with {ENV_KILL_SEED}={seed})")
     hammer = Hammer(tmp_path / "state", seed, atomic_writers)
     assert hammer.check() is None  # nothing yet: both absent
     while hammer.kills < KILLS:
@@ -308,7 +309,7 @@ def test_sigkilled_writer_leaves_old_or_new_version(tmp_path: Path) -> None:
 def test_the_check_catches_torn_in_place_writes(tmp_path: Path) -> None:
     """Control: the same harness with a truncate-and-write writer finds a torn file."""
     seed = seed_for_run()
-    print(f"seed {seed} (rerun with CAIRN_KILL_SEED={seed})")
+    print(f"seed {seed} (rerun with {ENV_KILL_SEED}={seed})")
     hammer = Hammer(tmp_path / "state", seed, naive_writers)
     problems = []
     while hammer.kills < 400 and not problems:

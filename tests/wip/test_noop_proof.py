@@ -22,6 +22,7 @@ from cairn import wip
 from cairn.config import load
 from cairn.git.early import Spawned
 from cairn.git.status import start_status
+from cairn.terms import ENV_FAST
 from cairn.wip import proof
 from cairn.wip.saving import paths_of
 from helpers import fresh_repo, git, make_repo, snapshot_files, write
@@ -246,7 +247,7 @@ def cairn(repo: Path, *args: str, fast: str = "1") -> subprocess.CompletedProces
         cwd=repo,
         capture_output=True,
         text=True,
-        env={**os.environ, "CAIRN_FAST": fast},
+        env={**os.environ, ENV_FAST: fast},
     )
 
 
@@ -276,7 +277,7 @@ def test_the_command_line_says_unchanged_without_importing_the_engine(repo: Path
         cwd=repo,
         capture_output=True,
         text=True,
-        env={**os.environ, "CAIRN_FAST": "1"},
+        env={**os.environ, ENV_FAST: "1"},
     )
     assert quick.returncode == 0, quick.stderr
     assert quick.stdout == typer_line.stdout

@@ -16,13 +16,13 @@ from __future__ import annotations
 import importlib
 import os
 
+from cairn.envnames import ENV_FAST
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hot path)
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from pathlib import Path
     from typing import Any, Literal
-
-ENV_FAST = "CAIRN_FAST"
 
 
 class Unsure(Exception):

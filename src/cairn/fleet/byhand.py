@@ -36,12 +36,6 @@ from cairn.terms import ENV_FLEET_ATTEMPT, FleetState
 from cairn.util import clock
 from cairn.util.procs import process_start_time
 
-ENDED: dict[str, FleetState] = {
-    "completed": "completed",
-    "needs_manual_review": "needs_review",
-    "needs_input": "needs_input",
-}
-
 
 def resume(workspace: Path | str, ticket: str | None, **options: Any) -> RunOutcome:
     """``cairn resume [TICKET]``: in the ticket's worktree when it is a fleet ticket (of the
@@ -110,7 +104,7 @@ def _after(fleet: FleetConfig, before: FleetTicket, outcome: RunOutcome) -> Flee
     """The ticket's record once the run by hand has ended with ``outcome``: completed, needs
     review or input; interrupted again, back where the fleet had it (held, or due again),
     else ``interrupted``."""
-    state = ENDED.get(outcome.status)
+    state: FleetState | None = None if outcome.status == "interrupted" else outcome.status
     detail = outcome.error if state == "needs_input" else None
     if state is None:
         if before.state in schedule.HELD:

@@ -76,7 +76,7 @@ def decide(action: FleetAction, record: FleetTicket, config: Config, supervised:
             f"ticket {ticket} is completed, so there is nothing to {action}; to run its plan "
             "again, give it a new ticket id",
         )
-    if state in ENDED_WORDS and (state != "interrupted" or is_finished(record, config)):
+    if is_finished(record, config):
         words = ENDED_WORDS[state]
         verb = words if state == "interrupted" else f"{words},"
         return Decision(

@@ -20,15 +20,13 @@ from pathlib import Path
 from typing import Literal, NamedTuple
 
 from cairn.config import Config
-from cairn.terms import ENV_TICKET
+from cairn.terms import ENV_HOOK, ENV_TICKET, ENV_WORKTREE
 from cairn.util import durable
 from cairn.util.durations import format_duration, parse_duration
 from cairn.util.procs import kill_group
 
 HookName = Literal["after_create", "before_run", "after_run", "before_remove"]
 HOOKS: tuple[HookName, ...] = ("after_create", "before_run", "after_run", "before_remove")
-ENV_WORKTREE = "CAIRN_WORKTREE"
-ENV_HOOK = "CAIRN_HOOK"
 OUTPUT_LIMIT = 64 * 1024  # the tail kept of a hook's output
 # Written into the worktree's own git directory once ``after_create`` succeeded there: it goes
 # away with the worktree, so a rebuilt worktree runs the hook again.

@@ -24,9 +24,10 @@ from cairn.fleet.facts import Facts
 from cairn.fleet.schedule import STOPPED
 from cairn.state.fleetstate import FleetTicket, fleet_dir
 from cairn.state.layout import Layout
+from cairn.terms import FINAL_STATES
 from cairn.util import clock, durable
 
-NOTIFIED = frozenset({"completed", "needs_review", "needs_input", "failed", "interrupted"})
+NOTIFIED = FINAL_STATES - {"stopped"}  # a person's stop is not news to them
 _LOG_LOCK = threading.Lock()
 
 

@@ -19,10 +19,8 @@ from cairn.git import Repo
 from cairn.state import fleetstate, journal, marker, owner
 from cairn.state.fleetstate import FleetTicket
 from cairn.state.layout import Layout
-from cairn.terms import FleetState
+from cairn.terms import finished
 from cairn.util import clock
-
-ENDED: dict[str, FleetState] = {"completed": "completed", "needs_manual_review": "needs_review"}
 
 
 class Found(NamedTuple):
@@ -107,14 +105,14 @@ def from_run(layout: Layout, config: Config, toplevel: Path, ticket: str) -> Fle
     fields: dict[str, object] = {
         "ticket": ticket,
         "plan": plan,
-        "attempt": len(starts) if status in ENDED else min(len(starts), max_attempts - 1),
-        "state": ENDED.get(status, "retrying"),
-        "last_reason": None if status in ENDED else reason or "crash",
-        "last_exit": {"completed": 0, "needs_manual_review": 1}.get(status),
+        "attempt": len(starts) if finished(status) else min(len(starts), max_attempts - 1),
+        "state": status if finished(status) else "retrying",
+        "last_reason": None if finished(status) else reason or "crash",
+        "last_exit": {"completed": 0, "needs_review": 1}.get(status),
         "updated": clock.now(),
     }
     live = _live_owner(layout, ticket)
-    if live is not None and status not in ENDED:
+    if live is not None and not finished(status):
         fields.update(state="running", pid=live.pid, pid_started_at=live.pid_started_at)
     return msgspec.convert(fields, FleetTicket, strict=False)
 

@@ -16,9 +16,8 @@ from cairn.config import CONFIG_FILE, Config
 from cairn.errors import BadInput
 from cairn.git import Repo, base_runner
 from cairn.state.fleetstate import FleetTicket
-from cairn.terms import FleetState
+from cairn.terms import RETRYABLE_STATES, FleetState
 
-RETRYABLE = ("failed", "interrupted", "stopped", "needs_input")
 RETRIED = "retried"  # the record's last_reason once retried: its next attempt resumes
 SHORT = 10
 
@@ -26,7 +25,7 @@ SHORT = 10
 def refusal(record: FleetTicket) -> str | None:
     """Why ``record``'s ticket cannot be retried, or None."""
     state, ticket = record.state, record.ticket
-    if state in RETRYABLE:
+    if state in RETRYABLE_STATES:
         return None
     if state == "completed":
         return (

@@ -59,7 +59,7 @@ def after_attempt(
     cap and the run was told so; ``disk``: free disk space is under fleet.min_free_disk now."""
     if exit_code == 0:
         return Verdict("completed", None, None)
-    if exit_code == 1 and reason == "needs_manual_review":
+    if exit_code == 1 and reason == "needs_review":
         return Verdict("needs_review", None, detail or "blocking findings remain")
     if exit_code == 2:
         return Verdict("failed", None, detail or "cairn refused the run (exit 2)")

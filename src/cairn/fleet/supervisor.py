@@ -39,13 +39,12 @@ from cairn.git import Repo
 from cairn.state import fleetcontrol, fleetstate
 from cairn.state.fleetstate import FleetTicket
 from cairn.state.layout import Layout, discover
-from cairn.terms import FleetState
+from cairn.terms import FleetState, finished
 from cairn.util import clock
 from cairn.util.durations import parse_duration
 
 TICK = 0.5  # at most this long between two looks at the children, the stop file and the clock
 Emit = Callable[..., None]  # emit(kind, **fields): one line of output, one JSON object
-DONE: dict[str, FleetState] = {"completed": "completed", "needs_manual_review": "needs_review"}
 
 
 class Supervisor(recovery.Recovering):
@@ -273,13 +272,14 @@ class Supervisor(recovery.Recovering):
         status, reason = outcome_on_disk(self.layout, ticket)
         fresh = record.attempt == 0 and record.last_reason is None
         begun = self.layout.marker_path(ticket).exists()
-        if status == "none" or fresh or (status not in DONE and not begun):
+        if status == "none" or fresh or (not finished(status) and not begun):
             plan = self.repo.toplevel / record.plan
             return ["run", str(plan), "--ticket", record.ticket, "--json"]
         waits = reason == "no_progress" and record.last_reason != RETRIED  # a person retried it
-        if status in DONE or waits:  # finished, or it waits for a person
+        if finished(status) or waits:  # finished, or it waits for a person
             blocked = reason == "no_progress" and watch.interruption_detail(self.layout, ticket)
-            self._finish(record, DONE.get(status, "needs_input"), detail=blocked or None)
+            ending: FleetState = status if finished(status) else "needs_input"
+            self._finish(record, ending, detail=blocked or None)
             return None
         return ["resume", record.ticket, "--json"]
 
@@ -311,7 +311,7 @@ class Supervisor(recovery.Recovering):
                 reason = schedule.STOPPED
             if isinstance(child, Adopted) and code is None:  # it wrote no outcome: its files
                 status, reason = outcome_on_disk(self.layout, ticket)
-                code = {"completed": 0, "needs_manual_review": 1}.get(status)
+                code = {"completed": 0, "needs_review": 1}.get(status)
                 reason = status if code == 1 else reason or "crash"
             self._ended(record, code, reason, detail, needs_input=needs_input)
             if record.worktree:

@@ -31,7 +31,7 @@ from cairn.errors import BadInput
 from cairn.state import fleetstate, journal, marker
 from cairn.state.fleetstate import same_process
 from cairn.state.layout import JOURNAL, Layout
-from cairn.terms import ENV_FLEET_ATTEMPT
+from cairn.terms import ENV_DEBUG, ENV_FLEET_ATTEMPT, ENV_PREFIX, run_status
 from cairn.util import durable
 from cairn.util.procs import process_start_time
 
@@ -48,7 +48,7 @@ __all__ = [
 STDERR_LINES = 20
 CHUNK = 1024 * 1024  # the most of the child's output read at one look
 # What the child must not inherit from the supervisor's environment: its run is its own.
-INHERITED_CAIRN = ("CAIRN_DEBUG",)
+INHERITED_CAIRN = (ENV_DEBUG,)
 GO = b"go\n"
 # Waits for GO on stdin, then becomes the child cairn (same pid, same start time).
 GATE = 'IFS= read -r go && [ "$go" = go ] && exec "$@" </dev/null'
@@ -56,7 +56,7 @@ GATE = 'IFS= read -r go && [ "$go" = go ] && exec "$@" </dev/null'
 
 def child_env() -> dict[str, str]:
     return {
-        k: v for k, v in os.environ.items() if not k.startswith("CAIRN_") or k in INHERITED_CAIRN
+        k: v for k, v in os.environ.items() if not k.startswith(ENV_PREFIX) or k in INHERITED_CAIRN
     }
 
 
@@ -181,15 +181,16 @@ class Watched:
     # --- its end -------------------------------------------------------------------------------
 
     def verdict(self) -> tuple[str | None, str | None, bool]:
-        """Why the attempt ended: its cutoff reason (or ``needs_manual_review``), a one-line
+        """Why the attempt ended: its cutoff reason (or ``needs_review``), a one-line
         detail, and whether the agent waits for a person (it stopped after denied tool calls)."""
         outcome = self.outcome
         if outcome is not None:
-            if outcome.get("status") == "needs_manual_review":
-                return "needs_manual_review", None, False
+            status = run_status(outcome.get("status"))
+            if status == "needs_review":
+                return "needs_review", None, False
             reason = outcome.get("reason")
             detail = outcome.get("error")
-            if outcome.get("status") == "needs_input":  # no progress: the blocker is the error
+            if status == "needs_input":  # no progress: the blocker is the error
                 return "no_progress", detail, True
             needs_input = self.denied and reason == "incomplete"
             if needs_input:
@@ -303,7 +304,7 @@ class Adopted(Watched):
 
 def outcome_on_disk(layout: Layout, ticket: str) -> tuple[str, str | None]:
     """How a ticket's latest run stands by its files: ``none`` (no run yet), ``completed``,
-    ``needs_manual_review`` or ``interrupted``, and its last cutoff reason."""
+    ``needs_review`` or ``interrupted``, and its last cutoff reason."""
     run_id = layout.latest_run(ticket)
     if run_id is None:
         return "none", None

@@ -17,6 +17,7 @@ import json
 import os
 import time
 
+from cairn.envnames import ENV_DISPATCH_ID, ENV_MAX_TURNS, ENV_PRESSURE_TURNS, ENV_RUN_DIR
 from cairn.state import touch
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hot path)
@@ -85,14 +86,14 @@ def _turns_so_far(transcript: Path, tool_use_id: str | None) -> int | None:
 def post_tool_use(payload: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any] | None:
     """The hook's JSON answer, or None to stay silent."""
     try:
-        max_turns = int(env["CAIRN_MAX_TURNS"])
+        max_turns = int(env[ENV_MAX_TURNS])
     except (KeyError, ValueError):
         return None
     from pathlib import Path
 
     workspace = Path(str(payload.get("cwd") or "."))
     try:
-        pressure = int(env.get("CAIRN_PRESSURE_TURNS", "0"))
+        pressure = int(env.get(ENV_PRESSURE_TURNS, "0"))
     except ValueError:
         return None
     if pressure <= 0:
@@ -125,7 +126,7 @@ def _dispatch_baseline(env: Mapping[str, str], turns: int) -> int:
     that moment, less that one, were someone else's; the number is kept per dispatch
     (``CAIRN_DISPATCH_ID``) in the run directory.
     """
-    run_dir, dispatch = env.get("CAIRN_RUN_DIR"), env.get("CAIRN_DISPATCH_ID")
+    run_dir, dispatch = env.get(ENV_RUN_DIR), env.get(ENV_DISPATCH_ID)
     if not run_dir or not dispatch or not dispatch.replace("-", "").isalnum():
         return 0
     from pathlib import Path
@@ -152,7 +153,6 @@ def _toplevel(workspace: Path) -> Path | None:
 
 # --- hooks for Claude Code driven by hand ---------------------------------------------------
 
-RUN_ENV = "CAIRN_RUN_DIR"
 ATTENTION = ("in_progress", "interrupted", "needs_input", "stale")
 
 
@@ -166,7 +166,7 @@ def workspace_of(payload: Mapping[str, Any], env: Mapping[str, str]) -> Path | N
 
 
 def _where(payload: Mapping[str, Any], env: Mapping[str, str]) -> str | None:
-    if env.get(RUN_ENV):
+    if env.get(ENV_RUN_DIR):
         return None
     return str(payload.get("cwd") or env.get("CLAUDE_PROJECT_DIR") or os.getcwd())
 

@@ -15,6 +15,7 @@ from temporalio.service import RPCError, RPCStatusCode, TLSConfig
 
 from cairn.config import TemporalConfig
 from cairn.errors import BadInput
+from cairn.terms import ENV_TEMPORAL_RECONNECT_CAP
 
 
 def tls_of(config: TemporalConfig) -> bool | TLSConfig:
@@ -68,7 +69,7 @@ TRANSIENT = frozenset(
         RPCStatusCode.ABORTED,
     }
 )
-RECONNECT_CAP = float(os.environ.get("CAIRN_TEMPORAL_RECONNECT_CAP", "") or 10.0)
+RECONNECT_CAP = float(os.environ.get(ENV_TEMPORAL_RECONNECT_CAP, "") or 10.0)
 
 
 def transient(exc: BaseException) -> bool:

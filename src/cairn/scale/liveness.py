@@ -7,9 +7,10 @@ every heartbeat are the last ``Progress`` whose shas are on the remote (``Livene
 liveness re-sends them, it never names anything new.
 
 Blocking work (git, cairn's own snapshot code) runs in a thread. Its git processes carry
-``WORK_TAG=<token>`` in their environment, so a cancelled attempt kills their process groups
-(and keeps killing new ones until the thread gives up) instead of leaving a zombie thread that
-holds the ticket, a rebuild slot and a thread of the pool."""
+``CAIRN_SCALE_WORK=<token>`` (``ENV_SCALE_WORK``) in their environment, so a cancelled
+attempt kills their process groups (and keeps killing new ones until the thread gives up)
+instead of leaving a zombie thread that holds the ticket, a rebuild slot and a thread of the
+pool."""
 
 from __future__ import annotations
 
@@ -23,11 +24,11 @@ from typing import Any, TypeVar
 
 from temporalio import activity
 
+from cairn.terms import ENV_SCALE_WORK
 from cairn.util import procs
 
 T = TypeVar("T")
 
-WORK_TAG = "CAIRN_SCALE_WORK"  # in the environment of an attempt's git processes
 ABANDON_AFTER = 10.0  # seconds a cancelled attempt waits for its thread before it stops waiting
 
 
@@ -70,7 +71,7 @@ class Work:
 
     def __init__(self, limit: float | None = None) -> None:
         self.token = uuid.uuid4().hex
-        self.env = {WORK_TAG: self.token}
+        self.env = {ENV_SCALE_WORK: self.token}
         self.limit = limit
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
@@ -112,7 +113,7 @@ def retrieved(future: asyncio.Future[Any]) -> None:
 def kill_tagged(token: str) -> int:
     """SIGKILL the process group of every process whose environment holds ``token``'s tag;
     how many were found."""
-    needle = f"{WORK_TAG}={token}".encode()
+    needle = f"{ENV_SCALE_WORK}={token}".encode()
     found = 0
     try:
         pids = [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]

@@ -27,6 +27,7 @@ from cairn.state.layout import (
     latest_artifact,
     run_sort_key,
 )
+from cairn.terms import run_status
 
 
 @dataclass(frozen=True)
@@ -69,5 +70,5 @@ def _finished(journal: Path) -> str | None:
         if event.get("event") == "run_started":
             status = None
         elif event.get("event") == "run_finished":
-            status = str(event.get("status") or "")
+            status = run_status(event.get("status"))
     return status

@@ -33,7 +33,7 @@ from cairn.scale.messages import (
 from cairn.scale.outset import Outset, outset
 from cairn.scale.shared import Fenced
 from cairn.scale.workspace import STOP_GRACE
-from cairn.terms import ENV_CHECKPOINT_DIR, ENV_CHECKPOINT_WAIT
+from cairn.terms import ENV_CHECKPOINT_DIR, ENV_CHECKPOINT_WAIT, ENV_DEBUG, ENV_PREFIX
 from cairn.util import barrier, procs
 
 TAIL_BYTES = 65536  # how much of the end of a segment's log its detail is read from
@@ -226,8 +226,8 @@ class Segments:
 
 
 def _child_env() -> dict[str, str]:
-    keep = {"CAIRN_DEBUG"}
-    return {k: v for k, v in os.environ.items() if not k.startswith("CAIRN_") or k in keep}
+    keep = {ENV_DEBUG}
+    return {k: v for k, v in os.environ.items() if not k.startswith(ENV_PREFIX) or k in keep}
 
 
 def _tail(log: Path) -> str:

@@ -21,6 +21,7 @@ from cairn.scale.control import state_of
 from cairn.scale.messages import TicketInput, workflow_id
 from cairn.scale.workflow import TicketWorkflow
 from cairn.state.refusals import EVENT, Rejected, Reporter
+from cairn.terms import RETRYABLE_STATES
 from cairn.util.durations import parse_duration
 
 
@@ -29,16 +30,13 @@ class Started:
     ticket: str
     workflow_id: str
     new: bool  # False: the ticket's workflow runs, or finished (a stopped one starts again)
-    ended: str | None = None  # how it finished when it did and may be retried (RETRYABLE)
-
-
-RETRYABLE = ("failed", "interrupted", "stopped")  # final states `cairn fleet retry` restarts
+    ended: str | None = None  # how it finished when it did and may be retried
 
 
 async def ended_as(handle: WorkflowHandle[Any, Any]) -> str | None:
     """The final state of the ticket's latest run when ``cairn fleet retry`` may restart it."""
     live, state = await state_of(handle)
-    return state if not live and state in RETRYABLE else None
+    return state if not live and state in RETRYABLE_STATES else None
 
 
 async def start(

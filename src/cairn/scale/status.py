@@ -28,6 +28,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from cairn.scale.messages import Progress, workflow_id
 from cairn.state.layout import Layout
+from cairn.terms import FINAL_STATES
 
 WORKFLOW_TYPE = "cairn_ticket"
 MEMO = "cairn"  # workflow.MEMO, without importing the workflow module (and its sandbox)
@@ -157,12 +158,7 @@ def _state(execution: WorkflowExecution, facts: dict[str, Any]) -> str:
     if execution.status in _CLOSED:
         return _CLOSED[execution.status]
     state: str = facts.get("state") or "queued"
-    if execution.status == WorkflowExecutionStatus.COMPLETED and state not in (
-        "completed",
-        "needs_review",
-        "interrupted",
-        "failed",
-    ):
+    if execution.status == WorkflowExecutionStatus.COMPLETED and state not in FINAL_STATES:
         return "completed"
     return state
 

@@ -36,6 +36,7 @@ with workflow.unsafe.imports_passed_through():
         SegmentResult,
         TicketInput,
     )
+    from cairn.terms import WorkflowState
 
 # A segment runs as long as its run does; the heartbeat timeout, not this, notices a dead worker.
 SEGMENT_LIMIT = timedelta(hours=12)
@@ -61,7 +62,7 @@ def retry_policy(task: TicketInput) -> RetryPolicy:
 class TicketWorkflow:
     def __init__(self) -> None:
         self.ticket = ""
-        self.state = "queued"
+        self.state: WorkflowState = "queued"
         self.carried = Carried()
 
     @workflow.run
@@ -160,7 +161,7 @@ class TicketWorkflow:
             "detail": self.carried.detail,
         }
 
-    def _set(self, state: str) -> str:
+    def _set(self, state: WorkflowState) -> WorkflowState:
         if state != self.state:
             self.state = state
             workflow.upsert_memo({MEMO: self.status()})
@@ -183,7 +184,7 @@ def _backoff(task: TicketInput, failures: int) -> timedelta:
     return timedelta(seconds=min(cap, FIRST_BACKOFF * 2 ** max(0, failures - 1)))
 
 
-def _state(exit_code: int) -> str:
+def _state(exit_code: int) -> WorkflowState:
     if exit_code == COMPLETED:
         return "completed"
     if exit_code == NEEDS_REVIEW:

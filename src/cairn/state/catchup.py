@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from msgspec import Struct, field
 
@@ -20,11 +20,11 @@ from cairn.errors import BadInput
 from cairn.git import Repo
 from cairn.state import accounting, branches, journal, marker, runstate, transcripts
 from cairn.state.layout import SUMMARY_ARTIFACT, SUMMARY_ROLE, Layout, artifacts, discover
-from cairn.state.marker import TicketState
 from cairn.state.owner import Liveness, Owner
 from cairn.state.runstate import RunRef
 from cairn.summary import Summary
 from cairn.summary.render import status_line
+from cairn.terms import TicketState
 from cairn.util import clock
 from cairn.util.durations import parse_duration
 
@@ -49,7 +49,7 @@ class TaskBrief(Struct, kw_only=True):
 class CatchupReport(Struct, kw_only=True):
     format: int = FORMAT
     ticket: str
-    state: TicketState | Literal["needs_input"]
+    state: TicketState
     inferred: bool
     skill: str | None = None
     phase: str | None = None
@@ -273,7 +273,7 @@ def _infer(report: CatchupReport, loaded: Summary | None, events: list[dict[str,
     report.inferred = True
     ends = [e for e in events if e.get("event") == "run_finished"]
     finished = bool(ends)
-    if ends and ends[-1].get("status") == "needs_manual_review":
+    if ends and ends[-1].get("status") == "needs_review":
         report.warnings.append(
             "the run ended needing manual review: blocking findings remain in its last review"
         )

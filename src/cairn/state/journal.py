@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from cairn.state.layout import JOURNAL, LOCK
-from cairn.terms import JOURNAL_EVENTS, JournalEvent
+from cairn.terms import JOURNAL_EVENTS, RUN_FORMAT, JournalEvent, run_status
 from cairn.util import durable
 
 WHAT = "journal"
@@ -26,9 +26,12 @@ def timestamp(when: datetime | None = None) -> str:
 
 
 def entry(event: JournalEvent, **fields: Any) -> dict[str, Any]:
-    """The record of one event, stamped now; fields whose value is None are left out."""
+    """The record of one event, stamped now; fields whose value is None are left out. A
+    ``run_started`` says the format the run writes in (``cairn.terms.RUN_FORMAT``)."""
     if event not in JOURNAL_EVENTS:
         raise ValueError(f"unknown journal event {event!r}")
+    if event == "run_started":
+        fields = {"format": RUN_FORMAT, **fields}
     return {"t": timestamp(), "event": event, **{k: v for k, v in fields.items() if v is not None}}
 
 
@@ -95,4 +98,6 @@ def _event(raw: bytes) -> dict[str, Any] | None:
         return None
     if not isinstance(parsed, dict) or "event" not in parsed:
         return None
+    if parsed["event"] == "run_finished" and "status" in parsed:
+        parsed["status"] = run_status(parsed["status"])  # the words of any format, today's
     return parsed

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import msgspec
 from msgspec import Meta, Struct
@@ -18,10 +18,10 @@ from cairn.errors import CorruptState
 from cairn.state import owner, touch
 from cairn.state.names import MARKER_READ_LIMIT
 from cairn.state.owner import Liveness, Owner, with_offsets
+from cairn.terms import TicketState
 from cairn.util import clock, durable, yaml_io
 
 VERSION = 1
-TicketState = Literal["in_progress", "interrupted", "stale", "done", "none"]
 READ_LIMIT = MARKER_READ_LIMIT
 
 

@@ -14,7 +14,7 @@ import os
 import re
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
 from msgspec import Struct
 
@@ -31,8 +31,9 @@ from cairn.state.layout import (
     discover,
     run_sort_key,
 )
-from cairn.state.marker import Marker, TicketState
+from cairn.state.marker import Marker
 from cairn.state.rowcache import RowCache
+from cairn.terms import TicketState
 from cairn.util import clock
 from cairn.util.durations import parse_duration
 
@@ -50,7 +51,7 @@ NEEDS_INPUT = "Interrupted — no_progress "
 
 class StatusRow(Struct, kw_only=True):
     ticket: str
-    state: TicketState | Literal["needs_input"]
+    state: TicketState
     phase: str | None = None
     round: int | None = None
     task: int | None = None

@@ -13,6 +13,8 @@ import json
 import os
 import sys
 
+from cairn.envnames import ENV_DEBUG
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hot path)
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -65,7 +67,7 @@ def _silent() -> Iterator[dict[str, Any] | None]:
     """Read the payload (None when stdin holds no JSON object), swallow every failure, and
     send stray stderr output (git's, Python's) to /dev/null. ``CAIRN_DEBUG=1`` lets errors
     through."""
-    debug = bool(os.environ.get("CAIRN_DEBUG"))
+    debug = bool(os.environ.get(ENV_DEBUG))
     if not debug:
         _mute_stderr()
     try:

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 from cairn.cli.output import console, report_error, say_warning
 from cairn.errors import BadInput
 from cairn.scale.remote import base_of, fleet_key, url_of
+from cairn.terms import ENGINES
 
 if TYPE_CHECKING:
     from cairn.git import Repo
 
-ENGINES = ("embedded", "temporal")
 T = TypeVar("T")
 
 

@@ -19,6 +19,7 @@ from starlette.responses import JSONResponse
 
 from cairn import tickets
 from cairn.fleet.dashboard.views import Dashboard
+from cairn.terms import ENV_DASHBOARD_TOKEN
 
 TOKEN_COOKIE = "cairn_dashboard_token"
 NO_STORE = {"Cache-Control": "no-store"}
@@ -181,7 +182,7 @@ class Guard:
                     401,
                     "unauthorized",
                     "this dashboard needs its token: `Authorization: Bearer <token>` "
-                    "or ?token=<token> (CAIRN_DASHBOARD_TOKEN of the server)",
+                    f"or ?token=<token> ({ENV_DASHBOARD_TOKEN} of the server)",
                 )
         elif not is_loopback(host):
             return error(

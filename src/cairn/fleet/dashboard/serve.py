@@ -17,14 +17,14 @@ from typing import Any
 
 from cairn.errors import BadInput
 from cairn.fleet.dashboard.api import is_loopback
+from cairn.terms import ENV_DASHBOARD_TOKEN
 
-TOKEN_ENV = "CAIRN_DASHBOARD_TOKEN"
 LOOPBACK = "127.0.0.1"
 STARTUP_WAIT = 10.0  # seconds for the server thread to be ready
 
 
 def token_from_env() -> str | None:
-    return os.environ.get(TOKEN_ENV) or None
+    return os.environ.get(ENV_DASHBOARD_TOKEN) or None
 
 
 def check_bind(host: str | None, token: str | None) -> str:
@@ -37,8 +37,8 @@ def check_bind(host: str | None, token: str | None) -> str:
     if not is_loopback(host) and token is None:
         raise BadInput(
             f"--host {host} is not a loopback address, so the dashboard would be reachable from "
-            f"other machines; set {TOKEN_ENV} to a secret (every request must then carry it) "
-            "or leave --host out to serve on 127.0.0.1"
+            f"other machines; set {ENV_DASHBOARD_TOKEN} to a secret (every request must then "
+            "carry it) or leave --host out to serve on 127.0.0.1"
         )
     return host
 

@@ -23,17 +23,16 @@ from cairn.fleet.trackers.base import Candidate, Rejected, Tracker
 from cairn.git import Repo
 from cairn.state import fleetstate
 from cairn.state.layout import Layout
+from cairn.terms import SETTLED_STATES
 
 PLAN_SUFFIXES = (".md", ".yaml", ".yml", ".json")
-# Done for good: not listed again. ``interrupted`` is final only once its attempts are spent
-# (a graceful stop leaves tickets interrupted that the next supervisor resumes).
-FINAL_STATES = frozenset({"completed", "needs_review", "needs_input", "failed"})
 
 
 def is_finished(record: fleetstate.FleetTicket, config: Config) -> bool:
     """Whether a ticket is done for good (not listed, and ``fleet prune --all-finished`` may
-    remove its worktree)."""
-    if record.state in FINAL_STATES:
+    remove its worktree): a settled state, or ``interrupted`` with its attempts spent (a
+    graceful stop leaves tickets interrupted that the next supervisor resumes)."""
+    if record.state in SETTLED_STATES:
         return True
     return record.state == "interrupted" and record.attempt >= config.fleet.max_attempts
 

@@ -59,7 +59,7 @@ class Orchestrator:
         self.resume_session_id: str | None = None
 
     def execute(self, phase: str = "implement", round: int = 1) -> RunOutcome:
-        """Run from ``phase`` in ``round`` to the end; exit code 0 done, 1 needs manual review,
+        """Run from ``phase`` in ``round`` to the end; exit code 0 done, 1 needs review,
         3 interrupted. An unexpected error is recorded as an ``error`` stop and raised again."""
         phases = self.ctx.config.loop.phases
         try:
@@ -68,7 +68,7 @@ class Orchestrator:
                     self._implement()
                 if "review" in phases or "evaluate" in phases:
                     status = self._review_loop(round, resume_fix=phase == "fix")
-                    if status == "needs_manual_review":
+                    if status == "needs_review":
                         return finished(self.ctx, status, "blocking findings remain")
                 return finished(self.ctx, "completed", None)
         except Stop as stop:
@@ -190,7 +190,7 @@ class Orchestrator:
             if not found.blocking():
                 return "completed"
             if round_number == max_rounds or "fix" not in phases:
-                return "needs_manual_review"
+                return "needs_review"
             current = self.ctx.summary()
             if resuming and current.mode == "review" and current.round == round_number:
                 checkpoints.enter_phase(self.ctx, "fix", round_number)

@@ -1,4 +1,4 @@
-"""How a run ends: completed, needs manual review, needs input or interrupted (both
+"""How a run ends: completed, needs review, needs input or interrupted (both
 resumable); the ``RunOutcome`` that ``cairn run --json`` prints last, and the run-summary
 artifact."""
 
@@ -13,12 +13,13 @@ from cairn.errors import ExitCode
 from cairn.run.orchestrator.checkpoints import DETAILED, snapshot
 from cairn.run.orchestrator.context import RunContext
 from cairn.state import accounting, runstate
-from cairn.terms import CutoffReason, RunStatus
+from cairn.terms import RUN_FORMAT, CutoffReason, RunStatus
 
 RESUMABLE = ("interrupted", "needs_input")
 
 
 class RunOutcome(Struct, kw_only=True):
+    format: int = RUN_FORMAT
     ticket: str
     run: str
     status: RunStatus
