@@ -96,10 +96,11 @@ def test_no_fleet_directory_lists_nothing(layout: Layout) -> None:
 
 
 def test_every_state_is_accepted_and_others_are_not(layout: Layout) -> None:
+    record = {"ticket": "T-1", "plan": "p", "updated": NOW}
     for state in FLEET_STATES:
-        FleetTicket(ticket="T-1", plan="p", state=state, updated=NOW)
+        msgspec.convert({**record, "state": state}, FleetTicket)
     with pytest.raises(ValueError):
-        FleetTicket(ticket="T-1", plan="p", state="sleeping", updated=NOW)  # type: ignore[arg-type]
+        msgspec.convert({**record, "state": "sleeping"}, FleetTicket)
     with pytest.raises(ValueError):
         FleetTicket(ticket="bad id!", plan="p", state="queued", updated=NOW)
 
