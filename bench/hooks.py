@@ -49,6 +49,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 import snapshot as snap
 import state as status_bench
 from cairn.state.rowcache import NAME as ROW_CACHE
@@ -143,7 +145,7 @@ class SmallRepo:
         current = marker.read(path)
         assert current is not None
         earlier = current.last_updated - timedelta(minutes=5)
-        text = marker.render(current.model_copy(update={"last_updated": earlier}))
+        text = marker.render(msgspec.structs.replace(current, last_updated=earlier))
         durable.atomic_write(path, text)
         root = str(path.parents[2])  # <state root>/tickets/<ticket>/<marker>
         if by_heartbeat:

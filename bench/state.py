@@ -54,6 +54,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from common import (
     WORK,
     Stat,
@@ -166,7 +168,7 @@ def journal_bytes(scratch: Path, ticket: str, run: str, tasks: int, finished: bo
     run_dir = scratch / f"journal-{tasks}-{finished}"
     shutil.rmtree(run_dir, ignore_errors=True)
     run_dir.mkdir(parents=True)
-    me = owner.me().model_dump(mode="json")
+    me = msgspec.to_builtins(owner.me())
     journal.record(run_dir, "run_started", ticket=ticket, run=run, skill="impl", owner=me)
     journal.record(run_dir, "phase", phase="implement", round=1)
     journal.record(run_dir, "dispatch_started", role="coder", max_turns=150)
@@ -460,7 +462,7 @@ class Templates:
         )
         dead_marker = realistic_marker(t, r, self.dead_owner, now - timedelta(hours=5), task=5)
         self.dead_marker = marker.render(dead_marker)
-        self.lease = self.dead_owner.model_dump_json()
+        self.lease = msgspec.json.encode(self.dead_owner).decode()
 
     @staticmethod
     def fill(template: str, ticket: str, run: str) -> bytes:

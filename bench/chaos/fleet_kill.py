@@ -62,6 +62,7 @@ from pathlib import Path
 from typing import Any
 
 import checks
+import msgspec
 import processes
 from fleets import (
     HALF_MADE,
@@ -530,7 +531,7 @@ def orphan_a_run(fleet: Fleet, runs: Runs) -> int:
     _, _, layout = discover(fleet.repo)
     record = fleetstate.read(layout, ticket)
     assert record is not None
-    fleetstate.write(layout, record.model_copy(update={"pid": None, "pid_started_at": None}))
+    fleetstate.write(layout, msgspec.structs.replace(record, pid=None, pid_started_at=None))
     return pid
 
 

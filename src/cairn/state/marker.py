@@ -7,7 +7,7 @@ with only the five original fields (``skill``, ``phase``, ``round``, ``started_a
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -91,12 +91,22 @@ def parse(text: str, path: Path) -> Marker:
     from cairn.util.invalid import problem
 
     try:
-        return msgspec.convert(data, Marker, strict=False)
+        return msgspec.convert(_dates_as_times(data), Marker, strict=False)
     except msgspec.ValidationError as exc:  # the data was not in shape
         key, why = problem(exc, Marker)
         raise CorruptState(
             f"marker {path}: {key or '(top level)'}: {why}; fix it or delete it"
         ) from None
+
+
+def _dates_as_times(data: dict[Any, Any]) -> dict[Any, Any]:
+    """A hand-written marker's dates (``started_at: 2026-11-29``) as midnight UTC."""
+    return {
+        key: datetime(value.year, value.month, value.day, tzinfo=UTC)
+        if type(value) is date
+        else value
+        for key, value in data.items()
+    }
 
 
 def read(path: Path) -> Marker | None:
