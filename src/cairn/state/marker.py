@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from cairn.errors import CorruptState
-from cairn.state import owner, touch
+from cairn.state import owner
 from cairn.state.names import MARKER_READ_LIMIT
 from cairn.state.owner import Liveness, Owner, with_offset
 from cairn.util import clock, durable, yaml_io
@@ -115,7 +115,6 @@ def render(marker: Marker) -> str:
 def write(path: Path, marker: Marker) -> None:
     text = render(marker)
     durable.atomic_write(path, text)
-    touch.remember_marker(str(path), text)  # the next heartbeat's quick touch
 
 
 def remove(path: Path) -> bool:

@@ -19,9 +19,8 @@ from cairn.config import load as load_config
 from cairn.errors import BadInput, GitError, SaveTimeout
 from cairn.git import Deadline, Git, Repo
 from cairn.git.discovery import Found
-from cairn.git.early import Spawned
-from cairn.git.process import Pending
-from cairn.git.status import start_status
+from cairn.git.process import Started
+from cairn.git.status import Early, start_early
 from cairn.wip import proof
 from cairn.wip.hashcache import HashCache, digest, stamp_now
 from cairn.wip.meta import SnapshotMeta, clean_reason
@@ -64,19 +63,28 @@ def save(
     run_id: str | None = None,
     config: Config | None = None,
     mirror_branch: bool | None = None,
-    status: Spawned | None = None,
+    early: Early | None = None,
 ) -> SaveResult:
     """Snapshot ``workspace``; ``timeout`` seconds (default ``agent.cutoff_timeout_ms``).
 
-    ``git status``, the bulk of a save on a big repository, starts first (or was started by
-    the caller: ``status``, from ``cairn.git.status.start_status(workspace)``) and runs while
-    the repository is discovered, the config read and the stat cache loaded.
+    ``git status``, the bulk of a save on a big repository, starts first with the repository's
+    discovery (or both were started by the caller: ``early``, from
+    ``cairn.git.status.start_early(workspace)``, which the save then owns) and runs while the
+    config is read and the stat cache loaded.
+
+    When nothing changed since the last save with the same ``ticket`` and ``run_id``, the
+    no-op proof (``cairn.wip.proof``) answers from ``git status`` alone.
     """
     started = time.monotonic()
-    if status is None:
-        status = start_status(workspace)
+    where = os.fspath(workspace) or "."
+    if early is not None and early.workspace != where:
+        early.abandon()  # started for another work tree
+        early = None
+    if early is None:
+        early = start_early(where)
+    status = early.status
     try:
-        repo = Repo.discover(workspace)
+        repo = Repo.discover(workspace, early.discovery)
         warnings: list[str] = []
         provable = config is None and status is not None  # the proof knows the config's files
         if config is None:
@@ -93,7 +101,8 @@ def save(
         try:
             found = paths_of(repo)
             out = status.result(deadline=deadline).stdout if provable and status else b""
-            proven = proof.holds(found, out, ticket, run_id) if provable and not warnings else None
+            key = proof.key(found, out, ticket, run_id) if provable else None  # once a save
+            proven = proof.holds(found, key, ticket, run_id) if not warnings else None
             if proven is not None:
                 result = proven_result(proven, reason)
             else:
@@ -103,15 +112,14 @@ def save(
                     if prepared.cache is not None and result.commit:
                         prepared.cache.save(prepared.ref, result.commit)
                 if provable:
-                    keep_proof(found, out, ticket, run_id, prepared, result, config, warnings)
+                    keep_proof(found, key, ticket, run_id, prepared, result, warnings)
         except SaveTimeout as exc:
             raise SaveTimeout(
                 f"snapshot abandoned after {seconds * 1000:.0f} ms ({exc}); no ref was moved; "
                 "raise agent.cutoff_timeout_ms or pass --timeout-ms"
             ) from None
     finally:
-        if status is not None:
-            status.abandon()  # after an early error; nothing to do once its result was read
+        early.abandon()  # after an early error; nothing to do once their results were read
     elapsed = int((time.monotonic() - started) * 1000)
     return result.model_copy(
         update={"elapsed_ms": elapsed, "warnings": [*warnings, *result.warnings]}
@@ -149,12 +157,11 @@ def proven_result(proven: Proof, reason: str) -> SaveResult:
 
 def keep_proof(
     found: Found,
-    out: bytes,
+    key: proof.Key | None,
     ticket: str | None,
     run_id: str | None,
     prepared: Prepared,
     result: SaveResult,
-    config: Config,
     warnings: list[str],
 ) -> None:
     """Write the proof of this save for the next one, when its answer is one the proof can
@@ -171,9 +178,8 @@ def keep_proof(
         files_changed=result.files_changed,
         base=result.base,
         branch=result.branch,
-        timeout_ms=config.agent.cutoff_timeout_ms,
     )
-    proof.write(found, out, prepared.cache.stamp, kept)
+    proof.write(found, key, prepared.cache.stamp, kept)
 
 
 def prepare(
@@ -184,7 +190,7 @@ def prepare(
     deadline: Deadline | None,
     *,
     via_index: bool = False,
-    status: Pending | None = None,
+    status: Started | None = None,
 ) -> Prepared:
     """Write the snapshot's trees (the work tree, the staged state); record nothing.
 
@@ -272,7 +278,7 @@ def _runner(repo: Repo, config: Config, index: Path) -> Git:
 
 
 def _scan(
-    repo: Repo, config: Config, git: Git, deadline: Deadline | None, started: Pending | None = None
+    repo: Repo, config: Config, git: Git, deadline: Deadline | None, started: Started | None = None
 ) -> tuple[StatusScan, Selection]:
     status = scan_status(git, deadline, started)
     return status, select_untracked(repo.toplevel, status.untracked, status.nested, config.snapshot)
