@@ -63,11 +63,6 @@ class Marker(Record):
         return self.model_copy(update={"last_updated": clock.now(), **changes})
 
 
-# The marker is read by every ``cairn status`` and rewritten at every transition: in the flat
-# shape cairn writes it, it is read and written without PyYAML (see yaml_io).
-_fast_load = yaml_io.load_flat
-
-
 def parse(text: str, path: Path) -> Marker:
     try:
         data = yaml_io.safe_load(text)
