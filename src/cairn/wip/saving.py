@@ -22,16 +22,19 @@ from cairn.git.discovery import Found
 from cairn.git.process import Started
 from cairn.git.status import Early, start_early
 from cairn.wip import proof
-from cairn.wip.hashcache import HashCache, digest, stamp_now
 from cairn.wip.meta import SnapshotMeta, clean_reason
 from cairn.wip.models import SaveResult
 from cairn.wip.naming import wip_ref
-from cairn.wip.objects import CommitObject, ObjectReader, parse_commit, read_objects
 from cairn.wip.proof import Proof
-from cairn.wip.recording import Prepared, record
 from cairn.wip.scan import Selection, StatusScan, scan_status, select_untracked
-from cairn.wip.scratch import scratch_dir
 from cairn.wip.treebuild import Edit, Known, TreeWriter, hash_worktree
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    # the rest of the engine, imported when a save records (a proven no-op needs none of it)
+    from cairn.wip.hashcache import HashCache
+    from cairn.wip.objects import CommitObject, ObjectReader
+    from cairn.wip.recording import Prepared
 
 # A ref whose components all look like this is valid for git (no "..", no leading "." or "-",
 # no ".lock" ending), so the usual snapshot ref needs no ``git check-ref-format``.
@@ -106,6 +109,9 @@ def save(
             if proven is not None:
                 result = proven_result(proven, reason)
             else:
+                from cairn.wip.recording import record
+                from cairn.wip.scratch import scratch_dir
+
                 with scratch_dir(repo.state_root(), "save", warnings) as scratch:
                     prepared = prepare(repo, config, scratch, ticket, deadline, status=status)
                     result = record(prepared, reason, run_id, deadline, mirror_branch=mirror_branch)
@@ -201,6 +207,10 @@ def prepare(
     on big repositories, and the fallback for submodule changes and for files that vanish
     while they are read.
     """
+    from cairn.wip.hashcache import HashCache, stamp_now
+    from cairn.wip.objects import ObjectReader, parse_commit, read_objects
+    from cairn.wip.recording import Prepared
+
     git = _runner(repo, config, repo.index_path)
     scan, chosen = _scan(repo, config, git, deadline, status)
     if ticket is None:
@@ -300,6 +310,8 @@ def _trees_via_edits(
     only those the cache does not know). A tree the cache says was built from the same edits
     is taken as it is when it is one of ``existing`` (the trees of snapshots still at their
     refs, so it is in the object store)."""
+    from cairn.wip.hashcache import digest as tree_key
+
     staged: dict[bytes, Edit] = {}
     worktree: dict[bytes, Edit] = {}
     to_hash: dict[bytes, Known] = {}
@@ -321,7 +333,7 @@ def _trees_via_edits(
     with TreeWriter(git, objects, repo.object_format, deadline) as trees:
 
         def build(kind: str, edits: dict[bytes, Edit]) -> str:
-            key = digest(head_tree, edits)
+            key = tree_key(head_tree, edits)
             tree = cache.tree(kind, key, existing) or trees.build(head_tree, edits)
             cache.remember_tree(kind, key, tree)
             return tree
