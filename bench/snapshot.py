@@ -416,11 +416,12 @@ def check_created(path: Path, state: State, runner: Runner) -> None:
 def instrumented(steps: dict[str, float]) -> Iterator[None]:
     """Time every git process cairn starts, and the index copy, inside this process."""
     from cairn import git as cairn_git
+    from cairn.git import process as git_process
     from cairn.git import sessions as git_sessions
     from cairn.wip import saving as cairn_save
 
     original_run = cairn_git.Git.run
-    original_result = git_sessions.Started.result
+    original_result = git_process.Started.result
     methods = ("__init__", "readline", "read")
     original_session = {n: getattr(git_sessions.Session, n) for n in methods}
     original_copy = shutil.copy2
@@ -466,7 +467,7 @@ def instrumented(steps: dict[str, float]) -> Iterator[None]:
             steps["select untracked (lstat)"] += time.perf_counter() - started
 
     cairn_git.Git.run = run  # type: ignore[method-assign]
-    git_sessions.Started.result = result  # type: ignore[method-assign]
+    git_process.Started.result = result  # type: ignore[method-assign]
     for name in original_session:
         setattr(git_sessions.Session, name, timed_session(name))
     shutil.copy2 = copy  # type: ignore[assignment]
@@ -475,7 +476,7 @@ def instrumented(steps: dict[str, float]) -> Iterator[None]:
         yield
     finally:
         cairn_git.Git.run = original_run  # type: ignore[method-assign]
-        git_sessions.Started.result = original_result  # type: ignore[method-assign]
+        git_process.Started.result = original_result  # type: ignore[method-assign]
         for name, method in original_session.items():
             setattr(git_sessions.Session, name, method)
         shutil.copy2 = original_copy

@@ -63,7 +63,7 @@ def test_head_reads_at_most_its_limit_and_stops_the_command(repo: Path) -> None:
     started = git_.start(["diff", "--no-index", "--", "/dev/null", "big.txt"])
     result, cut = started.head(1024)
     assert cut and len(result.stdout) == 1024 and result.stdout.startswith(b"diff --git")
-    assert started._proc.returncode is not None  # stopped, not left running
+    assert started.proc.returncode is not None  # stopped, not left running
     whole, cut = git_.start(["rev-parse", "HEAD"]).head(1024)
     assert not cut and whole.ok and len(whole.stdout.strip()) == 40
     failed, cut = git_.start(["rev-parse", "--verify", "nope"]).head(1024)

@@ -1,6 +1,7 @@
-"""The snapshot's status pass started early: ``cairn.git.early.Spawned`` (``os.posix_spawn``,
-read like ``Started``), the hand-off from ``start_early`` to the save's ``start_status``, and
-the command line starting it before it imports the save (real git, real processes)."""
+"""The snapshot's status pass and discovery started early: ``cairn.git.status.start_early``
+returns them as one ``Early``, the command line passes it to the save, and the save (or, when
+the command does not run, the command line) stops what it did not use (real git, real
+processes)."""
 
 from __future__ import annotations
 
@@ -12,12 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from cairn.envnames import ENV_FAST
 from cairn.errors import GitError, SaveTimeout
-from cairn.git import Deadline, base_runner, scrubbed_env
+from cairn.git import Deadline, Repo, base_runner
 from cairn.git import status as git_status
-from cairn.git.command import argv
-from cairn.git.early import Spawned
-from cairn.terms import ENV_FAST
+from cairn.git.process import Started
 from cairn.wip.scan import parse_status
 from helpers import write
 
@@ -30,61 +30,60 @@ def gone(pid: int) -> bool:
         return True
 
 
-def test_spawned_reads_like_git_run(repo: Path) -> None:
+def nap(repo: Path) -> Started:
+    return base_runner(repo).with_config("alias.nap=!sleep 30").start(["nap"])
+
+
+def test_a_started_status_reads_like_git_run(repo: Path) -> None:
     write(repo, "new.txt", "x\n")
-    early = git_status.start_status(repo / "src")  # from a subdirectory: paths from the top
-    assert isinstance(early, Spawned)
+    early = git_status.start(repo / "src", git_status.STATUS_ARGS)  # paths from the top
+    assert early is not None
     result = early.result()
     same = base_runner(repo).run(git_status.STATUS_ARGS)
     assert (result.returncode, result.stdout) == (0, same.stdout)
     assert parse_status(result.stdout).untracked == ["new.txt"]
+    assert early.result() is result  # read once, kept
 
 
-def test_spawned_reports_git_s_error(tmp_path: Path) -> None:
-    failing = Spawned(
-        argv(["rev-parse", "HEAD"]), ["rev-parse", "HEAD"], str(tmp_path), scrubbed_env()
-    )
+def test_a_started_command_reports_git_s_error(tmp_path: Path) -> None:
+    failing = git_status.start(tmp_path, ["rev-parse", "HEAD"])
+    assert failing is not None
     with pytest.raises(GitError, match="not a git repository"):
         failing.result()
-    again = Spawned(
-        argv(["rev-parse", "HEAD"]), ["rev-parse", "HEAD"], str(tmp_path), scrubbed_env()
-    )
-    assert again.result(check=False).returncode == 128
+    assert failing.result(check=False).returncode == 128
+    assert git_status.start(tmp_path / "missing", ["status"]) is None
 
 
 def test_a_deadline_kills_the_process_and_raises(repo: Path) -> None:
-    sleeper = Spawned(
-        ["git", "-c", "alias.nap=!sleep 30", "nap"], ["nap"], str(repo), scrubbed_env()
-    )
+    sleeper = nap(repo)
     started = time.monotonic()
     with pytest.raises(SaveTimeout, match="`git nap` did not finish"):
         sleeper.result(deadline=Deadline(0.3))
     assert time.monotonic() - started < 5
-    assert gone(sleeper.pid)
+    assert gone(sleeper.proc.pid)
 
 
 def test_abandon_stops_the_whole_session(repo: Path) -> None:
-    sleeper = Spawned(
-        ["git", "-c", "alias.nap=!sleep 30", "nap"], ["nap"], str(repo), scrubbed_env()
-    )
+    sleeper = nap(repo)
     time.sleep(0.2)
     sleeper.abandon()
-    assert gone(sleeper.pid) and sleeper.returncode is not None
+    assert gone(sleeper.proc.pid) and sleeper.proc.returncode is not None
     sleeper.abandon()  # twice is fine
 
 
-def test_start_early_hands_its_process_to_the_save(repo: Path) -> None:
-    git_status.start_early(str(repo / "src" / ".."))
-    taken = git_status.start_status(repo)
-    assert taken is not None and git_status.start_status(repo) is not taken  # taken once
-    taken.result()
-    assert git_status.take_discovery(repo) is not None and git_status.take_discovery(repo) is None
-    git_status.start_early(str(repo))
-    left = list(git_status._early.values())
-    assert sorted(kind for kind, _ in git_status._early) == ["discovery", "status"]
-    git_status.abandon_early()
-    assert not git_status._early and all(gone(p.pid) for p in left)
-    assert git_status.start_status(repo / "missing") is None
+def test_start_early_starts_both_and_abandon_stops_both(repo: Path) -> None:
+    early = git_status.start_early(str(repo / "src" / ".."))
+    assert early.status is not None and early.discovery is not None
+    found = Repo.discover(repo, early.discovery)
+    assert found.toplevel == repo.resolve()
+    assert early.status.result().ok
+    early.abandon()  # both read: nothing to stop
+    other = git_status.start_early(str(repo))
+    pids = [s.proc.pid for s in (other.status, other.discovery) if s is not None]
+    other.abandon()
+    assert len(pids) == 2 and all(gone(pid) for pid in pids)
+    missing = git_status.start_early(str(repo / "missing"))
+    assert missing.status is None and missing.discovery is None
 
 
 SPY = """
@@ -92,10 +91,10 @@ import sys
 from cairn.git import status
 real = status.start_early
 def spy(workspace):
-    heavy = [m for m in ("subprocess", "pathlib", "typing", "cairn.wip", "cairn.cli.output")
+    heavy = [m for m in ("pathlib", "typing", "cairn.wip", "cairn.cli.output")
              if m in sys.modules]
     sys.stderr.write(f"early {workspace} before {heavy}\\n")
-    real(workspace)
+    return real(workspace)
 status.start_early = spy
 from cairn.cli.main import main
 sys.argv = ["cairn", *sys.argv[1:]]
@@ -115,22 +114,31 @@ def test_the_command_line_starts_git_status_before_it_imports_the_save(repo: Pat
     assert "snapshot" in done.stdout or "nothing to save" in done.stdout
 
 
-def test_a_line_the_fast_path_hands_to_typer_stops_the_early_git(repo: Path) -> None:
+def test_a_line_the_command_line_does_not_run_stops_the_early_git(repo: Path) -> None:
     from cairn.cli import fast
 
-    started: list[Spawned] = []
-    real = git_status.start_status
+    started: list[git_status.Early] = []
+    real = git_status.start_early
 
-    def keep(workspace: Path | str) -> Spawned | None:
+    def keep(workspace: str) -> git_status.Early:
         found = real(workspace)
-        if found is not None:
-            started.append(found)
+        started.append(found)
         return found
 
-    git_status.start_status = keep  # type: ignore[assignment]
+    git_status.start_early = keep  # type: ignore[assignment]
     try:
         assert fast.dispatch(["wip", "save", "-C", str(repo), "--bogus"]) is None
     finally:
-        git_status.start_status = real  # type: ignore[assignment]
+        git_status.start_early = real  # type: ignore[assignment]
     (early,) = started
-    assert not git_status._early and early.returncode is not None  # stopped and reaped
+    for process in (early.status, early.discovery):
+        assert process is not None and process.proc.returncode is not None  # stopped, reaped
+
+
+def test_the_save_stops_an_early_start_for_another_work_tree(repo: Path, tmp_path: Path) -> None:
+    from cairn import wip
+
+    other = git_status.start_early(str(tmp_path))
+    assert other.status is not None
+    result = wip.save(repo, ticket="T-2", early=other)
+    assert result.ref.endswith("T-2") and other.status.proc.returncode is not None

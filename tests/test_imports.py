@@ -17,9 +17,6 @@ from helpers import begin_run, git, write
 
 HEAVY = ("typer", "click", "rich", "pydantic", "pydantic_core", "mcp")
 ENGINE = ("cairn.wip.saving", "cairn.wip.hashcache")  # the snapshot engine: only a save needs it
-# Commands that run no git but one ``rev-parse``, started with ``os.posix_spawn``: importing
-# ``subprocess`` (several milliseconds of a command's ~40) is a regression there.
-NO_SUBPROCESS = ("task", "gate", "defer", "finding", "heartbeat", "post-tool-use")
 
 
 def imported(
@@ -109,8 +106,6 @@ def test_hot_commands_import_no_heavy_module(workspace) -> None:  # type: ignore
         needless = heavy(names)
         if not (args[0] == "wip" or args[-2:] == ["--reason", "stop"]):  # no save: no engine
             needless += [n for n in ENGINE if n in names]
-        if args[0] in NO_SUBPROCESS or args[2:3] in (["heartbeat"], ["post-tool-use"]):
-            needless += [n for n in ("subprocess",) if n in names]
         if needless:
             found[" ".join(args)] = needless
     assert found == {}
@@ -119,9 +114,8 @@ def test_hot_commands_import_no_heavy_module(workspace) -> None:  # type: ignore
 
 
 def test_the_guard_sees_heavy_imports(repo: Path) -> None:
-    """The other commands load Typer, which the guard would report; a save loads the engine
-    and ``subprocess``."""
+    """The other commands load Typer, which the guard would report; a save loads the engine."""
     names = imported(["wip", "save"], repo, {})[0]
-    assert set(ENGINE) <= names and "subprocess" in names
+    assert set(ENGINE) <= names
     assert "typer" in heavy(imported(["wip", "list"], repo, {})[0])
     assert "typer" in heavy(imported(["task", "done", "--help"], repo, {})[0])

@@ -63,7 +63,7 @@ def test_the_table_agrees_with_the_typer_tree(path: tuple[str, ...]) -> None:
     handler = fast.handler_of(entry)
     signature = inspect.signature(handler)
     params = {p.name: p for p in command.params}
-    assert list(signature.parameters) == [p.name for p in command.params]
+    assert list(options_of(handler)) == [p.name for p in command.params]
     for name, param in params.items():
         default = signature.parameters[name].default
         if param.required:
@@ -106,7 +106,7 @@ def test_the_typer_commands_call_the_same_handlers() -> None:
         callback = inspect.unwrap(TREE[path].callback)
         handler = fast.handler_of(entry)
         assert handler.__name__ in callback.__code__.co_names, path
-        ours = [(p.name, p.default) for p in inspect.signature(handler).parameters.values()]
+        ours = [(p.name, p.default) for p in options_of(handler).values()]
         typers = [(p.name, p.default) for p in inspect.signature(callback).parameters.values()]
         ours = [
             (n, Path(d) if isinstance(t, Path) else d)
@@ -164,8 +164,14 @@ def as_text(kwargs: dict[str, Any]) -> dict[str, Any]:
     return {k: os.fspath(v) if isinstance(v, Path) else v for k, v in kwargs.items()}
 
 
+def options_of(handler: Any) -> dict[str, inspect.Parameter]:
+    """A handler's parameters from the command line (not ``early``, what the dispatcher
+    started before it imported the handler)."""
+    return {n: p for n, p in inspect.signature(handler).parameters.items() if n != "early"}
+
+
 def defaults_of(entry: fast.Command) -> dict[str, Any]:
-    parameters = inspect.signature(fast.handler_of(entry)).parameters
+    parameters = options_of(fast.handler_of(entry))
     return {n: p.default for n, p in parameters.items() if p.default is not inspect.Parameter.empty}
 
 

@@ -13,6 +13,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -20,9 +21,8 @@ from hypothesis import strategies as st
 
 from cairn import wip
 from cairn.config import load
-from cairn.git.early import Spawned
-from cairn.git.status import start_status
-from cairn.terms import ENV_FAST
+from cairn.envnames import ENV_FAST
+from cairn.git.status import STATUS_ARGS, start_early
 from cairn.wip import proof
 from cairn.wip.saving import paths_of
 from helpers import fresh_repo, git, make_repo, snapshot_files, write
@@ -46,16 +46,12 @@ def dirty(repo: Path, no_window: None) -> Path:
 
 
 def proven(repo: Path, ticket: str | None = "T", run: str | None = None) -> proof.Proof | None:
-    found = paths_of(wip_repo(repo))
-    status = start_status(repo)
-    assert isinstance(status, Spawned)
-    return proof.holds(found, status.result().stdout, ticket, run)
-
-
-def wip_repo(repo: Path) -> object:
     from cairn.git import Repo
 
-    return Repo.discover(repo)
+    found_repo = Repo.discover(repo)
+    found = paths_of(found_repo)
+    status = found_repo.git.run(STATUS_ARGS).stdout
+    return proof.holds(found, proof.key(found, status, ticket, run), ticket, run)
 
 
 def full_save(repo: Path, ticket: str = "T") -> wip.SaveResult:
@@ -251,39 +247,30 @@ def cairn(repo: Path, *args: str, fast: str = "1") -> subprocess.CompletedProces
     )
 
 
-HEAVY = {"cairn.wip.saving", "cairn.wip.hashcache", "subprocess", "typing", "pathlib", "json"}
-PROBE = f"""
-import os, sys
-real_exit = os._exit
-def leave(code):
-    sys.stderr.write(repr(sorted(m for m in sys.modules if m in {HEAVY!r})) + "\\n")
-    sys.stderr.flush()
-    real_exit(code)
-os._exit = leave
-from cairn.cli.main import main
-sys.argv = ["cairn", *sys.argv[1:]]
-main()
-"""
-
-
-def test_the_command_line_says_unchanged_without_importing_the_engine(repo: Path) -> None:
+def test_the_command_line_s_no_op_is_the_save_s(repo: Path) -> None:
     write(repo, "notes.md", "draft\n")
     first = cairn(repo, "wip", "save", "-t", "T-1")
     assert first.returncode == 0 and "saved 1 changed file " in first.stdout
     time.sleep(proof.RACY_WINDOW_NS / 1e9 + 0.1)  # the real window: the next save keeps a proof
-    typer_line = cairn(repo, "wip", "save", "-t", "T-1", fast="0")
-    quick = subprocess.run(
-        [sys.executable, "-c", PROBE, "wip", "save", "-t", "T-1"],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        env={**os.environ, ENV_FAST: "1"},
-    )
-    assert quick.returncode == 0, quick.stderr
-    assert quick.stdout == typer_line.stdout
-    assert quick.stdout.startswith("nothing changed since the last snapshot")
-    assert quick.stderr == "[]\n"  # none of HEAVY was imported
+    lines = [cairn(repo, "wip", "save", "-t", "T-1", fast=f) for f in "011"]
+    assert lines[0].stdout == lines[2].stdout, lines
+    assert lines[2].stdout.startswith("nothing changed since the last snapshot")
     assert proven(repo, "T-1") is not None
+
+
+def test_a_save_computes_the_key_once(dirty: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[bytes] = []
+    real = proof.key
+
+    def counted(found: Any, status: bytes, ticket: str | None, run: str | None) -> Any:
+        calls.append(status)
+        return real(found, status, ticket, run)
+
+    monkeypatch.setattr(proof, "key", counted)
+    assert wip.save(dirty, ticket="T").created  # records, and keeps the proof
+    time.sleep(TICK)
+    assert not wip.save(dirty, ticket="T").created  # proven
+    assert len(calls) == 2
 
 
 def test_a_status_that_misses_the_time_budget_is_handed_to_the_save(repo: Path) -> None:
@@ -383,17 +370,14 @@ def test_a_proof_never_hides_a_change(ops: list[tuple[str, str, bytes]]) -> None
             wip.save(repo, ticket="T")
 
 
-def test_the_command_line_leaves_no_git_process_behind(
-    dirty: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """In one process, the status pass and discovery the command line starts are used up
-    whether the proof holds or not: a later save never takes a finished, stale answer."""
-    from cairn.cli.handlers.wip import save as command_line_save
-    from cairn.git import status
-
+def test_the_save_leaves_no_early_git_process_behind(dirty: Path) -> None:
+    """The status pass and discovery started before the save are used up or stopped whether
+    the proof holds or not."""
     settled(dirty)
-    command_line_save(ticket="T", workspace=str(dirty))  # the proof holds
-    assert capsys.readouterr().out.startswith("nothing changed") and not status._early
-    write(dirty, "new/later.txt", "later\n")
-    command_line_save(ticket="T", workspace=str(dirty))  # it does not: the save takes them
-    assert capsys.readouterr().out.startswith("saved") and not status._early
+    for change in ("", "new/later.txt"):
+        if change:
+            write(dirty, change, "later\n")
+        early = start_early(str(dirty))
+        wip.save(str(dirty), ticket="T", early=early)
+        for started in (early.status, early.discovery):
+            assert started is not None and started.proc.returncode is not None

@@ -36,28 +36,28 @@ def age(repo: Path, *paths: str, seconds: int = OLD) -> None:
 @contextmanager
 def git_calls(spawned: bool = False) -> Iterator[list[str]]:
     """The git subcommands cairn runs meanwhile (git still runs; this only listens); with
-    ``spawned``, those started with ``os.posix_spawn`` too (``cairn.git.early.Spawned``)."""
-    from cairn.git.early import Spawned
+    ``spawned``, those started to be read later too (``cairn.git.process.Started``)."""
+    from cairn.git.process import Started
 
     calls: list[str] = []
-    original, original_spawn = cairn_git.Git.run, Spawned.__init__
+    original, original_spawn = cairn_git.Git.run, Started.__init__
 
     def listening(self: Any, args: Any, **kwargs: Any) -> Any:
         calls.append(" ".join(args[:2]) if args[0] == "cat-file" else args[0])
         return original(self, args, **kwargs)
 
-    def listening_spawn(self: Any, argv: Any, args: Any, *rest: Any) -> None:
+    def listening_spawn(self: Any, args: Any, proc: Any) -> None:
         calls.append(args[0])
-        original_spawn(self, argv, args, *rest)
+        original_spawn(self, args, proc)
 
     cairn_git.Git.run = listening  # type: ignore[method-assign]
     if spawned:
-        Spawned.__init__ = listening_spawn  # type: ignore[method-assign]
+        Started.__init__ = listening_spawn  # type: ignore[method-assign]
     try:
         yield calls
     finally:
         cairn_git.Git.run = original  # type: ignore[method-assign]
-        Spawned.__init__ = original_spawn  # type: ignore[method-assign]
+        Started.__init__ = original_spawn  # type: ignore[method-assign]
 
 
 def cache_file(repo: Path) -> Path:

@@ -111,21 +111,20 @@ class Arg:
 class Command:
     """A command of the table: its handler (``"module:function"``), arguments and options, and
     what to start before the handler's modules are imported (``early``: ``"module:function"``,
-    called with the work tree's path as typed, ``.`` by default; ``abandon`` stops it when the
-    command does not run)."""
+    called with the work tree's path as typed, ``.`` by default; what it returns is passed to
+    the handler as ``early``, and its ``abandon()`` is called when the command does not run)."""
 
-    __slots__ = ("abandon", "arguments", "early", "handler", "options")
+    __slots__ = ("arguments", "early", "handler", "options")
 
     def __init__(
         self,
         handler: str,
         arguments: tuple[Arg, ...] = (),
         options: Mapping[str, Opt] | None = None,
-        early: tuple[str, str] | None = None,
+        early: str | None = None,
     ) -> None:
         self.handler, self.arguments, self.options = handler, arguments, options or {}
-        self.early: str | None = early[0] if early else None
-        self.abandon: str | None = early[1] if early else None
+        self.early = early
 
 
 def _options(*groups: Mapping[str, Opt], **single: Opt) -> dict[str, Opt]:
@@ -159,7 +158,7 @@ COMMANDS: dict[tuple[str, ...], Command] = {
     ("wip", "save"): Command(
         "cairn.cli.handlers.wip:save",
         # git status, most of a save's time on a big repository, runs while cairn is imported
-        early=("cairn.git.status:start_early", "cairn.git.status:abandon_early"),
+        early="cairn.git.status:start_early",
         options=_options(
             TICKET,
             JSON,
@@ -328,14 +327,15 @@ def dispatch(argv: Sequence[str]) -> int | None:
         return None
     path, command = found
     words = argv[len(path) :]
-    if command.early is not None:
-        _function(command.early)(_workspace_text(words))
+    early = _function(command.early)(_workspace_text(words)) if command.early else None
     try:
         kwargs = parse(command, words)
     except Unsure:
-        if command.abandon is not None:
-            _function(command.abandon)()
+        if early is not None:
+            early.abandon()
         return None
+    if early is not None:
+        kwargs["early"] = early
     try:
         handler_of(command)(**kwargs)
     except (Exception, KeyboardInterrupt) as exc:

@@ -1,7 +1,8 @@
 """The only code that runs git (docs/architecture.md): ``Git`` runs one command, ``Repo`` finds
 a repository's paths, ``cairn.git.command`` says how every command is run (environment and
-config overrides), ``cairn.git.sessions`` keeps processes that outlive a call,
-``cairn.git.status`` starts a snapshot's status pass early.
+config overrides), ``cairn.git.process`` starts every git process (and waits for it with a
+deadline, and kills its group), ``cairn.git.sessions`` keeps ``--batch`` processes spoken to
+request by request, ``cairn.git.status`` starts a snapshot's status pass and discovery early.
 
 The names below live in ``cairn.git.runner`` and are loaded on first use, so that importing a
 light submodule (``cairn.git.command``, ``cairn.git.status``) does not load the runner.

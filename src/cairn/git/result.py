@@ -1,6 +1,6 @@
 """What a git command returned (``GitResult``) and the line of its stderr that names a problem.
 Standard library only, and no ``typing`` at run time: the save's early ``git status``
-(``cairn.git.early``) is read with it before the rest of cairn is imported."""
+(``cairn.git.status``) is started before the rest of cairn is imported."""
 
 from __future__ import annotations
 

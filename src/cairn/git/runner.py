@@ -13,11 +13,10 @@ from cairn.errors import CairnError, GitError, NotARepository, SaveTimeout
 from cairn.git.command import BASE_CONFIG, argv, scrubbed_env
 from cairn.git.discovery import DISCOVER_ARGS
 from cairn.git.discovery import parse as parse_discovery
-from cairn.git.process import Deadline, GitResult, kill_and_reap
-from cairn.git.status import spawn_discovery, take_discovery
+from cairn.git.process import Deadline, GitResult, Started, kill_and_reap, popen, timed_out
 
 if TYPE_CHECKING:
-    from cairn.git.sessions import Session, Started
+    from cairn.git.sessions import Session
 
 MIN_VERSION = (2, 31)
 
@@ -89,24 +88,13 @@ class Git:
                 timeout = None
         import subprocess
 
-        try:
-            proc = subprocess.Popen(
-                argv,
-                cwd=self.cwd,
-                env=dict(self.env),
-                stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-                pass_fds=tuple(keep_fds),
-            )
-        except FileNotFoundError as exc:
-            raise CairnError("git is not installed or not on PATH; install git 2.31+") from exc
+        stdin = subprocess.PIPE if input is not None else subprocess.DEVNULL
+        proc = popen(argv, self.cwd, self.env, stdin=stdin, keep_fds=keep_fds)
         try:
             out, err = proc.communicate(input, timeout=timeout)
         except subprocess.TimeoutExpired:
             kill_and_reap(proc)
-            raise SaveTimeout(f"`git {args[0]}` did not finish within the time budget") from None
+            raise timed_out(args) from None
         except BaseException:
             if critical:
                 proc.communicate()
@@ -121,23 +109,7 @@ class Git:
     def start(self, args: Sequence[str]) -> Started:
         """Start ``git <args>`` now (no input) and collect it later with ``Started.result``:
         the caller works meanwhile."""
-        import subprocess
-
-        try:
-            proc = subprocess.Popen(
-                self._argv(args),
-                cwd=self.cwd,
-                env=dict(self.env),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-            )
-        except FileNotFoundError as exc:
-            raise CairnError("git is not installed or not on PATH; install git 2.31+") from exc
-        from cairn.git.sessions import Started
-
-        return Started(list(args), proc)
+        return Started(list(args), popen(self._argv(args), self.cwd, self.env))
 
     def out(self, args: Sequence[str], **kwargs: object) -> str:
         return self.run(args, **kwargs).text  # type: ignore[arg-type]
@@ -181,13 +153,19 @@ class Repo(NamedTuple):
     git: Git
 
     @classmethod
-    def discover(cls, path: Path | str) -> Repo:
+    def discover(cls, path: Path | str, discovery: Started | None = None) -> Repo:
+        """The repository of the work tree at ``path``; ``discovery``: its ``DISCOVER_ARGS``
+        started earlier by the caller (``cairn.git.status.start_early``), else run now."""
         start = Path(path).expanduser()
         if not start.is_dir():
+            if discovery is not None:
+                discovery.abandon()
             raise NotARepository(f"{start} is not a directory; pass -C <path of a git work tree>")
         git = Git(start.resolve(), skip_index_hash=True)
-        early = take_discovery(start) or spawn_discovery(start)  # without loading subprocess
-        result = early.result(check=False) if early else git.run(DISCOVER_ARGS, check=False)
+        if discovery is not None:
+            result = discovery.result(check=False)
+        else:
+            result = git.run(DISCOVER_ARGS, check=False)
         found = parse_discovery(result.returncode, result.stdout)
         if found is None:
             base_runner(start)  # a git older than 2.31 does not know --path-format: say so

@@ -1,8 +1,5 @@
-"""git processes that outlive one call: a command started now and read later (``Started``),
-and a ``--batch`` process spoken to request by request (``Session``). ``cairn.git.Git`` makes them
-(``Git.start``, ``Git.session``); they live here so that a command that needs neither does not
-import ``threading`` for them.
-"""
+"""A ``--batch`` git process spoken to request by request (``Session``, made by
+``Git.session``), with a timer that kills it when the deadline passes."""
 
 from __future__ import annotations
 
@@ -15,56 +12,8 @@ from pathlib import Path
 from typing import IO, NoReturn
 
 from cairn.errors import GitError, SaveTimeout
-from cairn.git.process import Deadline, GitResult, kill_and_reap, telling_line
+from cairn.git.process import Deadline, kill_and_reap, popen, telling_line
 from cairn.util.procs import kill_group
-
-
-class Started:
-    """A git command started by ``Git.start``. ``result`` waits for it like ``Git.run`` would;
-    ``abandon`` stops it when the caller no longer needs it."""
-
-    def __init__(self, args: list[str], proc: subprocess.Popen[bytes]) -> None:
-        self.args = args
-        self._proc = proc
-
-    def result(self, *, check: bool = True, deadline: Deadline | None = None) -> GitResult:
-        timeout = deadline.remaining() if deadline is not None else None
-        try:
-            if timeout is not None and timeout <= 0:
-                raise subprocess.TimeoutExpired(self.args, 0)
-            out, err = self._proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            kill_and_reap(self._proc)
-            name = self.args[0]
-            raise SaveTimeout(f"`git {name}` did not finish within the time budget") from None
-        except BaseException:
-            kill_and_reap(self._proc)
-            raise
-        result = GitResult(self.args, self._proc.returncode, out, err)
-        if check and not result.ok:
-            raise GitError(self.args, result.returncode, result.error_line)
-        return result
-
-    def head(self, limit: int) -> tuple[GitResult, bool]:
-        """At most ``limit`` bytes of the command's output, read as it comes, and whether
-        there was more: then the command is stopped at once, so no more than ``limit`` bytes
-        (and a pipe's worth) are ever held, however long the output."""
-        assert self._proc.stdout is not None
-        try:
-            data = self._proc.stdout.read(limit + 1)  # returns short only at the end
-        except BaseException:
-            kill_and_reap(self._proc)
-            raise
-        cut = len(data) > limit
-        if cut:
-            kill_and_reap(self._proc)
-            return GitResult(self.args, self._proc.returncode, data[:limit], b""), True
-        rest, err = self._proc.communicate()
-        return GitResult(self.args, self._proc.returncode, data + rest, err), False
-
-    def abandon(self) -> None:
-        if self._proc.returncode is None:
-            kill_and_reap(self._proc)
 
 
 class Session:
@@ -81,15 +30,7 @@ class Session:
     ) -> None:
         self.name = name
         self._stderr = _anonymous_file()
-        self._proc = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            env=dict(env),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._stderr,
-            start_new_session=True,
-        )
+        self._proc = popen(argv, cwd, env, stdin=subprocess.PIPE, stderr=self._stderr)
         self._closed = False
         self._expired = False
         self._timer: threading.Timer | None = None

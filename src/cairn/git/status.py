@@ -1,7 +1,7 @@
 """The status pass of a snapshot (``cairn.wip.scan`` parses it): its arguments, and starting it
 early, so that ``git status`` (the bulk of a save on a big repository) runs while the rest of
 cairn is imported and set up. Light on purpose: ``os``, ``cairn.git.command`` and
-``os.posix_spawn`` (``cairn.git.early``) rather than ``subprocess``.
+``cairn.git.process``.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import os
 
 from cairn.git.command import argv, scrubbed_env
 from cairn.git.discovery import DISCOVER_ARGS
-from cairn.git.early import Spawned
+from cairn.git.process import Started, popen
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hot path)
 if TYPE_CHECKING:
@@ -30,77 +30,45 @@ STATUS_ARGS = [
 ]
 
 
-# started by ``start_early``, by kind ("status", "discovery") and the work tree's real path
-_early: dict[tuple[str, str], Spawned] = {}
+class Early:
+    """What ``start_early`` started for one work tree (``workspace``, as typed): its status pass
+    and its repository's discovery (``cairn.git.discovery``), each None when it could not
+    start. The save takes them (``status`` for its scan, ``discovery`` for ``Repo.discover``);
+    whoever holds this object and does not run the save calls ``abandon``."""
+
+    __slots__ = ("discovery", "status", "workspace")
+
+    def __init__(self, workspace: str, status: Started | None, discovery: Started | None) -> None:
+        self.workspace, self.status, self.discovery = workspace, status, discovery
+
+    def abandon(self) -> None:
+        """Stop both (each only if it still runs)."""
+        for started in (self.status, self.discovery):
+            if started is not None:
+                started.abandon()
 
 
-def start_early(workspace: str) -> None:
-    """Start the status pass and the repository's discovery (``cairn.git.discovery``) now, for
-    ``start_status`` and ``take_discovery`` of the same work tree to take: the command line calls
-    it before it imports the save (``cairn.cli.fast``)."""
-    where = _real(workspace)
-    if ("status", where) not in _early:
-        started = start_status(where)
-        if started is not None:
-            _early["status", where] = started
-    if ("discovery", where) not in _early:
-        discovery = spawn_discovery(where)
-        if discovery is not None:
-            _early["discovery", where] = discovery
+def start_early(workspace: str) -> Early:
+    """The status pass and the discovery of the work tree at ``workspace`` (``.`` when empty),
+    started now: the command line calls it before it imports the save, and passes what it
+    returns to the save."""
+    where = workspace or "."
+    return Early(where, start(where, STATUS_ARGS), start(where, DISCOVER_ARGS))
 
 
-def spawn_discovery(workspace: Path | str) -> Spawned | None:
-    """The repository's discovery (``cairn.git.discovery``) started now, without ``subprocess``;
-    None when it cannot start (``Repo.discover`` then runs git again and says what is wrong)."""
-    where = _real(workspace)
-    if not os.path.isdir(where):
-        return None
-    try:
-        return Spawned(argv(DISCOVER_ARGS), list(DISCOVER_ARGS), where, scrubbed_env())
-    except OSError:
-        return None
-
-
-def abandon_early() -> None:
-    """Stop what ``start_early`` started and nothing took (the command did not run)."""
-    while _early:
-        _early.popitem()[1].abandon()
-
-
-def start_status(workspace: Path | str) -> Spawned | None:
-    """``git status`` of the work tree at ``workspace``: the one ``start_early`` started for it,
-    else one started now, with the environment and config overrides every git command gets
-    (None when it is not a directory, or git cannot start: the save then says why). It reads
-    the index in place and reports paths from the top of the work tree, from any directory of
+def start(workspace: Path | str, args: list[str]) -> Started | None:
+    """``git <args>`` in the work tree at ``workspace``, started now with the environment and
+    config overrides every git command gets; None when it is not a directory or git cannot
+    start (the caller then runs git again and says what is wrong). ``git status`` reads the
+    index in place and reports paths from the top of the work tree, from any directory of
     it."""
-    where = _real(workspace)
-    early = _early.pop(("status", where), None)
-    if early is not None:
-        return early
+    where = os.path.expanduser(os.fspath(workspace))
     if not os.path.isdir(where):
         return None
     try:
-        return Spawned(argv(STATUS_ARGS), list(STATUS_ARGS), where, scrubbed_env())
-    except OSError:
-        return None  # the save runs git again and reports what is wrong
-
-
-def take_discovery(workspace: Path | str) -> Spawned | None:
-    """The discovery ``start_early`` started for ``workspace``, once; None when it started none."""
-    return _early.pop(("discovery", _real(workspace)), None)
-
-
-def hand_back(workspace: Path | str, status: Spawned | None, discovery: Spawned | None) -> None:
-    """Return what was taken and not used up, for the next taker (the save, after the command
-    line's quick look at them)."""
-    where = _real(workspace)
-    for kind, spawned in (("status", status), ("discovery", discovery)):
-        if spawned is not None:
-            _early[kind, where] = spawned
-
-
-def _real(workspace: Path | str) -> str:
-    return os.path.realpath(os.path.expanduser(os.fspath(workspace)))
+        return Started(list(args), popen(argv(args), where, scrubbed_env()))
+    except Exception:  # OSError, or CairnError (no git): the save runs git again and says so
+        return None
 
 
 # fields before the path in each kind of record of ``git status --porcelain=v2``

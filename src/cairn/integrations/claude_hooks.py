@@ -13,16 +13,16 @@ its coder must not be told that "a run is in the middle of" its own ticket.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
 
 from cairn.envnames import ENV_DISPATCH_ID, ENV_MAX_TURNS, ENV_PRESSURE_TURNS, ENV_RUN_DIR
-from cairn.state import touch
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hot path)
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Iterator, Mapping
     from pathlib import Path
     from typing import Any
 
@@ -32,6 +32,7 @@ TRANSCRIPT_LIMIT = 64 * 1024 * 1024
 # Claude Code appends to the transcript asynchronously: the hook can start before the message
 # that made this tool call is written. It waits for it this long at most, then counts anyway.
 TRANSCRIPT_WAIT = 2.0
+LOCK_WAIT = 2.0  # seconds the heartbeat waits for a ticket's lock: it never hangs the agent
 
 
 def count_turns(transcript: Path) -> int | None:
@@ -226,25 +227,17 @@ def _event_reason(payload: Mapping[str, Any]) -> str:
 def heartbeat(payload: Mapping[str, Any], env: Mapping[str, str]) -> bool:
     """Rewrite the branch ticket's marker with ``last_updated`` now; False when there is none.
 
-    It runs after every tool use, so it is cheap: the usual case is ``cairn.state.touch``'s
-    (one ``git rev-parse``, the branch read from ``HEAD``, the marker's line replaced), and
-    this full path (the layout, the branch mapping, the marker validated and rendered) runs
-    only when that one cannot tell.
+    It runs after every tool use, so it does no more than it must: one ``git rev-parse`` (the
+    layout's discovery), the branch read from ``HEAD``, the marker read and validated under the
+    ticket's lock, and rendered again only when its second changed.
     """
     where = _where(payload, env)
     if where is None:
         return False
-    from cairn.git import status
-
-    discovery = status.spawn_discovery(where)
-    quick = touch.touch(where, discovery)
-    if quick is not None:
-        return quick
     from cairn import tickets
     from cairn.state import marker
     from cairn.state.layout import discover
 
-    status.hand_back(where, None, discovery)  # discover reads the same answer
     repo, _config, layout = discover(where, [])  # a broken config: the defaults, silently
     branch = _branch(repo)
     ticket = tickets.from_branch(branch)
@@ -259,7 +252,7 @@ def heartbeat(payload: Mapping[str, Any], env: Mapping[str, str]) -> bool:
                 break
     if not path.is_file():
         return False
-    with touch.lock(str(layout.lock_path(ticket))) as held:
+    with _lock(str(layout.lock_path(ticket))) as held:
         if not held:
             return False
         current = marker.read(path)
@@ -273,6 +266,37 @@ def heartbeat(payload: Mapping[str, Any], env: Mapping[str, str]) -> bool:
 
 def _branch(repo: Repo) -> str | None:
     """The checked-out branch, read from ``HEAD``; git is asked only when that file does not
-    say (reftable keeps a placeholder there)."""
-    known, branch = touch.branch_of_head(str(repo.git_dir))
-    return branch if known else repo.current_branch()
+    say (reftable keeps a placeholder there): None when detached."""
+    try:
+        with open(os.path.join(repo.git_dir, "HEAD"), encoding="utf-8") as handle:
+            head = handle.read().strip()
+    except (OSError, UnicodeDecodeError):
+        head = ""
+    if head.startswith("ref: refs/heads/") and head != "ref: refs/heads/.invalid":
+        return head.removeprefix("ref: refs/heads/")
+    if head and not head.startswith("ref:"):
+        return None
+    return repo.current_branch()
+
+
+@contextlib.contextmanager
+def _lock(path: str) -> Iterator[bool]:
+    """The ticket's short ``.lock`` (the one every marker transition takes), waiting at most
+    ``LOCK_WAIT`` seconds: a hook never hangs the agent. Yields whether it is held."""
+    import fcntl
+
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    try:
+        deadline = time.monotonic() + LOCK_WAIT
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    yield False
+                    return
+                time.sleep(0.02)
+        yield True
+    finally:
+        os.close(fd)

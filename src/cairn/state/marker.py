@@ -15,7 +15,7 @@ import msgspec
 from msgspec import Meta, Struct
 
 from cairn.errors import CorruptState
-from cairn.state import owner, touch
+from cairn.state import owner
 from cairn.state.names import MARKER_READ_LIMIT
 from cairn.state.owner import Liveness, Owner, with_offsets
 from cairn.terms import TicketState
@@ -66,11 +66,6 @@ class Marker(Struct, frozen=True, kw_only=True):
 
     def touched(self, **changes: Any) -> Marker:
         return msgspec.structs.replace(self, **{"last_updated": clock.now(), **changes})
-
-
-# The marker is read by every ``cairn status`` and rewritten at every transition: in the flat
-# shape cairn writes it, it is read and written without PyYAML (see yaml_io).
-_fast_load = yaml_io.load_flat
 
 
 def parse(text: str, path: Path) -> Marker:
@@ -133,7 +128,6 @@ def render(marker: Marker) -> str:
 def write(path: Path, marker: Marker) -> None:
     text = render(marker)
     durable.atomic_write(path, text)
-    touch.remember_marker(str(path), text)  # the next heartbeat's quick touch
 
 
 def remove(path: Path) -> bool:

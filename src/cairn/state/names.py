@@ -1,6 +1,5 @@
 """The names of a ticket's state files (``cairn.state.layout`` says where they live), in a
-module of their own that imports nothing: the heartbeat hook's touch of a marker
-(``cairn.state.touch``) finds them without loading the layout."""
+module of their own that imports nothing."""
 
 MARKER = ".in-progress.yaml"
 LEASE = "lease"

@@ -268,16 +268,20 @@ def _summary_head(run_dir: str, with_stat: bool = False) -> Head:
 
 
 def _usage(head: str) -> dict[str, Any] | None:
-    """The ``usage`` mapping of a change summary's front matter, read the fast flat way."""
-    from cairn.util.yaml_io import load_flat
+    """The ``usage`` mapping of a change summary's front matter (None when it has none, or the
+    front matter is not YAML: the summary's own reader reports that)."""
+    from cairn.util import yaml_io
 
     if not head.startswith("---\n"):
         return None
     end = head.find("\n---\n", 3)
     if end < 0 or "\nusage:" not in head[3:end]:
         return None  # no top-level usage key: nothing to parse
-    front = load_flat(head[4:end])
-    found = front.get("usage") if front else None
+    try:
+        front = yaml_io.safe_load(head[4:end])
+    except yaml_io.YAMLError:
+        return None
+    found = front.get("usage") if isinstance(front, dict) else None
     return accounting.usage(found) if isinstance(found, dict) else None
 
 

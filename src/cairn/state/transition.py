@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from cairn.state import journal, marker, repair, touch
-from cairn.state.layout import JOURNAL, MARKER
+from cairn.state import journal, marker, repair
+from cairn.state.layout import JOURNAL
 from cairn.util import durable
 
 Write = tuple[Path, str]
@@ -44,9 +44,6 @@ def commit(
         durable.discard(staged)
         raise
     durable.put_in_place(staged)
-    for path, text in writes:
-        if path.name == MARKER:
-            touch.remember_marker(str(path), text)  # the next heartbeat's quick touch
     if remove_marker and state.marker is not None:
         marker.remove(state.marker_path)
 

@@ -8,8 +8,7 @@ prune(workspace, older_than) / push(workspace, remote)
 
 The names below live in the package's modules (``saving``, ``history``, ``restoring``,
 ``retention``, ``models``) and are loaded on first use, so that importing a light module of the
-package (``cairn.wip.proof``, which the command line reads before anything else) does not load
-the engine.
+package (``cairn.wip.naming``, ``cairn.wip.proof``) does not load the engine.
 """
 
 from __future__ import annotations

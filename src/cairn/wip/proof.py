@@ -1,7 +1,7 @@
 """The proof of a no-op: what a save found, kept so that the next save of the same work tree can
 answer "nothing changed since the last snapshot" from its ``git status`` alone, without loading
-the stat cache, reading objects or building trees, and the command line without importing the
-snapshot engine at all (``cairn.cli.handlers.wip``).
+the stat cache, reading objects or building trees (``cairn.wip.saving``, the only reader and
+writer).
 
 A snapshot is a function of HEAD, the index entries and work-tree files ``git status`` lists,
 the untracked files it lists, the config (cairn's and git's) and the attributes that decide how
@@ -24,8 +24,8 @@ A proof is written only when it cannot lie (see docs/snapshots.md):
 
 It is used only while the ref reads as it did (a loose ref, else ``packed-refs``; a reftable
 repository is never proven) and no ``<ref>.lock`` is left beside it. A proof that is missing,
-unreadable, from another version or for another state is ignored without a word. Standard
-library only: the command line reads it before anything else of cairn is imported.
+unreadable, from another version or for another state is ignored without a word. The key is
+computed once a save, from the status it read, before it reads any file.
 """
 
 from __future__ import annotations
@@ -41,9 +41,10 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from cairn.git.discovery import Found
-    from cairn.git.early import Spawned
 
-FORMAT = "cairn no-op proofs 1"
+    Key = tuple[str, int]  # (digest, newest mtime or ctime of the files it stats)
+
+FORMAT = "cairn no-op proofs 2"
 # git's racy rule, with a window for 1- and 2-second filesystems: every cache of cairn keyed on
 # stat data (this proof, the stat cache, cairn status's rows) takes it from here
 RACY_WINDOW_NS = 2_000_000_000
@@ -53,8 +54,7 @@ MAX_PROOFS = 64  # per work tree: one per --ticket and --run given, the latest k
 
 class Proof:
     """What a save given ``--ticket`` ``asked`` and ``--run`` ``run`` left: ``ref`` at ``commit``
-    (None: no snapshot, the tree was clean), and the rest of its result; ``timeout_ms`` is the
-    config's time budget, for the command line."""
+    (None: no snapshot, the tree was clean), and the rest of its result."""
 
     __slots__ = (
         "asked",
@@ -66,7 +66,6 @@ class Proof:
         "ref",
         "run",
         "ticket",
-        "timeout_ms",
     )
 
     def __init__(
@@ -81,27 +80,25 @@ class Proof:
         files_changed: int,
         base: str | None,
         branch: str | None,
-        timeout_ms: int,
     ) -> None:
         self.key, self.asked, self.run = key, asked, run
         self.ref, self.commit, self.ticket = ref, commit, ticket
         self.files_changed, self.base, self.branch = files_changed, base, branch
-        self.timeout_ms = timeout_ms
 
     def line(self) -> str:
         """One tab-separated line (no field can hold a tab: refs, branch names and ticket ids
         have no control characters)."""
         fields = [self.key, self.asked, self.run, self.ref, self.commit, self.ticket]
-        fields += [str(self.files_changed), self.base, self.branch, str(self.timeout_ms)]
+        fields += [str(self.files_changed), self.base, self.branch]
         return "\t".join(field or "" for field in fields)
 
     @classmethod
     def parse(cls, line: str) -> Proof | None:
         fields = line.split("\t")
-        if len(fields) != 10:
+        if len(fields) != 9:
             return None
-        key, asked, run, ref, commit, ticket, files, base, branch, timeout = fields
-        if not (files.isdigit() and timeout.isdigit() and key and ref and ticket):
+        key, asked, run, ref, commit, ticket, files, base, branch = fields
+        if not (files.isdigit() and key and ref and ticket):
             return None
         return cls(
             key=key,
@@ -113,7 +110,6 @@ class Proof:
             files_changed=int(files),
             base=base or None,
             branch=branch or None,
-            timeout_ms=int(timeout),
         )
 
 
@@ -150,7 +146,7 @@ def read(found: Found, ticket: str | None, run: str | None) -> Proof | None:
     return None
 
 
-def key(found: Found, status: bytes, ticket: str | None, run: str | None) -> tuple[str, int] | None:
+def key(found: Found, status: bytes, ticket: str | None, run: str | None) -> Key | None:
     """The digest of everything a save's answer depends on, and the newest mtime or ctime of
     the files it stats (for the racy rule); None when the status lists what a proof does not
     cover."""
@@ -210,17 +206,12 @@ def config_files(git_dir: str, common_dir: str) -> list[str]:
     ]
 
 
-def holds(
-    found: Found, status: bytes, ticket: str | None, run: str | None, proof: Proof | None = None
-) -> Proof | None:
-    """The proof for this ``--ticket`` and ``--run`` (``proof``, read by the caller, or read
-    now) when it proves a save now would record nothing: the same key, and its ref still where
-    the save left it."""
-    proof = proof or read(found, ticket, run)
-    if proof is None:
-        return None
-    now = key(found, status, ticket, run)
-    if now is None or now[0] != proof.key:
+def holds(found: Found, now: Key | None, ticket: str | None, run: str | None) -> Proof | None:
+    """The proof for this ``--ticket`` and ``--run`` when it proves a save now (whose ``key``
+    is ``now``) would record nothing: the same key, and its ref still where the save left
+    it."""
+    proof = read(found, ticket, run) if now is not None else None
+    if proof is None or now is None or now[0] != proof.key:
         return None
     ref_path = os.path.join(found.common_dir, proof.ref)
     if os.path.lexists(ref_path + ".lock"):
@@ -238,17 +229,17 @@ def unchanged_line(ref: str, commit: str | None) -> str:
     return "nothing to save: the work tree is clean and there is no earlier snapshot"
 
 
-def write(found: Found, status: bytes, stamp: int, proof: Proof) -> None:
-    """Keep ``proof`` (its key is computed here) in place of the last one for the same
-    ``--ticket`` and ``--run``, when no file it stats is racy against ``stamp``; otherwise, and
-    when the status lists what a proof does not cover, drop that last one. The file is a cache:
-    written atomically, without fsync; at most ``MAX_PROOFS`` are kept."""
+def write(found: Found, now: Key | None, stamp: int, proof: Proof) -> None:
+    """Keep ``proof`` with the key ``now`` (the save's, computed before it read any file) in
+    place of the last one for the same ``--ticket`` and ``--run``, when no file it stats is
+    racy against ``stamp``; otherwise, and when the status lists what a proof does not cover
+    (``now`` is None), drop that last one. The file is a cache: written atomically, without
+    fsync; at most ``MAX_PROOFS`` are kept."""
     from pathlib import Path
 
     from cairn.errors import BadInput
     from cairn.util import durable
 
-    now = key(found, status, proof.asked, proof.run)
     given = _given(proof.asked, proof.run)
     kept = [line for line in _lines(found) if not line[line.find("\t") :].startswith(given)]
     if now is not None and now[1] < stamp - RACY_WINDOW_NS:
@@ -289,45 +280,3 @@ def ref_value(common_dir: str, ref: str) -> str | bool | None:
     except OSError:
         return False
     return None
-
-
-def early_answer(
-    workspace: str, ticket: str | None, run: str | None, timeout_ms: int | None
-) -> str | None:
-    """What ``cairn wip save`` says when the work tree's proof holds, read from the status
-    pass and discovery the command line started before anything else (``cairn.git.status``),
-    without the snapshot engine; None when it does not, both then handed back for the save to
-    take as they are (used up when it holds: nothing is left for a later save to take stale)."""
-    from cairn.git import status as early
-
-    early.start_early(workspace)  # unless the command line did
-    status, discovery = early.start_status(workspace), early.take_discovery(workspace)
-    answer = None
-    try:
-        if status is not None and discovery is not None:
-            answer = _answer(status, discovery, ticket, run, timeout_ms)
-    finally:
-        if answer is None:
-            early.hand_back(workspace, status, discovery)
-    return answer
-
-
-def _answer(
-    status: Spawned, discovery: Spawned, ticket: str | None, run: str | None, limit: int | None
-) -> str | None:
-    from time import monotonic
-
-    from cairn.git.discovery import parse
-
-    paths = discovery.result(check=False)
-    found = parse(paths.returncode, paths.stdout)
-    kept = read(found, ticket, run) if found else None
-    if found is None or kept is None:
-        return None
-    budget = limit if limit is not None else kept.timeout_ms
-    if not status.wait(monotonic() + budget / 1000):
-        return None  # the save's own deadline decides
-    done = status.result(check=False)
-    if not done.ok or holds(found, done.stdout, ticket, run, kept) is None:
-        return None
-    return unchanged_line(kept.ref, kept.commit)

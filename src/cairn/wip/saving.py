@@ -21,20 +21,22 @@ from cairn.config import load as load_config
 from cairn.errors import BadInput, GitError, SaveTimeout
 from cairn.git import Deadline, Git, Repo
 from cairn.git.discovery import Found
-from cairn.git.early import Spawned
-from cairn.git.process import Pending
-from cairn.git.status import start_status
+from cairn.git.process import Started
+from cairn.git.status import Early, start_early
 from cairn.wip import proof
-from cairn.wip.hashcache import HashCache, digest, stamp_now
 from cairn.wip.meta import SnapshotMeta, clean_reason
 from cairn.wip.models import SaveResult
 from cairn.wip.naming import wip_ref
-from cairn.wip.objects import CommitObject, ObjectReader, parse_commit, read_objects
 from cairn.wip.proof import Proof
-from cairn.wip.recording import Prepared, record
 from cairn.wip.scan import Selection, StatusScan, scan_status, select_untracked
-from cairn.wip.scratch import scratch_dir
 from cairn.wip.treebuild import Edit, Known, TreeWriter, hash_worktree
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    # the rest of the engine, imported when a save records (a proven no-op needs none of it)
+    from cairn.wip.hashcache import HashCache
+    from cairn.wip.objects import CommitObject, ObjectReader
+    from cairn.wip.recording import Prepared
 
 # A ref whose components all look like this is valid for git (no "..", no leading "." or "-",
 # no ".lock" ending), so the usual snapshot ref needs no ``git check-ref-format``.
@@ -66,19 +68,28 @@ def save(
     run_id: str | None = None,
     config: Config | None = None,
     mirror_branch: bool | None = None,
-    status: Spawned | None = None,
+    early: Early | None = None,
 ) -> SaveResult:
     """Snapshot ``workspace``; ``timeout`` seconds (default ``agent.cutoff_timeout_ms``).
 
-    ``git status``, the bulk of a save on a big repository, starts first (or was started by
-    the caller: ``status``, from ``cairn.git.status.start_status(workspace)``) and runs while
-    the repository is discovered, the config read and the stat cache loaded.
+    ``git status``, the bulk of a save on a big repository, starts first with the repository's
+    discovery (or both were started by the caller: ``early``, from
+    ``cairn.git.status.start_early(workspace)``, which the save then owns) and runs while the
+    config is read and the stat cache loaded.
+
+    When nothing changed since the last save with the same ``ticket`` and ``run_id``, the
+    no-op proof (``cairn.wip.proof``) answers from ``git status`` alone.
     """
     started = time.monotonic()
-    if status is None:
-        status = start_status(workspace)
+    where = os.fspath(workspace) or "."
+    if early is not None and early.workspace != where:
+        early.abandon()  # started for another work tree
+        early = None
+    if early is None:
+        early = start_early(where)
+    status = early.status
     try:
-        repo = Repo.discover(workspace)
+        repo = Repo.discover(workspace, early.discovery)
         warnings: list[str] = []
         provable = config is None and status is not None  # the proof knows the config's files
         if config is None:
@@ -95,25 +106,28 @@ def save(
         try:
             found = paths_of(repo)
             out = status.result(deadline=deadline).stdout if provable and status else b""
-            proven = proof.holds(found, out, ticket, run_id) if provable and not warnings else None
+            key = proof.key(found, out, ticket, run_id) if provable else None  # once a save
+            proven = proof.holds(found, key, ticket, run_id) if not warnings else None
             if proven is not None:
                 result = proven_result(proven, reason)
             else:
+                from cairn.wip.recording import record
+                from cairn.wip.scratch import scratch_dir
+
                 with scratch_dir(repo.state_root(), "save", warnings) as scratch:
                     prepared = prepare(repo, config, scratch, ticket, deadline, status=status)
                     result = record(prepared, reason, run_id, deadline, mirror_branch=mirror_branch)
                     if prepared.cache is not None and result.commit:
                         prepared.cache.save(prepared.ref, result.commit)
                 if provable:
-                    keep_proof(found, out, ticket, run_id, prepared, result, config, warnings)
+                    keep_proof(found, key, ticket, run_id, prepared, result, warnings)
         except SaveTimeout as exc:
             raise SaveTimeout(
                 f"snapshot abandoned after {seconds * 1000:.0f} ms ({exc}); no ref was moved; "
                 "raise agent.cutoff_timeout_ms or pass --timeout-ms"
             ) from None
     finally:
-        if status is not None:
-            status.abandon()  # after an early error; nothing to do once its result was read
+        early.abandon()  # after an early error; nothing to do once their results were read
     elapsed = int((time.monotonic() - started) * 1000)
     return msgspec.structs.replace(
         result, elapsed_ms=elapsed, warnings=[*warnings, *result.warnings]
@@ -151,12 +165,11 @@ def proven_result(proven: Proof, reason: str) -> SaveResult:
 
 def keep_proof(
     found: Found,
-    out: bytes,
+    key: proof.Key | None,
     ticket: str | None,
     run_id: str | None,
     prepared: Prepared,
     result: SaveResult,
-    config: Config,
     warnings: list[str],
 ) -> None:
     """Write the proof of this save for the next one, when its answer is one the proof can
@@ -173,9 +186,8 @@ def keep_proof(
         files_changed=result.files_changed,
         base=result.base,
         branch=result.branch,
-        timeout_ms=config.agent.cutoff_timeout_ms,
     )
-    proof.write(found, out, prepared.cache.stamp, kept)
+    proof.write(found, key, prepared.cache.stamp, kept)
 
 
 def prepare(
@@ -186,7 +198,7 @@ def prepare(
     deadline: Deadline | None,
     *,
     via_index: bool = False,
-    status: Pending | None = None,
+    status: Started | None = None,
 ) -> Prepared:
     """Write the snapshot's trees (the work tree, the staged state); record nothing.
 
@@ -197,6 +209,10 @@ def prepare(
     on big repositories, and the fallback for submodule changes and for files that vanish
     while they are read.
     """
+    from cairn.wip.hashcache import HashCache, stamp_now
+    from cairn.wip.objects import ObjectReader, parse_commit, read_objects
+    from cairn.wip.recording import Prepared
+
     git = _runner(repo, config, repo.index_path)
     scan, chosen = _scan(repo, config, git, deadline, status)
     if ticket is None:
@@ -274,7 +290,7 @@ def _runner(repo: Repo, config: Config, index: Path) -> Git:
 
 
 def _scan(
-    repo: Repo, config: Config, git: Git, deadline: Deadline | None, started: Pending | None = None
+    repo: Repo, config: Config, git: Git, deadline: Deadline | None, started: Started | None = None
 ) -> tuple[StatusScan, Selection]:
     status = scan_status(git, deadline, started)
     return status, select_untracked(repo.toplevel, status.untracked, status.nested, config.snapshot)
@@ -296,6 +312,8 @@ def _trees_via_edits(
     only those the cache does not know). A tree the cache says was built from the same edits
     is taken as it is when it is one of ``existing`` (the trees of snapshots still at their
     refs, so it is in the object store)."""
+    from cairn.wip.hashcache import digest as tree_key
+
     staged: dict[bytes, Edit] = {}
     worktree: dict[bytes, Edit] = {}
     to_hash: dict[bytes, Known] = {}
@@ -317,7 +335,7 @@ def _trees_via_edits(
     with TreeWriter(git, objects, repo.object_format, deadline) as trees:
 
         def build(kind: str, edits: dict[bytes, Edit]) -> str:
-            key = digest(head_tree, edits)
+            key = tree_key(head_tree, edits)
             tree = cache.tree(kind, key, existing) or trees.build(head_tree, edits)
             cache.remember_tree(kind, key, tree)
             return tree

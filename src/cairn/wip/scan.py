@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 from cairn.config import SnapshotConfig
 from cairn.git import Deadline, Git
-from cairn.git.process import Pending
+from cairn.git.process import Started
 from cairn.git.status import STATUS_ARGS, entries
 from cairn.wip.models import Skipped
 
@@ -78,7 +78,7 @@ class StatusScan:
         return len(self.changes) + len(self.conflicted)
 
 
-def scan_status(git: Git, deadline: Deadline | None, started: Pending | None = None) -> StatusScan:
+def scan_status(git: Git, deadline: Deadline | None, started: Started | None = None) -> StatusScan:
     """The status of the work tree: from ``started`` (``git.start(STATUS_ARGS)``, run while the
     caller did other work), else from a status run now."""
     if started is not None:

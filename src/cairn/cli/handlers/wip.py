@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import sys
-
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hot path)
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from cairn.git.status import Early
     from cairn.wip.models import Skipped
 
 SKIP_REASONS = {
@@ -38,19 +36,17 @@ def save(
     timeout_ms: int | None = None,
     json: bool = False,
     workspace: Path | str = ".",
+    early: Early | None = None,
 ) -> None:
-    if not json:
-        from cairn.wip.proof import early_answer
-
-        unchanged = early_answer(os.fspath(workspace), ticket, run, timeout_ms)
-        if unchanged is not None:
-            sys.stdout.write(unchanged + "\n")
-            return
+    """``early``: the work tree's ``git status`` and discovery, started by the command line
+    before it imported this (``cairn.git.status.start_early``); the save owns them."""
     from cairn.cli.output import console, emit_json
     from cairn.wip.saving import save as save_snapshot
 
     timeout = timeout_ms / 1000 if timeout_ms is not None else None
-    result = save_snapshot(workspace, ticket=ticket, reason=reason, timeout=timeout, run_id=run)
+    result = save_snapshot(
+        workspace, ticket=ticket, reason=reason, timeout=timeout, run_id=run, early=early
+    )
     if json:
         emit_json(result)
         return

@@ -24,7 +24,7 @@ from cairn import tickets
 from cairn.config import Config
 from cairn.errors import BadInput
 from cairn.git import Repo
-from cairn.git.sessions import Started
+from cairn.git.process import Started
 from cairn.state import fleetstate, marker, refusals, status
 from cairn.state.fleetstatus import SHORT_SHA, FleetRow, last_journal_event, refused_row
 from cairn.state.layout import JOURNAL, Layout
