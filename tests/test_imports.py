@@ -17,7 +17,8 @@ from helpers import begin_run, git, write
 HEAVY = ("typer", "click", "rich", "pydantic", "pydantic_core", "mcp")
 ENGINE = ("cairn.wip.saving", "cairn.wip.hashcache")  # the snapshot engine: only a save needs it
 # Commands that run no git but one ``rev-parse``, started with ``os.posix_spawn``: importing
-# ``subprocess`` (several milliseconds of a command's ~40) is a regression there.
+# ``subprocess`` (several milliseconds of a command's ~40) is a regression there, and so is
+# ``psutil`` (which imports it): these commands judge no process's liveness.
 NO_SUBPROCESS = ("task", "gate", "defer", "finding", "heartbeat", "post-tool-use")
 
 
@@ -109,7 +110,7 @@ def test_hot_commands_import_no_heavy_module(workspace) -> None:  # type: ignore
         if not (args[0] == "wip" or args[-2:] == ["--reason", "stop"]):  # no save: no engine
             needless += [n for n in ENGINE if n in names]
         if args[0] in NO_SUBPROCESS or args[2:3] in (["heartbeat"], ["post-tool-use"]):
-            needless += [n for n in ("subprocess",) if n in names]
+            needless += [n for n in ("subprocess", "psutil") if n in names]
         if needless:
             found[" ".join(args)] = needless
     assert found == {}
