@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import psutil
 import pytest
 
 from cairn.errors import BadInput, LeaseBusy
@@ -35,9 +36,9 @@ def sleeper() -> Iterator[subprocess.Popen[bytes]]:
     """A live process on this host that is not the test."""
     proc = subprocess.Popen(["sleep", "60"])
     try:
-        # /proc/<pid>/stat is there as soon as fork returns; wait for the exec to be sure
+        # the pid is there as soon as fork returns; wait for the exec to be sure
         deadline = time.monotonic() + 5
-        while b"sleep" not in Path(f"/proc/{proc.pid}/cmdline").read_bytes():
+        while "sleep" not in psutil.Process(proc.pid).cmdline():
             assert time.monotonic() < deadline
             time.sleep(0.005)
         yield proc
@@ -366,10 +367,9 @@ def test_an_owner_recorded_by_an_earlier_release_is_judged_alike(
     read = marker.read(layout.marker_path("T-1"))
     assert read is not None and read.owner == recorded
     assert owner.check(read.owner, clock.now(), DAY, clock.now())[0] == "alive"
-    assert recorded.pid_started_at == procs.process_start_time(sleeper.pid)
-    reused = recorded.model_copy(
-        update={"pid_started_at": recorded.pid_started_at - timedelta(minutes=5)}
-    )  # type: ignore[operator]
+    started = recorded.pid_started_at
+    assert started is not None and started == procs.process_start_time(sleeper.pid)
+    reused = recorded.model_copy(update={"pid_started_at": started - timedelta(minutes=5)})
     state, why = owner.check(reused, clock.now(), DAY, clock.now())
     assert state == "dead" and "another process" in why
     with pytest.raises(LeaseBusy):
