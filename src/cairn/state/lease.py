@@ -12,6 +12,7 @@ import contextlib
 import fcntl
 import json
 import os
+import time
 from datetime import datetime
 from pathlib import Path
 
@@ -20,6 +21,10 @@ from cairn.state import marker, owner
 from cairn.state.layout import LEASE, Layout
 from cairn.state.owner import Owner
 from cairn.util import clock, durable
+
+# How long a loser of the race waits for the winner's owner record (written right after its
+# flock) before it names the holder "another cairn process".
+RECORD_WAIT = 0.2
 
 
 class Lease:
@@ -81,7 +86,7 @@ def acquire(
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = _recorded_owner(layout, ticket, fd)
+            holder = _holder(layout, ticket, fd)
             who = holder.describe() if holder else "another cairn process"
             raise LeaseBusy(
                 f"ticket {ticket} is already being run by {who}; wait for it to finish "
@@ -135,6 +140,15 @@ def _judge(
             f"ticket {ticket} has a stale owner: {why}; pass --takeover to take it over"
         )
     return why
+
+
+def _holder(layout: Layout, ticket: str, fd: int) -> Owner | None:
+    """The lock holder as recorded; a holder met between its ``flock`` and its owner record is
+    given ``RECORD_WAIT`` seconds to write it."""
+    deadline = time.monotonic() + RECORD_WAIT
+    while (holder := _recorded_owner(layout, ticket, fd)) is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return holder
 
 
 def _recorded_owner(layout: Layout, ticket: str, fd: int) -> Owner | None:
