@@ -17,6 +17,8 @@ from helpers import begin_run, git, write
 
 HEAVY = ("typer", "click", "rich", "pydantic", "pydantic_core", "mcp")
 ENGINE = ("cairn.wip.saving", "cairn.wip.hashcache")  # the snapshot engine: only a save needs it
+# Commands that judge no process's liveness: ``psutil`` there is a regression.
+NO_PSUTIL = ("task", "gate", "defer", "finding", "heartbeat", "post-tool-use")
 
 
 def imported(
@@ -106,6 +108,8 @@ def test_hot_commands_import_no_heavy_module(workspace) -> None:  # type: ignore
         needless = heavy(names)
         if not (args[0] == "wip" or args[-2:] == ["--reason", "stop"]):  # no save: no engine
             needless += [n for n in ENGINE if n in names]
+        if args[0] in NO_PSUTIL or args[2:3] in (["heartbeat"], ["post-tool-use"]):
+            needless += [n for n in ("psutil",) if n in names]
         if needless:
             found[" ".join(args)] = needless
     assert found == {}

@@ -123,9 +123,10 @@ def test_a_stale_ref_lock_does_not_stop_snapshots(repo: Path) -> None:
     assert not lock.exists()
 
 
-def test_a_loser_names_a_lease_holder_that_has_not_recorded_itself(tmp_path: Path) -> None:
-    """The instant lease_race hits now and then, held open: a process holds the ticket's lease
-    lock and has written no owner record yet (a winner between its flock and its record)."""
+def test_a_lease_holder_that_never_records_itself_is_named_as_such(tmp_path: Path) -> None:
+    """A process holds the ticket's lease lock and writes no owner record (a cairn stopped
+    between its flock and its record): the loser waits for the record, then says so in one
+    line."""
     script = tmp_path / "script.yaml"
     script.write_text("coder:\n  - - say: hi\n")
     toml = f'[agent]\nkind = "scripted"\nscript = "{script}"\n[loop]\nphases = ["implement"]\n'
@@ -151,7 +152,7 @@ def test_a_loser_names_a_lease_holder_that_has_not_recorded_itself(tmp_path: Pat
         holder.kill()
         holder.wait()
     assert_one_line_error(result)
-    assert f"pid {holder.pid} " in result.stderr, result.stderr
+    assert "already being run by another cairn process" in result.stderr, result.stderr
 
 
 # --- the checkers catch what they look for -----------------------------------------------------

@@ -61,7 +61,7 @@ def state_attempts(bare: Path) -> list[int]:
 
 
 def alive(pid: int) -> bool:
-    return procs.process_state(pid) not in (None, ord("Z"))  # a zombie has stopped
+    return procs.pid_alive(pid)  # a zombie has stopped
 
 
 @pytest.mark.parametrize("loss", ["machine", "worker", "partition", "shutdown"])

@@ -159,7 +159,7 @@ def test_a_cancelled_rebuild_frees_its_slot(
         stalled = asyncio.run(main())
     finally:
         worker.stop()
-    assert procs.process_state(stalled) in (None, ord("Z"))  # the stalled git was killed
+    assert not procs.pid_alive(stalled)  # the stalled git was killed
     assert not (root / "F-1").exists()
 
 
@@ -240,4 +240,4 @@ def test_a_hung_rebuild_is_stopped_at_the_work_timeout_and_retried(
         worker.stop()
     assert seen.startswith("completed"), seen
     assert "work timeout of 3s" in seen, seen  # the attempt said why it gave up
-    assert procs.process_state(stalled) in (None, ord("Z"))  # the hung git was killed
+    assert not procs.pid_alive(stalled)  # the hung git was killed

@@ -28,7 +28,7 @@ def asleep(env: dict[str, str], ticket: str) -> dict[str, Any]:
 
 
 def gone(pid: int) -> bool:
-    return procs.process_state(pid) in (None, ord("Z"))
+    return not procs.pid_alive(pid)
 
 
 def snapshot_files(bare: Path, ticket: str) -> list[str]:

@@ -24,7 +24,7 @@ TICKET = "R-1"
 
 
 def gone(pid: int) -> bool:
-    return procs.process_state(pid) in (None, ord("Z"))
+    return not procs.pid_alive(pid)
 
 
 def test_a_new_worker_sweeps_what_a_killed_one_left(

@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import msgspec
+import psutil
 import pytest
 
 from cairn.errors import BadInput, LeaseBusy
@@ -36,9 +37,9 @@ def sleeper() -> Iterator[subprocess.Popen[bytes]]:
     """A live process on this host that is not the test."""
     proc = subprocess.Popen(["sleep", "60"])
     try:
-        # /proc/<pid>/stat is there as soon as fork returns; wait for the exec to be sure
+        # the pid is there as soon as fork returns; wait for the exec to be sure
         deadline = time.monotonic() + 5
-        while b"sleep" not in Path(f"/proc/{proc.pid}/cmdline").read_bytes():
+        while "sleep" not in psutil.Process(proc.pid).cmdline():
             assert time.monotonic() < deadline
             time.sleep(0.005)
         yield proc
@@ -326,13 +327,57 @@ def test_process_start_time_matches_reality() -> None:
 def test_other_boot_id_is_dead(layout: Layout, sleeper: subprocess.Popen[bytes]) -> None:
     if owner.boot_id() is None:
         pytest.skip("no boot id on this system")
-    before_reboot = msgspec.structs.replace(live_owner(sleeper.pid), boot_id="another-boot")
+    booted = float(owner.boot_id() or 0)
+    before_reboot = msgspec.structs.replace(live_owner(sleeper.pid), boot_id=str(booted - 3600))
     state, why = owner.check(before_reboot, clock.now(), DAY, clock.now())
     assert state == "dead" and "restarted" in why
     previous = put_marker(layout, "T-1", before_reboot)
     with lease.acquire(layout, "T-1", stale_after=DAY) as taken:
         assert taken.takeover is not None and "restarted" in taken.takeover
         assert taken.previous == previous
+
+
+def test_a_boot_id_a_second_off_is_this_boot(sleeper: subprocess.Popen[bytes]) -> None:
+    """The kernel derives the boot time from the clock: a second's drift is the same boot."""
+    booted = float(owner.boot_id() or 0)
+    drifted = live_owner(sleeper.pid).model_copy(update={"boot_id": str(round(booted) + 1)})
+    assert owner.check(drifted, clock.now(), DAY, clock.now())[0] == "alive"
+
+
+def old_linux_owner(pid: int) -> Owner:
+    """An owner record as earlier releases wrote it on Linux: the kernel's boot UUID, and the
+    start time as the boot time of /proc/stat plus the start ticks of /proc/<pid>/stat."""
+    if not os.path.exists("/proc/sys/kernel/random/boot_id"):
+        pytest.skip("earlier releases recorded owners this way on Linux only")
+    with open("/proc/sys/kernel/random/boot_id") as handle:
+        boot_uuid = handle.read().strip()
+    with open("/proc/stat") as handle:
+        btime = next(float(line.split()[1]) for line in handle if line.startswith("btime "))
+    with open(f"/proc/{pid}/stat", "rb") as handle:
+        raw = handle.read()
+    ticks = int(raw[raw.rfind(b")") + 2 :].split()[19])
+    seconds = round(btime + ticks / os.sysconf("SC_CLK_TCK"), 2)
+    started = datetime.fromtimestamp(seconds).astimezone()
+    return Owner(host=owner.this_host(), pid=pid, pid_started_at=started, boot_id=boot_uuid)
+
+
+def test_an_owner_recorded_by_an_earlier_release_is_judged_alike(
+    layout: Layout, sleeper: subprocess.Popen[bytes]
+) -> None:
+    """A live run's owner record from before boot ids were boot times is alive; the same
+    record with the pid reused by another process is dead."""
+    recorded = old_linux_owner(sleeper.pid)
+    put_marker(layout, "T-1", recorded)
+    read = marker.read(layout.marker_path("T-1"))
+    assert read is not None and read.owner == recorded
+    assert owner.check(read.owner, clock.now(), DAY, clock.now())[0] == "alive"
+    started = recorded.pid_started_at
+    assert started is not None and started == procs.process_start_time(sleeper.pid)
+    reused = recorded.model_copy(update={"pid_started_at": started - timedelta(minutes=5)})
+    state, why = owner.check(reused, clock.now(), DAY, clock.now())
+    assert state == "dead" and "another process" in why
+    with pytest.raises(LeaseBusy):
+        lease.acquire(layout, "T-1", stale_after=DAY)
 
 
 # --- (f) an owner on another host ---------------------------------------------------------

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
+import psutil
 import pytest
 
 from cairn.errors import BadInput
@@ -31,12 +32,20 @@ from helpers import cairn, hold_run, make_repo, state_root
 DAY = 86400.0
 
 
+def is_zombie(pid: int) -> bool:
+    """Whether ``pid`` has exited and is not reaped yet, as the operating system tells."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.ZombieProcess:
+        return True
+
+
 @pytest.fixture
 def zombie() -> Iterator[int]:
     """A child that has exited and that nobody has reaped yet (state Z)."""
     proc = subprocess.Popen(["true"])
     deadline = time.monotonic() + 5
-    while procs.process_state(proc.pid) != ord("Z"):
+    while not is_zombie(proc.pid):
         assert time.monotonic() < deadline, "the child did not become a zombie"
         time.sleep(0.005)
     try:
@@ -57,7 +66,7 @@ def test_a_killed_cairn_not_yet_reaped_is_dead_for_catchup_and_takeover(repo: Pa
     try:
         proc.send_signal(signal.SIGKILL)
         deadline = time.monotonic() + 5
-        while procs.process_state(proc.pid) != ord("Z"):
+        while not is_zombie(proc.pid):
             assert time.monotonic() < deadline
             time.sleep(0.005)
         report = json.loads(cairn("catchup", "T-1", "--json", cwd=repo).stdout)
@@ -90,7 +99,7 @@ def test_a_zombie_group_leader_does_not_stall_stopping_its_group() -> None:
     group is stopped at once, not after the whole grace period."""
     script = "import subprocess, os, sys; subprocess.Popen(['sleep', '60']); os._exit(0)"
     leader = subprocess.Popen([sys.executable, "-c", script], start_new_session=True)
-    while procs.process_state(leader.pid) != ord("Z"):
+    while not is_zombie(leader.pid):
         time.sleep(0.005)
     started = time.monotonic()
     procs.stop_group(leader.pid, grace=10.0)
@@ -105,16 +114,12 @@ def test_a_zombie_group_leader_does_not_stall_stopping_its_group() -> None:
 def running_in_group(pgid: int) -> list[int]:
     """Processes of group ``pgid`` that are not zombies (whoever reaps those)."""
     found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    for process in psutil.process_iter():
         try:
-            raw = (entry / "stat").read_bytes()
-        except OSError:
+            if os.getpgid(process.pid) == pgid and not is_zombie(process.pid):
+                found.append(process.pid)
+        except (psutil.Error, OSError):
             continue
-        fields = raw[raw.rfind(b")") + 2 :].split()
-        if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-            found.append(int(entry.name))
     return found
 
 

@@ -16,7 +16,6 @@ from cairn.terms import FleetAction, FleetState
 from cairn.util import durable
 from cairn.util.durations import parse_duration
 
-MEMINFO = "/proc/meminfo"
 # The cutoff reason of an attempt cut short by the fleet's own stop: it does not count against
 # fleet.max_attempts, and the next supervisor resumes it first.
 STOPPED = "signal"
@@ -152,15 +151,13 @@ def order(record: FleetTicket) -> tuple[int, str]:
 
 
 def free_memory() -> int | None:
-    """MemAvailable in bytes (Linux); None when unknown."""
+    """The memory available to new processes without swapping, in bytes; None when unknown."""
+    import psutil
+
     try:
-        with open(MEMINFO, encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
+        return int(psutil.virtual_memory().available)
+    except (OSError, RuntimeError):
         return None
-    return None
 
 
 def memory_note(config: FleetConfig) -> str | None:

@@ -113,22 +113,23 @@ def retrieved(future: asyncio.Future[Any]) -> None:
 def kill_tagged(token: str) -> int:
     """SIGKILL the process group of every process whose environment holds ``token``'s tag;
     how many were found."""
-    needle = f"{ENV_SCALE_WORK}={token}".encode()
+    import psutil
+
     found = 0
+    mine = os.getpid()
     try:
-        pids = [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
-    except OSError:
+        processes = list(psutil.process_iter())
+    except (psutil.Error, OSError):
         return 0
-    for pid in pids:
-        if pid == os.getpid():
+    for process in processes:
+        if process.pid == mine:
             continue
         try:
-            with open(f"/proc/{pid}/environ", "rb") as handle:
-                environ = handle.read().split(b"\0")
-            group = os.getpgid(pid)
-        except OSError:
+            tagged = process.environ().get(ENV_SCALE_WORK) == token
+            group = os.getpgid(process.pid)
+        except (psutil.Error, OSError):
             continue
-        if needle in environ and group != os.getpgid(0):
+        if tagged and group != os.getpgid(0):
             procs.kill_group(group)
             found += 1
     return found

@@ -12,6 +12,7 @@ import contextlib
 import fcntl
 import json
 import os
+import time
 from datetime import datetime
 from pathlib import Path
 
@@ -22,6 +23,10 @@ from cairn.state import marker, owner
 from cairn.state.layout import LEASE, Layout
 from cairn.state.owner import Owner
 from cairn.util import clock, durable
+
+# How long a loser of the race waits for the winner's owner record (written right after its
+# flock) before it names the holder "another cairn process".
+RECORD_WAIT = 0.2
 
 
 class Lease:
@@ -76,29 +81,36 @@ def acquire(
     ticket_dir = layout.ticket_dir(ticket)
     durable.ensure_dir(ticket_dir)
     path = ticket_dir / LEASE
+    me = owner.me()
     fd = durable.open_state(path, os.O_RDWR | os.O_CREAT, "lease")
+    mirrored = False
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = _recorded_owner(layout, ticket, fd)
-            who = holder.describe() if holder else _lock_holder(fd)
+            holder = _holder(layout, ticket, fd)
+            who = holder.describe() if holder else "another cairn process"
             raise LeaseBusy(
                 f"ticket {ticket} is already being run by {who}; wait for it to finish "
                 f"or stop it (cairn status shows it)"
             ) from None
+        # recorded at once, so that a loser of the race can name this holder
+        _mirror_owner(fd, me)
+        mirrored = True
         previous = marker.read(layout.marker_path(ticket))
         reason = _judge(ticket, previous, stale_after, takeover, now or clock.now())
-        lease = Lease(ticket, path, fd, previous=previous, takeover=reason)
+        lease = Lease(ticket, path, fd, previous=previous, takeover=reason, me=me)
         remote = previous.owner if previous is not None else None
         if reason is not None and remote is not None and remote.host != owner.this_host():
             lease.warning = (
                 f"took ticket {ticket} over from {reason}; if that run is still alive on "
                 f"{remote.host}, stop it there: two runs now write this ticket"
             )
-        _mirror_owner(fd, lease.me)
         return lease
     except BaseException:
+        if mirrored:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
         os.close(fd)
         raise
 
@@ -132,6 +144,15 @@ def _judge(
     return why
 
 
+def _holder(layout: Layout, ticket: str, fd: int) -> Owner | None:
+    """The lock holder as recorded; a holder met between its ``flock`` and its owner record is
+    given ``RECORD_WAIT`` seconds to write it."""
+    deadline = time.monotonic() + RECORD_WAIT
+    while (holder := _recorded_owner(layout, ticket, fd)) is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return holder
+
+
 def _recorded_owner(layout: Layout, ticket: str, fd: int) -> Owner | None:
     """The lock holder as recorded, if that record is of a live process other than us."""
     candidates: list[Owner] = []
@@ -148,24 +169,6 @@ def _recorded_owner(layout: Layout, ticket: str, fd: int) -> Owner | None:
         if owner.check(candidate, now, 0, now)[0] in ("alive", "remote"):
             return candidate
     return None
-
-
-def _lock_holder(fd: int) -> str:
-    """The lock holder as the kernel knows it, for a holder that has not recorded itself yet
-    (between its ``flock`` and its owner record): ``pid N on <this host>`` from /proc/locks."""
-    info = os.fstat(fd)
-    device = f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}:{info.st_ino}"
-    with (
-        contextlib.suppress(OSError, ValueError, IndexError),
-        open("/proc/locks", encoding="ascii", errors="replace") as locks,
-    ):
-        for line in locks:
-            fields = line.split()
-            if "->" not in fields and fields[1] == "FLOCK" and fields[5] == device:
-                pid = int(fields[4])
-                if pid > 0:
-                    return f"pid {pid} on {owner.this_host()}"
-    return "another cairn process"
 
 
 def _mirror_owner(fd: int, me: Owner) -> None:

@@ -8,7 +8,6 @@ becomes stale after ``marker.stale_after`` without an update.
 
 from __future__ import annotations
 
-import functools
 import os
 from datetime import UTC, datetime
 
@@ -16,7 +15,7 @@ from msgspec import Struct
 from msgspec.structs import force_setattr
 
 from cairn.terms import Liveness as Liveness  # re-exported: marker and catch-up name it here
-from cairn.util.procs import pid_alive, process_start_time
+from cairn.util.procs import boot_time, pid_alive, process_start_time
 
 START_TIME_TOLERANCE = 2.0
 # The system's first process never is a cairn run, unless a recorded start time proves it is
@@ -56,13 +55,21 @@ def this_host() -> str:
     return socket.gethostname()
 
 
-@functools.cache
 def boot_id() -> str | None:
+    """This boot of the machine: its boot time in whole seconds since the epoch, as text."""
+    booted = boot_time()
+    return None if booted is None else str(round(booted))
+
+
+def same_boot(recorded: str, current: str) -> bool:
+    """Whether a recorded boot id names this boot. Boot times a second or two apart are one
+    boot (the kernel derives it from the clock). A boot id that is not a number (the Linux boot
+    UUID that owner records of earlier releases hold) cannot be compared: the pid's start time,
+    which no process of a later boot shares, tells instead."""
     try:
-        with open("/proc/sys/kernel/random/boot_id") as handle:
-            return handle.read().strip() or None
-    except OSError:
-        return None
+        return abs(float(recorded) - float(current)) <= START_TIME_TOLERANCE
+    except ValueError:
+        return True
 
 
 def me() -> Owner:
@@ -81,7 +88,7 @@ def check(
     if owner.host != this_host():
         return _remote(owner, (now - last_updated).total_seconds(), stale_after)
     current_boot = boot_id()
-    if owner.boot_id and current_boot and owner.boot_id != current_boot:
+    if owner.boot_id and current_boot and not same_boot(owner.boot_id, current_boot):
         return "dead", f"{owner.describe()} ran before this machine restarted"
     if owner.pid == INIT_PID and owner.pid_started_at is None:
         return "dead", f"{owner.describe()} is the system's first process, not a cairn run"

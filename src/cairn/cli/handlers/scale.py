@@ -35,7 +35,7 @@ def _need_temporalio() -> None:
         import temporalio  # noqa: F401
     except ImportError:
         raise BadInput(
-            "engine temporal needs the temporal extra; pip install 'cairn[temporal]'"
+            "engine temporal needs the temporal extra; pip install 'cairn-runs[temporal]'"
         ) from None
 
 
