@@ -44,15 +44,10 @@ def variable_names(path: Path, root: Path = ROOT) -> list[str]:
 
 
 def test_every_cairn_variable_is_spelled_once() -> None:
-    spelled = [
-        v
-        for v in vars(envnames).values()
-        if isinstance(v, str) and v.startswith(envnames.ENV_PREFIX)
-    ]
-    assert len(spelled) == len(set(spelled)) == len(envnames.__all__)
-    assert {name: getattr(terms, name) for name in envnames.__all__} == {
-        name: getattr(envnames, name) for name in envnames.__all__
-    }
+    names = {k: v for k, v in vars(envnames).items() if k.startswith("ENV_")}
+    assert all(v.startswith(envnames.ENV_PREFIX) for v in names.values())
+    assert len(set(names.values())) == len(names)
+    assert {k: getattr(terms, k) for k in names} == names
     found = [hit for path in python_files() if path != SPELLED for hit in variable_names(path)]
     assert found == []
 

@@ -36,28 +36,3 @@ ENV_KILL_SEED = "CAIRN_KILL_SEED"  # the seed of the kill test's random cut poin
 ENV_REQUIRE_BROWSER = "CAIRN_REQUIRE_BROWSER"  # set: no Chromium fails the browser test
 ENV_REQUIRE_AGENT_CLIS = "CAIRN_REQUIRE_AGENT_CLIS"  # 1: a missing agent CLI fails its tests
 ENV_UPDATE_SCREENSHOT = "CAIRN_UPDATE_SCREENSHOT"  # set: the browser test rewrites its image
-
-__all__ = [
-    "ENV_CHECKPOINT_DIR",
-    "ENV_CHECKPOINT_WAIT",
-    "ENV_DASHBOARD_TOKEN",
-    "ENV_DEBUG",
-    "ENV_DISPATCH_ID",
-    "ENV_FAST",
-    "ENV_FLEET_ATTEMPT",
-    "ENV_HOOK",
-    "ENV_KILL_SEED",
-    "ENV_MAX_TURNS",
-    "ENV_PREFIX",
-    "ENV_PRESSURE_TURNS",
-    "ENV_REQUIRE_AGENT_CLIS",
-    "ENV_REQUIRE_BROWSER",
-    "ENV_RUN_DIR",
-    "ENV_SCALE_WORK",
-    "ENV_TASK",
-    "ENV_TEMPORAL_RECONNECT_CAP",
-    "ENV_TICKET",
-    "ENV_TURN",
-    "ENV_UPDATE_SCREENSHOT",
-    "ENV_WORKTREE",
-]
