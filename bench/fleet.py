@@ -264,7 +264,7 @@ class FleetRun:
 
 
 def run_fleet(repo: Path, agent_log: Path) -> FleetRun:
-    env = {**git_env(), "CAIRN_FAST": "1"}
+    env = git_env()
     started = time.perf_counter()
     proc = subprocess.Popen(
         [*cairn_cmd(), "fleet", "start", "--once", "--concurrency", str(CONCURRENCY), "--json"],

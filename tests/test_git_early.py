@@ -4,7 +4,6 @@ the command line starting it before it imports the save (real git, real processe
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -94,7 +93,7 @@ def spy(workspace):
     heavy = [m for m in ("subprocess", "pathlib", "typing", "cairn.wip", "cairn.cli.output")
              if m in sys.modules]
     sys.stderr.write(f"early {workspace} before {heavy}\\n")
-    real(workspace)
+    return real(workspace)
 status.start_early = spy
 from cairn.cli.main import main
 sys.argv = ["cairn", *sys.argv[1:]]
@@ -107,15 +106,15 @@ def test_the_command_line_starts_git_status_before_it_imports_the_save(repo: Pat
         [sys.executable, "-c", SPY, "wip", "save", "-C", str(repo), "--ticket", "T-1"],
         capture_output=True,
         text=True,
-        env={**os.environ, "CAIRN_FAST": "1"},
     )
     assert done.returncode == 0, done.stderr
     assert f"early {repo} before []" in done.stderr
     assert "snapshot" in done.stdout or "nothing to save" in done.stdout
 
 
-def test_a_line_the_fast_path_hands_to_typer_stops_the_early_git(repo: Path) -> None:
-    from cairn.cli import fast
+def test_a_bad_command_line_stops_the_early_git(repo: Path) -> None:
+    from cairn.cli.commands import COMMANDS
+    from cairn.cli.main import run
 
     started: list[Spawned] = []
     real = git_status.start_status
@@ -128,7 +127,8 @@ def test_a_line_the_fast_path_hands_to_typer_stops_the_early_git(repo: Path) -> 
 
     git_status.start_status = keep  # type: ignore[assignment]
     try:
-        assert fast.dispatch(["wip", "save", "-C", str(repo), "--bogus"]) is None
+        line = ["-C", str(repo), "--bogus"]
+        assert run(("wip", "save"), COMMANDS["wip", "save"], line, ["wip", "save", *line]) == 2
     finally:
         git_status.start_status = real  # type: ignore[assignment]
     (early,) = started

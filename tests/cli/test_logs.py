@@ -79,12 +79,6 @@ def test_logs_dispatch_and_json(finished: Path) -> None:
     assert "dispatch 1" in only and "dispatch 2" not in only
 
 
-def test_logs_through_typer_prints_the_same(finished: Path) -> None:
-    fast = cairn("logs", TICKET, cwd=finished)
-    typer = cairn("logs", TICKET, cwd=finished, env={"CAIRN_FAST": "0"})
-    assert (typer.returncode, typer.stdout, typer.stderr) == (0, fast.stdout, fast.stderr)
-
-
 def test_logs_bad_input(finished: Path, tmp_path: Path) -> None:
     missing = cairn("logs", TICKET, "--dispatch", "7", cwd=finished)
     assert_one_line_error(missing)

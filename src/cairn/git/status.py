@@ -34,10 +34,18 @@ STATUS_ARGS = [
 _early: dict[tuple[str, str], Spawned] = {}
 
 
-def start_early(workspace: str) -> None:
+class Early:
+    """What ``start_early`` started, for the command line to abandon when the command does not
+    run."""
+
+    def abandon(self) -> None:
+        abandon_early()
+
+
+def start_early(workspace: str) -> Early:
     """Start the status pass and the repository's discovery (``cairn.git.discovery``) now, for
     ``start_status`` and ``take_discovery`` of the same work tree to take: the command line calls
-    it before it imports the save (``cairn.cli.fast``)."""
+    it before it imports the save (``cairn.cli.main``)."""
     where = _real(workspace)
     if ("status", where) not in _early:
         started = start_status(where)
@@ -47,6 +55,7 @@ def start_early(workspace: str) -> None:
         discovery = spawn_discovery(where)
         if discovery is not None:
             _early["discovery", where] = discovery
+    return Early()
 
 
 def spawn_discovery(workspace: Path | str) -> Spawned | None:

@@ -1,6 +1,2 @@
-"""What the commands the fast path serves do and print, free of Typer.
-
-Each function takes the same parameters, with the same defaults, as the Typer command that
-declares it in ``cairn.cli.commands``; the fast dispatcher (``cairn.cli.fast``) and Typer both
-call it, so the two paths run the same code. ``tests/cli/test_fast_path.py`` holds them together.
-"""
+"""What the commands agents and hooks run per tool call or per task do and print; each command
+of ``cairn.cli.commands`` declares its options, parses, and calls its handler here."""

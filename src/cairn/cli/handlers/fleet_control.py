@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cairn.cli.output import console
+from cairn.cli.output import say
 from cairn.terms import FleetAction
 
 WAIT = 60.0  # seconds to wait for the new states, as on the temporal engine
@@ -90,7 +90,7 @@ def _emit(json: bool, kind: str, fields: dict[str, Any], supervised: bool) -> No
     else:
         later = "" if supervised or state == "running" else "; the next cairn fleet start runs it"
         text = f"{ticket}: resumed ({state}){later}"
-    console.print(text)
+    say(text)
 
 
 def retry(names: list[str], fresh_config: bool, json: bool, workspace: Path) -> None:
@@ -146,7 +146,7 @@ def retry(names: list[str], fresh_config: bool, json: bool, workspace: Path) -> 
         later = (
             "the fleet supervisor runs it" if supervised else "the next cairn fleet start runs it"
         )
-        console.print(
+        say(
             f"{ticket}: retried ({fields['was']}): {fields['state']}, resuming its run; {later}; "
             f"config: {said[ticket]}"
         )

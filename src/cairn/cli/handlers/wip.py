@@ -38,6 +38,7 @@ def save(
     timeout_ms: int | None = None,
     json: bool = False,
     workspace: Path | str = ".",
+    early: object = None,
 ) -> None:
     if not json:
         from cairn.wip.proof import early_answer
@@ -46,7 +47,7 @@ def save(
         if unchanged is not None:
             sys.stdout.write(unchanged + "\n")
             return
-    from cairn.cli.output import console, emit_json
+    from cairn.cli.output import emit_json, say
     from cairn.wip.saving import save as save_snapshot
 
     timeout = timeout_ms / 1000 if timeout_ms is not None else None
@@ -54,15 +55,13 @@ def save(
     if json:
         emit_json(result)
         return
-    console.print(result.summary)
+    say(result.summary)
     if result.created:
         base = result.base[:12] if result.base else "no commit yet"
-        console.print(
-            f"  base {base} on {result.branch or 'detached HEAD'} · {result.elapsed_ms} ms"
-        )
+        say(f"  base {base} on {result.branch or 'detached HEAD'} · {result.elapsed_ms} ms")
     if result.conflicted:
-        console.print(f"  conflicted (saved with their markers): {', '.join(result.conflicted)}")
+        say(f"  conflicted (saved with their markers): {', '.join(result.conflicted)}")
     for item in result.skipped:
-        console.print(skipped_line(item))
+        say(skipped_line(item))
     for warning in result.warnings:
-        console.print(f"  warning: {warning}")
+        say(f"  warning: {warning}")
