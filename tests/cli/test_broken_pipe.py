@@ -1,7 +1,6 @@
 """Output piped into ``head`` (issue 22): a command whose reader went away ends quietly, exit 0,
 nothing on stderr. It said ``cairn: error: Broken pipe; check the permissions and free space``
-(exit 1), or under ``--json`` showed a traceback; through the lazy table and through Typer
-alike."""
+(exit 1), or under ``--json`` showed a traceback."""
 
 from __future__ import annotations
 

@@ -244,7 +244,7 @@ def test_fleet_status_outside_a_repository_is_one_line(tmp_path: Path) -> None:
 
 
 def test_fleet_status_imports_no_heavy_module(fleet: Path) -> None:
-    """Like the hot commands of tests/test_imports.py: no Typer, Click, Rich or pydantic, with
+    """Like the hot commands of tests/test_imports.py: no Rich or pydantic, with
     records holding every field (times included) to read."""
     for args in (["fleet", "status", "--json"], ["fleet", "status"], ["status", "--json"]):
         result = subprocess.run(
