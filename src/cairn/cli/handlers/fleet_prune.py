@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cairn.cli.output import emit_json, say
+from cairn.cli.output import emit_json, say, say_warning
 from cairn.errors import BadInput, ExitCode
 from cairn.util.text import human_bytes
 
@@ -35,7 +35,10 @@ def prune(
     if ticket is not None:
         names = [pruning.known(repo, config, layout, tickets.validate(ticket))]
     else:
-        names = pruning.finished_tickets(layout, config)
+        said: list[str] = []
+        names = pruning.finished_tickets(layout, config, said)
+        for warning in said:  # on stderr: stdout stays the report or the JSON
+            say_warning(warning)
     reports = [pruning.prune(repo, config, t, dry_run=dry_run, layout=layout) for t in names]
     failed = any(r.action in ("refused", "kept") for r in reports)
     code = ExitCode.FAILURE if failed else ExitCode.OK

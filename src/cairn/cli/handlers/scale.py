@@ -118,7 +118,7 @@ def fleet_start(once: bool, json: bool, workspace: Path) -> int:
     from cairn.state.refusals import EVENT, Reporter
 
     def emit(kind: str, text: str, **fields: Any) -> None:
-        if kind == EVENT:  # a warning where people look, on both outputs
+        if kind in (EVENT, "ticket_warning"):  # a warning where people look, on both outputs
             say_warning(text.format(**fields))
             if not json:
                 return
