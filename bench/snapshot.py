@@ -619,7 +619,7 @@ def breakdown_table(data: dict[str, dict[str, float]]) -> str:
 
 
 def startup(cairn: Path, runs: int) -> float:
-    """Median wall time of ``cairn --version``: interpreter start-up and the command line (no API)."""
+    """Median wall time of ``cairn --version``: start-up and the command line (no API)."""
     samples = [timed(lambda: run_cmd([str(cairn), "--version"])) for _ in range(runs)]
     return statistics.median(samples)
 

@@ -28,6 +28,29 @@ class Done(Exception):
     printed, nothing to run, exit 0."""
 
 
+class Formatter(argparse.HelpFormatter):
+    """argparse's help formatter, the terminal's width read without ``shutil``: argparse builds
+    one for every option declared, and ``shutil`` brings ``bz2``, ``lzma`` and ``zlib``."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, width=_columns() - 2)
+
+
+def _columns() -> int:
+    """The terminal's width as ``shutil.get_terminal_size`` reads it: ``COLUMNS``, else the
+    terminal's, else 80."""
+    import os
+
+    try:
+        return int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        pass
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+    except (AttributeError, ValueError, OSError):
+        return 80
+
+
 class Parser(argparse.ArgumentParser):
     """The parser of one command (``words``, e.g. ``("task", "done")``) over ``argv``, the words
     that follow them. ``json`` says, once parsed, whether the command line asked for JSON."""
@@ -38,6 +61,7 @@ class Parser(argparse.ArgumentParser):
             description=description,
             allow_abbrev=False,
             add_help=False,
+            formatter_class=Formatter,
         )
         _help(self)
         self.argv = list(argv)
