@@ -22,7 +22,9 @@ CLI = {"cairn.cli", "cairn.cli.main", "cairn.cli.commands", "cairn.cli.parsing"}
 CLI |= {"cairn.cli.output", "cairn.cli.handlers"}
 ENGINE = ("cairn.wip.saving", "cairn.wip.hashcache")  # the snapshot engine: only a save needs it
 # Commands that run no git but one ``rev-parse``, started with ``os.posix_spawn``: importing
-# ``subprocess`` (several milliseconds of a command's ~40) is a regression there.
+# ``subprocess`` (several milliseconds of a command's ~40) is a regression there, and but for
+# the budget hook so is ``shutil`` (with ``bz2``, ``lzma``, ``zlib``), which argparse's help
+# formatter would load.
 NO_SUBPROCESS = ("task", "gate", "defer", "finding", "heartbeat", "post-tool-use")
 
 
@@ -115,6 +117,8 @@ def test_hot_commands_import_no_heavy_module(workspace) -> None:  # type: ignore
             needless += [n for n in ENGINE if n in names]
         if args[0] in NO_SUBPROCESS or args[2:3] in (["heartbeat"], ["post-tool-use"]):
             needless += [n for n in ("subprocess",) if n in names]
+        if args[0] in NO_SUBPROCESS[:-1] or args[2:3] == ["heartbeat"]:
+            needless += [n for n in ("shutil",) if n in names]
         module = COMMANDS[tuple(args[: len(args) - len(rest(args))])].target.split(":")[0]
         handler = "cairn.cli.handlers." + module.rsplit(".", 1)[1]
         needless += sorted(
