@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import state as statebench
-from cairn.terms import ENV_FAST, FINISHED
+from cairn.terms import FINISHED
 from common import WORK, Stat, git, git_env, log, machine, ms, new_repo, run_cmd
 
 TICKETS = 1000
@@ -265,7 +265,7 @@ class FleetRun:
 
 
 def run_fleet(repo: Path, agent_log: Path) -> FleetRun:
-    env = {**git_env(), ENV_FAST: "1"}
+    env = git_env()
     started = time.perf_counter()
     proc = subprocess.Popen(
         [*cairn_cmd(), "fleet", "start", "--once", "--concurrency", str(CONCURRENCY), "--json"],

@@ -620,7 +620,7 @@ def breakdown_table(data: dict[str, dict[str, float]]) -> str:
 
 
 def startup(cairn: Path, runs: int) -> float:
-    """Median wall time of ``cairn --version``: interpreter start-up plus Typer (no API)."""
+    """Median wall time of ``cairn --version``: start-up and the command line (no API)."""
     samples = [timed(lambda: run_cmd([str(cairn), "--version"])) for _ in range(runs)]
     return statistics.median(samples)
 
@@ -725,7 +725,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print_header(command, info)
     print(f"# median (min) of {args.runs} runs; ratios from medians")
     print(
-        f"# `cairn --version` (interpreter start-up + Typer; the API loads lazily): "
+        f"# `cairn --version` (interpreter start-up + the command line; the API loads lazily): "
         f"{ms(info['cli_startup_s'])} ms"
     )
     for size, meta in repos.items():

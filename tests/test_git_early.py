@@ -5,7 +5,6 @@ processes)."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -13,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from cairn.envnames import ENV_FAST
 from cairn.errors import GitError, SaveTimeout
 from cairn.git import Deadline, Repo, base_runner
 from cairn.git import status as git_status
@@ -107,15 +105,15 @@ def test_the_command_line_starts_git_status_before_it_imports_the_save(repo: Pat
         [sys.executable, "-c", SPY, "wip", "save", "-C", str(repo), "--ticket", "T-1"],
         capture_output=True,
         text=True,
-        env={**os.environ, ENV_FAST: "1"},
     )
     assert done.returncode == 0, done.stderr
     assert f"early {repo} before []" in done.stderr
     assert "snapshot" in done.stdout or "nothing to save" in done.stdout
 
 
-def test_a_line_the_command_line_does_not_run_stops_the_early_git(repo: Path) -> None:
-    from cairn.cli import fast
+def test_a_bad_command_line_stops_the_early_git(repo: Path) -> None:
+    from cairn.cli.commands import COMMANDS
+    from cairn.cli.main import run
 
     started: list[git_status.Early] = []
     real = git_status.start_early
@@ -127,7 +125,8 @@ def test_a_line_the_command_line_does_not_run_stops_the_early_git(repo: Path) ->
 
     git_status.start_early = keep  # type: ignore[assignment]
     try:
-        assert fast.dispatch(["wip", "save", "-C", str(repo), "--bogus"]) is None
+        line = ["-C", str(repo), "--bogus"]
+        assert run(("wip", "save"), COMMANDS["wip", "save"], line, ["wip", "save", *line]) == 2
     finally:
         git_status.start_early = real  # type: ignore[assignment]
     (early,) = started

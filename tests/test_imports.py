@@ -1,6 +1,7 @@
-"""The import guard: the commands agents and hooks run per tool call or per task import no Typer,
-Click, Rich, pydantic or MCP SDK. Each runs for real in a subprocess under ``-X importtime``,
-which lists every module imported; timings are the benchmarks' business, not this test's."""
+"""The import guard: the commands agents and hooks run per tool call or per task import argparse,
+their own command module and handler, and no Rich, pydantic or MCP SDK. Each runs for real in a
+subprocess under ``-X importtime``, which lists every module imported; timings are the
+benchmarks' business, not this test's."""
 
 from __future__ import annotations
 
@@ -12,13 +13,19 @@ from pathlib import Path
 
 import pytest
 
+from cairn.cli.commands import COMMANDS
 from cairn.terms import ENV_DEBUG, ENV_MAX_TURNS, ENV_PRESSURE_TURNS, ENV_RUN_DIR
 from helpers import begin_run, git, write
 
 HEAVY = ("typer", "click", "rich", "pydantic", "pydantic_core", "mcp")
+# What of the command line a command loads: the entry, the table, the parser, the printer.
+CLI = {"cairn.cli", "cairn.cli.main", "cairn.cli.commands", "cairn.cli.parsing"}
+CLI |= {"cairn.cli.output", "cairn.cli.handlers"}
 ENGINE = ("cairn.wip.saving", "cairn.wip.hashcache")  # the snapshot engine: only a save needs it
 # Commands that judge no process's liveness: ``psutil`` there is a regression.
 NO_PSUTIL = ("task", "gate", "defer", "finding", "heartbeat", "post-tool-use")
+# ...and ``shutil`` (with ``bz2``, ``lzma``, ``zlib``), which argparse's help formatter would load.
+NO_SHUTIL = ("task", "gate", "defer", "finding", "heartbeat")
 
 
 def imported(
@@ -110,6 +117,13 @@ def test_hot_commands_import_no_heavy_module(workspace) -> None:  # type: ignore
             needless += [n for n in ENGINE if n in names]
         if args[0] in NO_PSUTIL or args[2:3] in (["heartbeat"], ["post-tool-use"]):
             needless += [n for n in ("psutil",) if n in names]
+        if args[0] in NO_SHUTIL or args[2:3] == ["heartbeat"]:
+            needless += [n for n in ("shutil",) if n in names]
+        module = COMMANDS[tuple(args[: len(args) - len(rest(args))])].target.split(":")[0]
+        handler = "cairn.cli.handlers." + module.rsplit(".", 1)[1]
+        needless += sorted(
+            n for n in names if n.startswith("cairn.cli") and n not in CLI | {module, handler}
+        )
         if needless:
             found[" ".join(args)] = needless
     assert found == {}
@@ -117,9 +131,32 @@ def test_hot_commands_import_no_heavy_module(workspace) -> None:  # type: ignore
     assert "additionalContext" in printed["session-start"]
 
 
+def rest(args: list[str]) -> list[str]:
+    """What follows the command's words in ``args``."""
+    for size in range(len(args), 0, -1):
+        if tuple(args[:size]) in COMMANDS:
+            return args[size:]
+    raise AssertionError(f"no command in {args}")
+
+
+def test_help_loads_the_command_s_module_alone(repo: Path) -> None:
+    """``--help`` of a command declares it and prints: no handler, nothing of the lower layers;
+    a group's help reads its commands' declarations only."""
+    names = imported(["task", "done", "--help"], repo, {})[0]
+    cairn_modules = {n for n in names if n.startswith("cairn")}
+    assert cairn_modules == CLI - {"cairn.cli.output", "cairn.cli.handlers"} | {
+        "cairn",
+        "cairn.terms",
+        "cairn.cli.commands.progress",
+    }
+    assert "argparse" in names and heavy(names) == []
+    listed = imported(["--help"], repo, {})[0]
+    assert heavy(listed) == [] and not any(n.startswith("cairn.cli.handlers") for n in listed)
+
+
 def test_the_guard_sees_heavy_imports(repo: Path) -> None:
-    """The other commands load Typer, which the guard would report; a save loads the engine."""
+    """A save loads the engine and ``subprocess``; a command that is not per tool call may
+    load what it needs (``wip list``: the records' pydantic edge)."""
     names = imported(["wip", "save"], repo, {})[0]
-    assert set(ENGINE) <= names
-    assert "typer" in heavy(imported(["wip", "list"], repo, {})[0])
-    assert "typer" in heavy(imported(["task", "done", "--help"], repo, {})[0])
+    assert set(ENGINE) <= names and "subprocess" in names
+    assert "cairn.cli.commands.fleet" not in names

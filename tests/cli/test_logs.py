@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from cairn.state import transcript_lines
-from cairn.terms import ENV_FAST
 from helpers import assert_one_line_error, cairn, scripted_project
 
 TICKET = "T-1"
@@ -78,12 +77,6 @@ def test_logs_dispatch_and_json(finished: Path) -> None:
     assert events[0] == {"type": "turn_started", "turn": 1}
     only = cairn("logs", TICKET, "--dispatch", "1", cwd=finished).stdout
     assert "dispatch 1" in only and "dispatch 2" not in only
-
-
-def test_logs_through_typer_prints_the_same(finished: Path) -> None:
-    fast = cairn("logs", TICKET, cwd=finished)
-    typer = cairn("logs", TICKET, cwd=finished, env={ENV_FAST: "0"})
-    assert (typer.returncode, typer.stdout, typer.stderr) == (0, fast.stdout, fast.stderr)
 
 
 def test_logs_bad_input(finished: Path, tmp_path: Path) -> None:

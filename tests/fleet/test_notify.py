@@ -150,12 +150,15 @@ def test_a_failing_receiver_is_tried_again_then_given_up_never_fatal(
     closed.close()
     repo = repo_notifying(tmp_path, [receiver.url, dead])
     receiver.failures = [502, 503]
-    sent(endings(repo), record("PROJ-1", "completed"))
+    emitted: list[tuple[str, dict[str, Any]]] = []
+    sent(endings(repo, emitted), record("PROJ-1", "completed"))
     assert receiver.answered == [502, 503, 204]  # the third try got through
     assert [p["ticket"] for p in receiver.posts] == ["PROJ-1"]
-    warning = capsys.readouterr().err
-    assert f"cairn: warning: notify {dead} of PROJ-1 completed failed" in warning
-    assert "after 3 tries; the fleet goes on" in warning
+    assert capsys.readouterr().err == ""
+    ((kind, fields),) = emitted  # the supervisor's event, which the command line says
+    assert kind == "ticket_warning" and fields["ticket"] is None
+    assert fields["message"].startswith(f"notify {dead} of PROJ-1 completed failed")
+    assert fields["message"].endswith("after 3 tries; the fleet goes on")
     log = [json.loads(x) for x in (repo / ".git/cairn/fleet/notify.log").read_text().splitlines()]
     outcomes = sorted((entry["url"] == dead, entry["outcome"], entry["tries"]) for entry in log)
     assert outcomes == [(False, "sent", 3), (True, "failed", 3)]

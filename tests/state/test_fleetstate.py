@@ -84,14 +84,14 @@ def test_rewrite_replaces_and_listing_is_sorted(layout: Layout) -> None:
     fleetstate.write(
         layout, FleetTicket(ticket="b-2", plan="p", state="completed", attempt=1, updated=NOW)
     )
-    listed = fleetstate.listing(layout)
+    listed = fleetstate.listing(layout, [])
     assert [r.ticket for r in listed] == ["A-1", "b-2", "c-3"]
     assert listed[1].state == "completed"
     assert fleetstate.names(layout) == ["A-1", "b-2", "c-3"]
 
 
 def test_no_fleet_directory_lists_nothing(layout: Layout) -> None:
-    assert fleetstate.listing(layout) == []
+    assert fleetstate.listing(layout, []) == []
     assert fleetstate.read(layout, "T-1") is None
 
 
@@ -158,15 +158,16 @@ def test_listing_skips_each_broken_file_with_a_warning(layout: Layout) -> None:
         fleetstate.read(layout, "L-1")
 
 
-def test_listing_without_a_list_warns_on_stderr(
+def test_listing_returns_its_warnings_and_prints_nothing(
     layout: Layout, capfd: pytest.CaptureFixture[str]
 ) -> None:
     fleetstate.write(layout, FleetTicket(ticket="G-1", plan="p", state="queued", updated=NOW))
     (fleetstate.tickets_dir(layout) / "J-1.json").write_text("{")
-    assert [r.ticket for r in fleetstate.listing(layout)] == ["G-1"]
-    err = capfd.readouterr().err
-    assert err.startswith("cairn: warning: fleet record ") and "J-1.json is not valid JSON" in err
-    assert "Traceback" not in err
+    warnings: list[str] = []
+    assert [r.ticket for r in fleetstate.listing(layout, warnings)] == ["G-1"]
+    assert capfd.readouterr() == ("", "")
+    (warning,) = warnings
+    assert warning.startswith("fleet record ") and "J-1.json is not valid JSON" in warning
 
 
 def test_a_symlinked_fleet_directory_is_refused(layout: Layout, tmp_path: Path) -> None:

@@ -1,47 +1,30 @@
-"""Printing results: JSON for machines, short plain lines for people, errors as one line.
-
-Nothing here imports Typer, Click or Rich: the commands the fast path serves print
-through it, and so do the same commands under Typer, so both print the same bytes.
+"""Printing results: JSON for machines, short plain lines for people, errors and warnings as one
+line each. The one way a command prints; Rich is the live view of ``cairn run`` only
+(``cairn.cli.display``).
 """
 
 from __future__ import annotations
 
 import errno
-import functools
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
 import msgspec
 
 from cairn.errors import explain
 
-P = ParamSpec("P")
-R = TypeVar("R")
-
-# What Rich, which printed these lines before, dropped: bell, backspace, vertical tab, form
-# feed and carriage return (a line that rewrites itself on a terminal).
+# Terminal control characters a line for people never carries: bell, backspace, vertical tab,
+# form feed and carriage return (a line that rewrites itself on a terminal).
 _CONTROL = str.maketrans("", "", "\a\b\v\f\r")
 
 
-class PlainConsole:
-    """``print`` for lines of text, the way the old Rich console printed them (tabs expanded,
-    terminal control characters dropped), without Rich."""
-
-    def __init__(self, stderr: bool = False) -> None:
-        self._stderr = stderr
-
-    def print(self, *objects: Any, **_style: Any) -> None:
-        stream = sys.stderr if self._stderr else sys.stdout
-        text = " ".join(str(item) for item in objects)
-        lines = (line.translate(_CONTROL).expandtabs(8) for line in text.split("\n"))
-        stream.write("\n".join(lines) + "\n")
-
-
-console = PlainConsole()
-err_console = PlainConsole(stderr=True)
+def say(text: str, stream: Any = None) -> None:
+    """``text`` as lines for people on stdout (or ``stream``): tabs expanded, terminal control
+    characters dropped."""
+    lines = (line.translate(_CONTROL).expandtabs(8) for line in str(text).split("\n"))
+    (stream or sys.stdout).write("\n".join(lines) + "\n")
 
 
 def emit_json(data: Any) -> None:
@@ -100,24 +83,11 @@ def drop_stdout() -> None:
     os.close(null)
 
 
-def flush_streams(code: int) -> int:
-    """Flush stdout and stderr before exiting with ``code``; stdout's reader having gone is
-    not reported (``report_error``). Any other failure is raised."""
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except OSError as exc:
-        if not stdout_gone(exc):
-            raise
-        drop_stdout()
-    return code
-
-
 def say_error(message: str, code: int, json: bool) -> None:
     if json:
         sys.stdout.write(_escape_surrogates(error_json(message, code)) + "\n")
     else:
-        err_console.print(f"cairn: error: {message}")
+        say(f"cairn: error: {message}", sys.stderr)
 
 
 def say_warning(message: str) -> None:
@@ -134,31 +104,3 @@ def error_json(message: str, code: int) -> str:
     problem, sep, fix = message.partition("; ")
     error = {"message": message, "problem": problem, "fix": fix if sep else None}
     return json.dumps({"error": {**error, "exit_code": code}}, ensure_ascii=False)
-
-
-def wants_json(argv: Sequence[str]) -> bool:
-    """Whether a command line asks for JSON: ``--json`` among its options (before ``--``)."""
-    for word in argv:
-        if word == "--":
-            return False
-        if word == "--json":
-            return True
-    return False
-
-
-def guarded(fn: Callable[P, R]) -> Callable[P, R]:
-    """For Typer commands: errors become their exit code and one line on stderr, or the error
-    object on stdout when the command was given ``--json``."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        from typer import Exit  # loaded already: only Typer commands are guarded this way
-
-        try:
-            return fn(*args, **kwargs)
-        except Exit:
-            raise
-        except (Exception, KeyboardInterrupt) as exc:
-            raise Exit(report_error(exc, bool(kwargs.get("json")))) from None
-
-    return wrapper

@@ -225,10 +225,13 @@ class Controls:
         if not self.unwritten:
             self.no_room_said = False
         seen: set[str] = set()
-        for request in fleetcontrol.pending(self.host.layout):
+        said: list[str] = []
+        for request in fleetcontrol.pending(self.host.layout, said):
             if request.ticket not in seen and request.ticket not in self.cutting:
                 self._act(request)
             seen.add(request.ticket)
+        for message in said:
+            self.host.emit("ticket_warning", ticket=None, message=message)
 
     def _act(self, request: Request) -> None:
         host, ticket, action = self.host, request.ticket, request.action
@@ -298,18 +301,21 @@ class Controls:
                     child.kill()
 
 
-def act_alone(layout: Layout, config: Config) -> None:
+def act_alone(layout: Layout, config: Config) -> list[str]:
     """Carry out the pending requests on the records themselves, while no supervisor runs (under
     the lock a starting supervisor waits for). A running record's live run (an orphan of a
-    supervisor that died) is sent SIGTERM, and its request waits until the run has exited."""
+    supervisor that died) is sent SIGTERM, and its request waits until the run has exited.
+    The warnings: the requests that could not be read, and were removed."""
+    warnings: list[str] = []
     with fleetcontrol.locked(layout):
         if fleet_lease.holder(layout) is not None:
-            return  # the supervisor acts on them
+            return warnings  # the supervisor acts on them
         seen: set[str] = set()
-        for request in fleetcontrol.pending(layout):
+        for request in fleetcontrol.pending(layout, warnings):
             if request.ticket not in seen:
                 seen.add(request.ticket)
                 _act_alone(layout, config, request)
+    return warnings
 
 
 def _act_alone(layout: Layout, config: Config, request: Request) -> None:

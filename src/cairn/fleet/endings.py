@@ -34,7 +34,10 @@ class Endings:
             emit,
         )
         urls = config.fleet.notify
-        self.notifier = notify.Notifier(urls, layout) if urls else None
+        self.notifier = notify.Notifier(urls, layout, self._warn) if urls else None
+
+    def _warn(self, message: str) -> None:
+        self.emit("ticket_warning", ticket=None, message=message)
 
     def finished(self, record: FleetTicket) -> None:
         pushes = self.config.fleet.pushes and not self.tracker.pushes_branch

@@ -10,7 +10,6 @@ token GitHub refuses) is bad input: exit 2 before anything starts.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -37,13 +36,15 @@ class Intake:
         except Exception as exc:
             if self.polls == 1:
                 raise
+            self._say_tracker()
             self.failed = self.tracker.trouble = f"the tracker's poll failed ({_why(exc)})"
-            _warn(f"{self.failed}; the last list holds till the next poll")
+            self._warn(f"{self.failed}; the last list holds till the next poll")
             return self.last
         if self.failed is not None and self.tracker.trouble == self.failed:
             self.tracker.trouble = None  # it answered again
         self.failed = None
         self.last = found
+        self._say_tracker()
         for refusal in self.reporter.poll(self.tracker.rejected):
             self.emit(
                 refusals.EVENT, ticket=refusal.ticket, plan=refusal.plan, reason=refusal.reason
@@ -51,10 +52,17 @@ class Intake:
         try:
             self.reporter.save()
         except Exception as exc:  # tried again at the next poll
-            _warn(
+            self._warn(
                 f"the refused entries could not be recorded for `cairn fleet status` ({_why(exc)})"
             )
         return found
+
+    def _say_tracker(self) -> None:
+        for message in self.tracker.said():
+            self._warn(message)
+
+    def _warn(self, message: str) -> None:
+        self.emit("ticket_warning", ticket=None, message=message)
 
     def settle(self, driven: bool) -> int:
         """``--once``'s exit code when no ticket failed or was left interrupted, the refusals
@@ -77,7 +85,3 @@ class Intake:
 
 def _why(exc: Exception) -> str:
     return explain(exc)[1]
-
-
-def _warn(message: str) -> None:
-    sys.stderr.write(f"cairn: warning: {message}\n")

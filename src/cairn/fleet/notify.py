@@ -12,9 +12,9 @@ fatal.
 from __future__ import annotations
 
 import json
-import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from cairn import __version__
@@ -59,10 +59,14 @@ def payload(record: FleetTicket, facts: Facts, config: Config) -> dict[str, Any]
 
 
 class Notifier:
+    """POSTs a ticket's ending to ``urls``; a delivery that fails is said through ``warn``
+    (the supervisor's ``ticket_warning`` event)."""
+
     def __init__(
         self,
         urls: list[str],
-        layout: Layout | None = None,
+        layout: Layout | None,
+        warn: Callable[[str], None],
         *,
         attempts: int = 3,
         backoff: float = 1.0,
@@ -71,6 +75,7 @@ class Notifier:
         self.urls = list(urls)
         self.log = fleet_dir(layout) / "notify.log" if layout is not None else None
         self.attempts, self.backoff, self.timeout = attempts, backoff, timeout
+        self.warn = warn
 
     def send(self, body: dict[str, Any]) -> list[threading.Thread]:
         """POST ``body`` to every URL, each from its own (non-daemon) thread: the process
@@ -106,9 +111,9 @@ class Notifier:
             if attempt < self.attempts:
                 time.sleep(self.backoff * 2 ** (attempt - 1))
         self._record(url, body, "failed", attempt, error)
-        sys.stderr.write(
-            f"cairn: warning: notify {url} of {body['ticket']} {body['state']} failed "
-            f"({error}) after {attempt} tries; the fleet goes on\n"
+        self.warn(
+            f"notify {url} of {body['ticket']} {body['state']} failed "
+            f"({error}) after {attempt} tries; the fleet goes on"
         )
         return False
 

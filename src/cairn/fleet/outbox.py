@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -25,8 +24,12 @@ READ_LIMIT = 256 * 1024
 
 
 class Outbox:
-    def __init__(self, layout: Layout) -> None:
+    """Messages kept until they are sent; what it sets aside is said in ``warnings`` (the
+    tracker's)."""
+
+    def __init__(self, layout: Layout, warnings: list[str]) -> None:
         self.directory = fleet_dir(layout) / "outbox"
+        self.warnings = warnings
         self._last = 0
 
     def put(self, message: dict[str, Any]) -> Path:
@@ -54,7 +57,7 @@ class Outbox:
                 if not isinstance(message, dict) or "kind" not in message:
                     raise ValueError("not a message")
             except (OSError, ValueError, BadInput) as exc:
-                sys.stderr.write(f"cairn: warning: outbox {path}: {exc}; set aside as .bad\n")
+                self.warnings.append(f"outbox {path}: {exc}; set aside as .bad")
                 os.replace(path, path.with_suffix(".bad"))
                 continue
             found.append((path, message))

@@ -138,9 +138,10 @@ def known(repo: Repo, config: Config, layout: Layout, ticket: str) -> str:
     return ticket
 
 
-def finished_tickets(layout: Layout, config: Config) -> list[str]:
-    """The tickets whose fleet record says they are done for good."""
-    return [r.ticket for r in fleetstate.listing(layout) if is_finished(r, config)]
+def finished_tickets(layout: Layout, config: Config, warnings: list[str]) -> list[str]:
+    """The tickets whose fleet record says they are done for good; ``warnings``: the records
+    that cannot be read."""
+    return [r.ticket for r in fleetstate.listing(layout, warnings) if is_finished(r, config)]
 
 
 class _Held(NamedTuple):

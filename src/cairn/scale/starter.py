@@ -116,6 +116,8 @@ class Tracker(Protocol):
 
     def candidates(self) -> Sequence[Candidate]: ...
 
+    def said(self) -> list[str]: ...
+
 
 def ticket_input(config: Config, candidate: Candidate, remote: str, base: str) -> TicketInput:
     """A ticket's workflow input: its plan read from the queue now."""
@@ -157,6 +159,8 @@ async def drive(
             for c in tracker.candidates()
             if c.ticket not in ids
         ]
+        for message in tracker.said():
+            emit("ticket_warning", "{message}", ticket=None, message=message)
         for refused in reporter.poll(tracker.rejected):
             emit(
                 EVENT,

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -72,9 +71,10 @@ def _write(request: Request) -> None:
     durable.atomic_write(request.path, json.dumps(data) + "\n")
 
 
-def pending(layout: Layout, warnings: list[str] | None = None) -> list[Request]:
+def pending(layout: Layout, warnings: list[str]) -> list[Request]:
     """Every request not carried out yet, oldest first. One that cannot be read (no JSON, an
-    unknown action, an invalid ticket id) is removed with a warning: it can never be done."""
+    unknown action, an invalid ticket id) is removed with a warning appended to ``warnings``:
+    it can never be done."""
     try:
         names = sorted(n for n in os.listdir(requests_dir(layout)) if n.endswith(".json"))
     except (FileNotFoundError, NotADirectoryError):
@@ -89,11 +89,7 @@ def pending(layout: Layout, warnings: list[str] | None = None) -> list[Request]:
             if isinstance(exc, FileNotFoundError):
                 continue  # carried out meanwhile
             durable.remove(path)
-            message = f"fleet request {path} cannot be read ({exc}); removed"
-            if warnings is not None:
-                warnings.append(message)
-            else:
-                sys.stderr.write(f"cairn: warning: {message}\n")
+            warnings.append(f"fleet request {path} cannot be read ({exc}); removed")
     return found
 
 

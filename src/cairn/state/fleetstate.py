@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 from collections.abc import Iterator
 from datetime import datetime
@@ -187,14 +186,13 @@ def names(layout: Layout) -> list[str]:
     return sorted(found)
 
 
-def listing(layout: Layout, warnings: list[str] | None = None) -> list[FleetTicket]:
+def listing(layout: Layout, warnings: list[str]) -> list[FleetTicket]:
     """Every readable record, sorted by ticket. An unreadable one (bad JSON, a wrong field, a
-    symlink, a bad name) is skipped with a warning: appended to ``warnings`` when given,
-    else printed to stderr as ``cairn: warning: …``."""
+    symlink, a bad name) is skipped with a warning appended to ``warnings``."""
     records = []
     for _, record, problem in scan(layout):
         if problem is not None:
-            _warn(f"{problem}; skipped", warnings)
+            warnings.append(f"{problem}; skipped")
         elif record is not None:
             records.append(record)
     return records
@@ -230,7 +228,7 @@ def set_aside(layout: Layout, ticket: str) -> Path:
     return aside
 
 
-def by_ticket(layout: Layout, warnings: list[str] | None = None) -> dict[str, FleetTicket]:
+def by_ticket(layout: Layout, warnings: list[str]) -> dict[str, FleetTicket]:
     return {record.ticket: record for record in listing(layout, warnings)}
 
 
@@ -245,10 +243,3 @@ def unknown(asked: list[str], known: list[str]) -> BadInput:
     shown = ", ".join(known[:KNOWN_SHOWN])
     more = f" and {len(known) - KNOWN_SHOWN} more" if len(known) > KNOWN_SHOWN else ""
     return BadInput(f"{which} {named}; the fleet's tickets are {shown}{more}")
-
-
-def _warn(message: str, warnings: list[str] | None) -> None:
-    if warnings is not None:
-        warnings.append(message)
-    else:
-        sys.stderr.write(f"cairn: warning: {message}\n")

@@ -67,11 +67,12 @@ class StatusRow(Struct, kw_only=True):
 
 def status(workspace: Path | str = ".", warnings: list[str] | None = None) -> list[StatusRow]:
     """One row per ticket; ``warnings``: as ``discover``'s (a broken config: the defaults)."""
+    warnings = warnings if warnings is not None else []
     repo, config, layout = discover(workspace, warnings)
     snapshots = {ticket: oid for ticket, (oid, _) in snapshot_refs(repo, config).items()}
     now = clock.now()
     stale_after = parse_duration(config.marker.stale_after)
-    fleet = fleetstate.by_ticket(layout)
+    fleet = fleetstate.by_ticket(layout, warnings)
     rows = []
     tickets_dir = str(layout.tickets_dir)
     cache = RowCache(str(layout.root))

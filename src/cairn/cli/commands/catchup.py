@@ -2,30 +2,28 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated, Literal
+from cairn.cli.parsing import Parser, choices_metavar, json_flag, one_of, workspace
 
-import typer
-
-from cairn.cli.commands.options import Json, Workspace
-from cairn.cli.handlers import catchup as handler
-from cairn.cli.output import guarded
+FORMATS = ("text", "context")
 
 
-@guarded
-def catchup(
-    ticket: Annotated[
-        str | None, typer.Argument(help="Ticket id (default: the branch name).")
-    ] = None,
-    json: Json = False,
-    format_: Annotated[
-        Literal["text", "context"],
-        typer.Option("--format", help="text, or context: a paragraph for an agent."),
-    ] = "text",
-    clear_stale: Annotated[
-        bool, typer.Option("--clear-stale", help="Remove the ticket's marker if it is stale.")
-    ] = False,
-    workspace: Workspace = Path("."),
-) -> None:
+def catchup(parser: Parser) -> None:
     """Report a ticket's state: marker, summary, snapshot, journal, then artifacts."""
-    handler.catchup(**locals())
+    parser.add_argument("ticket", nargs="?", help="Ticket id (default: the branch name).")
+    json_flag(parser)
+    parser.add_argument(
+        "--format",
+        dest="format_",
+        type=one_of(FORMATS),
+        default="text",
+        metavar=choices_metavar(FORMATS),
+        help="text, or context: a paragraph for an agent.",
+    )
+    parser.add_argument(
+        "--clear-stale", action="store_true", help="Remove the ticket's marker if it is stale."
+    )
+    workspace(parser)
+    args = parser.parse()
+    from cairn.cli.handlers.catchup import catchup as report
+
+    report(**vars(args))

@@ -3,37 +3,34 @@
 from __future__ import annotations
 
 import json as jsonlib
-from pathlib import Path
+import sys
 from typing import TYPE_CHECKING, Any
 
-import typer
-
-from cairn.cli.commands.options import Json, Workspace
-from cairn.cli.output import console, guarded
+from cairn.cli.output import say
+from cairn.cli.parsing import Parser, json_flag, workspace
 
 if TYPE_CHECKING:
     from cairn.config import Config
 
-app = typer.Typer(help="The effective configuration.", no_args_is_help=True)
 
-
-@app.command("show")
-@guarded
-def show(json: Json = False, workspace: Workspace = Path(".")) -> None:
+def show(parser: Parser) -> None:
     """Print every key, its value, and the file it came from (or default)."""
+    json_flag(parser)
+    workspace(parser)
+    args = parser.parse()
     from cairn.config import load
     from cairn.git import Repo
 
-    config = load(Repo.discover(workspace).toplevel)
+    config = load(Repo.discover(args.workspace).toplevel)
     rows = effective(config)
-    if json:
+    if args.json:
         payload = [{"key": k, "value": v, "source": s} for k, v, s in rows]
-        typer.echo(jsonlib.dumps(payload, indent=2, default=str))
+        sys.stdout.write(jsonlib.dumps(payload, indent=2, default=str) + "\n")
         return
     width = max(len(k) for k, _, _ in rows)
     for key, value, source in rows:
         shown = jsonlib.dumps(value, default=str)
-        console.print(f"{key.ljust(width)}  {shown}  ({source})")
+        say(f"{key.ljust(width)}  {shown}  ({source})")
 
 
 def effective(config: Config) -> list[tuple[str, Any, str]]:

@@ -13,48 +13,49 @@ import tempfile
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
-import typer
 
-from cairn.cli.commands.options import Json
-from cairn.cli.output import console, emit_json, guarded
+from cairn.cli.output import emit_json, say
+from cairn.cli.parsing import Parser, as_path, json_flag
 
 if TYPE_CHECKING:
     from cairn.run.events import EventSink
 
 
-@guarded
-def demo(
-    directory: Annotated[
-        Path | None,
-        typer.Option("--dir", help="An empty directory to use and keep (default: a new one)."),
-    ] = None,
-    keep: Annotated[
-        bool, typer.Option("--keep", help="Keep the new temporary directory to look around.")
-    ] = False,
-    json: Json = False,
-) -> None:
+def demo(parser: Parser) -> int:
     """Run a 4-task plan, get cut off at the turn cap, catch up, resume, review and finish."""
+    parser.add_argument(
+        "--dir",
+        dest="directory",
+        type=as_path,
+        metavar="DIR",
+        help="An empty directory to use and keep (default: a new one).",
+    )
+    parser.add_argument(
+        "--keep", action="store_true", help="Keep the new temporary directory to look around."
+    )
+    json_flag(parser)
+    args = parser.parse()
     from cairn.cli.display import Display
 
+    directory: Path | None = args.directory
     temporary = directory is None
     # absolute: every path the tour prints and passes on (-C, the agent's script) must hold
     # from wherever it is read, not only from the directory the command was typed in
     where = Path(tempfile.mkdtemp(prefix="cairn-demo-")) if directory is None else directory
     where = where.expanduser().absolute()
-    removed = temporary and not keep
-    say: Callable[[str], None] = (lambda _line: None) if json else console.print
+    removed = temporary and not args.keep
+    tell: Callable[[str], None] = (lambda _line: None) if args.json else say
     try:
-        facts = tour(where, say, Display("silent" if json else "plain"), removed=removed)
+        facts = tour(where, tell, Display("silent" if args.json else "plain"), removed=removed)
     finally:
         if removed:
             shutil.rmtree(where, ignore_errors=True)
-    if json:
+    if args.json:
         emit_json({"directory": str(where), "kept": not removed, **facts})
-    if facts["exit_code"]:
-        raise typer.Exit(facts["exit_code"])
+    return int(facts["exit_code"])
 
 
 def tour(

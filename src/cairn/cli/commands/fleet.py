@@ -3,219 +3,189 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated
+import argparse
+from typing import TYPE_CHECKING
 
-import typer
+from cairn.cli.parsing import Parser, integer, json_flag, workspace
 
-from cairn.cli.commands.options import Json, Workspace
-from cairn.cli.output import guarded
-from cairn.terms import FleetAction
+if TYPE_CHECKING:
+    from cairn.errors import ExitCode
+    from cairn.terms import FleetAction
 
-Port = Annotated[
-    int | None,
-    typer.Option("--port", help="Serve the dashboard on this port (0: a free one)."),
-]
-Host = Annotated[
-    str | None,
-    typer.Option(
+
+def _host(parser: Parser) -> None:
+    parser.add_argument(
         "--host",
         help="The dashboard's address (default 127.0.0.1); another needs CAIRN_DASHBOARD_TOKEN.",
-    ),
-]
-
-Engine = Annotated[
-    str | None,
-    typer.Option("--engine", help="embedded (one machine) or temporal (default: fleet.engine)."),
-]
-
-app = typer.Typer(
-    help="Run the tickets of a queue, each in its own worktree, with retries.",
-    no_args_is_help=True,
-)
-
-
-@app.command("start")
-@guarded
-def start(
-    once: Annotated[
-        bool, typer.Option("--once", help="Drain what the queue has now, then exit.")
-    ] = False,
-    concurrency: Annotated[
-        int | None,
-        typer.Option("--concurrency", min=1, help="Tickets at once (default: fleet.concurrency)."),
-    ] = None,
-    json: Json = False,
-    workspace: Workspace = Path("."),
-    port: Port = None,
-    host: Host = None,
-    engine: Engine = None,
-) -> None:
-    """Supervise the queue in the foreground; --once exits 0 all completed, 1 any needs
-    review (or a refused entry beside them), 2 only refused entries, 3 any left interrupted."""
-    from cairn.cli.handlers import fleet_run, scale
-
-    if scale.engine_of(engine, workspace) == "temporal":
-        if port is not None:
-            from cairn.cli.handlers import scale_status
-
-            scale_status.start(once, json, workspace, port, host)
-        scale.fleet_start(once, json, workspace)
-    if port is not None:
-        from cairn.cli.handlers import fleet_dashboard
-
-        code = fleet_dashboard.start(once, concurrency, json, workspace, port, host)
-    else:
-        code = fleet_run.start(once, concurrency, json, workspace)
-    if code:
-        raise typer.Exit(code)
-
-
-Tickets = Annotated[list[str] | None, typer.Argument(help="Tickets to stop (default: all).")]
-Wait = Annotated[
-    bool, typer.Option("--wait/--no-wait", help="Wait until it is done (at most 60 s).")
-]
-
-
-@app.command("stop")
-@guarded
-def stop(
-    tickets: Tickets = None,
-    wait: Wait = True,
-    json: Json = False,
-    workspace: Workspace = Path("."),
-    engine: Engine = None,
-) -> None:
-    """Stop the named tickets (each snapshotted and ended stopped; the next fleet start starts
-    them again), or without tickets the whole fleet: the running supervisor (temporal: every
-    running ticket), each ticket snapshotted and left resumable."""
-    from cairn.cli.handlers import fleet_run, scale
-
-    if scale.engine_of(engine, workspace) == "temporal":
-        scale.fleet_control("stop", tickets or [], 60.0 if wait else 0.0, json, workspace)
-    if tickets:
-        from cairn.cli.handlers import fleet_control
-
-        fleet_control.control("stop", tickets, wait, json, workspace)
-        return
-    fleet_run.stop(wait, json, workspace)
-
-
-@app.command("pause")
-@guarded
-def pause(
-    tickets: Annotated[list[str], typer.Argument(help="Tickets to pause.")],
-    wait: Wait = True,
-    json: Json = False,
-    workspace: Workspace = Path("."),
-    engine: Engine = None,
-) -> None:
-    """Pause tickets: a running one stops with a snapshot (its attempt not counted); none
-    starts again until resumed."""
-    _control("pause", tickets, wait, json, workspace, engine)
-
-
-@app.command("resume")
-@guarded
-def resume(
-    tickets: Annotated[list[str], typer.Argument(help="Tickets to resume.")],
-    wait: Wait = True,
-    json: Json = False,
-    workspace: Workspace = Path("."),
-    engine: Engine = None,
-) -> None:
-    """Let paused tickets run again, resumed from where they stopped."""
-    _control("resume", tickets, wait, json, workspace, engine)
-
-
-def _control(
-    action: FleetAction,
-    tickets: list[str],
-    wait: bool,
-    json: bool,
-    workspace: Path,
-    engine: str | None,
-) -> None:
-    from cairn.cli.handlers import fleet_control, scale
-
-    if scale.engine_of(engine, workspace) == "temporal":
-        scale.fleet_control(action, tickets, 60.0 if wait else 0.0, json, workspace)
-    fleet_control.control(action, tickets, wait, json, workspace)
-
-
-@app.command("retry")
-@guarded
-def retry(
-    tickets: Annotated[list[str], typer.Argument(help="Tickets to retry.")],
-    fresh_config: Annotated[
-        bool,
-        typer.Option(
-            "--fresh-config",
-            help="Commit the base branch's cairn.toml onto the ticket branch first.",
-        ),
-    ] = False,
-    json: Json = False,
-    workspace: Workspace = Path("."),
-    engine: Engine = None,
-) -> None:
-    """Restart failed, interrupted, stopped or needs-input tickets: each resumes its run from
-    what is committed (and pushed), never redoing a completed task; their attempts count
-    afresh. The run reads the ticket branch's cairn.toml (--fresh-config: the base's)."""
-    from cairn.cli.handlers import fleet_control, scale
-
-    if scale.engine_of(engine, workspace) == "temporal":
-        scale.fleet_retry(tickets, fresh_config, json, workspace)
-    fleet_control.retry(tickets, fresh_config, json, workspace)
-
-
-@app.command("status")
-@guarded
-def status(json: Json = False, workspace: Workspace = Path("."), engine: Engine = None) -> None:
-    """One row per fleet ticket: state, phase, task, attempt, snapshot, worktree (temporal:
-    read from the ticket workflows, with the worker)."""
-    from cairn.cli.handlers import fleet_status
-
-    fleet_status.status(json=json, workspace=workspace, engine=engine)
-
-
-@app.command("prune")
-@guarded
-def prune(
-    ticket: Annotated[
-        str | None, typer.Argument(help="The ticket whose worktree to remove.")
-    ] = None,
-    all_finished: Annotated[
-        bool, typer.Option("--all-finished", help="Every finished ticket's worktree.")
-    ] = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would go.")] = False,
-    json: Json = False,
-    workspace: Workspace = Path("."),
-) -> None:
-    """Remove finished tickets' worktrees, never losing work (snapshot first, or refuse)."""
-    from cairn.cli.handlers import fleet_prune
-
-    fleet_prune.prune(
-        ticket=ticket, all_finished=all_finished, dry_run=dry_run, json=json, workspace=workspace
     )
 
 
-@app.command("dashboard")
-@guarded
-def dashboard(
-    port: Annotated[
-        int, typer.Option("--port", help="The port to serve on (0: a free one).")
-    ] = 8765,
-    host: Host = None,
-    json: Json = False,
-    workspace: Workspace = Path("."),
-    engine: Engine = None,
-) -> None:
+def _engine(parser: Parser) -> None:
+    parser.add_argument(
+        "--engine", help="embedded (one machine) or temporal (default: fleet.engine)."
+    )
+
+
+def _tickets(parser: Parser, help: str, optional: bool = False) -> None:
+    parser.add_argument("tickets", nargs="*" if optional else "+", metavar="TICKET", help=help)
+
+
+def _wait(parser: Parser) -> None:
+    parser.add_argument(
+        "--wait",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="Wait until it is done (at most 60 s).",
+    )
+
+
+def _common(parser: Parser) -> None:
+    json_flag(parser)
+    workspace(parser)
+
+
+def start(parser: Parser) -> ExitCode | int:
+    """Supervise the queue in the foreground; --once exits 0 all completed, 1 any needs
+    review (or a refused entry beside them), 2 only refused entries, 3 any left interrupted."""
+    parser.add_argument(
+        "--once", action="store_true", help="Drain what the queue has now, then exit."
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=integer(minimum=1),
+        metavar="N",
+        help="Tickets at once (default: fleet.concurrency).",
+    )
+    _common(parser)
+    parser.add_argument(
+        "--port", type=integer(), help="Serve the dashboard on this port (0: a free one)."
+    )
+    _host(parser)
+    _engine(parser)
+    a = parser.parse()
+    from cairn.cli.handlers import fleet_run, scale
+
+    if scale.engine_of(a.engine, a.workspace) == "temporal":
+        if a.port is not None:
+            from cairn.cli.handlers import scale_status
+
+            return scale_status.start(a.once, a.json, a.workspace, a.port, a.host)
+        return scale.fleet_start(a.once, a.json, a.workspace)
+    if a.port is not None:
+        from cairn.cli.handlers import fleet_dashboard
+
+        return fleet_dashboard.start(a.once, a.concurrency, a.json, a.workspace, a.port, a.host)
+    return fleet_run.start(a.once, a.concurrency, a.json, a.workspace)
+
+
+def stop(parser: Parser) -> ExitCode | None:
+    """Stop the named tickets (each snapshotted and ended stopped; the next fleet start starts
+    them again), or without tickets the whole fleet: the running supervisor (temporal: every
+    running ticket), each ticket snapshotted and left resumable."""
+    _tickets(parser, "Tickets to stop (default: all).", optional=True)
+    _wait(parser)
+    _common(parser)
+    _engine(parser)
+    a = parser.parse()
+    from cairn.cli.handlers import fleet_run, scale
+
+    if scale.engine_of(a.engine, a.workspace) == "temporal":
+        return scale.fleet_control("stop", a.tickets, 60.0 if a.wait else 0.0, a.json, a.workspace)
+    if a.tickets:
+        from cairn.cli.handlers import fleet_control
+
+        fleet_control.control("stop", a.tickets, a.wait, a.json, a.workspace)
+        return None
+    fleet_run.stop(a.wait, a.json, a.workspace)
+    return None
+
+
+def pause(parser: Parser) -> ExitCode | None:
+    """Pause tickets: a running one stops with a snapshot (its attempt not counted); none
+    starts again until resumed."""
+    return _control(parser, "pause", "Tickets to pause.")
+
+
+def resume(parser: Parser) -> ExitCode | None:
+    """Let paused tickets run again, resumed from where they stopped."""
+    return _control(parser, "resume", "Tickets to resume.")
+
+
+def _control(parser: Parser, action: FleetAction, help: str) -> ExitCode | None:
+    _tickets(parser, help)
+    _wait(parser)
+    _common(parser)
+    _engine(parser)
+    a = parser.parse()
+    from cairn.cli.handlers import fleet_control, scale
+
+    if scale.engine_of(a.engine, a.workspace) == "temporal":
+        return scale.fleet_control(action, a.tickets, 60.0 if a.wait else 0.0, a.json, a.workspace)
+    fleet_control.control(action, a.tickets, a.wait, a.json, a.workspace)
+    return None
+
+
+def retry(parser: Parser) -> ExitCode | None:
+    """Restart failed, interrupted, stopped or needs-input tickets: each resumes its run from
+    what is committed (and pushed), never redoing a completed task; their attempts count
+    afresh. The run reads the ticket branch's cairn.toml (--fresh-config: the base's)."""
+    _tickets(parser, "Tickets to retry.")
+    parser.add_argument(
+        "--fresh-config",
+        action="store_true",
+        help="Commit the base branch's cairn.toml onto the ticket branch first.",
+    )
+    _common(parser)
+    _engine(parser)
+    a = parser.parse()
+    from cairn.cli.handlers import fleet_control, scale
+
+    if scale.engine_of(a.engine, a.workspace) == "temporal":
+        return scale.fleet_retry(a.tickets, a.fresh_config, a.json, a.workspace)
+    fleet_control.retry(a.tickets, a.fresh_config, a.json, a.workspace)
+    return None
+
+
+def status(parser: Parser) -> ExitCode | None:
+    """One row per fleet ticket: state, phase, task, attempt, snapshot, worktree (temporal:
+    read from the ticket workflows, with the worker)."""
+    _common(parser)
+    _engine(parser)
+    args = parser.parse()
+    from cairn.cli.handlers import fleet_status
+
+    return fleet_status.status(**vars(args))
+
+
+def prune(parser: Parser) -> ExitCode:
+    """Remove finished tickets' worktrees, never losing work (snapshot first, or refuse)."""
+    parser.add_argument("ticket", nargs="?", help="The ticket whose worktree to remove.")
+    parser.add_argument(
+        "--all-finished", action="store_true", help="Every finished ticket's worktree."
+    )
+    parser.add_argument("--dry-run", action="store_true", help="Say what would go.")
+    _common(parser)
+    args = parser.parse()
+    from cairn.cli.handlers import fleet_prune
+
+    return fleet_prune.prune(**vars(args))
+
+
+def dashboard(parser: Parser) -> ExitCode | None:
     """Serve the fleet's dashboard read-only from the files, without a supervisor (temporal:
     from the ticket workflows)."""
+    parser.add_argument(
+        "--port", type=integer(), default=8765, help="The port to serve on (0: a free one)."
+    )
+    _host(parser)
+    _common(parser)
+    _engine(parser)
+    a = parser.parse()
     from cairn.cli.handlers import fleet_dashboard, scale
 
-    if scale.engine_of(engine, workspace) == "temporal":
+    if scale.engine_of(a.engine, a.workspace) == "temporal":
         from cairn.cli.handlers import scale_status
 
-        scale_status.dashboard(json, workspace, port, host)
-    fleet_dashboard.dashboard(json, workspace, port, host)
+        return scale_status.dashboard(a.json, a.workspace, a.port, a.host)
+    fleet_dashboard.dashboard(a.json, a.workspace, a.port, a.host)
+    return None

@@ -2,101 +2,86 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING
 
-import typer
-
-from cairn.cli.commands.options import Json, Workspace
-from cairn.cli.output import console, emit_json, guarded
+from cairn.cli.output import emit_json, say
+from cairn.cli.parsing import Parser, json_flag, workspace
 from cairn.errors import BadInput
 
 if TYPE_CHECKING:
+    from argparse import Namespace
+
     from cairn.integrations.claude_settings import Scope, SettingsResult
 
 AGENTS = ("claude",)
 
-app = typer.Typer(
-    help="Install cairn's hooks into an agent's own settings (Claude Code).",
-    no_args_is_help=True,
-)
 
-Agent = Annotated[str, typer.Argument(help="The agent whose settings to edit: claude.")]
-Project = Annotated[
-    bool,
-    typer.Option(
-        "--project", help="<repo>/.claude/settings.json, shared with the repo (the default)."
-    ),
-]
-Local = Annotated[
-    bool,
-    typer.Option("--local", help="<repo>/.claude/settings.local.json, this checkout only."),
-]
-User = Annotated[
-    bool, typer.Option("--user", help="~/.claude/settings.json, every project of this user.")
-]
+def _options(parser: Parser) -> Namespace:
+    parser.add_argument("agent", help="The agent whose settings to edit: claude.")
+    parser.add_argument(
+        "--project",
+        action="store_true",
+        help="<repo>/.claude/settings.json, shared with the repo (the default).",
+    )
+    parser.add_argument(
+        "--local",
+        action="store_true",
+        help="<repo>/.claude/settings.local.json, this checkout only.",
+    )
+    parser.add_argument(
+        "--user", action="store_true", help="~/.claude/settings.json, every project of this user."
+    )
+    json_flag(parser)
+    workspace(parser)
+    args = parser.parse()
+    _check(args.agent)
+    return args
 
 
-@app.command()
-@guarded
-def install(
-    agent: Agent,
-    project: Project = False,
-    local: Local = False,
-    user: User = False,
-    json: Json = False,
-    workspace: Workspace = Path("."),
-) -> None:
+def install(parser: Parser) -> None:
     """Add cairn's hooks to Claude Code's settings; every other key and hook is kept."""
+    args = _options(parser)
     from cairn.integrations import claude_settings
 
-    _check(agent)
-    scope = _scope(project, local, user)
+    scope = _scope(args.project, args.local, args.user)
     result = claude_settings.install(
-        claude_settings.settings_path(scope, workspace), claude_settings.state_root(workspace)
+        claude_settings.settings_path(scope, args.workspace),
+        claude_settings.state_root(args.workspace),
     )
     excluded = None
     if scope == "local":  # this checkout's file: git must never offer to commit it
         from cairn.integrations.local_exclude import exclude
 
-        excluded = exclude(workspace, result.path)
-    if json:
+        excluded = exclude(args.workspace, result.path)
+    if args.json:
         emit_json({**_as_json(result, scope), "excluded": str(excluded) if excluded else None})
     else:
         _report(result, scope, installing=True)
         if excluded is not None:
-            console.print(f"  {result.path.name} added to {excluded}: git will not offer it")
+            say(f"  {result.path.name} added to {excluded}: git will not offer it")
 
 
-@app.command()
-@guarded
-def uninstall(
-    agent: Agent,
-    project: Project = False,
-    local: Local = False,
-    user: User = False,
-    json: Json = False,
-    workspace: Workspace = Path("."),
-) -> None:
+def uninstall(parser: Parser) -> None:
     """Remove cairn's hooks (and only them) from Claude Code's settings."""
+    args = _options(parser)
     from cairn.integrations import claude_settings
 
-    _check(agent)
-    scope = _scope(project, local, user)
+    scope = _scope(args.project, args.local, args.user)
     result = claude_settings.uninstall(
-        claude_settings.settings_path(scope, workspace), claude_settings.state_root(workspace)
+        claude_settings.settings_path(scope, args.workspace),
+        claude_settings.state_root(args.workspace),
     )
     included = None
     if scope == "local" and not result.path.exists():  # the file is gone: so is its entry
         from cairn.integrations.local_exclude import unexclude
 
-        included = unexclude(workspace, result.path)
-    if json:
+        included = unexclude(args.workspace, result.path)
+    if args.json:
         emit_json(_as_json(result, scope))
     else:
         _report(result, scope, installing=False)
         if included is not None:
-            console.print(f"  {result.path.name} taken out of {included} again")
+            say(f"  {result.path.name} taken out of {included} again")
 
 
 def _check(agent: str) -> None:
@@ -130,19 +115,19 @@ def _report(result: SettingsResult, scope: Scope, *, installing: bool) -> None:
 
     where = f"{result.path} ({scope})"
     if installing and not result.changed:
-        console.print(f"cairn's Claude Code hooks are already installed in {where}; no change")
+        say(f"cairn's Claude Code hooks are already installed in {where}; no change")
         return
     if not installing and not result.changes:
-        console.print(f"no cairn hooks in {where}; no change")
+        say(f"no cairn hooks in {where}; no change")
         return
     verb = "installed in" if installing else "removed from"
-    console.print(f"cairn's Claude Code hooks {verb} {where}")
+    say(f"cairn's Claude Code hooks {verb} {where}")
     if result.outcome == "restored":
-        console.print("  the file is back to what it was before install, byte for byte")
+        say("  the file is back to what it was before install, byte for byte")
     elif result.outcome == "removed":
-        console.print("  install created the file, so it is gone again (and .claude/ if empty)")
+        say("  install created the file, so it is gone again (and .claude/ if empty)")
     elif result.outcome == "stripped":
-        console.print("  only cairn's entries were taken out; the rest is kept as it is")
+        say("  only cairn's entries were taken out; the rest is kept as it is")
     sign = {"added": "+", "updated": "~", "unchanged": "=", "removed": "-"}
     rows = [(c, c.command.split(f" {MARK} ", 1)[-1]) for c in result.changes]
     width = max(len(c.event) for c, _ in rows)
@@ -150,16 +135,16 @@ def _report(result: SettingsResult, scope: Scope, *, installing: bool) -> None:
     for change, what in rows:
         note = f" ({change.action})" if change.action in ("updated", "unchanged") else ""
         line = f"  {sign[change.action]} {change.event:<{width}}  {what:<{what_width}}"
-        console.print(f"{line}  {change.purpose}{note}".rstrip())
+        say(f"{line}  {change.purpose}{note}".rstrip())
     if installing:
         python = next(iter(wanted().values())).split(" -m cairn ", 1)[0]
-        console.print(
+        say(
             f"  the hooks run {python} -m cairn: this interpreter, by absolute path, so they "
             "work whatever PATH Claude has; run this again if that environment moves"
         )
         if scope == "project":
-            console.print(
+            say(
                 "  that path is this machine's: before committing .claude/settings.json, "
                 "prefer --local or --user if teammates use other paths"
             )
-        console.print(f"  remove them with: cairn hooks uninstall claude --{scope}")
+        say(f"  remove them with: cairn hooks uninstall claude --{scope}")

@@ -2,32 +2,27 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated
-
-import typer
-
-from cairn.cli.commands.options import Workspace
-from cairn.cli.handlers import logs as handler
-from cairn.cli.output import guarded
+from cairn.cli.parsing import Parser, integer, workspace
 
 
-@guarded
-def logs(
-    ticket: Annotated[
-        str | None, typer.Argument(help="Ticket id (default: the branch name).")
-    ] = None,
-    follow: Annotated[
-        bool, typer.Option("--follow", "-f", help="Tail the live run's transcript until it ends.")
-    ] = False,
-    dispatch: Annotated[
-        int | None,
-        typer.Option("--dispatch", min=1, help="Only dispatch N (the NN of its transcript)."),
-    ] = None,
-    json: Annotated[
-        bool, typer.Option("--json", help="Print the raw events as JSON lines.")
-    ] = False,
-    workspace: Workspace = Path("."),
-) -> None:
+def logs(parser: Parser) -> None:
     """Print the latest run's transcripts: turns, tool calls, messages."""
-    handler.logs(**locals())
+    parser.add_argument("ticket", nargs="?", help="Ticket id (default: the branch name).")
+    parser.add_argument(
+        "-f",
+        "--follow",
+        action="store_true",
+        help="Tail the live run's transcript until it ends.",
+    )
+    parser.add_argument(
+        "--dispatch",
+        type=integer(minimum=1),
+        metavar="N",
+        help="Only dispatch N (the NN of its transcript).",
+    )
+    parser.add_argument("--json", action="store_true", help="Print the raw events as JSON lines.")
+    workspace(parser)
+    args = parser.parse()
+    from cairn.cli.handlers.logs import logs as show
+
+    show(**vars(args))

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from cairn.cli.commands.options import Workspace
-from cairn.cli.output import guarded
+from cairn.cli.parsing import Parser, workspace
 
 
-@guarded
-def mcp(workspace: Workspace = Path(".")) -> None:
+def mcp(parser: Parser) -> None:
     """Serve cairn's progress tools (task_done, catchup, wip_save, …) over MCP on stdio."""
+    workspace(parser)
+    args = parser.parse()
     from cairn.integrations.mcp_server import serve
 
-    serve(workspace)
+    serve(args.workspace)

@@ -1,138 +1,136 @@
-"""``cairn task|finding|gate|defer|ac``: the Typer declarations (for ``--help``); what they do is
-in ``cairn.cli.handlers.progress``."""
+"""``cairn task|finding|gate|defer|ac``: progress reports into the current run's change summary;
+what they do is in ``cairn.cli.handlers.progress``."""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated
-
-import typer
-
-from cairn.cli.commands.options import Json, Workspace
-from cairn.cli.handlers import progress as handler
-from cairn.cli.output import guarded
-from cairn.terms import FindingResolution, Verdict
-
-task_app = typer.Typer(help="Report progress on a plan task.", no_args_is_help=True)
-
-RunTicket = Annotated[
-    str | None,
-    typer.Option(
-        "--ticket", "-t", help="Ticket whose live run gets the report (default: CAIRN_RUN_DIR)."
-    ),
-]
-Number = Annotated[str, typer.Argument(help="Task number as the plan gives it.", metavar="N")]
-Notes = Annotated[str | None, typer.Option("--notes", help="Why, or what is left.")]
+from cairn.cli.parsing import Parser, choices_metavar, json_flag, one_of, workspace
+from cairn.terms import FINDING_RESOLUTIONS, VERDICTS
 
 
-@task_app.command("start")
-@guarded
-def task_start(
-    number: Number, ticket: RunTicket = None, json: Json = False, workspace: Workspace = Path(".")
-) -> None:
+def _report(parser: Parser, notes: bool = False) -> None:
+    """The options every report takes: the run's ticket, ``--json``, ``-C``."""
+    if notes:
+        parser.add_argument("--notes", help="Why, or what is left.")
+    parser.add_argument(
+        "-t", "--ticket", help="Ticket whose live run gets the report (default: CAIRN_RUN_DIR)."
+    )
+    json_flag(parser)
+    workspace(parser)
+
+
+def _number(parser: Parser) -> None:
+    parser.add_argument("number", metavar="N", help="Task number as the plan gives it.")
+
+
+def _verdict(parser: Parser) -> None:
+    parser.add_argument(
+        "--result",
+        type=one_of(VERDICTS),
+        metavar=choices_metavar(VERDICTS),
+        help="Whether it passed.",
+    )
+
+
+def task_start(parser: Parser) -> None:
     """Mark task N in progress."""
-    handler.task_start(**locals())
+    _number(parser)
+    _report(parser)
+    args = parser.parse()
+    from cairn.cli.handlers import progress
+
+    progress.task_start(**vars(args))
 
 
-@task_app.command("done")
-@guarded
-def task_done(
-    number: Number,
-    files: Annotated[
-        list[str] | None,
-        typer.Option("--files", "-f", help="Files changed (repeat, or separate with commas)."),
-    ] = None,
-    outcome: Annotated[str | None, typer.Option("--outcome", help="What now works.")] = None,
-    notes: Notes = None,
-    ticket: RunTicket = None,
-    json: Json = False,
-    workspace: Workspace = Path("."),
-) -> None:
+def task_done(parser: Parser) -> None:
     """Mark task N completed, with the files it changed and its outcome."""
-    handler.task_done(**locals())
+    _number(parser)
+    parser.add_argument(
+        "-f",
+        "--files",
+        action="append",
+        help="Files changed (repeat, or separate with commas).",
+    )
+    parser.add_argument("--outcome", help="What now works.")
+    _report(parser, notes=True)
+    args = parser.parse()
+    from cairn.cli.handlers import progress
+
+    progress.task_done(**vars(args))
 
 
-@task_app.command("skip")
-@guarded
-def task_skip(
-    number: Number,
-    notes: Notes = None,
-    ticket: RunTicket = None,
-    json: Json = False,
-    workspace: Workspace = Path("."),
-) -> None:
+def task_skip(parser: Parser) -> None:
     """Mark task N skipped; --notes says why."""
-    handler.task_skip(**locals())
+    _number(parser)
+    _report(parser, notes=True)
+    args = parser.parse()
+    from cairn.cli.handlers import progress
+
+    progress.task_skip(**vars(args))
 
 
-@task_app.command("defer")
-@guarded
-def task_defer(
-    number: Number,
-    notes: Notes = None,
-    ticket: RunTicket = None,
-    json: Json = False,
-    workspace: Workspace = Path("."),
-) -> None:
+def task_defer(parser: Parser) -> None:
     """Mark task N deferred; --notes says what is left."""
-    handler.task_defer(**locals())
+    _number(parser)
+    _report(parser, notes=True)
+    args = parser.parse()
+    from cairn.cli.handlers import progress
+
+    progress.task_defer(**vars(args))
 
 
-@guarded
-def finding(
-    words: Annotated[
-        list[str],
-        typer.Argument(
-            help="ID to report how a finding was addressed; or: add ID TITLE (reviewers).",
-            metavar="[add] ID [TITLE]",
-        ),
-    ],
-    status: Annotated[
-        FindingResolution | None, typer.Option("--status", help="How it was addressed.")
-    ] = None,
-    action: Annotated[str | None, typer.Option("--action", help="What was done.")] = None,
-    location: Annotated[str | None, typer.Option("--location", help="path:line (add)")] = None,
-    details: Annotated[str | None, typer.Option("--details", help="What is wrong (add)")] = None,
-    ticket: RunTicket = None,
-    json: Json = False,
-    workspace: Workspace = Path("."),
-) -> None:
+def finding(parser: Parser) -> None:
     """Record how a review finding was addressed, or (reviewers) add one: finding add F1 "…"."""
-    handler.finding(**locals())
+    parser.add_argument(
+        "words",
+        nargs="+",
+        metavar="[add] ID [TITLE]",
+        help="ID to report how a finding was addressed; or: add ID TITLE (reviewers).",
+    )
+    parser.add_argument(
+        "--status",
+        type=one_of(FINDING_RESOLUTIONS),
+        metavar=choices_metavar(FINDING_RESOLUTIONS),
+        help="How it was addressed.",
+    )
+    parser.add_argument("--action", help="What was done.")
+    parser.add_argument("--location", help="path:line (add)")
+    parser.add_argument("--details", help="What is wrong (add)")
+    _report(parser)
+    args = parser.parse()
+    from cairn.cli.handlers import progress
+
+    progress.finding(**vars(args))
 
 
-@guarded
-def gate(
-    name: Annotated[str, typer.Argument(help="Gate name, e.g. Tests or Lint.")],
-    result: Annotated[Verdict | None, typer.Option("--result", help="Whether it passed.")] = None,
-    command: Annotated[str | None, typer.Option("--command", help="The command run.")] = None,
-    ticket: RunTicket = None,
-    json: Json = False,
-    workspace: Workspace = Path("."),
-) -> None:
+def gate(parser: Parser) -> None:
     """Record a quality gate's result."""
-    handler.gate(**locals())
+    parser.add_argument("name", help="Gate name, e.g. Tests or Lint.")
+    _verdict(parser)
+    parser.add_argument("--command", help="The command run.")
+    _report(parser)
+    args = parser.parse()
+    from cairn.cli.handlers import progress
+
+    progress.gate(**vars(args))
 
 
-@guarded
-def defer(
-    item: Annotated[str, typer.Argument(help="What is left for later.")],
-    ticket: RunTicket = None,
-    json: Json = False,
-    workspace: Workspace = Path("."),
-) -> None:
+def defer(parser: Parser) -> None:
     """Add an item to the summary's deferred items."""
-    handler.defer(**locals())
+    parser.add_argument("item", help="What is left for later.")
+    _report(parser)
+    args = parser.parse()
+    from cairn.cli.handlers import progress
+
+    progress.defer(**vars(args))
 
 
-@guarded
-def ac(
-    criterion: Annotated[str, typer.Argument(help="Acceptance criterion id, e.g. AC-2.")],
-    result: Annotated[Verdict | None, typer.Option("--result", help="Whether it passed.")] = None,
-    reason: Annotated[str | None, typer.Option("--reason", help="Why it fails.")] = None,
-    ticket: RunTicket = None,
-    json: Json = False,
-    workspace: Workspace = Path("."),
-) -> None:
+def ac(parser: Parser) -> None:
     """(Evaluators) record whether an acceptance criterion is met."""
-    handler.ac(**locals())
+    parser.add_argument("criterion", help="Acceptance criterion id, e.g. AC-2.")
+    _verdict(parser)
+    parser.add_argument("--reason", help="Why it fails.")
+    _report(parser)
+    args = parser.parse()
+    from cairn.cli.handlers import progress
+
+    progress.ac(**vars(args))

@@ -2,119 +2,100 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING
 
 import msgspec
-import typer
 
 from cairn.agents import ADAPTERS
-from cairn.cli.commands.options import Json, Workspace
-from cairn.cli.output import console, guarded
+from cairn.cli.output import say
+from cairn.cli.parsing import Parser, as_path, integer, json_flag, workspace
 
 if TYPE_CHECKING:
     from cairn.run.events import EventSink
     from cairn.run.orchestrator import RunOutcome
 
-Agent = Annotated[
-    str | None,
-    typer.Option(
+
+def _run_options(parser: Parser) -> None:
+    """The options ``run`` and ``resume`` share: the agent, its turn cap, who may run, what
+    the display shows, ``--json`` and ``-C``."""
+
+    parser.add_argument(
         "--agent",
         metavar=f"<{'|'.join(ADAPTERS)}>",
         help="Agent kind (default: agent.kind in cairn.toml).",
-    ),
-]
-MaxTurns = Annotated[
-    int | None, typer.Option("--max-turns", min=1, help="Turn cap of every dispatch.")
-]
-Takeover = Annotated[
-    bool, typer.Option("--takeover", help="Take over a stale lease held by another host.")
-]
-AllowShared = Annotated[
-    bool,
-    typer.Option(
+    )
+    parser.add_argument(
+        "--max-turns", type=integer(minimum=1), metavar="N", help="Turn cap of every dispatch."
+    )
+    parser.add_argument(
+        "--takeover", action="store_true", help="Take over a stale lease held by another host."
+    )
+    parser.add_argument(
         "--allow-shared",
+        action="store_true",
         help="Run even while another ticket runs in this work tree (each snapshots the other's "
         "files).",
-    ),
-]
-Quiet = Annotated[
-    bool,
-    typer.Option(
-        "--quiet",
+    )
+    parser.add_argument(
         "-q",
+        "--quiet",
+        action="store_true",
         help="Leave out the agent's tool calls and messages; show only cairn's own lines.",
-    ),
-]
+    )
+    json_flag(parser)
+    workspace(parser)
 
 
-@guarded
-def run(
-    plan: Annotated[Path, typer.Argument(help="Plan file: markdown, checklist, YAML or JSON.")],
-    ticket: Annotated[
-        str | None, typer.Option("--ticket", "-t", help="Ticket id (default: from the plan).")
-    ] = None,
-    agent: Agent = None,
-    max_turns: MaxTurns = None,
-    takeover: Takeover = False,
-    allow_shared: AllowShared = False,
-    quiet: Quiet = False,
-    json: Json = False,
-    workspace: Workspace = Path("."),
-) -> None:
+def run(parser: Parser) -> int:
     """Run a plan: implement, review, fix; any stop is saved and resumable (exit 3)."""
+    parser.add_argument("plan", type=as_path, help="Plan file: markdown, checklist, YAML or JSON.")
+    parser.add_argument("-t", "--ticket", help="Ticket id (default: from the plan).")
+    _run_options(parser)
+    args = parser.parse()
     from cairn.run import launch
 
-    _drive(
-        json,
-        quiet,
+    return _drive(
+        args.json,
+        args.quiet,
         lambda sink: launch.run(
-            workspace,
-            plan,
-            ticket=ticket,
-            agent=agent,
-            max_turns=max_turns,
-            takeover=takeover,
-            allow_shared=allow_shared,
+            args.workspace,
+            args.plan,
+            ticket=args.ticket,
+            agent=args.agent,
+            max_turns=args.max_turns,
+            takeover=args.takeover,
+            allow_shared=args.allow_shared,
             sink=sink,
         ),
     )
 
 
-@guarded
-def resume(
-    ticket: Annotated[
-        str | None, typer.Argument(help="Ticket id (default: the branch name).")
-    ] = None,
-    agent: Agent = None,
-    max_turns: MaxTurns = None,
-    takeover: Takeover = False,
-    allow_shared: AllowShared = False,
-    quiet: Quiet = False,
-    json: Json = False,
-    workspace: Workspace = Path("."),
-) -> None:
+def resume(parser: Parser) -> int:
     """Continue an interrupted run in its run directory; never touches the work tree (a fleet
     ticket's run goes on in its worktree, wherever this is typed)."""
+    parser.add_argument("ticket", nargs="?", help="Ticket id (default: the branch name).")
+    _run_options(parser)
+    args = parser.parse()
     from cairn.fleet import byhand
 
-    _drive(
-        json,
-        quiet,
+    return _drive(
+        args.json,
+        args.quiet,
         lambda sink: byhand.resume(
-            workspace,
-            ticket,
-            agent=agent,
-            max_turns=max_turns,
-            takeover=takeover,
-            allow_shared=allow_shared,
+            args.workspace,
+            args.ticket,
+            agent=args.agent,
+            max_turns=args.max_turns,
+            takeover=args.takeover,
+            allow_shared=args.allow_shared,
             sink=sink,
         ),
     )
 
 
-def _drive(json: bool, quiet: bool, start: Callable[[EventSink], RunOutcome]) -> None:
+def _drive(json: bool, quiet: bool, start: Callable[[EventSink], RunOutcome]) -> int:
     from cairn.cli.display import Display, pick_mode
     from cairn.run.orchestrator.signals import ignore_stall_signal
 
@@ -126,6 +107,7 @@ def _drive(json: bool, quiet: bool, start: Callable[[EventSink], RunOutcome]) ->
     finally:
         display.close()
     _finish(outcome, json)
+    return outcome.exit_code
 
 
 def needs_input_lines(outcome: RunOutcome) -> list[str]:
@@ -157,21 +139,17 @@ def needs_input_lines(outcome: RunOutcome) -> list[str]:
 
 def _finish(outcome: RunOutcome, json: bool) -> None:
     if json:
-        typer.echo(msgspec.json.encode(outcome).decode())
+        sys.stdout.write(msgspec.json.encode(outcome).decode() + "\n")
     else:
-        console.print(
-            f"{outcome.status.replace('_', ' ')}: ticket {outcome.ticket}, run {outcome.run}"
-        )
+        say(f"{outcome.status.replace('_', ' ')}: ticket {outcome.ticket}, run {outcome.run}")
         if outcome.status == "interrupted":
             why = f"{outcome.reason}: {outcome.error}" if outcome.error else outcome.reason
-            console.print(f"  Interrupted — {why}")
+            say(f"  Interrupted — {why}")
         if outcome.status == "needs_input":
             for line in needs_input_lines(outcome):
-                console.print(f"  {line}", markup=False, highlight=False)
-        console.print(f"  change summary: {outcome.summary_path}")
+                say(f"  {line}")
+        say(f"  change summary: {outcome.summary_path}")
         if outcome.snapshot:
-            console.print(f"  last snapshot: {outcome.snapshot[:12]}")
+            say(f"  last snapshot: {outcome.snapshot[:12]}")
         if outcome.next_command:
-            console.print(f"  next: {outcome.next_command}")
-    if outcome.exit_code:
-        raise typer.Exit(outcome.exit_code)
+            say(f"  next: {outcome.next_command}")

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from cairn.cli.commands.options import Json, Workspace
-from cairn.cli.handlers import status as handler
-from cairn.cli.output import guarded
+from cairn.cli.parsing import Parser, json_flag, workspace
 
 
-@guarded
-def status(json: Json = False, workspace: Workspace = Path(".")) -> None:
+def status(parser: Parser) -> None:
     """List tickets: state, phase, round, task N/K, age, owner."""
-    handler.status(**locals())
+    json_flag(parser)
+    workspace(parser)
+    args = parser.parse()
+    from cairn.cli.handlers.status import status as show
+
+    show(**vars(args))

@@ -2,64 +2,59 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated
-
 import msgspec
-import typer
 
-from cairn.cli.commands.options import Json, TicketOpt, Workspace
-from cairn.cli.handlers import wip as handler
-from cairn.cli.handlers.wip import skipped_line
-from cairn.cli.output import console, emit_json, guarded, say_warning
-from cairn.errors import BadInput
-from cairn.util.durations import format_duration, parse_duration
-from cairn.util.text import counted, human_bytes
+from cairn.cli.parsing import Parser, as_path, integer, json_flag, ticket, workspace
 
-app = typer.Typer(
-    help="Snapshots of uncommitted work under refs/cairn/wip/<ticket>.", no_args_is_help=True
-)
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hot path)
+if TYPE_CHECKING:
+    from cairn.git.status import Early
 
 
-@app.command()
-@guarded
-def save(
-    ticket: TicketOpt = None,
-    reason: Annotated[str, typer.Option("--reason", "-r", help="Why the snapshot is taken.")] = (
-        "manual"
-    ),
-    run: Annotated[str | None, typer.Option("--run", help="Run id to record.")] = None,
-    timeout_ms: Annotated[
-        int | None,
-        typer.Option("--timeout-ms", min=1, help="Time budget (default agent.cutoff_timeout_ms)."),
-    ] = None,
-    json: Json = False,
-    workspace: Workspace = Path("."),
-) -> None:
+def save(parser: Parser, early: Early | None = None) -> None:
     """Snapshot tracked, staged and untracked (not ignored) files; touches nothing else."""
-    handler.save(**locals())
+    ticket(parser)
+    parser.add_argument("-r", "--reason", default="manual", help="Why the snapshot is taken.")
+    parser.add_argument("--run", help="Run id to record.")
+    parser.add_argument(
+        "--timeout-ms",
+        type=integer(minimum=1),
+        metavar="N",
+        help="Time budget (default agent.cutoff_timeout_ms).",
+    )
+    json_flag(parser)
+    workspace(parser, text=True)
+    args = parser.parse()
+    from cairn.cli.handlers import wip
+
+    wip.save(**vars(args), early=early)
 
 
-@app.command("list")
-@guarded
-def list_(
-    ticket: TicketOpt = None,
-    limit: Annotated[int, typer.Option("--limit", "-n", min=0, help="Per ticket; 0 = all.")] = 20,
-    json: Json = False,
-    workspace: Workspace = Path("."),
-) -> None:
+def list_(parser: Parser) -> None:
     """List snapshots, newest first: time, reason, base, files, commit."""
+    ticket(parser)
+    parser.add_argument(
+        "-n", "--limit", type=integer(minimum=0), default=20, help="Per ticket; 0 = all."
+    )
+    json_flag(parser)
+    workspace(parser)
+    args = parser.parse()
     from cairn import wip
+    from cairn.cli.output import emit_json, say, say_warning
+
+    json, limit = args.json, args.limit
 
     warnings: list[str] = []
-    found = wip.list_snapshots(workspace, ticket=ticket, limit=limit or None, warnings=warnings)
+    found = wip.list_snapshots(
+        args.workspace, ticket=args.ticket, limit=limit or None, warnings=warnings
+    )
     for warning in warnings:  # on stderr: stdout stays the table or the JSON
         say_warning(warning)
     if json:
         emit_json(found)
         return
     if not found:
-        console.print("no snapshots" + (f" for ticket {ticket}" if ticket else ""))
+        say("no snapshots" + (f" for ticket {args.ticket}" if args.ticket else ""))
         return
     rows = [("ticket", "#", "time", "reason", "base", "files", "commit")]
     for snap in found:
@@ -72,25 +67,26 @@ def list_(
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     for row in rows:
-        console.print(
+        say(
             "  ".join(cell.ljust(w) for cell, w in zip(row[:-1], widths, strict=True))
             + "  "
             + row[-1]
         )
 
 
-@app.command()
-@guarded
-def show(
-    snapshot: Annotated[str, typer.Argument(help="Ticket id, ticket~N, or commit.")],
-    json: Json = False,
-    workspace: Workspace = Path("."),
-) -> None:
+def show(parser: Parser) -> None:
     """Show a snapshot's metadata and its diffstat against its base."""
+    parser.add_argument("snapshot", help="Ticket id, ticket~N, or commit.")
+    json_flag(parser)
+    workspace(parser)
+    args = parser.parse()
     from cairn import wip
+    from cairn.cli.handlers.wip import skipped_line
+    from cairn.cli.output import emit_json, say, say_warning
 
+    json = args.json
     warnings: list[str] = []
-    result = wip.show(workspace, snapshot, warnings=warnings)
+    result = wip.show(args.workspace, args.snapshot, warnings=warnings)
     for warning in warnings:  # on stderr: stdout stays the table or the JSON
         say_warning(warning)
     if json:
@@ -110,56 +106,64 @@ def show(
     if snap.run:
         rows.append(("run", snap.run))
     for key, value in rows:
-        console.print(f"{key:>8}  {value}")
+        say(f"{key:>8}  {value}")
     for path in snap.conflicted:
-        console.print(f"  conflicted {path}")
+        say(f"  conflicted {path}")
     for item in snap.skipped:
-        console.print(skipped_line(item))
+        say(skipped_line(item))
     for stat in result.diffstat:
         change = "binary" if stat.added is None else f"+{stat.added} -{stat.deleted}"
-        console.print(f"  {change:>14}  {stat.path}")
+        say(f"  {change:>14}  {stat.path}")
 
 
-@app.command()
-@guarded
-def diff(
-    a: Annotated[str, typer.Argument(help="Snapshot (ticket, ticket~N or commit).")],
-    b: Annotated[str | None, typer.Argument(help="Second snapshot or commit.")] = None,
-    stat: Annotated[bool, typer.Option("--stat", help="Only the diffstat.")] = False,
-    json: Json = False,
-    workspace: Workspace = Path("."),
-) -> None:
+def diff(parser: Parser) -> None:
     """Patch from A's base to A, or from A to B."""
-    from cairn import wip
+    parser.add_argument("a", metavar="A", help="Snapshot (ticket, ticket~N or commit).")
+    parser.add_argument("b", metavar="B", nargs="?", help="Second snapshot or commit.")
+    parser.add_argument("--stat", action="store_true", help="Only the diffstat.")
+    json_flag(parser)
+    workspace(parser)
+    args = parser.parse()
+    import sys
 
-    text = wip.diff(workspace, a, b, stat=stat)
-    if json:
-        emit_json({"a": a, "b": b, "stat": stat, "diff": text})
+    from cairn import wip
+    from cairn.cli.output import emit_json
+
+    text = wip.diff(args.workspace, args.a, args.b, stat=args.stat)
+    if args.json:
+        emit_json({"a": args.a, "b": args.b, "stat": args.stat, "diff": text})
         return
-    typer.echo(text, nl=False)
+    sys.stdout.write(text)
 
 
-@app.command()
-@guarded
-def restore(
-    snapshot: Annotated[str, typer.Argument(help="Ticket id, ticket~N, or commit.")],
-    to: Annotated[
-        Path | None, typer.Option("--to", help="Materialise into this new directory instead.")
-    ] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only say what would change.")] = False,
-    force: Annotated[
-        bool, typer.Option("--force", help="Also overwrite paths no snapshot can hold.")
-    ] = False,
-    ticket: TicketOpt = None,
-    json: Json = False,
-    workspace: Workspace = Path("."),
-) -> None:
+def restore(parser: Parser) -> None:
     """Bring a snapshot back without destroying anything (a safety snapshot comes first)."""
+    parser.add_argument("snapshot", help="Ticket id, ticket~N, or commit.")
+    parser.add_argument(
+        "--to", type=as_path, metavar="DIR", help="Materialise into this new directory instead."
+    )
+    parser.add_argument("--dry-run", action="store_true", help="Only say what would change.")
+    parser.add_argument(
+        "--force", action="store_true", help="Also overwrite paths no snapshot can hold."
+    )
+    ticket(parser)
+    json_flag(parser)
+    workspace(parser)
+    args = parser.parse()
     from cairn import wip
+    from cairn.cli.handlers.wip import skipped_line
+    from cairn.cli.output import emit_json, say
 
+    json, dry_run = args.json, args.dry_run
     said: list[str] = []
     result = wip.restore(
-        workspace, snapshot, to=to, dry_run=dry_run, force=force, ticket=ticket, warnings=said
+        args.workspace,
+        args.snapshot,
+        to=args.to,
+        dry_run=dry_run,
+        force=args.force,
+        ticket=args.ticket,
+        warnings=said,
     )
     if said:  # the config's, first among the result's
         result = msgspec.structs.replace(result, warnings=[*said, *result.warnings])
@@ -167,80 +171,82 @@ def restore(
         emit_json(result)
         return
     verb = "would restore" if dry_run else "restored"
-    console.print(
+    say(
         f"{verb} {result.commit[:12]} into {result.target}: "
         f"{len(result.written)} written, {len(result.deleted)} deleted"
     )
     if dry_run:
         for path in result.written:
-            console.print(f"  write  {path}")
+            say(f"  write  {path}")
         for path in result.deleted:
-            console.print(f"  delete {path}")
+            say(f"  delete {path}")
         for path in result.obstacles:
-            console.print(f"  would overwrite (not in any snapshot) {path}")
+            say(f"  would overwrite (not in any snapshot) {path}")
     if result.safety_commit:
-        console.print(
+        say(
             f"  safety snapshot {result.safety_commit[:12]}; undo with: "
             f"cairn wip restore {result.safety_commit}"
         )
     for item in result.skipped_in_snapshot:
-        console.print(skipped_line(item) + " — not in the snapshot")
+        say(skipped_line(item) + " — not in the snapshot")
     for warning in result.warnings:
-        console.print(f"  warning: {warning}")
+        say(f"  warning: {warning}")
 
 
-@app.command()
-@guarded
-def prune(
-    older_than: Annotated[
-        str,
-        typer.Option(
-            "--older-than",
-            metavar="<duration>",
-            help="Age of a ticket's latest snapshot, with a unit: 90s, 30m, 24h, 14d, 2w.",
-        ),
-    ] = "14d",
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only list what would go.")] = False,
-    json: Json = False,
-    workspace: Workspace = Path("."),
-) -> None:
+def prune(parser: Parser) -> None:
     """Delete the refs of tickets whose latest snapshot is older (never runs git gc)."""
+    parser.add_argument(
+        "--older-than",
+        default="14d",
+        metavar="<duration>",
+        help="Age of a ticket's latest snapshot, with a unit: 90s, 30m, 24h, 14d, 2w.",
+    )
+    parser.add_argument("--dry-run", action="store_true", help="Only list what would go.")
+    json_flag(parser)
+    workspace(parser)
+    args = parser.parse()
     from cairn import wip
+    from cairn.cli.output import emit_json, say
+    from cairn.errors import BadInput
+    from cairn.util.durations import format_duration, parse_duration
+    from cairn.util.text import counted, human_bytes
 
+    dry_run = args.dry_run
     try:
-        seconds = parse_duration(older_than)
+        seconds = parse_duration(args.older_than)
     except ValueError as exc:
         raise BadInput(f"--older-than: {exc}") from None
-    result = wip.prune(workspace, older_than=seconds, dry_run=dry_run)
-    if json:
+    result = wip.prune(args.workspace, older_than=seconds, dry_run=dry_run)
+    if args.json:
         emit_json(result)
         return
     verb = "would prune" if dry_run else "pruned"
     for item in result.pruned:
-        console.print(f"{verb} {item.ticket} at {item.commit} (last snapshot {item.last_snapshot})")
-    console.print(
+        say(f"{verb} {item.ticket} at {item.commit} (last snapshot {item.last_snapshot})")
+    say(
         f"{verb} {counted(len(result.pruned), 'ticket')} older than {format_duration(seconds)}, "
         f"kept {result.kept}; snapshots use {human_bytes(result.disk_bytes_after)} "
         f"(was {human_bytes(result.disk_bytes_before)}; git gc reclaims the rest later)"
     )
 
 
-@app.command()
-@guarded
-def push(
-    remote: Annotated[str, typer.Argument(help="Remote name or URL.")] = "origin",
-    force: Annotated[bool, typer.Option("--force", help="Overwrite diverged remote refs.")] = False,
-    json: Json = False,
-    workspace: Workspace = Path("."),
-) -> None:
+def push(parser: Parser) -> None:
     """Push refs/cairn/wip/* so snapshots outlive a deleted workspace."""
+    parser.add_argument("remote", nargs="?", default="origin", help="Remote name or URL.")
+    parser.add_argument("--force", action="store_true", help="Overwrite diverged remote refs.")
+    json_flag(parser)
+    workspace(parser)
+    args = parser.parse()
     from cairn import wip
+    from cairn.cli.output import emit_json, say
+    from cairn.util.text import counted
 
-    result = wip.push(workspace, remote=remote, force=force)
-    if json:
+    remote = args.remote
+    result = wip.push(args.workspace, remote=remote, force=args.force)
+    if args.json:
         emit_json(result)
         return
-    console.print(
+    say(
         f"pushed {counted(len(result.pushed), 'snapshot ref')} to {remote}"
         f" ({len(result.up_to_date)} already up to date)"
     )

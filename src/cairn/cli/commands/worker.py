@@ -2,35 +2,30 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated
-
-import typer
-
-from cairn.cli.commands.options import Json, Workspace
-from cairn.cli.output import guarded
+from cairn.cli.parsing import Parser, as_path, integer, json_flag, workspace
+from cairn.errors import ExitCode
 
 
-@guarded
-def worker(
-    engine: Annotated[
-        str | None, typer.Option("--engine", help="temporal (default: fleet.engine).")
-    ] = None,
-    concurrency: Annotated[
-        int | None,
-        typer.Option("--concurrency", min=1, help="Segments at once (default: fleet.concurrency)."),
-    ] = None,
-    workspace_root: Annotated[
-        Path | None,
-        typer.Option(
-            "--workspace-root",
-            help="Where the clone and worktrees go (default: <repo>.cairn-worker beside it).",
-        ),
-    ] = None,
-    json: Json = False,
-    workspace: Workspace = Path("."),
-) -> None:
+def worker(parser: Parser) -> ExitCode:
     """Run ticket segments from the Temporal task queue until SIGINT or SIGTERM."""
+    parser.add_argument("--engine", help="temporal (default: fleet.engine).")
+    parser.add_argument(
+        "--concurrency",
+        type=integer(minimum=1),
+        metavar="N",
+        help="Segments at once (default: fleet.concurrency).",
+    )
+    parser.add_argument(
+        "--workspace-root",
+        type=as_path,
+        metavar="DIR",
+        help="Where the clone and worktrees go (default: <repo>.cairn-worker beside it).",
+    )
+    json_flag(parser)
+    workspace(parser)
+    args = parser.parse()
     from cairn.cli.handlers import scale
 
-    scale.worker(engine, concurrency, workspace_root, json, workspace)
+    return scale.worker(
+        args.engine, args.concurrency, args.workspace_root, args.json, args.workspace
+    )

@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cairn.cli.output import console, emit_json
-from cairn.errors import BadInput
+from cairn.cli.output import emit_json, say
 
 if TYPE_CHECKING:
     from cairn.state.catchup import CatchupReport
@@ -19,8 +18,6 @@ def catchup(
     clear_stale: bool = False,
     workspace: Path = Path("."),
 ) -> None:
-    if format_ not in ("text", "context"):
-        raise BadInput(f"--format must be text or context (got {format_!r}); pass one of them")
     from cairn.state.catchup import catchup as build_report
     from cairn.state.catchup_text import context_paragraph
 
@@ -28,10 +25,10 @@ def catchup(
     if json:
         emit_json(report)
     elif format_ == "context":
-        console.print(context_paragraph(report))
+        say(context_paragraph(report))
     else:
         for line in _lines(report):
-            console.print(line)
+            say(line)
 
 
 def _lines(report: CatchupReport) -> list[str]:

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cairn.cli.output import console
+from cairn.cli.output import say, say_warning
 from cairn.terms import FleetAction
 
 WAIT = 60.0  # seconds to wait for the new states, as on the temporal engine
@@ -27,8 +27,10 @@ def control(action: FleetAction, names: list[str], wait: bool, json: bool, works
     from cairn.state.status import snapshot_refs
 
     repo, config, layout = discover(workspace)
+    warnings: list[str] = []
     asked = list(dict.fromkeys(tickets.validate(name) for name in names))
-    records = fleetstate.by_ticket(layout)
+    records = fleetstate.by_ticket(layout, warnings)
+    _say(warnings)
     missing = [ticket for ticket in asked if ticket not in records]
     if missing:
         raise fleetstate.unknown(missing, sorted(records))
@@ -42,7 +44,7 @@ def control(action: FleetAction, names: list[str], wait: bool, json: bool, works
     }
     deadline = time.monotonic() + (WAIT if wait else 0.0)
     while True:
-        control.act_alone(layout, config)
+        _say(control.act_alone(layout, config))
         if time.monotonic() >= deadline:
             break
         if not any(fleetcontrol.still_pending(r) for r in requests.values()):
@@ -90,7 +92,7 @@ def _emit(json: bool, kind: str, fields: dict[str, Any], supervised: bool) -> No
     else:
         later = "" if supervised or state == "running" else "; the next cairn fleet start runs it"
         text = f"{ticket}: resumed ({state}){later}"
-    console.print(text)
+    say(text)
 
 
 def retry(names: list[str], fresh_config: bool, json: bool, workspace: Path) -> None:
@@ -105,8 +107,10 @@ def retry(names: list[str], fresh_config: bool, json: bool, workspace: Path) -> 
     from cairn.state.layout import discover
 
     repo, config, layout = discover(workspace)
+    warnings: list[str] = []
     asked = list(dict.fromkeys(tickets.validate(name) for name in names))
-    records = fleetstate.by_ticket(layout)
+    records = fleetstate.by_ticket(layout, warnings)
+    _say(warnings)
     missing = [ticket for ticket in asked if ticket not in records]
     if missing:
         raise fleetstate.unknown(missing, sorted(records))
@@ -124,7 +128,7 @@ def retry(names: list[str], fresh_config: bool, json: bool, workspace: Path) -> 
     requests = {t: fleetcontrol.ask(layout, t, "retry") for t in asked}
     deadline = time.monotonic() + WAIT
     while time.monotonic() < deadline:
-        control.act_alone(layout, config)
+        _say(control.act_alone(layout, config))
         if not any(fleetcontrol.still_pending(r) for r in requests.values()):
             break
         time.sleep(0.1)
@@ -146,7 +150,14 @@ def retry(names: list[str], fresh_config: bool, json: bool, workspace: Path) -> 
         later = (
             "the fleet supervisor runs it" if supervised else "the next cairn fleet start runs it"
         )
-        console.print(
+        say(
             f"{ticket}: retried ({fields['was']}): {fields['state']}, resuming its run; {later}; "
             f"config: {said[ticket]}"
         )
+
+
+def _say(warnings: list[str]) -> None:
+    """Warnings on stderr, as they come: stdout stays the report or the JSON lines."""
+    for warning in warnings:
+        say_warning(warning)
+    warnings.clear()

@@ -7,7 +7,7 @@ import json as jsonlib
 import sys
 from pathlib import Path
 
-from cairn.cli.output import console
+from cairn.cli.output import say
 
 
 def _announce(url: str, json: bool, read_only: bool, token: bool) -> None:
@@ -18,7 +18,7 @@ def _announce(url: str, json: bool, read_only: bool, token: bool) -> None:
         notes = ["read-only" if read_only else "with the supervisor"]
         if token:
             notes.append("token required")
-        console.print(f"dashboard: {url} ({', '.join(notes)})")
+        say(f"dashboard: {url} ({', '.join(notes)})")
     sys.stdout.flush()
 
 

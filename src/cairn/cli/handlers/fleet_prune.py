@@ -2,18 +2,16 @@
 that hold nothing that exists nowhere else; refuse, and say what, for the others.
 
 Exit 0 when every worktree asked for was removed (or would be, or had none), 1 when any was
-refused or kept (its work is safe where it is), 2 on bad input. The 1 is raised here
-(``SystemExit``) once the report is printed, so the command needs no wiring for it.
+refused or kept (its work is safe where it is), 2 on bad input.
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import msgspec
 
-from cairn.cli.output import console, emit_json
+from cairn.cli.output import emit_json, say, say_warning
 from cairn.errors import BadInput, ExitCode
 from cairn.util.text import human_bytes
 
@@ -26,7 +24,7 @@ def prune(
     dry_run: bool = False,
     json: bool = False,
     workspace: Path = Path("."),
-) -> None:
+) -> ExitCode:
     from cairn import tickets
     from cairn.fleet import prune as pruning
     from cairn.state.layout import discover
@@ -39,9 +37,13 @@ def prune(
     if ticket is not None:
         names = [pruning.known(repo, config, layout, tickets.validate(ticket))]
     else:
-        names = pruning.finished_tickets(layout, config)
+        said: list[str] = []
+        names = pruning.finished_tickets(layout, config, said)
+        for warning in said:  # on stderr: stdout stays the report or the JSON
+            say_warning(warning)
     reports = [pruning.prune(repo, config, t, dry_run=dry_run, layout=layout) for t in names]
-    code = ExitCode.FAILURE if any(r.action in ("refused", "kept") for r in reports) else 0
+    failed = any(r.action in ("refused", "kept") for r in reports)
+    code = ExitCode.FAILURE if failed else ExitCode.OK
     if json:
         emit_json(
             {
@@ -50,21 +52,14 @@ def prune(
                 "tickets": [msgspec.to_builtins(r) for r in reports],
             }
         )
-        _exit(code)
-        return
+        return code
     if not reports:
-        console.print("no finished tickets: nothing to prune")
+        say("no finished tickets: nothing to prune")
     for report in reports:
         _print(report)
     if len(reports) > 1 and not dry_run:
-        console.print(f"freed {human_bytes(sum(r.freed_bytes for r in reports))} in all")
-    _exit(code)
-
-
-def _exit(code: int) -> None:
-    sys.stdout.flush()
-    if code:
-        raise SystemExit(code)
+        say(f"freed {human_bytes(sum(r.freed_bytes for r in reports))} in all")
+    return code
 
 
 def _held(report: object) -> str:
@@ -85,21 +80,21 @@ def _print(report: object) -> None:
     name, where = report.ticket, report.worktree
     snap = f" (snapshot {report.snapshot[:12]})" if report.snapshot else ""
     if report.action == "absent":
-        console.print(f"{name}: no worktree")
+        say(f"{name}: no worktree")
     elif report.action == "would_remove":
-        console.print(f"{name}: would snapshot {_held(report)}, then remove {where}")
-        console.print(f"{name}: branch {report.branch} stays")
+        say(f"{name}: would snapshot {_held(report)}, then remove {where}")
+        say(f"{name}: branch {report.branch} stays")
     elif report.action == "removed":
         freed = human_bytes(report.freed_bytes)
-        console.print(f"{name}: snapshot {(report.snapshot or '?')[:12]} holds {_held(report)}")
-        console.print(f"{name}: removed {where}, freed {freed}; branch {report.branch} stays")
+        say(f"{name}: snapshot {(report.snapshot or '?')[:12]} holds {_held(report)}")
+        say(f"{name}: removed {where}, freed {freed}; branch {report.branch} stays")
     else:
         verb = "kept" if report.action == "kept" else "refused"
-        console.print(f"{name}: {verb} {where}: {report.reason}{snap}")
+        say(f"{name}: {verb} {where}: {report.reason}{snap}")
         for path in report.uncommitted[:SHOWN]:
-            console.print(f"  uncommitted, in no snapshot: {path}")
+            say(f"  uncommitted, in no snapshot: {path}")
         for commit in report.unsaved_commits[:SHOWN]:
-            console.print(f"  commit on no other branch or remote: {commit[:12]}")
+            say(f"  commit on no other branch or remote: {commit[:12]}")
         more = len(report.uncommitted) + len(report.unsaved_commits) - 2 * SHOWN
         if len(report.uncommitted) > SHOWN or len(report.unsaved_commits) > SHOWN:
-            console.print(f"  … and more ({max(more, 0)}+); --json lists them all")
+            say(f"  … and more ({max(more, 0)}+); --json lists them all")

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from cairn.cli.output import console, say_warning
+from cairn.cli.output import say, say_warning
 
 if TYPE_CHECKING:
     from cairn.fleet.supervisor import Supervisor
@@ -61,7 +61,7 @@ def _emitter(json: bool) -> Any:
         if kind == "fleet_budget":
             from cairn.fleet.budget import line
 
-            console.print(line(fields))
+            say(line(fields))
             sys.stdout.flush()
             return
         if kind == "fleet_finished":
@@ -74,7 +74,7 @@ def _emitter(json: bool) -> Any:
             if not totals and fields.get("tracker_error"):
                 totals = "nothing listed, the tracker could not be read"
             shown["totals"] = totals or "empty"
-        console.print(_LINES[kind].format(**shown))
+        say(_LINES[kind].format(**shown))
         sys.stdout.flush()
 
     return emit
@@ -119,6 +119,6 @@ def stop(wait: bool, json: bool, workspace: Path) -> None:
             jsonlib.dumps({"supervisor": msgspec.to_builtins(holder), "stopped": stopped}) + "\n"
         )
     elif stopped:
-        console.print(f"fleet supervisor {holder.describe()} stopped")
+        say(f"fleet supervisor {holder.describe()} stopped")
     else:
-        console.print(f"asked fleet supervisor {holder.describe()} to stop")
+        say(f"asked fleet supervisor {holder.describe()} to stop")

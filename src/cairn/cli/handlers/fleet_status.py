@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cairn.cli.output import console
+from cairn.cli.output import say, say_warning
+from cairn.errors import ExitCode
 
 if TYPE_CHECKING:
     from cairn.state.fleetstatus import FleetRow
@@ -15,7 +16,9 @@ if TYPE_CHECKING:
 HEADER = ("ticket", "state", "phase", "task", "attempt", "turns", "snapshot", "worktree", "last")
 
 
-def status(json: bool = False, workspace: Path = Path("."), engine: str | None = None) -> None:
+def status(
+    json: bool = False, workspace: Path = Path("."), engine: str | None = None
+) -> ExitCode | None:
     from cairn.cli.handlers.scale import _engine
     from cairn.state.fleetstatus import fleet_status
     from cairn.state.layout import discover
@@ -24,10 +27,10 @@ def status(json: bool = False, workspace: Path = Path("."), engine: str | None =
     if _engine(engine, found[1].fleet.engine) == "temporal":  # the rows are the workflows'
         from cairn.cli.handlers import scale_status
 
-        scale_status.status(json, workspace)
+        return scale_status.status(json, workspace)
     report = fleet_status(workspace, found)
     for warning in report.warnings:  # on stderr: stdout stays the table or the JSON array
-        sys.stderr.write(f"cairn: warning: {warning}\n")
+        say_warning(warning)
     if json:
         from cairn.cli.output import json_text
         from cairn.state.fleetstatus import refused_row
@@ -35,10 +38,10 @@ def status(json: bool = False, workspace: Path = Path("."), engine: str | None =
         rows = [*report.rows, *(refused_row(r) for r in report.refused)]
         sys.stdout.write(json_text(rows) if rows else json_lib.dumps([]))
         sys.stdout.write("\n")
-        return
+        return None
     if not report.rows and not report.refused:
-        console.print("no fleet tickets: `cairn fleet start` runs the plans in the queue")
-        return
+        say("no fleet tickets: `cairn fleet start` runs the plans in the queue")
+        return None
     from cairn.state.status import age_text
 
     table = [HEADER]
@@ -82,6 +85,7 @@ def status(json: bool = False, workspace: Path = Path("."), engine: str | None =
     details = [f"  {row.ticket}: {note}" for row in report.rows if (note := _note(row))]
     details += [f"  {r.ticket or r.plan}: {r.reason}" for r in report.refused]
     sys.stdout.write("\n".join(lines + details) + "\n")
+    return None
 
 
 def _note(row: FleetRow) -> str | None:

@@ -102,9 +102,9 @@ class _Printer:
         self.denied: set[str] = set()
 
     def line(self, text: str) -> None:
-        from cairn.cli.output import console
+        from cairn.cli.output import say
 
-        console.print(text)
+        say(text)
         sys.stdout.flush()
 
     def header(self, transcript: Transcript) -> None:

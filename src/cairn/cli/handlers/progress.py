@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cairn.cli.output import console, emit_json
+from cairn.cli.output import emit_json, say
 from cairn.errors import BadInput
 from cairn.terms import FINDING_RESOLUTIONS, VERDICTS
 
@@ -43,7 +43,7 @@ def _report(ref: RunRef, after: Summary, what: str, json: bool) -> None:
             }
         )
         return
-    console.print(f"{what} · {line}")
+    say(f"{what} · {line}")
 
 
 def task_start(
@@ -124,7 +124,7 @@ def finding(
         if json:
             emit_json(found)
         else:
-            console.print(f"{words[1]} recorded in round {found.round}")
+            say(f"{words[1]} recorded in round {found.round}")
         return
     if len(words) != 1:
         raise BadInput("finding takes one id: cairn finding F1 --status FIXED --action '…'")
@@ -179,4 +179,4 @@ def ac(
     if json:
         emit_json(after)
     else:
-        console.print(f"{criterion}: {result}")
+        say(f"{criterion}: {result}")

@@ -1,6 +1,6 @@
 """``cairn worker`` and ``cairn fleet start`` with ``engine = "temporal"``: the fleet beyond one
-machine (docs/scale-out.md). Both leave with ``os._exit`` once their output is flushed: a
-process that loaded temporalio may abort as the interpreter exits (temporalio/sdk-python#300)."""
+machine (docs/scale-out.md). They return their exit code or raise; the process that loaded
+temporalio leaves without tearing the interpreter down (``cairn.cli.main.leave``)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import os
 import sys
 from collections.abc import Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from cairn.cli.output import console, report_error, say_warning
-from cairn.errors import BadInput
+from cairn.cli.output import say, say_warning
+from cairn.errors import BadInput, ExitCode
 from cairn.scale.remote import base_of, fleet_key, url_of
 from cairn.terms import ENGINES
 
@@ -43,14 +43,8 @@ def _emit(json: bool, kind: str, text: str, **fields: Any) -> None:
     if json:
         sys.stdout.write(jsonlib.dumps({"event": kind, **fields}, default=str) + "\n")
     else:
-        console.print(text.format(**fields))
+        say(text.format(**fields))
     sys.stdout.flush()
-
-
-def _leave(code: int) -> NoReturn:
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
 
 
 def _unreachable(address: str, exc: BaseException) -> BadInput:
@@ -63,7 +57,7 @@ def _unreachable(address: str, exc: BaseException) -> BadInput:
 
 def worker(
     engine: str | None, concurrency: int | None, root: Path | None, json: bool, workspace: Path
-) -> NoReturn:
+) -> ExitCode:
     from cairn.config import load
     from cairn.git import Repo
 
@@ -103,10 +97,10 @@ def worker(
     run_async(scale_worker.serve(temporal, where, slots, ready), json, temporal.address)
     _emit(json, "worker_stopped", "worker stopped", pid=os.getpid())
     owned.close()
-    _leave(0)
+    return ExitCode.OK
 
 
-def fleet_start(once: bool, json: bool, workspace: Path) -> NoReturn:
+def fleet_start(once: bool, json: bool, workspace: Path) -> int:
     from cairn.config import load
     from cairn.fleet.trackers import open_tracker
     from cairn.git import Repo
@@ -124,7 +118,7 @@ def fleet_start(once: bool, json: bool, workspace: Path) -> NoReturn:
     from cairn.state.refusals import EVENT, Reporter
 
     def emit(kind: str, text: str, **fields: Any) -> None:
-        if kind == EVENT:  # a warning where people look, on both outputs
+        if kind in (EVENT, "ticket_warning"):  # a warning where people look, on both outputs
             say_warning(text.format(**fields))
             if not json:
                 return
@@ -132,27 +126,22 @@ def fleet_start(once: bool, json: bool, workspace: Path) -> NoReturn:
 
     address = config.temporal.address
     reporter = Reporter(layout)
-    _leave(
-        run_async(drive(config, tracker, remote, base, key, once, emit, reporter), json, address)
-    )
+    return run_async(drive(config, tracker, remote, base, key, once, emit, reporter), json, address)
 
 
 def run_async(main: Coroutine[Any, Any, T], json: bool, address: str) -> T:
-    """``main``'s result; any error is reported as one line and the process leaves at once
-    (it has loaded temporalio)."""
+    """``main``'s result; a failure to reach Temporal is bad input naming ``address``."""
     try:
         return asyncio.run(main)
-    except BadInput as exc:
-        _leave(report_error(exc, json))
+    except BadInput:
+        raise
     except (OSError, RuntimeError) as exc:
-        _leave(report_error(_unreachable(address, exc), json))
-    except Exception as exc:
-        _leave(report_error(exc, json))
+        raise _unreachable(address, exc) from None
 
 
 def fleet_control(
     action: str, tickets: list[str], wait: float, json: bool, workspace: Path
-) -> NoReturn:
+) -> ExitCode:
     """``cairn fleet stop|pause|resume TICKET…`` on the temporal engine (``stop`` without
     tickets: every running ticket of this repository)."""
     from cairn.config import load
@@ -185,7 +174,7 @@ def fleet_control(
         )
     if not done:
         _emit(json, "nothing_running", "no ticket of this repository is running")
-    _leave(0)
+    return ExitCode.OK
 
 
 def _said(action: str, changed: bool, state: str) -> str:
@@ -219,7 +208,7 @@ def engine_of(asked: str | None, workspace: Path) -> str:
     return engine
 
 
-def fleet_retry(tickets: list[str], fresh_config: bool, json: bool, workspace: Path) -> NoReturn:
+def fleet_retry(tickets: list[str], fresh_config: bool, json: bool, workspace: Path) -> ExitCode:
     """``cairn fleet retry TICKET…`` on the temporal engine: every ticket checked first (a
     running, completed or unknown one changes nothing), then, with ``--fresh-config``, the base
     branch's ``cairn.toml`` committed onto each ticket branch, then a new run of each ticket's
@@ -282,4 +271,4 @@ def fleet_retry(tickets: list[str], fresh_config: bool, json: bool, workspace: P
             config=said[ticket],
             fresh_config=fresh_config,
         )
-    _leave(0)
+    return ExitCode.OK

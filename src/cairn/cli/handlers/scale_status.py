@@ -1,22 +1,16 @@
 """``cairn fleet status`` and the dashboard with ``engine = "temporal"``: the tickets' rows read
-from their workflows (``cairn.scale.status``), not from local files. Like every command that
-loads temporalio, they leave with ``os._exit`` (temporalio/sdk-python#300)."""
+from their workflows (``cairn.scale.status``), not from local files."""
 
 from __future__ import annotations
 
 import json as jsonlib
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
-from cairn.cli.handlers.scale import (
-    _leave,
-    _need_temporalio,
-    _unreachable,
-    run_async,
-)
-from cairn.cli.output import console, report_error
-from cairn.errors import BadInput
+from cairn.cli.handlers.scale import _need_temporalio, _unreachable, run_async
+from cairn.cli.output import say, say_warning
+from cairn.errors import BadInput, ExitCode
 from cairn.scale.remote import base_of, fleet_key, url_of
 
 if TYPE_CHECKING:
@@ -36,7 +30,7 @@ HEADER = (
 )
 
 
-def status(json: bool, workspace: Path) -> NoReturn:
+def status(json: bool, workspace: Path) -> ExitCode:
     from cairn.config import load
     from cairn.git import Repo
 
@@ -57,16 +51,14 @@ def status(json: bool, workspace: Path) -> NoReturn:
 
     found.rows += scale_status.refused_rows(Layout.for_repo(repo, config), found.warnings)
     for warning in found.warnings:  # on stderr: stdout stays the table or the JSON array
-        sys.stderr.write(f"cairn: warning: {warning}\n")
+        say_warning(warning)
     if json:
         sys.stdout.write(jsonlib.dumps(found.rows, indent=2) + "\n")
     elif not found.rows:
-        console.print(
-            "no ticket workflows for this repository: `cairn fleet start` starts the queue's"
-        )
+        say("no ticket workflows for this repository: `cairn fleet start` starts the queue's")
     else:
         sys.stdout.write(table(found.rows))
-    _leave(0)
+    return ExitCode.OK
 
 
 def table(rows: list[dict[str, Any]]) -> str:
@@ -103,9 +95,9 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(text) + "\n"
 
 
-def _source(workspace: Path, json: bool) -> Source:
+def _source(workspace: Path) -> Source:
     """The dashboard's rows from Temporal (``cairn.scale.dashsource``); an unreachable
-    Temporal is one error line, exit 2."""
+    Temporal is bad input."""
     from cairn.config import load
     from cairn.git import Repo
     from cairn.state.layout import Layout
@@ -128,13 +120,13 @@ def _source(workspace: Path, json: bool) -> Source:
             Layout.for_repo(repo, config),
             fleet_key(repo, config.fleet.id, config.fleet.remote, config.fleet.base),
         )
-    except BadInput as exc:
-        _leave(report_error(exc, json))
+    except BadInput:
+        raise
     except (OSError, RuntimeError, TimeoutError) as exc:
-        _leave(report_error(_unreachable(config.temporal.address, exc), json))
+        raise _unreachable(config.temporal.address, exc) from None
 
 
-def dashboard(json: bool, workspace: Path, port: int, host: str | None) -> NoReturn:
+def dashboard(json: bool, workspace: Path, port: int, host: str | None) -> ExitCode:
     """``cairn fleet dashboard`` on the temporal engine: served until SIGINT or SIGTERM."""
     from cairn.cli.handlers.fleet_dashboard import _announce
     from cairn.fleet.dashboard import serve
@@ -143,13 +135,13 @@ def dashboard(json: bool, workspace: Path, port: int, host: str | None) -> NoRet
     token = serve.token_from_env()
     address = serve.check_bind(host, token)
     sock = serve.bind(address, port)
-    app = make_app(workspace, token=token, source=_source(workspace, json))
+    app = make_app(workspace, token=token, source=_source(workspace))
     _announce(serve.url(sock), json, read_only=True, token=token is not None)
     serve.foreground(app, sock)
-    _leave(0)
+    return ExitCode.OK
 
 
-def start(once: bool, json: bool, workspace: Path, port: int, host: str | None) -> NoReturn:
+def start(once: bool, json: bool, workspace: Path, port: int, host: str | None) -> int:
     """``cairn fleet start --port P`` on the temporal engine: the dashboard in a thread while
     the workflows are started (and, with ``--once``, waited for)."""
     from cairn.cli.handlers import scale
@@ -160,7 +152,7 @@ def start(once: bool, json: bool, workspace: Path, port: int, host: str | None) 
     token = serve.token_from_env()
     address = serve.check_bind(host, token)
     sock = serve.bind(address, port)
-    app = make_app(workspace, token=token, source=_source(workspace, json))
+    app = make_app(workspace, token=token, source=_source(workspace))
     serve.Background(app, sock).start()
     _announce(serve.url(sock), json, read_only=False, token=token is not None)
-    scale.fleet_start(once, json, workspace)
+    return scale.fleet_start(once, json, workspace)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from cairn.cli.output import console, emit_json, say_warning
+from cairn.cli.output import emit_json, say, say_warning
 
 HEADER = ("ticket", "state", "phase", "round", "task", "age", "owner")
 
@@ -22,7 +22,7 @@ def status(json: bool = False, workspace: Path = Path(".")) -> None:
         emit_json(rows)
         return
     if not rows:
-        console.print("no tickets: no markers, runs or snapshots")
+        say("no tickets: no markers, runs or snapshots")
         return
     fleet = any(row.fleet is not None for row in rows)  # the column shows only in a fleet
     header = (*HEADER, "fleet") if fleet else HEADER

@@ -40,7 +40,7 @@ def save(
 ) -> None:
     """``early``: the work tree's ``git status`` and discovery, started by the command line
     before it imported this (``cairn.git.status.start_early``); the save owns them."""
-    from cairn.cli.output import console, emit_json
+    from cairn.cli.output import emit_json, say
     from cairn.wip.saving import save as save_snapshot
 
     timeout = timeout_ms / 1000 if timeout_ms is not None else None
@@ -50,15 +50,13 @@ def save(
     if json:
         emit_json(result)
         return
-    console.print(result.summary)
+    say(result.summary)
     if result.created:
         base = result.base[:12] if result.base else "no commit yet"
-        console.print(
-            f"  base {base} on {result.branch or 'detached HEAD'} · {result.elapsed_ms} ms"
-        )
+        say(f"  base {base} on {result.branch or 'detached HEAD'} · {result.elapsed_ms} ms")
     if result.conflicted:
-        console.print(f"  conflicted (saved with their markers): {', '.join(result.conflicted)}")
+        say(f"  conflicted (saved with their markers): {', '.join(result.conflicted)}")
     for item in result.skipped:
-        console.print(skipped_line(item))
+        say(skipped_line(item))
     for warning in result.warnings:
-        console.print(f"  warning: {warning}")
+        say(f"  warning: {warning}")

@@ -36,6 +36,14 @@ class Tracker(ABC):
         # Why the last ``candidates()`` could not read the tracker (None: it could); the list
         # it returned is then the last good one.
         self.trouble: str | None = None
+        # What the tracker skipped or set right since ``said()`` was last asked (a poll that
+        # failed, a message sent again later, a file set aside): its owner says them.
+        self.warnings: list[str] = []
+
+    def said(self) -> list[str]:
+        """The warnings since the last call, taken: the owner says them (``ticket_warning``)."""
+        taken, self.warnings = self.warnings, []
+        return taken
 
     @abstractmethod
     def candidates(self) -> list[Candidate]:

@@ -17,7 +17,6 @@ import hashlib
 import json
 import os
 import re
-import sys
 import time
 from typing import Any
 
@@ -69,7 +68,7 @@ class GitHubTracker(Tracker):
             api = GitHubAPI(settings.api_url, settings.repo, token)
         self.api = api
         self.plans = fleetstate.fleet_dir(layout) / "github" / "plans"
-        self.outbox = Outbox(layout)
+        self.outbox = Outbox(layout, self.warnings)
         self.issues: dict[str, dict[str, Any]] = {}
         self.blocked_until = 0.0  # a rate limit: no call before this (epoch seconds)
         self._base: str | None = None
@@ -90,7 +89,7 @@ class GitHubTracker(Tracker):
                 if first and exc.status in REFUSING and not isinstance(exc, RateLimited):
                     raise BadInput(self._refusal_of_listing(exc)) from None
                 self.trouble = f"listing the issues failed ({exc})"
-                _warn(f"{self.trouble}; the last list holds till the next poll")
+                self._warn(f"{self.trouble}; the last list holds till the next poll")
         return [
             Candidate(t, self.plans / f"{t}.md")
             for t in sorted(self.issues, key=issue_number)
@@ -168,6 +167,9 @@ class GitHubTracker(Tracker):
 
     # --- the outbox ----------------------------------------------------------------------------
 
+    def _warn(self, message: str) -> None:
+        self.warnings.append(f"github: {message}")
+
     def flush(self) -> None:
         """Send what the outbox holds, oldest first; a ticket whose message fails keeps its
         later ones back (they stay in order), and a rate limit stops the round."""
@@ -186,7 +188,9 @@ class GitHubTracker(Tracker):
                 self.outbox.update(path, message)
                 held.add(ticket)
                 self._held(exc)
-                _warn(f"{message['kind']} for {ticket} failed ({exc}); sent again at the next poll")
+                self._warn(
+                    f"{message['kind']} for {ticket} failed ({exc}); sent again at the next poll"
+                )
             else:
                 self.outbox.sent(path)
 
@@ -331,7 +335,3 @@ def _snapshot(told: Facts) -> str:
         f"Snapshot `{told.snapshot_ref}` at `{told.snapshot[:12]}` "
         f"(`git diff {told.branch} {told.snapshot[:12]}` shows what is not committed)."
     )
-
-
-def _warn(message: str) -> None:
-    sys.stderr.write(f"cairn: warning: github: {message}\n")

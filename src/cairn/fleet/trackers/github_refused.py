@@ -10,7 +10,6 @@ refused is told again.
 from __future__ import annotations
 
 import json
-import sys
 from typing import Any
 
 from cairn.errors import BadInput
@@ -73,9 +72,8 @@ class Refusals:
                     raise ValueError("not a JSON object")
                 self._told = {k: v for k, v in found.items() if isinstance(v, str)}
             except (OSError, ValueError, BadInput) as exc:
-                sys.stderr.write(
-                    f"cairn: warning: {WHAT} {self.path} cannot be read ({exc}); "
-                    "it is written again\n"
+                self.outbox.warnings.append(
+                    f"{WHAT} {self.path} cannot be read ({exc}); it is written again"
                 )
         return self._told
 

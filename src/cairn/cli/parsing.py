@@ -1,0 +1,212 @@
+"""The one way a command declares its options and arguments: an ``argparse`` parser whose usage
+errors are one line (``cairn: error: <problem>; see `cairn … --help```, exit 2) and whose
+``--help`` and ``--version`` end the command with exit 0, both raised, never exiting.
+
+A command is a function of ``cairn.cli.commands`` that takes a ``Parser``, declares on it,
+calls ``parse()`` and runs: its docstring is its help. The options several commands share are
+declared by the functions below, once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hot path)
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import NoReturn
+
+
+class UsageError(Exception):
+    """A command line that names no command, or a command's options or arguments that do not
+    parse: ``str`` is the one-line message, its fix included."""
+
+
+class Done(Exception):
+    """The command line asked for what the parser prints itself (``--help``, ``--version``):
+    printed, nothing to run, exit 0."""
+
+
+class Formatter(argparse.HelpFormatter):
+    """argparse's help formatter, the terminal's width read without ``shutil``: argparse builds
+    one for every option declared, and ``shutil`` brings ``bz2``, ``lzma`` and ``zlib``."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, width=_columns() - 2)
+
+
+def _columns() -> int:
+    """The terminal's width as ``shutil.get_terminal_size`` reads it: ``COLUMNS``, else the
+    terminal's, else 80."""
+    import os
+
+    try:
+        return int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        pass
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+    except (AttributeError, ValueError, OSError):
+        return 80
+
+
+class Parser(argparse.ArgumentParser):
+    """The parser of one command (``words``, e.g. ``("task", "done")``) over ``argv``, the words
+    that follow them. ``json`` says, once parsed, whether the command line asked for JSON."""
+
+    def __init__(self, words: Sequence[str], argv: Sequence[str], description: str | None) -> None:
+        super().__init__(
+            prog=" ".join(("cairn", *words)),
+            description=description,
+            allow_abbrev=False,
+            add_help=False,
+            formatter_class=Formatter,
+        )
+        _help(self)
+        self.argv = list(argv)
+        self.json = False
+
+    def parse(self) -> argparse.Namespace:
+        """The command's options and arguments; UsageError for a line they do not fit. An
+        option that takes a value takes the word after it, whatever it starts with
+        (``--ticket -rf``: the ticket ``-rf``, refused as a ticket id, not as a missing value)."""
+        found = self.parse_args(self._joined())
+        self.json = bool(getattr(found, "json", False))
+        return found
+
+    def _joined(self) -> list[str]:
+        takes = {
+            name: max(action.option_strings, key=len)
+            for action in self._actions
+            if action.nargs is None
+            for name in action.option_strings
+        }
+        words, joined = iter(self.argv), []
+        for word in words:
+            joined.append(word)
+            if word == "--":
+                joined += words
+            elif word in takes:
+                value = next(words, None)
+                if value is not None:
+                    joined[-1] = f"{takes[word]}={value}"
+        return joined
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{plain_words(message)}; see `{self.prog} --help`")
+
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
+        if message:
+            sys.stderr.write(message)
+        raise Done(status)
+
+
+def plain_words(message: str) -> str:
+    """argparse's wording of a usage error in cairn's words (Click's, which came first)."""
+    head, sep, rest = message.partition(": ")
+    if head == "unrecognized arguments":
+        first = rest.split()[0]
+        if first.startswith("-"):
+            return f"No such option: {first}"
+        return f"Got unexpected extra argument ({rest})"
+    if head == "the following arguments are required":
+        return "Missing argument " + ", ".join(f"'{name}'" for name in rest.split(", "))
+    if sep and head.startswith("argument "):
+        names = " / ".join(f"'{name}'" for name in head.removeprefix("argument ").split("/"))
+        if rest == "expected one argument":
+            return f"Option {names} requires an argument"
+        if rest.startswith("ignored explicit argument"):
+            return f"Option {names} does not take a value"
+        return f"Invalid value for {names}: {rest}"
+    return message
+
+
+def one_of(choices: Sequence[str]) -> Callable[[str], str]:
+    """The type of a choice option (``choices`` from ``cairn.terms``); its metavar
+    (``choices_metavar``) lists them."""
+
+    def choice(value: str) -> str:
+        if value not in choices:
+            listed = ", ".join(f"'{c}'" for c in choices)
+            raise argparse.ArgumentTypeError(f"{value!r} is not one of {listed}")
+        return value
+
+    return choice
+
+
+def choices_metavar(choices: Sequence[str]) -> str:
+    return "<" + "|".join(choices) + ">"
+
+
+def integer(minimum: int | None = None) -> Callable[[str], int]:
+    """The type of a whole-number option, at least ``minimum`` when given."""
+
+    def number(value: str) -> int:
+        try:
+            found = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{value!r} is not a valid integer") from None
+        if minimum is not None and found < minimum:
+            raise argparse.ArgumentTypeError(f"{found} is not in the range x>={minimum}")
+        return found
+
+    return number
+
+
+def as_path(value: str) -> object:
+    from pathlib import Path
+
+    return Path(value)
+
+
+def json_flag(parser: Parser, help: str = "Print JSON.") -> None:
+    parser.add_argument("--json", action="store_true", help=help)
+
+
+def workspace(parser: Parser, text: bool = False) -> None:
+    """``-C DIR``: a ``Path``, or with ``text`` the path as typed (no ``pathlib`` imported)."""
+    parser.add_argument(
+        "-C",
+        "--workspace",
+        metavar="DIR",
+        type=str if text else as_path,
+        default="." if text else as_path("."),
+        help="Run in this directory instead of the current one.",
+    )
+
+
+def ticket(parser: Parser, help: str = "Ticket id (default: the branch name).") -> None:
+    parser.add_argument("-t", "--ticket", help=help)
+
+
+def summary(text: str | None) -> str:
+    """A command's line in its group's listing: its help up to the first full stop or
+    semicolon."""
+    first = " ".join((text or "").split())
+    for stop in (". ", "; "):
+        first = first.partition(stop)[0]
+    return first.rstrip(".") + "."
+
+
+def group_help(words: Sequence[str], description: str, entries: Sequence[tuple[str, str]]) -> str:
+    """The help of a group of commands (``cairn``, ``cairn wip``): its commands and their
+    summaries."""
+    width = max(len(name) for name, _ in entries) + 2
+    listing = "\n".join(f"  {name.ljust(width)}{text}" for name, text in entries)
+    parser = argparse.ArgumentParser(
+        prog=" ".join(("cairn", *words)),
+        usage="%(prog)s" + (" [--version]" if not words else "") + " [-h] COMMAND ...",
+        description=description,
+        epilog=f"commands:\n{listing}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        add_help=False,
+    )
+    _help(parser)
+    if not words:
+        parser.add_argument("--version", action="store_true", help="Print the version.")
+    return parser.format_help()
+
+
+def _help(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-h", "--help", action="help", help="Show this message and exit.")
