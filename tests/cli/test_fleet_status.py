@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from cairn.state import fleetstate
-from cairn.state.fleetstate import FleetTicket
-from cairn.state.fleetstatus import fleet_status
+from cairn.fleet import fleetstate
+from cairn.fleet.fleetstate import FleetTicket
+from cairn.fleet.fleetstatus import fleet_status
 from cairn.state.layout import discover
 from cairn.util.procs import process_start_time
 from helpers import assert_one_line_error, cairn, make_repo, rev, scripted_project
@@ -271,6 +271,6 @@ def test_fleet_status_imports_no_heavy_module(fleet: Path) -> None:
         assert result.returncode == 0, result.stderr.decode()[-2000:]
         lines = result.stderr.decode().splitlines()
         names = {ln.rsplit("|", 1)[1].strip() for ln in lines if ln.startswith("import time:")}
-        assert "cairn.state.fleetstatus" in names or args[0] == "status"
+        assert "cairn.fleet.fleetstatus" in names or args[0] == "status"
         heavy = sorted(n for n in names if n.split(".")[0] in HEAVY)
         assert heavy == [], args

@@ -12,7 +12,8 @@ import os
 from pathlib import Path
 
 from cairn.errors import LeaseBusy
-from cairn.state import fleetstate, owner
+from cairn.fleet import fleetstate
+from cairn.state import owner
 from cairn.state.layout import Layout
 from cairn.state.owner import Owner
 from cairn.util import clock, durable

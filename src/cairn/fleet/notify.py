@@ -21,8 +21,8 @@ from cairn import __version__
 from cairn.config import Config
 from cairn.errors import CairnError
 from cairn.fleet.facts import Facts
+from cairn.fleet.fleetstate import FleetTicket, fleet_dir
 from cairn.fleet.schedule import STOPPED
-from cairn.state.fleetstate import FleetTicket, fleet_dir
 from cairn.state.layout import Layout
 from cairn.util import clock, durable
 

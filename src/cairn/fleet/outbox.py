@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from cairn.errors import BadInput
-from cairn.state.fleetstate import fleet_dir
+from cairn.fleet.fleetstate import fleet_dir
 from cairn.state.layout import Layout
 from cairn.util import durable
 

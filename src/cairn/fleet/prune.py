@@ -21,11 +21,10 @@ from typing import TYPE_CHECKING, Literal, NamedTuple
 from cairn import tickets
 from cairn.config import Config
 from cairn.errors import BadInput
-from cairn.fleet import gitworktree, hooks, workspaces
+from cairn.fleet import fleetstate, gitworktree, hooks, workspaces
 from cairn.fleet.gitworktree import Worktree, branch_of, same_path
 from cairn.fleet.trackers.dir import is_finished
 from cairn.git import Deadline, Repo
-from cairn.state import fleetstate
 from cairn.state.layout import Layout
 from cairn.util.durations import parse_duration
 from cairn.util.records import Record, field

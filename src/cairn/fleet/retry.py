@@ -14,8 +14,8 @@ from typing import Any
 
 from cairn.config import CONFIG_FILE, Config
 from cairn.errors import BadInput
+from cairn.fleet.fleetstate import FleetTicket
 from cairn.git import Repo, base_runner
-from cairn.state.fleetstate import FleetTicket
 from cairn.terms import FleetState
 
 RETRYABLE = ("failed", "interrupted", "stopped", "needs_input")

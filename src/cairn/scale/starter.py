@@ -16,11 +16,11 @@ from temporalio.exceptions import CancelledError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
 from cairn.config import Config, TemporalConfig
+from cairn.fleet.refusals import EVENT, Rejected, Reporter
 from cairn.scale.connection import Outage, connect, transient
 from cairn.scale.control import state_of
 from cairn.scale.messages import TicketInput, workflow_id
 from cairn.scale.workflow import TicketWorkflow
-from cairn.state.refusals import EVENT, Rejected, Reporter
 from cairn.util.durations import parse_duration
 
 

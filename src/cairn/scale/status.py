@@ -244,8 +244,8 @@ def refused_rows(layout: Layout, warnings: list[str]) -> list[dict[str, Any]]:
     """The queue entries and issues ``cairn fleet start`` refused (kept by the starter in
     ``fleet/refused.json``), as rows of this listing: state ``refused``, ``detail`` why and
     the fix; they have no workflow."""
-    from cairn.state import refusals
-    from cairn.state.fleetstatus import refused_row
+    from cairn.fleet import refusals
+    from cairn.fleet.fleetstatus import refused_row
 
     extra = {"engine": "temporal", "workflow_id": None, "run_id": None, "segments": 0}
     extra |= {"paused": False, "branch_sha": None, "worker": None}

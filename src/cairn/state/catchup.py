@@ -252,7 +252,7 @@ def _unknown(report: CatchupReport, layout: Layout) -> bool:
     marker, lease), no snapshot, no fleet record."""
     if report.run is not None or report.snapshot is not None or report.marker_path is not None:
         return False
-    from cairn.state import fleetstate
+    from cairn.fleet import fleetstate
 
     if layout.ticket_dir(report.ticket).is_dir():
         return False
@@ -261,7 +261,7 @@ def _unknown(report: CatchupReport, layout: Layout) -> bool:
 
 def known_tickets(repo: Repo, config: Config, layout: Layout) -> list[str]:
     """Every ticket with a trace here: a ticket directory, a snapshot or a fleet record."""
-    from cairn.state import fleetstate
+    from cairn.fleet import fleetstate
     from cairn.wip.history import ticket_refs
 
     found = set(layout.list_tickets()) | set(ticket_refs(repo, config))

@@ -4,7 +4,7 @@ Built for thousands of tickets: each ticket directory is listed once, its marker
 when the listing shows one, and a finished ticket costs one more listing (its latest run) and
 one small read (the head of its change summary, for the status line), and once settled (no
 marker) three ``stat`` calls from then on (``cairn.state.rowcache``). Snapshot refs come from
-one ``for-each-ref``. Fleet tickets (``cairn.state.fleetstate``) carry their fleet state; a
+one ``for-each-ref``. Fleet tickets (``cairn.fleet.fleetstate``) carry their fleet state; a
 repository without a fleet pays one failed directory listing for it.
 """
 
@@ -18,8 +18,9 @@ from typing import Any, Literal, NamedTuple
 
 from cairn import tickets
 from cairn.config import Config
+from cairn.fleet import fleetstate
 from cairn.git import Repo
-from cairn.state import accounting, fleetstate, marker, owner
+from cairn.state import accounting, marker, owner
 from cairn.state.layout import (
     ARTIFACT,
     MARKER,

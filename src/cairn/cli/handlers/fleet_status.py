@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from cairn.cli.output import console
 
 if TYPE_CHECKING:
-    from cairn.state.fleetstatus import FleetRow
+    from cairn.fleet.fleetstatus import FleetRow
 from cairn.util.records import plain, pydantic_json
 
 HEADER = ("ticket", "state", "phase", "task", "attempt", "turns", "snapshot", "worktree", "last")
@@ -18,7 +18,7 @@ HEADER = ("ticket", "state", "phase", "task", "attempt", "turns", "snapshot", "w
 
 def status(json: bool = False, workspace: Path = Path("."), engine: str | None = None) -> None:
     from cairn.cli.handlers.scale import _engine
-    from cairn.state.fleetstatus import fleet_status
+    from cairn.fleet.fleetstatus import fleet_status
     from cairn.state.layout import discover
 
     found = discover(workspace)
@@ -30,7 +30,7 @@ def status(json: bool = False, workspace: Path = Path("."), engine: str | None =
     for warning in report.warnings:  # on stderr: stdout stays the table or the JSON array
         sys.stderr.write(f"cairn: warning: {warning}\n")
     if json:
-        from cairn.state.fleetstatus import refused_row
+        from cairn.fleet.fleetstatus import refused_row
 
         rows = plain(report.rows, json_mode=True) + [refused_row(r) for r in report.refused]
         sys.stdout.write(pydantic_json(rows, indent=2) if rows else json_lib.dumps([]))
@@ -88,7 +88,7 @@ def _note(row: FleetRow) -> str | None:
     """The line under the table: the row's detail, and when a retrying ticket starts again."""
     parts = [row.detail] if row.detail else []
     if row.state == "retrying" and row.next_attempt_at is not None:
-        from cairn.state.fleetstate import without_retry_time
+        from cairn.fleet.fleetstate import without_retry_time
         from cairn.state.status import age_text
         from cairn.util import clock
 

@@ -120,8 +120,8 @@ def fleet_start(once: bool, json: bool, workspace: Path) -> NoReturn:
     tracker = open_tracker(repo, config, layout)
     base = base_of(repo, remote, config.fleet.base)
     key = fleet_key(repo, config.fleet.id, config.fleet.remote, config.fleet.base)
+    from cairn.fleet.refusals import EVENT, Reporter
     from cairn.scale.starter import drive
-    from cairn.state.refusals import EVENT, Reporter
 
     def emit(kind: str, text: str, **fields: Any) -> None:
         if kind == EVENT:  # a warning where people look, on both outputs

@@ -2,7 +2,7 @@
 their files changed.
 
 A row joins a ticket's fleet record, its marker, the head of its latest change summary and the
-last event of its journal (``state.fleetstatus``). Reading and parsing those is most of the cost
+last event of its journal (``fleet.fleetstatus``). Reading and parsing those is most of the cost
 of a row, so each ticket keeps what was read under the stat signature (mtime, size, inode) of
 every file and directory it came from; a request stats them (five per ticket) and reads again
 only what changed. What depends on the clock (a live pid, a marker's staleness, ages) is judged
@@ -21,10 +21,11 @@ from typing import Any
 from cairn import tickets
 from cairn.config import Config
 from cairn.errors import BadInput
+from cairn.fleet import fleetstate, refusals
+from cairn.fleet.fleetstatus import SHORT_SHA, FleetRow, last_journal_event, refused_row
 from cairn.git import Repo
 from cairn.git.sessions import Started
-from cairn.state import fleetstate, marker, refusals, status
-from cairn.state.fleetstatus import SHORT_SHA, FleetRow, last_journal_event, refused_row
+from cairn.state import marker, status
 from cairn.state.layout import JOURNAL, Layout
 from cairn.state.marker import Marker
 from cairn.state.status import StatusRow

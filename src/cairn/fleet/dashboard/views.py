@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cairn.errors import BadInput, CairnError
-from cairn.fleet import lease
+from cairn.fleet import lease, refusals
 from cairn.fleet.dashboard.rows import RowCache
 from cairn.fleet.dashboard.source import LocalView, Source
 from cairn.git import Git
-from cairn.state import journal, refusals
+from cairn.state import journal
 from cairn.state.layout import SUMMARY_ARTIFACT, SUMMARY_ROLE, discover, latest_artifact
 from cairn.terms import FLEET_STATES
 from cairn.util import clock, durable

@@ -17,9 +17,9 @@ from pathlib import Path
 from cairn import tickets
 from cairn.config import Config
 from cairn.errors import BadInput
+from cairn.fleet import fleetstate
 from cairn.fleet.trackers.base import Candidate, Rejected, Tracker
 from cairn.git import Repo
-from cairn.state import fleetstate
 from cairn.state.layout import Layout
 
 PLAN_SUFFIXES = (".md", ".yaml", ".yml", ".json")

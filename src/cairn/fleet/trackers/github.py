@@ -23,6 +23,7 @@ from typing import Any
 
 from cairn.config import Config
 from cairn.errors import BadInput
+from cairn.fleet import fleetstate
 from cairn.fleet.facts import Facts, PushFailed, facts, push_branch
 from cairn.fleet.github_api import GitHubAPI, GitHubError, RateLimited
 from cairn.fleet.outbox import Outbox
@@ -30,7 +31,6 @@ from cairn.fleet.trackers.base import Candidate, Rejected, Tracker
 from cairn.fleet.trackers.dir import is_finished
 from cairn.fleet.trackers.github_refused import Refusals
 from cairn.git import Repo
-from cairn.state import fleetstate
 from cairn.state.layout import Layout
 from cairn.util import durable
 

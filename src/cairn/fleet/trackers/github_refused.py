@@ -14,8 +14,8 @@ import sys
 from typing import Any
 
 from cairn.errors import BadInput
+from cairn.fleet.fleetstate import fleet_dir
 from cairn.fleet.outbox import Outbox
-from cairn.state.fleetstate import fleet_dir
 from cairn.state.layout import Layout
 from cairn.util import durable
 

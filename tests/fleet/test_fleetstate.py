@@ -1,4 +1,4 @@
-"""The fleet's records (``cairn.state.fleetstate``): written atomically, read back exactly,
+"""The fleet's records (``cairn.fleet.fleetstate``): written atomically, read back exactly,
 listed sorted, and a broken file skipped with a warning (never a traceback, never hiding the
 others); a running record whose process is gone reads as interrupted."""
 
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from cairn.errors import BadInput, CorruptState
-from cairn.state import fleetstate
-from cairn.state.fleetstate import FleetTicket
+from cairn.fleet import fleetstate
+from cairn.fleet.fleetstate import FleetTicket
 from cairn.state.layout import Layout
 from cairn.terms import FLEET_STATES
 from cairn.util.procs import process_start_time

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cairn.errors import CairnError
-from cairn.state import fleetstate, journal, refusals, status
+from cairn.fleet import fleetstate, refusals
+from cairn.state import journal, status
 from cairn.state.layout import Layout, discover
 from cairn.terms import FleetState
 from cairn.util import clock

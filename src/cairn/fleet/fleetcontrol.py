@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, get_args
 
 from cairn import tickets
-from cairn.state import fleetstate
+from cairn.fleet import fleetstate
 from cairn.state.layout import Layout
 from cairn.terms import FleetAction
 from cairn.util import clock, durable

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Annotated, Any, NamedTuple
 
 from cairn.errors import BadInput
-from cairn.state.fleetstate import fleet_dir
+from cairn.fleet.fleetstate import fleet_dir
 from cairn.state.layout import Layout
 from cairn.state.owner import with_offset
 from cairn.util import clock, durable
