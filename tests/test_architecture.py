@@ -184,6 +184,18 @@ def test_every_package_and_module_has_a_layer() -> None:
     assert set(layers) - units == set(), "docs/architecture.md names units that do not exist"
 
 
+# Packages that build on others: (upper, lower) means upper's layer is above lower's.
+BUILDS_ON = (("scale", "fleet"), ("fleet", "state"), ("cli", "scale"))
+
+
+def test_packages_that_build_on_others_are_above_them() -> None:
+    """``scale`` runs the fleet's tickets on Temporal with the fleet's records, rows and child
+    runs: it sits above ``fleet``, not beside it, so it imports them instead of copying them."""
+    layers = read_layers(DOC)
+    below = [(upper, lower) for upper, lower in BUILDS_ON if layers[upper] <= layers[lower]]
+    assert below == [], "docs/architecture.md's layer table puts these beside or below"
+
+
 def test_the_doc_names_the_same_parsers() -> None:
     rule = DOC.read_text().split("a parser of one format", 1)[1].split("may reach", 1)[0]
     assert set(re.findall(r"`(cairn\.[\w.]+)`", rule)) == PARSERS

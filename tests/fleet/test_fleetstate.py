@@ -86,7 +86,7 @@ def test_rewrite_replaces_and_listing_is_sorted(layout: Layout) -> None:
     listed = fleetstate.listing(layout)
     assert [r.ticket for r in listed] == ["A-1", "b-2", "c-3"]
     assert listed[1].state == "completed"
-    assert fleetstate.names(layout) == ["A-1", "b-2", "c-3"]
+    assert layout.list_fleet_tickets() == ["A-1", "b-2", "c-3"]
 
 
 def test_no_fleet_directory_lists_nothing(layout: Layout) -> None:
@@ -135,7 +135,7 @@ BROKEN = {
 def test_listing_skips_each_broken_file_with_a_warning(layout: Layout) -> None:
     good = FleetTicket(ticket="G-1", plan="p", state="queued", updated=NOW)
     fleetstate.write(layout, good)
-    directory = fleetstate.tickets_dir(layout)
+    directory = layout.fleet_tickets_dir
     for name, (content, _) in BROKEN.items():
         data = content.encode() if isinstance(content, str) else content
         (directory / name).write_bytes(data)
@@ -160,7 +160,7 @@ def test_listing_without_a_list_warns_on_stderr(
     layout: Layout, capfd: pytest.CaptureFixture[str]
 ) -> None:
     fleetstate.write(layout, FleetTicket(ticket="G-1", plan="p", state="queued", updated=NOW))
-    (fleetstate.tickets_dir(layout) / "J-1.json").write_text("{")
+    (layout.fleet_tickets_dir / "J-1.json").write_text("{")
     assert [r.ticket for r in fleetstate.listing(layout)] == ["G-1"]
     err = capfd.readouterr().err
     assert err.startswith("cairn: warning: fleet record ") and "J-1.json is not valid JSON" in err

@@ -12,7 +12,6 @@ import os
 from pathlib import Path
 
 from cairn.errors import LeaseBusy
-from cairn.fleet import fleetstate
 from cairn.state import owner
 from cairn.state.layout import Layout
 from cairn.state.owner import Owner
@@ -35,17 +34,17 @@ class SupervisorLease:
 
 
 def lease_path(layout: Layout) -> Path:
-    return fleetstate.fleet_dir(layout) / LEASE
+    return layout.fleet_dir / LEASE
 
 
 def stop_path(layout: Layout) -> Path:
-    return fleetstate.fleet_dir(layout) / STOP
+    return layout.fleet_dir / STOP
 
 
 def acquire(layout: Layout) -> SupervisorLease:
     """Take the repository's supervisor lease, or raise LeaseBusy naming the supervisor that
     holds it."""
-    directory = fleetstate.fleet_dir(layout)
+    directory = layout.fleet_dir
     durable.ensure_dir(directory)
     path = directory / LEASE
     fd = durable.open_state(path, os.O_RDWR | os.O_CREAT, "fleet lease")

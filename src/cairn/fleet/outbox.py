@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from cairn.errors import BadInput
-from cairn.fleet.fleetstate import fleet_dir
 from cairn.state.layout import Layout
 from cairn.util import durable
 
@@ -26,7 +25,7 @@ READ_LIMIT = 256 * 1024
 
 class Outbox:
     def __init__(self, layout: Layout) -> None:
-        self.directory = fleet_dir(layout) / "outbox"
+        self.directory = layout.fleet_dir / "outbox"
         self._last = 0
 
     def put(self, message: dict[str, Any]) -> Path:

@@ -131,7 +131,7 @@ def known(repo: Repo, config: Config, layout: Layout, ticket: str) -> str:
     """``ticket`` when the fleet knows it (a record, or a worktree), else bad input naming
     the tickets it has."""
     if fleetstate.read(layout, ticket) is None and workspaces.find(repo, config, ticket) is None:
-        names = [n for n in fleetstate.names(layout) if tickets.problem(n) is None]
+        names = [n for n in layout.list_fleet_tickets() if tickets.problem(n) is None]
         start = "cairn fleet start runs the plans in the queue"
         raise tickets.unknown(ticket, sorted(names), "cairn fleet status", "fleet ticket", start)
     return ticket

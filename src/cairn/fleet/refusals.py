@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Annotated, Any, NamedTuple
 
 from cairn.errors import BadInput
-from cairn.fleet.fleetstate import fleet_dir
 from cairn.state.layout import Layout
 from cairn.state.owner import with_offset
 from cairn.util import clock, durable
@@ -55,7 +54,7 @@ class Listing(Record):
 
 
 def path_of(layout: Layout) -> Path:
-    return fleet_dir(layout) / NAME
+    return layout.fleet_dir / NAME
 
 
 def read(layout: Layout, warnings: list[str] | None = None) -> list[Refusal]:

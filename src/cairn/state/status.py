@@ -4,21 +4,21 @@ Built for thousands of tickets: each ticket directory is listed once, its marker
 when the listing shows one, and a finished ticket costs one more listing (its latest run) and
 one small read (the head of its change summary, for the status line), and once settled (no
 marker) three ``stat`` calls from then on (``cairn.state.rowcache``). Snapshot refs come from
-one ``for-each-ref``. Fleet tickets (``cairn.fleet.fleetstate``) carry their fleet state; a
-repository without a fleet pays one failed directory listing for it.
+one ``for-each-ref``. Given ``fleet`` (``cairn.fleet.fleetstate.states``), fleet tickets carry
+their fleet state; a repository without a fleet pays one failed directory listing for it.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 from cairn import tickets
 from cairn.config import Config
-from cairn.fleet import fleetstate
 from cairn.git import Repo
 from cairn.state import accounting, marker, owner
 from cairn.state.layout import (
@@ -27,6 +27,7 @@ from cairn.state.layout import (
     RUN_ID,
     SUMMARY_ARTIFACT,
     SUMMARY_ROLE,
+    Layout,
     discover,
     run_sort_key,
 )
@@ -64,28 +65,34 @@ class StatusRow(Record, frozen=False):
     why: str | None = None  # needs_input: the blocker (the summary's status line detail)
 
 
-def status(workspace: Path | str = ".", warnings: list[str] | None = None) -> list[StatusRow]:
-    """One row per ticket; ``warnings``: as ``discover``'s (a broken config: the defaults)."""
+def status(
+    workspace: Path | str = ".",
+    warnings: list[str] | None = None,
+    fleet: Callable[[Layout], Mapping[str, str]] | None = None,
+) -> list[StatusRow]:
+    """One row per ticket; ``warnings``: as ``discover``'s (a broken config: the defaults);
+    ``fleet``: the fleet state of each fleet ticket of a state root (a ticket it names has a
+    row, with its ``fleet`` column)."""
     repo, config, layout = discover(workspace, warnings)
     snapshots = {ticket: oid for ticket, (oid, _) in snapshot_refs(repo, config).items()}
     now = clock.now()
     stale_after = parse_duration(config.marker.stale_after)
-    fleet = fleetstate.by_ticket(layout)
+    fleet_states = fleet(layout) if fleet is not None else {}
     rows = []
     tickets_dir = str(layout.tickets_dir)
     cache = RowCache(str(layout.root))
-    for ticket in sorted(set(layout.list_tickets()) | set(snapshots) | set(fleet)):
+    for ticket in sorted(set(layout.list_tickets()) | set(snapshots) | set(fleet_states)):
         row, _ = ticket_row(f"{tickets_dir}/{ticket}", ticket, stale_after, now, cache)
         snapshot = snapshots.get(ticket)
-        record = fleet.get(ticket)
+        state = fleet_states.get(ticket)
         if row is None:
-            if snapshot is None and record is None:
+            if snapshot is None and state is None:
                 continue
             row = StatusRow(ticket=ticket, state="none")
         if snapshot is not None:
             row.snapshot = snapshot
-        if record is not None:
-            row.fleet = fleetstate.live_state(record)[0]
+        if state is not None:
+            row.fleet = state
         rows.append(row)
     cache.save()
     return rows

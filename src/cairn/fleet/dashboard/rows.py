@@ -74,7 +74,7 @@ class RowCache:
         and ``last_error`` for retrying rows), and the warnings for records that were skipped."""
         now = clock.now()
         refs = self._start_refs()  # git lists the snapshot refs while the files are stated
-        names = fleetstate.names(self.layout)
+        names = self.layout.list_fleet_tickets()
         rows: list[dict[str, Any]] = []
         try:
             with self.lock:
@@ -125,7 +125,7 @@ class RowCache:
 
     def _dirs(self) -> tuple[str, str]:
         """The runs' tickets directory and the fleet records' directory, each checked once."""
-        return str(self.layout.tickets_dir) + os.sep, str(fleetstate.tickets_dir(self.layout))
+        return str(self.layout.tickets_dir) + os.sep, str(self.layout.fleet_tickets_dir)
 
     @staticmethod
     def _paths(ticket: str, run: str | None, dirs: tuple[str, str]) -> list[str]:

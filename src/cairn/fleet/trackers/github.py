@@ -68,7 +68,7 @@ class GitHubTracker(Tracker):
                 )
             api = GitHubAPI(settings.api_url, settings.repo, token)
         self.api = api
-        self.plans = fleetstate.fleet_dir(layout) / "github" / "plans"
+        self.plans = layout.fleet_dir / "github" / "plans"
         self.outbox = Outbox(layout)
         self.issues: dict[str, dict[str, Any]] = {}
         self.blocked_until = 0.0  # a rate limit: no call before this (epoch seconds)

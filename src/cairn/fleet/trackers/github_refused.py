@@ -14,7 +14,6 @@ import sys
 from typing import Any
 
 from cairn.errors import BadInput
-from cairn.fleet.fleetstate import fleet_dir
 from cairn.fleet.outbox import Outbox
 from cairn.state.layout import Layout
 from cairn.util import durable
@@ -25,7 +24,7 @@ WHAT = "github refusal record"
 
 class Refusals:
     def __init__(self, layout: Layout, outbox: Outbox) -> None:
-        self.path = fleet_dir(layout) / "github" / "refused.json"
+        self.path = layout.fleet_dir / "github" / "refused.json"
         self.outbox = outbox
         self._told: dict[str, str] | None = None  # ticket → the version of the body told
         self._checked: dict[tuple[int, str], str | None] = {}  # (number, body) → problem
