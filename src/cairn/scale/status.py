@@ -26,12 +26,12 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
+from cairn.fleet.fleetstatus import SHORT_SHA
 from cairn.scale.messages import Progress, workflow_id
 from cairn.state.layout import Layout
 
 WORKFLOW_TYPE = "cairn_ticket"
 MEMO = "cairn"  # workflow.MEMO, without importing the workflow module (and its sandbox)
-SHORT_SHA = 10  # as the embedded fleet's rows
 CONCURRENCY = 24  # describe/query calls in flight at once
 QUERY_TIMEOUT = timedelta(seconds=1)
 _CLOSED = {

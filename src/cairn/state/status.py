@@ -32,7 +32,7 @@ from cairn.state.layout import (
     run_sort_key,
 )
 from cairn.state.marker import Marker, TicketState
-from cairn.state.rowcache import RowCache
+from cairn.state.rowcache import StatCache, of, status_cache
 from cairn.util import clock
 from cairn.util.durations import parse_duration
 from cairn.util.records import Record
@@ -80,7 +80,7 @@ def status(
     fleet_states = fleet(layout) if fleet is not None else {}
     rows = []
     tickets_dir = str(layout.tickets_dir)
-    cache = RowCache(str(layout.root))
+    cache = status_cache(str(layout.root), tickets_dir)
     for ticket in sorted(set(layout.list_tickets()) | set(snapshots) | set(fleet_states)):
         row, _ = ticket_row(f"{tickets_dir}/{ticket}", ticket, stale_after, now, cache)
         snapshot = snapshots.get(ticket)
@@ -124,17 +124,17 @@ def ticket_row(
     ticket: str,
     stale_after: float,
     now: datetime,
-    rows: RowCache | None = None,
+    rows: StatCache | None = None,
 ) -> Found:
     """The status row of the ticket whose directory is ``ticket_dir``, and its marker; a
-    settled ticket's row from ``rows`` when its ``stat`` calls say nothing changed."""
+    settled ticket's row from ``rows`` (paths relative to the tickets directory) when its
+    ``stat`` calls say nothing changed."""
     if rows is not None:
-        hit = rows.get(ticket, ticket_dir)
+        hit = rows.get(ticket)
         if hit is not None:
-            (run_id, _, line, usage), summary_stat = hit
+            run_id, line, usage, mtime = hit
             if run_id is None:
                 return None, None
-            mtime = summary_stat.st_mtime if summary_stat is not None else None
             return _settled_row(ticket, run_id, line, mtime, usage, now), None
     try:
         dir_stat = os.stat(ticket_dir) if rows is not None else None  # before the listing
@@ -148,7 +148,7 @@ def ticket_row(
         run_id = max(runs, key=run_sort_key)
     if current is None and run_id is None:
         if rows is not None and dir_stat is not None:
-            rows.put(ticket, dir_stat, None, None, (None, None, None, None))
+            rows.put(ticket, [ticket], [of(dir_stat)], [None, None, None, None])
         return None, None
     head = _summary_head(os.path.join(ticket_dir, run_id), rows is not None) if run_id else None
     line, summary_stat, usage = (head.line, head.stat, head.usage) if head else (None, None, None)
@@ -156,8 +156,12 @@ def ticket_row(
     if current is None:
         assert run_id is not None
         if rows is not None and dir_stat is not None and head is not None and head.settled:
-            settled = (run_id, head.name, line, usage)
-            rows.put(ticket, dir_stat, head.run_stat, summary_stat, settled)
+            assert head.run_stat is not None
+            paths, signatures = [ticket, f"{ticket}/{run_id}"], [of(dir_stat), of(head.run_stat)]
+            if head.name is not None and summary_stat is not None:
+                paths.append(f"{ticket}/{run_id}/{head.name}")
+                signatures.append(of(summary_stat))
+            rows.put(ticket, paths, signatures, [run_id, line, usage, mtime])
         return _settled_row(ticket, run_id, line, mtime, usage, now), None
     task = total = None
     if line is not None:

@@ -53,20 +53,9 @@ def start(
 ) -> None:
     """Supervise the queue in the foreground; --once exits 0 all completed, 1 any needs
     review (or a refused entry beside them), 2 only refused entries, 3 any left interrupted."""
-    from cairn.cli.handlers import fleet_run, scale
+    from cairn.cli.handlers.engines import engine as engine_for
 
-    if scale.engine_of(engine, workspace) == "temporal":
-        if port is not None:
-            from cairn.cli.handlers import scale_status
-
-            scale_status.start(once, json, workspace, port, host)
-        scale.fleet_start(once, json, workspace)
-    if port is not None:
-        from cairn.cli.handlers import fleet_dashboard
-
-        code = fleet_dashboard.start(once, concurrency, json, workspace, port, host)
-    else:
-        code = fleet_run.start(once, concurrency, json, workspace)
+    code = engine_for(engine, workspace).start(once, concurrency, json, workspace, port, host)
     if code:
         raise typer.Exit(code)
 
@@ -89,16 +78,9 @@ def stop(
     """Stop the named tickets (each snapshotted and ended stopped; the next fleet start starts
     them again), or without tickets the whole fleet: the running supervisor (temporal: every
     running ticket), each ticket snapshotted and left resumable."""
-    from cairn.cli.handlers import fleet_run, scale
+    from cairn.cli.handlers.engines import engine as engine_for
 
-    if scale.engine_of(engine, workspace) == "temporal":
-        scale.fleet_control("stop", tickets or [], 60.0 if wait else 0.0, json, workspace)
-    if tickets:
-        from cairn.cli.handlers import fleet_control
-
-        fleet_control.control("stop", tickets, wait, json, workspace)
-        return
-    fleet_run.stop(wait, json, workspace)
+    engine_for(engine, workspace).stop(tickets or [], wait, json, workspace)
 
 
 @app.command("pause")
@@ -136,11 +118,9 @@ def _control(
     workspace: Path,
     engine: str | None,
 ) -> None:
-    from cairn.cli.handlers import fleet_control, scale
+    from cairn.cli.handlers.engines import engine as engine_for
 
-    if scale.engine_of(engine, workspace) == "temporal":
-        scale.fleet_control(action, tickets, 60.0 if wait else 0.0, json, workspace)
-    fleet_control.control(action, tickets, wait, json, workspace)
+    engine_for(engine, workspace).control(action, tickets, wait, json, workspace)
 
 
 @app.command("retry")
@@ -161,11 +141,9 @@ def retry(
     """Restart failed, interrupted, stopped or needs-input tickets: each resumes its run from
     what is committed (and pushed), never redoing a completed task; their attempts count
     afresh. The run reads the ticket branch's cairn.toml (--fresh-config: the base's)."""
-    from cairn.cli.handlers import fleet_control, scale
+    from cairn.cli.handlers.engines import engine as engine_for
 
-    if scale.engine_of(engine, workspace) == "temporal":
-        scale.fleet_retry(tickets, fresh_config, json, workspace)
-    fleet_control.retry(tickets, fresh_config, json, workspace)
+    engine_for(engine, workspace).retry(tickets, fresh_config, json, workspace)
 
 
 @app.command("status")
@@ -212,10 +190,6 @@ def dashboard(
 ) -> None:
     """Serve the fleet's dashboard read-only from the files, without a supervisor (temporal:
     from the ticket workflows)."""
-    from cairn.cli.handlers import fleet_dashboard, scale
+    from cairn.cli.handlers.engines import engine as engine_for
 
-    if scale.engine_of(engine, workspace) == "temporal":
-        from cairn.cli.handlers import scale_status
-
-        scale_status.dashboard(json, workspace, port, host)
-    fleet_dashboard.dashboard(json, workspace, port, host)
+    engine_for(engine, workspace).dashboard(json, workspace, port, host)
