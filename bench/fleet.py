@@ -73,8 +73,8 @@ def cairn_cmd() -> list[str]:
 
 
 def build_status_repo(rebuild: bool) -> Path:
-    from cairn.state import fleetstate
-    from cairn.state.fleetstate import FleetTicket
+    from cairn.fleet import fleetstate
+    from cairn.fleet.fleetstate import FleetTicket
     from cairn.state.layout import Layout
 
     path = WORK / f"fleet-{TICKETS}"

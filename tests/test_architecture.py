@@ -8,6 +8,7 @@ checker is tested on small synthetic packages below, so a new violation makes it
 from __future__ import annotations
 
 import ast
+import importlib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -165,6 +166,57 @@ def read_layers(doc: Path) -> dict[str, int]:
     return layers
 
 
+def command_targets() -> dict[str, str]:
+    """The command table's ``"module:function"`` strings, by command: each handler, and what it
+    starts early. Point it at the table the command line dispatches from."""
+    from cairn.cli.commands import COMMANDS
+
+    found: dict[str, str] = {}
+    for path, command in COMMANDS.items():
+        name = " ".join(path)
+        found[name] = command.target
+        if command.early is not None:
+            found[f"{name} (early)"] = command.early
+    return found
+
+
+def tables() -> list[tuple[str, dict[str, str]]]:
+    """Every table of ``"module:attribute"`` strings, with the module that holds it."""
+    from cairn.agents import ADAPTERS
+    from cairn.cli.handlers.engines import ENGINES
+
+    adapters = {kind: spec for kind, spec in ADAPTERS.items() if isinstance(spec, str)}
+    return [
+        ("cairn.cli.commands", command_targets()),
+        ("cairn.agents", adapters),
+        ("cairn.cli.handlers.engines", ENGINES),
+    ]
+
+
+def pointing_up(holder: str, table: dict[str, str], layers: dict[str, int]) -> list[str]:
+    """The entries of ``holder``'s table that name a module of a unit other than the holder's
+    own, on the holder's layer or above."""
+    return [
+        f"{holder}: {key} -> {spec}"
+        for key, spec in table.items()
+        if unit(spec.partition(":")[0]) != unit(holder)
+        and layers.get(unit(spec.partition(":")[0]), len(layers)) >= layers[unit(holder)]
+    ]
+
+
+def unresolved(table: dict[str, str]) -> list[str]:
+    """The entries that are not ``module:attribute`` of an importable module."""
+    bad = []
+    for key, spec in table.items():
+        module, colon, name = spec.partition(":")
+        try:
+            if not colon or not hasattr(importlib.import_module(module), name):
+                bad.append(f"{key} -> {spec}")
+        except ImportError as exc:
+            bad.append(f"{key} -> {spec}: {exc}")
+    return bad
+
+
 # --- the rules, applied to cairn ------------------------------------------------------------
 
 
@@ -182,6 +234,29 @@ def test_every_package_and_module_has_a_layer() -> None:
     units = {unit(name) for name in modules(SOURCE, "cairn")}
     assert units - set(layers) == set(), "add them to the table in docs/architecture.md"
     assert set(layers) - units == set(), "docs/architecture.md names units that do not exist"
+
+
+# Packages that build on others: (upper, lower) means upper's layer is above lower's.
+BUILDS_ON = (("scale", "fleet"), ("fleet", "state"), ("cli", "scale"))
+
+
+def test_packages_that_build_on_others_are_above_them() -> None:
+    """``scale`` runs the fleet's tickets on Temporal with the fleet's records, rows and child
+    runs: it sits above ``fleet``, not beside it, so it imports them instead of copying them."""
+    layers = read_layers(DOC)
+    below = [(upper, lower) for upper, lower in BUILDS_ON if layers[upper] <= layers[lower]]
+    assert below == [], "docs/architecture.md's layer table puts these beside or below"
+
+
+def test_table_strings_point_down_the_layers() -> None:
+    layers = read_layers(DOC)
+    found = [entry for holder, table in tables() for entry in pointing_up(holder, table, layers)]
+    assert found == []
+
+
+def test_table_strings_name_existing_attributes() -> None:
+    assert [entry for _, table in tables() for entry in unresolved(table)] == []
+    assert all(table for _, table in tables()), "a table read as empty checks nothing"
 
 
 def test_the_doc_names_the_same_parsers() -> None:
@@ -258,6 +333,21 @@ def test_checker_finds_upward_imports_and_long_modules(tmp_path: Path) -> None:
     known = modules(source, "pkg")
     assert too_long(known, frozenset()) == {"pkg.top": 401, "pkg.parse": 450}
     assert too_long(known, frozenset({"pkg.parse"})) == {"pkg.top": 401}
+
+
+def test_checker_finds_table_strings_pointing_up_or_nowhere() -> None:
+    layers = {"__init__": 0, "low": 1, "mid": 2, "top": 3}
+    table = {"a": "pkg.low.x:f", "b": "pkg.mid.y:g", "c": "pkg.top:h", "d": "pkg.mid:k"}
+    assert pointing_up("pkg.mid.t", table, layers) == ["pkg.mid.t: c -> pkg.top:h"]
+    assert pointing_up("pkg.low", table, layers) == [
+        "pkg.low: b -> pkg.mid.y:g",
+        "pkg.low: c -> pkg.top:h",
+        "pkg.low: d -> pkg.mid:k",
+    ]
+    found = unresolved({"ok": "json:dumps", "attr": "json:nothing", "mod": "no_such_mod:f"})
+    assert found[0] == "attr -> json:nothing"
+    assert found[1].startswith("mod -> no_such_mod:f: ")
+    assert unresolved({"colon": "json"}) == ["colon -> json"]
 
 
 def test_layer_table_is_read_from_the_doc(tmp_path: Path) -> None:

@@ -282,7 +282,7 @@ def completed_at(fleet: Fleet, ticket: str) -> dict[int, float]:
 
 
 def unreadable_records(fleet: Fleet) -> list[str]:
-    from cairn.state import fleetstate
+    from cairn.fleet import fleetstate
 
     problems = []
     if fleet.records.is_dir():
@@ -515,7 +515,7 @@ def self_test(root: Path, tally: Tally) -> None:
 def orphan_a_run(fleet: Fleet, runs: Runs) -> int:
     """Start a supervisor, and once a run of it is working, freeze that run and SIGKILL the
     supervisor; forget the run's pid in its record (the fault). Returns the run's pid."""
-    from cairn.state import fleetstate
+    from cairn.fleet import fleetstate
     from cairn.state.layout import discover
 
     sup = Supervisor(fleet, runs, SUPERVISOR_TIMEOUT)

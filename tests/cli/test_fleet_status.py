@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from cairn.state import fleetstate
-from cairn.state.fleetstate import FleetTicket
-from cairn.state.fleetstatus import fleet_status
+from cairn.fleet import fleetstate
+from cairn.fleet.fleetstate import FleetTicket
+from cairn.fleet.fleetstatus import FleetRow, fleet_status
 from cairn.state.layout import discover
 from cairn.util.procs import process_start_time
 from helpers import assert_one_line_error, cairn, make_repo, rev, scripted_project
@@ -230,9 +230,10 @@ def test_a_running_ticket_then_its_owner_killed(tmp_path: Path) -> None:
 
 
 def test_in_process_report_matches(fleet: Path) -> None:
-    report = fleet_status(fleet)
-    assert report.warnings == []
-    assert [row.ticket for row in report.rows] == ["C-1", "F-1", "I-1", "N-1", "Q-1", "V-1", "Y-1"]
+    rows, warnings = fleet_status(fleet)
+    assert warnings == []
+    assert [row["ticket"] for row in rows] == ["C-1", "F-1", "I-1", "N-1", "Q-1", "V-1", "Y-1"]
+    assert all(list(row) == list(FleetRow.model_fields) for row in rows)  # no dashboard keys
 
 
 def test_fleet_status_outside_a_repository_is_one_line(tmp_path: Path) -> None:
@@ -256,6 +257,6 @@ def test_fleet_status_imports_no_heavy_module(fleet: Path) -> None:
         assert result.returncode == 0, result.stderr.decode()[-2000:]
         lines = result.stderr.decode().splitlines()
         names = {ln.rsplit("|", 1)[1].strip() for ln in lines if ln.startswith("import time:")}
-        assert "cairn.state.fleetstatus" in names or args[0] == "status"
+        assert "cairn.fleet.fleetstatus" in names or args[0] == "status"
         heavy = sorted(n for n in names if n.split(".")[0] in HEAVY)
         assert heavy == [], args

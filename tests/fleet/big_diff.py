@@ -16,8 +16,8 @@ from typing import Any
 import httpx2
 from test_dashboard_api import serve, started_url
 
-from cairn.state import fleetstate
-from cairn.state.fleetstate import FleetTicket
+from cairn.fleet import fleetstate
+from cairn.fleet.fleetstate import FleetTicket
 from cairn.state.layout import discover
 from cairn.util import clock
 from helpers import git, make_repo, save, write

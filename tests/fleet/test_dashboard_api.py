@@ -19,10 +19,10 @@ import pytest
 from starlette.testclient import TestClient
 from test_fleet_supervisor import agent_env, fleet_repo, wait_for
 
+from cairn.fleet import fleetstate
 from cairn.fleet.dashboard.app import make_app
+from cairn.fleet.fleetstate import FleetTicket
 from cairn.fleet.supervisor import Supervisor
-from cairn.state import fleetstate
-from cairn.state.fleetstate import FleetTicket
 from cairn.state.layout import discover
 from cairn.terms import ENV_DASHBOARD_TOKEN
 from cairn.util import clock

@@ -25,8 +25,9 @@ from typing import Any
 
 import pytest
 
-from cairn.state import fleetstate, layout, refusals
-from cairn.state.fleetstate import FleetTicket
+from cairn.fleet import fleetstate, refusals
+from cairn.fleet.fleetstate import FleetTicket
+from cairn.state import layout
 from cairn.terms import ENV_REQUIRE_BROWSER, ENV_UPDATE_SCREENSHOT
 from helpers import make_repo
 

@@ -9,9 +9,9 @@ import pytest
 
 from cairn import config as config_module
 from cairn.errors import BadInput
+from cairn.fleet import fleetstate
 from cairn.fleet.trackers import TRACKERS, Candidate, DirTracker, open_tracker
 from cairn.git import Repo
-from cairn.state import fleetstate
 from cairn.state.layout import Layout
 from helpers import make_repo, write
 

@@ -26,7 +26,7 @@ from test_fleet_supervisor import (
 
 from cairn.config import Config
 from cairn.fleet import control
-from cairn.state.fleetstate import FleetTicket
+from cairn.fleet.fleetstate import FleetTicket
 from cairn.terms import FLEET_STATES, FleetAction
 from helpers import assert_one_line_error, cairn, git
 

@@ -16,7 +16,7 @@ from test_fleet_supervisor import finish, record, supervisor, wait_line
 
 from cairn.config import FleetConfig
 from cairn.fleet import schedule
-from cairn.state.fleetstate import FleetTicket
+from cairn.fleet.fleetstate import FleetTicket
 from helpers import fill_disk, small_tmpfs
 
 FILL = "dd if=/dev/zero of=fill bs=64k >/dev/null 2>&1; true"

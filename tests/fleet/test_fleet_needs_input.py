@@ -23,9 +23,9 @@ from test_fleet_supervisor import (
 
 from cairn.config import FleetConfig
 from cairn.fleet import schedule
+from cairn.fleet.fleetstate import FleetTicket
 from cairn.fleet.watch import Attempt
 from cairn.state import runstate
-from cairn.state.fleetstate import FleetTicket
 from cairn.state.layout import discover
 
 BLOCKER = "no progress in 2 dispatches: the agent was denied Bash curl -s https://example.com"

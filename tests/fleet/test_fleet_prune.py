@@ -13,9 +13,8 @@ import pytest
 from cairn import config as config_module
 from cairn.cli.handlers.fleet_prune import prune as prune_command
 from cairn.errors import BadInput
-from cairn.fleet import prune, workspaces
+from cairn.fleet import fleetstate, prune, workspaces
 from cairn.git import Repo
-from cairn.state import fleetstate
 from cairn.state.layout import Layout
 from helpers import assert_one_line_error, cairn, fingerprint, git, rev, snapshot_files, write
 

@@ -20,7 +20,7 @@ import pytest
 
 from cairn.config import FleetConfig
 from cairn.fleet import schedule
-from cairn.state.fleetstate import FleetTicket
+from cairn.fleet.fleetstate import FleetTicket
 from helpers import assert_one_line_error, cairn, git, make_repo
 
 AGENT = Path(__file__).with_name("fleet_agent.py")

@@ -19,9 +19,9 @@ import pytest
 from fake_github import TOKEN, FakeGitHub, Receiver, receive, serve
 
 from cairn import config as config_module
+from cairn.fleet import fleetstate
 from cairn.fleet.trackers import Candidate, GitHubTracker, open_tracker
 from cairn.git import Repo
-from cairn.state import fleetstate
 from cairn.state.layout import Layout
 from cairn.util import clock
 from helpers import assert_one_line_error, cairn, git, make_repo

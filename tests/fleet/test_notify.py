@@ -16,8 +16,8 @@ from fake_github import Receiver, receive
 
 from cairn.fleet import notify
 from cairn.fleet.endings import Endings
+from cairn.fleet.fleetstate import FleetTicket
 from cairn.fleet.trackers import open_tracker
-from cairn.state.fleetstate import FleetTicket
 from cairn.state.layout import discover
 from cairn.util import clock
 from helpers import git, make_repo, save

@@ -57,7 +57,7 @@ def test_an_unknown_ticket_is_bad_input_naming_the_known_ones(repo: Path) -> Non
     lease.release()
     write(repo, "loose.txt", "x\n")
     assert cairn("wip", "save", "--ticket", "SNAP-1", cwd=repo).returncode == 0
-    from cairn.state import fleetstate
+    from cairn.fleet import fleetstate
     from cairn.state.layout import discover
 
     fleetstate.write(

@@ -23,14 +23,13 @@ import msgspec
 
 from cairn.config import FleetConfig
 from cairn.errors import BadInput
-from cairn.fleet import lease, schedule
+from cairn.fleet import fleetstate, lease, schedule
+from cairn.fleet.fleetstate import FleetTicket
 from cairn.fleet.hooks import set_up
 from cairn.fleet.watch import outcome_on_disk
 from cairn.fleet.workspaces import ensure
 from cairn.run import launch
 from cairn.run.orchestrator import RunOutcome
-from cairn.state import fleetstate
-from cairn.state.fleetstate import FleetTicket
 from cairn.state.layout import discover
 from cairn.terms import ENV_FLEET_ATTEMPT, FleetState
 from cairn.util import clock

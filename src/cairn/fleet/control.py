@@ -1,7 +1,7 @@
 """Pause, resume and stop single tickets of the embedded fleet (``cairn fleet pause|resume|stop
 TICKET``), as the Temporal engine does them, and the supervisor's own stop.
 
-A request is a file (``cairn.state.fleetcontrol``). The running supervisor acts on it within a
+A request is a file (``cairn.fleet.fleetcontrol``). The running supervisor acts on it within a
 tick (``Controls``): a paused or stopped ticket that is running gets SIGTERM, so its run stops
 its agent, snapshots and exits 3, and the ticket is then ``paused`` or ``stopped`` without the
 attempt counting; one that is not running changes state at once. With no supervisor the command
@@ -34,17 +34,16 @@ from typing import Any, NamedTuple, Protocol
 import msgspec
 
 from cairn.config import Config
+from cairn.fleet import fleetcontrol, fleetstate, retry, schedule
 from cairn.fleet import lease as fleet_lease
-from cairn.fleet import retry, schedule
 from cairn.fleet.budget import FleetBudget
+from cairn.fleet.fleetcontrol import Request
+from cairn.fleet.fleetstate import FleetTicket
 from cairn.fleet.trackers.base import Tracker
 from cairn.fleet.trackers.dir import is_finished
 from cairn.fleet.watch import Watched, same_process
 from cairn.fleet.workspaces import workspace_root
 from cairn.git import Repo
-from cairn.state import fleetcontrol, fleetstate
-from cairn.state.fleetcontrol import Request
-from cairn.state.fleetstate import FleetTicket
 from cairn.state.layout import Layout
 from cairn.terms import FleetAction, FleetState
 from cairn.util import clock, durable

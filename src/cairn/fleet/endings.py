@@ -11,9 +11,9 @@ from collections.abc import Callable
 from cairn.config import Config
 from cairn.fleet import notify
 from cairn.fleet.facts import PushFailed, facts, push_branch
+from cairn.fleet.fleetstate import FleetTicket
 from cairn.fleet.trackers.base import Tracker
 from cairn.git import Repo
-from cairn.state.fleetstate import FleetTicket
 from cairn.state.layout import Layout
 
 

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from typing import Any
 
 from cairn.errors import ExitCode, explain
+from cairn.fleet import refusals
 from cairn.fleet.trackers import Candidate, Tracker
-from cairn.state import refusals
 from cairn.state.layout import Layout
 
 Emit = Callable[..., None]

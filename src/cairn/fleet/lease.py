@@ -14,7 +14,7 @@ from pathlib import Path
 import msgspec
 
 from cairn.errors import LeaseBusy
-from cairn.state import fleetstate, owner
+from cairn.state import owner
 from cairn.state.layout import Layout
 from cairn.state.owner import Owner
 from cairn.util import clock, durable
@@ -36,17 +36,17 @@ class SupervisorLease:
 
 
 def lease_path(layout: Layout) -> Path:
-    return fleetstate.fleet_dir(layout) / LEASE
+    return layout.fleet_dir / LEASE
 
 
 def stop_path(layout: Layout) -> Path:
-    return fleetstate.fleet_dir(layout) / STOP
+    return layout.fleet_dir / STOP
 
 
 def acquire(layout: Layout) -> SupervisorLease:
     """Take the repository's supervisor lease, or raise LeaseBusy naming the supervisor that
     holds it."""
-    directory = fleetstate.fleet_dir(layout)
+    directory = layout.fleet_dir
     durable.ensure_dir(directory)
     path = directory / LEASE
     fd = durable.open_state(path, os.O_RDWR | os.O_CREAT, "fleet lease")

@@ -21,8 +21,8 @@ from cairn import __version__
 from cairn.config import Config
 from cairn.errors import CairnError
 from cairn.fleet.facts import Facts
+from cairn.fleet.fleetstate import FleetTicket
 from cairn.fleet.schedule import STOPPED
-from cairn.state.fleetstate import FleetTicket, fleet_dir
 from cairn.state.layout import Layout
 from cairn.terms import FINAL_STATES
 from cairn.util import clock, durable
@@ -73,7 +73,7 @@ class Notifier:
         timeout: float = 10.0,
     ) -> None:
         self.urls = list(urls)
-        self.log = fleet_dir(layout) / "notify.log" if layout is not None else None
+        self.log = layout.fleet_dir / "notify.log" if layout is not None else None
         self.attempts, self.backoff, self.timeout = attempts, backoff, timeout
         self.warn = warn
 

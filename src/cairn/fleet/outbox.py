@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from cairn.errors import BadInput
-from cairn.state.fleetstate import fleet_dir
 from cairn.state.layout import Layout
 from cairn.util import durable
 
@@ -28,7 +27,7 @@ class Outbox:
     tracker's)."""
 
     def __init__(self, layout: Layout, warnings: list[str]) -> None:
-        self.directory = fleet_dir(layout) / "outbox"
+        self.directory = layout.fleet_dir / "outbox"
         self.warnings = warnings
         self._last = 0
 

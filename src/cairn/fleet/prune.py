@@ -24,11 +24,10 @@ from msgspec.structs import replace
 from cairn import tickets
 from cairn.config import Config
 from cairn.errors import BadInput
-from cairn.fleet import gitworktree, hooks, workspaces
+from cairn.fleet import fleetstate, gitworktree, hooks, workspaces
 from cairn.fleet.gitworktree import Worktree, branch_of, same_path
 from cairn.fleet.trackers.dir import is_finished
 from cairn.git import Deadline, Repo
-from cairn.state import fleetstate
 from cairn.state.layout import Layout
 from cairn.util.durations import parse_duration
 from cairn.util.text import counted, human_bytes
@@ -132,7 +131,7 @@ def known(repo: Repo, config: Config, layout: Layout, ticket: str) -> str:
     """``ticket`` when the fleet knows it (a record, or a worktree), else bad input naming
     the tickets it has."""
     if fleetstate.read(layout, ticket) is None and workspaces.find(repo, config, ticket) is None:
-        names = [n for n in fleetstate.names(layout) if tickets.problem(n) is None]
+        names = [n for n in layout.list_fleet_tickets() if tickets.problem(n) is None]
         start = "cairn fleet start runs the plans in the queue"
         raise tickets.unknown(ticket, sorted(names), "cairn fleet status", "fleet ticket", start)
     return ticket

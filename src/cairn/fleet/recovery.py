@@ -14,10 +14,11 @@ import msgspec
 
 from cairn import tickets
 from cairn.config import Config
+from cairn.fleet import fleetstate
+from cairn.fleet.fleetstate import FleetTicket
 from cairn.fleet.watch import Adopted, Watched, outcome_on_disk
 from cairn.git import Repo
-from cairn.state import fleetstate, journal, marker, owner
-from cairn.state.fleetstate import FleetTicket
+from cairn.state import journal, marker, owner
 from cairn.state.layout import Layout
 from cairn.terms import finished
 from cairn.util import clock

@@ -14,12 +14,12 @@ from typing import Any
 
 from cairn.config import CONFIG_FILE, Config
 from cairn.errors import BadInput
+from cairn.fleet.fleetstate import FleetTicket
+from cairn.fleet.fleetstatus import SHORT_SHA
 from cairn.git import Repo, base_runner
-from cairn.state.fleetstate import FleetTicket
 from cairn.terms import RETRYABLE_STATES, FleetState
 
 RETRIED = "retried"  # the record's last_reason once retried: its next attempt resumes
-SHORT = 10
 
 
 def refusal(record: FleetTicket) -> str | None:
@@ -68,9 +68,8 @@ def used(record: FleetTicket, base: str) -> str:
     if record.worktree is None or not Path(record.worktree).is_dir():
         return f"{CONFIG_FILE} of {base} (the ticket has no worktree yet: it starts there)"
     tip = base_runner(Path(record.worktree)).out(["rev-parse", "HEAD"]).strip()
-    return (
-        f"{CONFIG_FILE} of cairn/{record.ticket} at {tip[:SHORT]} (--fresh-config takes {base}'s)"
-    )
+    fresh = f"(--fresh-config takes {base}'s)"
+    return f"{CONFIG_FILE} of cairn/{record.ticket} at {tip[:SHORT_SHA]} {fresh}"
 
 
 def check_fresh(repo: Repo, record: FleetTicket, base: str) -> None:
@@ -101,11 +100,11 @@ def take_fresh(repo: Repo, record: FleetTicket, base: str) -> str:
     git.run(["checkout", "-q", sha, "--", CONFIG_FILE])
     if not git.out(["status", "--porcelain", "--", CONFIG_FILE]).strip():
         tip = git.out(["rev-parse", "HEAD"]).strip()
-        return f"{CONFIG_FILE} of cairn/{record.ticket} at {tip[:SHORT]}, the same as {base}'s"
+        return f"{CONFIG_FILE} of cairn/{record.ticket} at {tip[:SHORT_SHA]}, the same as {base}'s"
     message = (
         f"cairn: take {base}'s {CONFIG_FILE} for the retry of {record.ticket}\n\n"
         "cairn fleet retry --fresh-config: the resumed run reads this configuration.\n"
     )
     git.run(["commit", "-q", "--no-verify", "-m", message, "--", CONFIG_FILE])
     tip = git.out(["rev-parse", "HEAD"]).strip()
-    return f"{base}'s {CONFIG_FILE} committed onto cairn/{record.ticket} as {tip[:SHORT]}"
+    return f"{base}'s {CONFIG_FILE} committed onto cairn/{record.ticket} as {tip[:SHORT_SHA]}"

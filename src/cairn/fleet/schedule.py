@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from cairn.config import FleetConfig
-from cairn.state.fleetstate import RETRY_IN, FleetTicket
+from cairn.fleet.fleetstate import RETRY_IN, FleetTicket
 from cairn.state.runstate import MIN_FREE_BYTES
 from cairn.terms import FleetAction, FleetState
 from cairn.util import durable

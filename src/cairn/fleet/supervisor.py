@@ -24,11 +24,12 @@ import msgspec
 
 from cairn.config import Config
 from cairn.errors import CairnError, ExitCode
+from cairn.fleet import fleetcontrol, fleetstate, recovery, schedule, watch
 from cairn.fleet import lease as fleet_lease
-from cairn.fleet import recovery, schedule, watch
 from cairn.fleet.budget import FleetBudget
 from cairn.fleet.control import Controls
 from cairn.fleet.endings import Endings
+from cairn.fleet.fleetstate import FleetTicket
 from cairn.fleet.hooks import set_up
 from cairn.fleet.intake import Intake
 from cairn.fleet.retry import RETRIED
@@ -36,8 +37,6 @@ from cairn.fleet.trackers import Tracker, open_tracker
 from cairn.fleet.watch import Adopted, Attempt, Watched, outcome_on_disk
 from cairn.fleet.workspaces import ensure, run_hook
 from cairn.git import Repo
-from cairn.state import fleetcontrol, fleetstate
-from cairn.state.fleetstate import FleetTicket
 from cairn.state.layout import Layout, discover
 from cairn.terms import FleetState, finished
 from cairn.util import clock

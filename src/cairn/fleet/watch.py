@@ -28,8 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from cairn.errors import BadInput
-from cairn.state import fleetstate, journal, marker
-from cairn.state.fleetstate import same_process
+from cairn.fleet import fleetstate
+from cairn.fleet.fleetstate import same_process
+from cairn.state import journal, marker
 from cairn.state.layout import JOURNAL, Layout
 from cairn.terms import ENV_DEBUG, ENV_FLEET_ATTEMPT, ENV_PREFIX, run_status
 from cairn.util import durable

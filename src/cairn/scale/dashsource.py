@@ -12,11 +12,12 @@ import threading
 import time
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from temporalio.client import Client
 
 from cairn.config import Config
+from cairn.fleet.dashboard.source import View
 from cairn.git import Git, base_runner
 from cairn.scale import statecommit
 from cairn.scale.connection import connect
@@ -28,15 +29,6 @@ from cairn.util import durable
 FRESH = 1.0  # seconds a listing is served before Temporal is asked again
 FETCH_EVERY = 2.0  # seconds between fetches of one ticket's refs (the page polls every 2 s)
 WAIT = 60.0  # seconds a request waits for Temporal
-
-
-class View(NamedTuple):  # cairn.fleet.dashboard.source.View, field for field
-    git: Git
-    base: str
-    base_name: str
-    branch: str | None
-    snapshot: str | None
-    run_dir: Path | None
 
 
 class TemporalRows:

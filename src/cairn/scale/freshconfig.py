@@ -11,10 +11,9 @@ from pathlib import Path
 
 from cairn.config import CONFIG_FILE
 from cairn.errors import BadInput
+from cairn.fleet.fleetstatus import SHORT_SHA
 from cairn.git import Repo
 from cairn.scale.shared import TicketRefs
-
-SHORT = 10
 
 
 def remote_sha(repo: Repo, remote: str, ref: str) -> str | None:
@@ -49,7 +48,8 @@ def used(repo: Repo, remote: str, base: str, refs: TicketRefs, ticket: str) -> s
     tip = remote_sha(repo, remote, refs.branch)
     if tip is None:
         return f"{CONFIG_FILE} of {base} (the ticket has no branch yet: it starts there)"
-    return f"{CONFIG_FILE} of cairn/{ticket} at {tip[:SHORT]} (--fresh-config takes {base}'s)"
+    fresh = f"(--fresh-config takes {base}'s)"
+    return f"{CONFIG_FILE} of cairn/{ticket} at {tip[:SHORT_SHA]} {fresh}"
 
 
 def take(repo: Repo, remote: str, base: str, refs: TicketRefs, ticket: str) -> str:
@@ -73,7 +73,7 @@ def take(repo: Repo, remote: str, base: str, refs: TicketRefs, ticket: str) -> s
         git.run(["update-index", "--add", "--cacheinfo", f"100644,{blob.text},{CONFIG_FILE}"])
         tree = git.out(["write-tree"]).strip()
     if tree == repo.git.out(["rev-parse", f"{tip}^{{tree}}"]).strip():
-        return f"{CONFIG_FILE} of cairn/{ticket} at {tip[:SHORT]}, the same as {base}'s"
+        return f"{CONFIG_FILE} of cairn/{ticket} at {tip[:SHORT_SHA]}, the same as {base}'s"
     message = (
         f"cairn: take {base}'s {CONFIG_FILE} for the retry of {ticket}\n\n"
         "cairn fleet retry --fresh-config: the resumed run reads this configuration.\n"
@@ -95,7 +95,7 @@ def take(repo: Repo, remote: str, base: str, refs: TicketRefs, ticket: str) -> s
             f"cannot push cairn/{ticket} to {remote} ({pushed.error_line[:200]}); "
             "check the remote and retry"
         )
-    return f"{base}'s {CONFIG_FILE} committed onto cairn/{ticket} as {sha[:SHORT]}"
+    return f"{base}'s {CONFIG_FILE} committed onto cairn/{ticket} as {sha[:SHORT_SHA]}"
 
 
 def _fetch(repo: Repo, remote: str, refs: list[str]) -> None:

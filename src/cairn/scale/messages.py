@@ -6,9 +6,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-# The exit codes of `cairn run|resume` (docs/run.md) a segment reports.
-COMPLETED, NEEDS_REVIEW, REFUSED, INTERRUPTED = 0, 1, 2, 3
-
 
 @dataclass
 class Progress:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from cairn.scale.messages import COMPLETED, NEEDS_REVIEW
+from cairn.errors import ExitCode
 from cairn.state.layout import (
     JOURNAL,
     SUMMARY_ARTIFACT,
@@ -44,7 +44,7 @@ def outset(state_dir: Path) -> Outset:
     status = _finished(runs[-1] / JOURNAL)
     if status is None:
         return Outset("resume")
-    return Outset("finished", COMPLETED if status == "completed" else NEEDS_REVIEW)
+    return Outset("finished", ExitCode.OK if status == "completed" else ExitCode.FAILURE)
 
 
 def _runs(state_dir: Path) -> list[Path]:

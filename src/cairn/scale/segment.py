@@ -20,12 +20,11 @@ from pathlib import Path
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from cairn.errors import ExitCode
+from cairn.fleet.watch import child_env
 from cairn.scale import failures, roots, workspace
 from cairn.scale.liveness import ABANDON_AFTER, Liveness, Work, retrieved
 from cairn.scale.messages import (
-    COMPLETED,
-    INTERRUPTED,
-    NEEDS_REVIEW,
     SegmentInput,
     SegmentResult,
     TicketInput,
@@ -33,7 +32,7 @@ from cairn.scale.messages import (
 from cairn.scale.outset import Outset, outset
 from cairn.scale.shared import Fenced
 from cairn.scale.workspace import STOP_GRACE
-from cairn.terms import ENV_CHECKPOINT_DIR, ENV_CHECKPOINT_WAIT, ENV_DEBUG, ENV_PREFIX
+from cairn.terms import ENV_CHECKPOINT_DIR, ENV_CHECKPOINT_WAIT
 from cairn.util import barrier, procs
 
 TAIL_BYTES = 65536  # how much of the end of a segment's log its detail is read from
@@ -148,7 +147,7 @@ class Segments:
         alive.pushed(progress)
         start = outset(space.state_dir)
         if start.command == "finished" and start.exit_code is not None:
-            if start.exit_code in (COMPLETED, NEEDS_REVIEW):
+            if start.exit_code in (ExitCode.OK, ExitCode.FAILURE):
                 await work.run(workspace.commit_leftovers, space)
                 progress = await work.run(workspace.checkpoint, space, "segment end")
                 alive.pushed(progress)
@@ -161,7 +160,7 @@ class Segments:
                 *command,
                 cwd=space.worktree,
                 env={
-                    **_child_env(),
+                    **child_env(),
                     ENV_CHECKPOINT_DIR: str(asks),
                     ENV_CHECKPOINT_WAIT: f"{barrier.wait_after(timeout):g}",
                 },
@@ -207,14 +206,14 @@ class Segments:
             # too (the agent has a process group of its own, which killing the run's misses)
             await asyncio.to_thread(procs.stop_group, child.pid, STOP_GRACE)
             raise
-        code = child.returncode if child.returncode is not None else INTERRUPTED
-        if code in (COMPLETED, NEEDS_REVIEW):
+        code = child.returncode if child.returncode is not None else ExitCode.INTERRUPTED
+        if code in (ExitCode.OK, ExitCode.FAILURE):
             await work.run(workspace.commit_leftovers, space)
         waiting = barrier.pending(asks)  # only requests made before this checkpoint began
         progress = await work.run(workspace.checkpoint, space, "segment end")
         alive.pushed(progress)
         barrier.release(waiting)  # never after a failed checkpoint: those report unconfirmed
-        return SegmentResult(code if code >= 0 else INTERRUPTED, progress, _tail(log))
+        return SegmentResult(code if code >= 0 else int(ExitCode.INTERRUPTED), progress, _tail(log))
 
     @staticmethod
     def _command(space: workspace.Workspace, task: SegmentInput, start: Outset) -> list[str]:
@@ -223,11 +222,6 @@ class Segments:
             return [*base, "resume", task.ticket.ticket, "--takeover", "--json"]
         plan = str(space.plan_path(task.ticket))
         return [*base, "run", plan, "--ticket", task.ticket.ticket, "--takeover", "--json"]
-
-
-def _child_env() -> dict[str, str]:
-    keep = {ENV_DEBUG}
-    return {k: v for k, v in os.environ.items() if not k.startswith(ENV_PREFIX) or k in keep}
 
 
 def _tail(log: Path) -> str:

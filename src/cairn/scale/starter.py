@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.common import WorkflowIDReusePolicy
@@ -16,11 +15,12 @@ from temporalio.exceptions import CancelledError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
 from cairn.config import Config, TemporalConfig
+from cairn.fleet.refusals import EVENT, Reporter
+from cairn.fleet.trackers.base import Candidate, Tracker
 from cairn.scale.connection import Outage, connect, transient
 from cairn.scale.control import state_of
 from cairn.scale.messages import TicketInput, workflow_id
 from cairn.scale.workflow import TicketWorkflow
-from cairn.state.refusals import EVENT, Rejected, Reporter
 from cairn.terms import RETRYABLE_STATES
 from cairn.util.durations import parse_duration
 
@@ -98,25 +98,6 @@ def exit_code(states: dict[str, str], refused: int = 0) -> int:
 
 
 Emit = Callable[..., None]  # (kind, text, **fields): one event of `cairn fleet start`
-
-
-class Candidate(Protocol):
-    @property
-    def ticket(self) -> str: ...
-
-    @property
-    def plan(self) -> Path: ...
-
-
-class Tracker(Protocol):
-    """What ``drive`` needs of a tracker (``cairn.fleet.trackers``)."""
-
-    @property
-    def rejected(self) -> Sequence[Rejected]: ...
-
-    def candidates(self) -> Sequence[Candidate]: ...
-
-    def said(self) -> list[str]: ...
 
 
 def ticket_input(config: Config, candidate: Candidate, remote: str, base: str) -> TicketInput:

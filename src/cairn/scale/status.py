@@ -26,13 +26,13 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
+from cairn.fleet.fleetstatus import SHORT_SHA, FleetRow
 from cairn.scale.messages import Progress, workflow_id
 from cairn.state.layout import Layout
 from cairn.terms import FINAL_STATES
 
 WORKFLOW_TYPE = "cairn_ticket"
 MEMO = "cairn"  # workflow.MEMO, without importing the workflow module (and its sandbox)
-SHORT_SHA = 10  # as the embedded fleet's rows
 CONCURRENCY = 24  # describe/query calls in flight at once
 QUERY_TIMEOUT = timedelta(seconds=1)
 _CLOSED = {
@@ -166,7 +166,8 @@ def _state(execution: WorkflowExecution, facts: dict[str, Any]) -> str:
 def _shape(
     ticket: str, execution: WorkflowExecution, facts: dict[str, Any], live: dict[str, Any]
 ) -> dict[str, Any]:
-    """The row, with the embedded fleet's key names where the meaning is the same."""
+    """The row: the embedded fleet's keys (``FleetRow``'s and ``usage``), null where the
+    workflow does not know them, then the temporal engine's own."""
     now = datetime.now(UTC)
     state = _state(execution, facts)
     marker: dict[str, str] = dict(facts.get("marker") or {})
@@ -197,51 +198,44 @@ def _shape(
     elif state == "retrying" and detail:  # the ticket's own error: run again after a backoff
         detail = f"waiting: {detail}"
     task = marker.get("task")
-    return {
-        "ticket": ticket,
-        "state": state,
-        "plan": None,
-        "phase": marker.get("phase") or None,
-        "task": int(task) if task and task.isdigit() else None,
-        "total": None,
-        "attempt": attempt if attempt is not None else 0,
-        "max_attempts": None,
-        "turn": None,
-        "max_turns": None,
-        "snapshot": snapshot[:SHORT_SHA] if snapshot else None,
-        "snapshot_age_seconds": _age(heartbeat, now) if snapshot and running(state) else None,
-        "worktree": None,
-        "branch": f"cairn/{ticket}",
-        "last_event": "heartbeat" if heartbeat is not None else None,
-        "last_event_age_seconds": _age(heartbeat, now),
-        "next_attempt_at": None,
-        "pid": None,
-        "last_exit": None,
-        "last_reason": None,
-        "detail": detail,
-        "run": marker.get("run") or None,
-        "run_state": None,
-        "updated": (heartbeat or closed or execution.start_time).isoformat(),
-        "usage": None,
-        # the temporal engine's own facts
-        "engine": "temporal",
-        "workflow_id": execution.id,
-        "run_id": execution.run_id,
-        "segments": int(facts.get("segments") or 0),
-        "paused": bool(facts.get("paused")),
-        "branch_sha": branch_sha[:SHORT_SHA] if branch_sha else None,
-        "worker": worker if running(state) else None,
-        "started_at": execution.start_time.isoformat(),
-        "closed_at": closed.isoformat() if closed else None,
-    }
+    row: dict[str, Any] = dict.fromkeys(FleetRow.__struct_fields__) | {"usage": None}
+    row.update(
+        ticket=ticket,
+        state=state,
+        phase=marker.get("phase") or None,
+        task=int(task) if task and task.isdigit() else None,
+        attempt=attempt if attempt is not None else 0,
+        snapshot=snapshot[:SHORT_SHA] if snapshot else None,
+        snapshot_age_seconds=_age(heartbeat, now) if snapshot and running(state) else None,
+        branch=f"cairn/{ticket}",
+        last_event="heartbeat" if heartbeat is not None else None,
+        last_event_age_seconds=_age(heartbeat, now),
+        detail=detail,
+        run=marker.get("run") or None,
+        updated=(heartbeat or closed or execution.start_time).isoformat(),
+    )
+    return (
+        row
+        | {  # the temporal engine's own facts
+            "engine": "temporal",
+            "workflow_id": execution.id,
+            "run_id": execution.run_id,
+            "segments": int(facts.get("segments") or 0),
+            "paused": bool(facts.get("paused")),
+            "branch_sha": branch_sha[:SHORT_SHA] if branch_sha else None,
+            "worker": worker if running(state) else None,
+            "started_at": execution.start_time.isoformat(),
+            "closed_at": closed.isoformat() if closed else None,
+        }
+    )
 
 
 def refused_rows(layout: Layout, warnings: list[str]) -> list[dict[str, Any]]:
     """The queue entries and issues ``cairn fleet start`` refused (kept by the starter in
     ``fleet/refused.json``), as rows of this listing: state ``refused``, ``detail`` why and
     the fix; they have no workflow."""
-    from cairn.state import refusals
-    from cairn.state.fleetstatus import refused_row
+    from cairn.fleet import refusals
+    from cairn.fleet.fleetstatus import refused_row
 
     extra = {"engine": "temporal", "workflow_id": None, "run_id": None, "segments": 0}
     extra |= {"paused": False, "branch_sha": None, "worker": None}

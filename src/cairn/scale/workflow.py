@@ -24,12 +24,9 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
 
 with workflow.unsafe.imports_passed_through():
+    from cairn.errors import ExitCode
     from cairn.scale.failures import TICKET
     from cairn.scale.messages import (
-        COMPLETED,
-        INTERRUPTED,
-        NEEDS_REVIEW,
-        REFUSED,
         Carried,
         Progress,
         SegmentInput,
@@ -90,11 +87,11 @@ class TicketWorkflow:
             if result is None:  # paused mid-segment: its run was stopped with a snapshot
                 continue
             self.carried.progress, self.carried.detail = result.progress, result.detail
-            if result.exit_code == INTERRUPTED:
+            if result.exit_code == ExitCode.INTERRUPTED:
                 self.carried.interrupted += 1
                 if self.carried.interrupted < task.max_segments:
                     continue
-            if result.exit_code == REFUSED:  # the ticket's own error: counted, run again
+            if result.exit_code == ExitCode.BAD_INPUT:  # the ticket's own error: counted, run again
                 self.carried.failures += 1
                 used = f"{self.carried.failures} of {task.max_attempts} attempts failed"
                 self.carried.detail = f"{result.detail or 'cairn refused the run'} ({used})"
@@ -133,7 +130,7 @@ class TicketWorkflow:
             if isinstance(exc.cause, CancelledError):
                 return None
             progress = self.carried.progress or Progress(attempt=0)
-            return SegmentResult(REFUSED, progress, _cause(exc))
+            return SegmentResult(int(ExitCode.BAD_INPUT), progress, _cause(exc))
         return result
 
     @workflow.signal
@@ -185,10 +182,10 @@ def _backoff(task: TicketInput, failures: int) -> timedelta:
 
 
 def _state(exit_code: int) -> WorkflowState:
-    if exit_code == COMPLETED:
+    if exit_code == ExitCode.OK:
         return "completed"
-    if exit_code == NEEDS_REVIEW:
+    if exit_code == ExitCode.FAILURE:
         return "needs_review"
-    if exit_code == INTERRUPTED:
+    if exit_code == ExitCode.INTERRUPTED:
         return "interrupted"
     return "failed"

@@ -253,20 +253,17 @@ def _unknown(report: CatchupReport, layout: Layout) -> bool:
     marker, lease), no snapshot, no fleet record."""
     if report.run is not None or report.snapshot is not None or report.marker_path is not None:
         return False
-    from cairn.state import fleetstate
-
     if layout.ticket_dir(report.ticket).is_dir():
         return False
-    return report.ticket not in fleetstate.names(layout)
+    return report.ticket not in layout.list_fleet_tickets()
 
 
 def known_tickets(repo: Repo, config: Config, layout: Layout) -> list[str]:
     """Every ticket with a trace here: a ticket directory, a snapshot or a fleet record."""
-    from cairn.state import fleetstate
     from cairn.wip.history import ticket_refs
 
     found = set(layout.list_tickets()) | set(ticket_refs(repo, config))
-    return sorted(found | {n for n in fleetstate.names(layout) if tickets.problem(n) is None})
+    return sorted(found | {n for n in layout.list_fleet_tickets() if tickets.problem(n) is None})
 
 
 def _infer(report: CatchupReport, loaded: Summary | None, events: list[dict[str, Any]]) -> None:

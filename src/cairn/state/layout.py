@@ -6,6 +6,7 @@
                               .lock               short lock for read-modify-write
                               <run-id>/run-log.jsonl
                               <run-id>/{NN}_{role}_{artifact}.md
+<state root>/fleet/tickets/<ticket>.json          fleet record (cairn.fleet.fleetstate)
 ```
 """
 
@@ -29,6 +30,7 @@ from cairn.terms import ENV_RUN_DIR
 from cairn.util import durable
 
 SUMMARY_ROLE = "coder"
+FLEET_RECORD = ".json"  # fleet/tickets/<ticket>.json
 SUMMARY_ARTIFACT = "change-summary"
 
 RUN_ID = re.compile(r"(\d{8}-\d{6}Z)(?:-(\d+))?")
@@ -118,6 +120,35 @@ class Layout(NamedTuple):  # not a dataclass: dataclasses costs every hook call 
         path = self.root / "tickets"
         durable.check_state_dir(path, "tickets directory")
         return path
+
+    @property
+    def fleet_dir(self) -> Path:
+        """``<state root>/fleet``: the fleet's records (``cairn.fleet.fleetstate``), its lease
+        and its stop request."""
+        durable.check_state_dir(self.root, "state root")
+        path = self.root / "fleet"
+        durable.check_state_dir(path, "fleet directory")
+        return path
+
+    @property
+    def fleet_tickets_dir(self) -> Path:
+        path = self.fleet_dir / "tickets"
+        durable.check_state_dir(path, "fleet tickets directory")
+        return path
+
+    def list_fleet_tickets(self) -> list[str]:
+        """The tickets that have a fleet record file, sorted; no file is read."""
+        try:
+            entries = os.scandir(self.fleet_tickets_dir)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        with entries:
+            found = [
+                entry.name[: -len(FLEET_RECORD)]
+                for entry in entries
+                if entry.name.endswith(FLEET_RECORD) and not entry.name.startswith(".")
+            ]
+        return sorted(found)
 
     def ticket_dir(self, ticket: str) -> Path:
         path = self.tickets_dir / tickets.validate(ticket)

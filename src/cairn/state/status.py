@@ -4,14 +4,15 @@ Built for thousands of tickets: each ticket directory is listed once, its marker
 when the listing shows one, and a finished ticket costs one more listing (its latest run) and
 one small read (the head of its change summary, for the status line), and once settled (no
 marker) three ``stat`` calls from then on (``cairn.state.rowcache``). Snapshot refs come from
-one ``for-each-ref``. Fleet tickets (``cairn.state.fleetstate``) carry their fleet state; a
-repository without a fleet pays one failed directory listing for it.
+one ``for-each-ref``. Given ``fleet`` (``cairn.fleet.fleetstate.states``), fleet tickets carry
+their fleet state; a repository without a fleet pays one failed directory listing for it.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -21,18 +22,19 @@ from msgspec import Struct
 from cairn import tickets
 from cairn.config import Config
 from cairn.git import Repo
-from cairn.state import accounting, fleetstate, marker, owner
+from cairn.state import accounting, marker, owner
 from cairn.state.layout import (
     ARTIFACT,
     MARKER,
     RUN_ID,
     SUMMARY_ARTIFACT,
     SUMMARY_ROLE,
+    Layout,
     discover,
     run_sort_key,
 )
 from cairn.state.marker import Marker
-from cairn.state.rowcache import RowCache
+from cairn.state.rowcache import StatCache, of, status_cache
 from cairn.terms import TicketState
 from cairn.util import clock
 from cairn.util.durations import parse_duration
@@ -65,29 +67,35 @@ class StatusRow(Struct, kw_only=True):
     why: str | None = None  # needs_input: the blocker (the summary's status line detail)
 
 
-def status(workspace: Path | str = ".", warnings: list[str] | None = None) -> list[StatusRow]:
-    """One row per ticket; ``warnings``: as ``discover``'s (a broken config: the defaults)."""
+def status(
+    workspace: Path | str = ".",
+    warnings: list[str] | None = None,
+    fleet: Callable[[Layout, list[str]], Mapping[str, str]] | None = None,
+) -> list[StatusRow]:
+    """One row per ticket; ``warnings``: as ``discover``'s (a broken config: the defaults);
+    ``fleet``: the fleet state of each fleet ticket of a state root (a ticket it names has a
+    row, with its ``fleet`` column)."""
     warnings = warnings if warnings is not None else []
     repo, config, layout = discover(workspace, warnings)
     snapshots = {ticket: oid for ticket, (oid, _) in snapshot_refs(repo, config).items()}
     now = clock.now()
     stale_after = parse_duration(config.marker.stale_after)
-    fleet = fleetstate.by_ticket(layout, warnings)
+    fleet_states = fleet(layout, warnings) if fleet is not None else {}
     rows = []
     tickets_dir = str(layout.tickets_dir)
-    cache = RowCache(str(layout.root))
-    for ticket in sorted(set(layout.list_tickets()) | set(snapshots) | set(fleet)):
+    cache = status_cache(str(layout.root), tickets_dir)
+    for ticket in sorted(set(layout.list_tickets()) | set(snapshots) | set(fleet_states)):
         row, _ = ticket_row(f"{tickets_dir}/{ticket}", ticket, stale_after, now, cache)
         snapshot = snapshots.get(ticket)
-        record = fleet.get(ticket)
+        state = fleet_states.get(ticket)
         if row is None:
-            if snapshot is None and record is None:
+            if snapshot is None and state is None:
                 continue
             row = StatusRow(ticket=ticket, state="none")
         if snapshot is not None:
             row.snapshot = snapshot
-        if record is not None:
-            row.fleet = fleetstate.live_state(record)[0]
+        if state is not None:
+            row.fleet = state
         rows.append(row)
     cache.save()
     return rows
@@ -119,17 +127,17 @@ def ticket_row(
     ticket: str,
     stale_after: float,
     now: datetime,
-    rows: RowCache | None = None,
+    rows: StatCache | None = None,
 ) -> Found:
     """The status row of the ticket whose directory is ``ticket_dir``, and its marker; a
-    settled ticket's row from ``rows`` when its ``stat`` calls say nothing changed."""
+    settled ticket's row from ``rows`` (paths relative to the tickets directory) when its
+    ``stat`` calls say nothing changed."""
     if rows is not None:
-        hit = rows.get(ticket, ticket_dir)
+        hit = rows.get(ticket)
         if hit is not None:
-            (run_id, _, line, usage), summary_stat = hit
+            run_id, line, usage, mtime = hit
             if run_id is None:
                 return None, None
-            mtime = summary_stat.st_mtime if summary_stat is not None else None
             return _settled_row(ticket, run_id, line, mtime, usage, now), None
     try:
         dir_stat = os.stat(ticket_dir) if rows is not None else None  # before the listing
@@ -143,7 +151,7 @@ def ticket_row(
         run_id = max(runs, key=run_sort_key)
     if current is None and run_id is None:
         if rows is not None and dir_stat is not None:
-            rows.put(ticket, dir_stat, None, None, (None, None, None, None))
+            rows.put(ticket, [ticket], [of(dir_stat)], [None, None, None, None])
         return None, None
     head = _summary_head(os.path.join(ticket_dir, run_id), rows is not None) if run_id else None
     line, summary_stat, usage = (head.line, head.stat, head.usage) if head else (None, None, None)
@@ -151,8 +159,12 @@ def ticket_row(
     if current is None:
         assert run_id is not None
         if rows is not None and dir_stat is not None and head is not None and head.settled:
-            settled = (run_id, head.name, line, usage)
-            rows.put(ticket, dir_stat, head.run_stat, summary_stat, settled)
+            assert head.run_stat is not None
+            paths, signatures = [ticket, f"{ticket}/{run_id}"], [of(dir_stat), of(head.run_stat)]
+            if head.name is not None and summary_stat is not None:
+                paths.append(f"{ticket}/{run_id}/{head.name}")
+                signatures.append(of(summary_stat))
+            rows.put(ticket, paths, signatures, [run_id, line, usage, mtime])
         return _settled_row(ticket, run_id, line, mtime, usage, now), None
     task = total = None
     if line is not None:

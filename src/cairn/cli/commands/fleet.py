@@ -63,19 +63,11 @@ def start(parser: Parser) -> ExitCode | int:
     _host(parser)
     _engine(parser)
     a = parser.parse()
-    from cairn.cli.handlers import fleet_run, scale
+    from cairn.cli.handlers.engines import engine
 
-    if scale.engine_of(a.engine, a.workspace) == "temporal":
-        if a.port is not None:
-            from cairn.cli.handlers import scale_status
-
-            return scale_status.start(a.once, a.json, a.workspace, a.port, a.host)
-        return scale.fleet_start(a.once, a.json, a.workspace)
-    if a.port is not None:
-        from cairn.cli.handlers import fleet_dashboard
-
-        return fleet_dashboard.start(a.once, a.concurrency, a.json, a.workspace, a.port, a.host)
-    return fleet_run.start(a.once, a.concurrency, a.json, a.workspace)
+    return engine(a.engine, a.workspace).start(
+        a.once, a.concurrency, a.json, a.workspace, a.port, a.host
+    )
 
 
 def stop(parser: Parser) -> ExitCode | None:
@@ -87,17 +79,9 @@ def stop(parser: Parser) -> ExitCode | None:
     _common(parser)
     _engine(parser)
     a = parser.parse()
-    from cairn.cli.handlers import fleet_run, scale
+    from cairn.cli.handlers.engines import engine
 
-    if scale.engine_of(a.engine, a.workspace) == "temporal":
-        return scale.fleet_control("stop", a.tickets, 60.0 if a.wait else 0.0, a.json, a.workspace)
-    if a.tickets:
-        from cairn.cli.handlers import fleet_control
-
-        fleet_control.control("stop", a.tickets, a.wait, a.json, a.workspace)
-        return None
-    fleet_run.stop(a.wait, a.json, a.workspace)
-    return None
+    return engine(a.engine, a.workspace).stop(a.tickets, a.wait, a.json, a.workspace)
 
 
 def pause(parser: Parser) -> ExitCode | None:
@@ -117,12 +101,9 @@ def _control(parser: Parser, action: FleetAction, help: str) -> ExitCode | None:
     _common(parser)
     _engine(parser)
     a = parser.parse()
-    from cairn.cli.handlers import fleet_control, scale
+    from cairn.cli.handlers.engines import engine
 
-    if scale.engine_of(a.engine, a.workspace) == "temporal":
-        return scale.fleet_control(action, a.tickets, 60.0 if a.wait else 0.0, a.json, a.workspace)
-    fleet_control.control(action, a.tickets, a.wait, a.json, a.workspace)
-    return None
+    return engine(a.engine, a.workspace).control(action, a.tickets, a.wait, a.json, a.workspace)
 
 
 def retry(parser: Parser) -> ExitCode | None:
@@ -138,12 +119,9 @@ def retry(parser: Parser) -> ExitCode | None:
     _common(parser)
     _engine(parser)
     a = parser.parse()
-    from cairn.cli.handlers import fleet_control, scale
+    from cairn.cli.handlers.engines import engine
 
-    if scale.engine_of(a.engine, a.workspace) == "temporal":
-        return scale.fleet_retry(a.tickets, a.fresh_config, a.json, a.workspace)
-    fleet_control.retry(a.tickets, a.fresh_config, a.json, a.workspace)
-    return None
+    return engine(a.engine, a.workspace).retry(a.tickets, a.fresh_config, a.json, a.workspace)
 
 
 def status(parser: Parser) -> ExitCode | None:
@@ -181,11 +159,6 @@ def dashboard(parser: Parser) -> ExitCode | None:
     _common(parser)
     _engine(parser)
     a = parser.parse()
-    from cairn.cli.handlers import fleet_dashboard, scale
+    from cairn.cli.handlers.engines import engine
 
-    if scale.engine_of(a.engine, a.workspace) == "temporal":
-        from cairn.cli.handlers import scale_status
-
-        return scale_status.dashboard(a.json, a.workspace, a.port, a.host)
-    fleet_dashboard.dashboard(a.json, a.workspace, a.port, a.host)
-    return None
+    return engine(a.engine, a.workspace).dashboard(a.json, a.workspace, a.port, a.host)

@@ -21,8 +21,7 @@ DONE_STATES = {"pause": ("paused",), "stop": ("stopped",), "resume": ("queued", 
 def control(action: FleetAction, names: list[str], wait: bool, json: bool, workspace: Path) -> None:
     from cairn import tickets
     from cairn.errors import BadInput
-    from cairn.fleet import control, lease
-    from cairn.state import fleetcontrol, fleetstate
+    from cairn.fleet import control, fleetcontrol, fleetstate, lease
     from cairn.state.layout import discover
     from cairn.state.status import snapshot_refs
 
@@ -101,9 +100,8 @@ def retry(names: list[str], fresh_config: bool, json: bool, workspace: Path) -> 
     ``cairn.toml`` committed onto each ticket branch, then each ticket queued again."""
     from cairn import tickets
     from cairn.errors import BadInput
-    from cairn.fleet import control, lease
+    from cairn.fleet import control, fleetcontrol, fleetstate, lease
     from cairn.fleet import retry as fleet_retry
-    from cairn.state import fleetcontrol, fleetstate
     from cairn.state.layout import discover
 
     repo, config, layout = discover(workspace)

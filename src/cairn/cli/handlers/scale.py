@@ -15,19 +15,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from cairn.cli.output import say, say_warning
 from cairn.errors import BadInput, ExitCode
 from cairn.scale.remote import base_of, fleet_key, url_of
-from cairn.terms import ENGINES
 
 if TYPE_CHECKING:
     from cairn.git import Repo
 
 T = TypeVar("T")
-
-
-def _engine(asked: str | None, configured: str) -> str:
-    engine = asked or configured
-    if engine not in ENGINES:
-        raise BadInput(f"--engine {engine!r} is not an engine; give embedded or temporal")
-    return engine
 
 
 def _need_temporalio() -> None:
@@ -63,7 +55,9 @@ def worker(
 
     repo = Repo.discover(workspace)
     config = load(repo.toplevel)
-    if _engine(engine, config.fleet.engine) != "temporal":
+    from cairn.cli.handlers.engines import name_of
+
+    if name_of(engine, config.fleet.engine) != "temporal":
         raise BadInput(
             'cairn worker runs the temporal engine only; set [fleet] engine = "temporal" in '
             "cairn.toml or pass --engine temporal"
@@ -114,8 +108,8 @@ def fleet_start(once: bool, json: bool, workspace: Path) -> int:
     tracker = open_tracker(repo, config, layout)
     base = base_of(repo, remote, config.fleet.base)
     key = fleet_key(repo, config.fleet.id, config.fleet.remote, config.fleet.base)
+    from cairn.fleet.refusals import EVENT, Reporter
     from cairn.scale.starter import drive
-    from cairn.state.refusals import EVENT, Reporter
 
     def emit(kind: str, text: str, **fields: Any) -> None:
         if kind in (EVENT, "ticket_warning"):  # a warning where people look, on both outputs
@@ -195,17 +189,6 @@ def _said(action: str, changed: bool, state: str) -> str:
 def _remote_sha(repo: Repo, remote: str, ref: str) -> str:
     listed = repo.git.run(["ls-remote", "--", remote, ref], check=False)
     return listed.text.split("\t")[0][:12] if listed.ok else ""
-
-
-def engine_of(asked: str | None, workspace: Path) -> str:
-    """The engine ``--engine`` names, else ``[fleet] engine`` of the repository's config."""
-    if asked is not None:
-        return _engine(asked, "embedded")
-    from cairn.config import load
-    from cairn.git import Repo
-
-    engine: str = load(Repo.discover(workspace).toplevel).fleet.engine
-    return engine
 
 
 def fleet_retry(tickets: list[str], fresh_config: bool, json: bool, workspace: Path) -> ExitCode:

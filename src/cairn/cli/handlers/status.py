@@ -11,11 +11,12 @@ HEADER = ("ticket", "state", "phase", "round", "task", "age", "owner")
 
 
 def status(json: bool = False, workspace: Path = Path(".")) -> None:
+    from cairn.fleet.fleetstate import states
     from cairn.state.status import age_text
     from cairn.state.status import status as rows_of
 
     warnings: list[str] = []
-    rows = rows_of(workspace, warnings)
+    rows = rows_of(workspace, warnings, states)
     for warning in warnings:  # on stderr: stdout stays the table or the JSON
         say_warning(warning)
     if json:

@@ -10,27 +10,12 @@ from typing import Any, NamedTuple, Protocol
 from cairn.git import Git
 
 
-class View(Protocol):
+class View(NamedTuple):
     """What a ticket page diffs and reads: a repository holding the ticket's refs, the base
-    its branch is compared with, the branch and snapshot refs there (None: not there), and the
-    run directory with the change summary and the journal (None: none readable)."""
-
-    @property
-    def git(self) -> Git: ...
-    @property
-    def base(self) -> str: ...  # a revision of ``git``: the branch diff is base...branch
-    @property
-    def base_name(self) -> str: ...  # what the page calls it
-    @property
-    def branch(self) -> str | None: ...
-    @property
-    def snapshot(self) -> str | None: ...
-    @property
-    def run_dir(self) -> Path | None: ...
-
-
-class LocalView(NamedTuple):
-    """A ``View`` of this repository (the embedded fleet)."""
+    its branch is compared with (``base...branch``) and what the page calls it, the branch and
+    snapshot refs there (None: not there), and the run directory with the change summary and
+    the journal (None: none readable). The embedded fleet's is this repository; the temporal
+    engine's a scratch repository of the shared remote's refs."""
 
     git: Git
     base: str

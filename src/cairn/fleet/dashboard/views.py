@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cairn.errors import BadInput, CairnError
-from cairn.fleet import lease
-from cairn.fleet.dashboard.rows import RowCache
-from cairn.fleet.dashboard.source import LocalView, Source
+from cairn.fleet import lease, refusals
+from cairn.fleet.dashboard.source import Source, View
+from cairn.fleet.fleetstatus import FleetRows
 from cairn.git import Git
-from cairn.state import journal, refusals
+from cairn.state import journal
 from cairn.state.layout import SUMMARY_ARTIFACT, SUMMARY_ROLE, discover, latest_artifact
 from cairn.terms import FLEET_STATES
 from cairn.util import clock, durable
@@ -53,7 +53,7 @@ class Dashboard:
         else:
             self.repo, self.config, self.layout = discover(repo_path)
         self.supervisor = supervisor
-        self.rows: RowCache | Source = source or RowCache(self.repo, self.config, self.layout)
+        self.rows: FleetRows | Source = source or FleetRows(self.repo, self.config, self.layout)
         self.source = source
 
     def warm(self) -> None:
@@ -155,11 +155,11 @@ class Dashboard:
             "snapshots": snapshots,
         }
 
-    def _local(self, row: dict[str, Any]) -> LocalView:
+    def _local(self, row: dict[str, Any]) -> View:
         """This repository's refs and its fleet's run directory."""
         ticket, branch = row["ticket"], row.get("branch")
         run_dir = self.layout.run_dir(ticket, row["run"]) if row.get("run") else None
-        return LocalView(
+        return View(
             self.repo.git,
             "HEAD",
             self.repo.current_branch() or "HEAD",

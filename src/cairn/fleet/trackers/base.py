@@ -11,7 +11,7 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import NamedTuple
 
-from cairn.state.refusals import Rejected
+from cairn.fleet.refusals import Rejected
 
 __all__ = ["Candidate", "Rejected", "Tracker"]
 

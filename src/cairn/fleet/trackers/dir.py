@@ -19,9 +19,9 @@ import msgspec
 from cairn import tickets
 from cairn.config import Config
 from cairn.errors import BadInput
+from cairn.fleet import fleetstate
 from cairn.fleet.trackers.base import Candidate, Rejected, Tracker
 from cairn.git import Repo
-from cairn.state import fleetstate
 from cairn.state.layout import Layout
 from cairn.terms import SETTLED_STATES
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from cairn.config import Config
 from cairn.errors import BadInput
+from cairn.fleet import fleetstate
 from cairn.fleet.facts import Facts, PushFailed, facts, push_branch
 from cairn.fleet.github_api import GitHubAPI, GitHubError, RateLimited
 from cairn.fleet.outbox import Outbox
@@ -29,7 +30,6 @@ from cairn.fleet.trackers.base import Candidate, Rejected, Tracker
 from cairn.fleet.trackers.dir import is_finished
 from cairn.fleet.trackers.github_refused import Refusals
 from cairn.git import Repo
-from cairn.state import fleetstate
 from cairn.state.layout import Layout
 from cairn.util import durable
 
@@ -67,7 +67,7 @@ class GitHubTracker(Tracker):
                 )
             api = GitHubAPI(settings.api_url, settings.repo, token)
         self.api = api
-        self.plans = fleetstate.fleet_dir(layout) / "github" / "plans"
+        self.plans = layout.fleet_dir / "github" / "plans"
         self.outbox = Outbox(layout, self.warnings)
         self.issues: dict[str, dict[str, Any]] = {}
         self.blocked_until = 0.0  # a rate limit: no call before this (epoch seconds)

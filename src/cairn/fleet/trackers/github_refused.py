@@ -14,7 +14,6 @@ from typing import Any
 
 from cairn.errors import BadInput
 from cairn.fleet.outbox import Outbox
-from cairn.state.fleetstate import fleet_dir
 from cairn.state.layout import Layout
 from cairn.util import durable
 
@@ -24,7 +23,7 @@ WHAT = "github refusal record"
 
 class Refusals:
     def __init__(self, layout: Layout, outbox: Outbox) -> None:
-        self.path = fleet_dir(layout) / "github" / "refused.json"
+        self.path = layout.fleet_dir / "github" / "refused.json"
         self.outbox = outbox
         self._told: dict[str, str] | None = None  # ticket → the version of the body told
         self._checked: dict[tuple[int, str], str | None] = {}  # (number, body) → problem

@@ -22,13 +22,13 @@ from msgspec import Meta, Struct
 
 from cairn import tickets
 from cairn.errors import BadInput, CorruptState
-from cairn.state.layout import Layout
+from cairn.state.layout import FLEET_RECORD, Layout
 from cairn.state.owner import START_TIME_TOLERANCE, with_offsets
 from cairn.terms import FleetState
 from cairn.util import durable
 from cairn.util.procs import pid_alive, process_start_time
 
-SUFFIX = ".json"
+SUFFIX = FLEET_RECORD
 READ_LIMIT = 256 * 1024
 WHAT = "fleet record"
 KNOWN_SHOWN = 10  # tickets named in an error about an unknown one
@@ -94,32 +94,18 @@ def same_process(pid: int | None, started_at: float | None) -> bool:
     return abs(started.timestamp() - started_at) <= START_TIME_TOLERANCE
 
 
-def fleet_dir(layout: Layout) -> Path:
-    """``<state root>/fleet``: the fleet's records, its lease and its stop request."""
-    durable.check_state_dir(layout.root, "state root")
-    path = layout.root / "fleet"
-    durable.check_state_dir(path, "fleet directory")
-    return path
-
-
-def tickets_dir(layout: Layout) -> Path:
-    path = fleet_dir(layout) / "tickets"
-    durable.check_state_dir(path, "fleet tickets directory")
-    return path
-
-
 def output_paths(layout: Layout, ticket: str) -> tuple[Path, Path]:
     """Where the child run of ``ticket`` writes (its latest attempt's): its ``--json`` lines and
     its stderr, ``<state root>/fleet/output/<ticket>.jsonl`` and ``.stderr``. Files, never a
     pipe, so the run outlives its supervisor and the next one reads how it ended."""
-    directory = fleet_dir(layout) / "output"
+    directory = layout.fleet_dir / "output"
     durable.check_state_dir(directory, "fleet output directory")
     name = tickets.validate(ticket)
     return directory / f"{name}.jsonl", directory / f"{name}.stderr"
 
 
 def record_path(layout: Layout, ticket: str) -> Path:
-    return tickets_dir(layout) / f"{tickets.validate(ticket)}{SUFFIX}"
+    return layout.fleet_tickets_dir / f"{tickets.validate(ticket)}{SUFFIX}"
 
 
 def read(layout: Layout, ticket: str) -> FleetTicket | None:
@@ -171,21 +157,6 @@ def remove(layout: Layout, ticket: str) -> bool:
     return durable.remove(record_path(layout, ticket))
 
 
-def names(layout: Layout) -> list[str]:
-    """The tickets that have a record file, sorted; no file is read."""
-    try:
-        entries = os.scandir(tickets_dir(layout))
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-    with entries:
-        found = [
-            entry.name[: -len(SUFFIX)]
-            for entry in entries
-            if entry.name.endswith(SUFFIX) and not entry.name.startswith(".")
-        ]
-    return sorted(found)
-
-
 def listing(layout: Layout, warnings: list[str]) -> list[FleetTicket]:
     """Every readable record, sorted by ticket. An unreadable one (bad JSON, a wrong field, a
     symlink, a bad name) is skipped with a warning appended to ``warnings``."""
@@ -201,8 +172,8 @@ def listing(layout: Layout, warnings: list[str]) -> list[FleetTicket]:
 def scan(layout: Layout) -> Iterator[tuple[str, FleetTicket | None, str | None]]:
     """Every record file, sorted: its name (the ticket it should be), and the record or why it
     cannot be read (one line)."""
-    directory = tickets_dir(layout)
-    for name in names(layout):
+    directory = layout.fleet_tickets_dir
+    for name in layout.list_fleet_tickets():
         path = directory / f"{name}{SUFFIX}"
         try:
             if tickets.problem(name) is not None:
@@ -217,7 +188,7 @@ def scan(layout: Layout) -> Iterator[tuple[str, FleetTicket | None, str | None]]
 def set_aside(layout: Layout, ticket: str) -> Path:
     """Move an unreadable record out of the way (``<ticket>.json.unreadable-<time>``, never
     deleted), so the ticket can have a record again; where it went."""
-    path = tickets_dir(layout) / f"{ticket}{SUFFIX}"
+    path = layout.fleet_tickets_dir / f"{ticket}{SUFFIX}"
     stamp = time.strftime("%Y%m%d-%H%M%S")
     aside, n = path.with_name(f"{path.name}.unreadable-{stamp}"), 1
     while os.path.lexists(aside):
@@ -226,6 +197,11 @@ def set_aside(layout: Layout, ticket: str) -> Path:
     os.rename(path, aside)
     durable.fsync_dir(path.parent)
     return aside
+
+
+def states(layout: Layout, warnings: list[str]) -> dict[str, FleetState]:
+    """Each fleet ticket's state now (``live_state``), for ``cairn status``'s fleet column."""
+    return {record.ticket: live_state(record)[0] for record in listing(layout, warnings)}
 
 
 def by_ticket(layout: Layout, warnings: list[str]) -> dict[str, FleetTicket]:

@@ -1,4 +1,4 @@
-"""The fleet's records (``cairn.state.fleetstate``): written atomically, read back exactly,
+"""The fleet's records (``cairn.fleet.fleetstate``): written atomically, read back exactly,
 listed sorted, and a broken file skipped with a warning (never a traceback, never hiding the
 others); a running record whose process is gone reads as interrupted."""
 
@@ -14,8 +14,8 @@ import msgspec
 import pytest
 
 from cairn.errors import BadInput, CorruptState
-from cairn.state import fleetstate
-from cairn.state.fleetstate import FleetTicket
+from cairn.fleet import fleetstate
+from cairn.fleet.fleetstate import FleetTicket
 from cairn.state.layout import Layout
 from cairn.terms import FLEET_STATES
 from cairn.util.procs import process_start_time
@@ -87,7 +87,7 @@ def test_rewrite_replaces_and_listing_is_sorted(layout: Layout) -> None:
     listed = fleetstate.listing(layout, [])
     assert [r.ticket for r in listed] == ["A-1", "b-2", "c-3"]
     assert listed[1].state == "completed"
-    assert fleetstate.names(layout) == ["A-1", "b-2", "c-3"]
+    assert layout.list_fleet_tickets() == ["A-1", "b-2", "c-3"]
 
 
 def test_no_fleet_directory_lists_nothing(layout: Layout) -> None:
@@ -137,7 +137,7 @@ BROKEN = {
 def test_listing_skips_each_broken_file_with_a_warning(layout: Layout) -> None:
     good = FleetTicket(ticket="G-1", plan="p", state="queued", updated=NOW)
     fleetstate.write(layout, good)
-    directory = fleetstate.tickets_dir(layout)
+    directory = layout.fleet_tickets_dir
     for name, (content, _) in BROKEN.items():
         data = content.encode() if isinstance(content, str) else content
         (directory / name).write_bytes(data)
@@ -162,7 +162,7 @@ def test_listing_returns_its_warnings_and_prints_nothing(
     layout: Layout, capfd: pytest.CaptureFixture[str]
 ) -> None:
     fleetstate.write(layout, FleetTicket(ticket="G-1", plan="p", state="queued", updated=NOW))
-    (fleetstate.tickets_dir(layout) / "J-1.json").write_text("{")
+    (layout.fleet_tickets_dir / "J-1.json").write_text("{")
     warnings: list[str] = []
     assert [r.ticket for r in fleetstate.listing(layout, warnings)] == ["G-1"]
     assert capfd.readouterr() == ("", "")

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any, NamedTuple, get_args
 
 from cairn import tickets
-from cairn.state import fleetstate
 from cairn.state.layout import Layout
 from cairn.terms import FleetAction
 from cairn.util import clock, durable
@@ -40,7 +39,7 @@ class Request(NamedTuple):
 
 
 def requests_dir(layout: Layout) -> Path:
-    path = fleetstate.fleet_dir(layout) / REQUESTS
+    path = layout.fleet_dir / REQUESTS
     durable.check_state_dir(path, "fleet requests directory")
     return path
 
@@ -129,7 +128,7 @@ def wait_unlocked(layout: Layout) -> None:
 @contextlib.contextmanager
 def locked(layout: Layout) -> Iterator[None]:
     """Hold the lock under which fleet records are changed without a supervisor."""
-    directory = fleetstate.fleet_dir(layout)
+    directory = layout.fleet_dir
     durable.ensure_dir(directory)
     with durable.locked(directory / LOCK):
         yield

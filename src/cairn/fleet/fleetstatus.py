@@ -1,12 +1,14 @@
-"""The dashboard's ticket rows: ``cairn fleet status --json``'s rows, read again only when
-their files changed.
+"""``cairn fleet status`` and the dashboard's rows: one row per fleet ticket, from the files
+alone (no supervisor needed), built in one place (``FleetRows``).
 
-A row joins a ticket's fleet record, its marker, the head of its latest change summary and the
-last event of its journal (``state.fleetstatus``). Reading and parsing those is most of the cost
-of a row, so each ticket keeps what was read under the stat signature (mtime, size, inode) of
-every file and directory it came from; a request stats them (five per ticket) and reads again
-only what changed. What depends on the clock (a live pid, a marker's staleness, ages) is judged
-again on every request.
+A row joins the ticket's fleet record (``fleetstate``) with what ``cairn status`` reads of its
+run (``status.ticket_row``: marker, latest run, the head of its change summary), the last event
+of the run's journal (its tail only) and the ticket's snapshot ref (one dated ``for-each-ref``
+for all tickets). Reading and parsing those is most of the cost of a row, so a long-lived
+``FleetRows`` (the dashboard's) keeps what was read under the stat signature (mtime, size,
+inode) of every file and directory it came from; a request stats them (five per ticket) and
+reads again only what changed. What depends on the clock (a live pid, a marker's staleness,
+ages) is judged again on every request.
 """
 
 from __future__ import annotations
@@ -16,39 +18,97 @@ import threading
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
+from msgspec import Struct
 
 from cairn import tickets
-from cairn.config import Config
-from cairn.errors import BadInput
-from cairn.git import Repo
-from cairn.git.process import Started
-from cairn.state import fleetstate, marker, refusals, status
-from cairn.state.fleetstatus import SHORT_SHA, FleetRow, last_journal_event, refused_row
-from cairn.state.layout import JOURNAL, Layout
-from cairn.state.marker import Marker
-from cairn.state.status import StatusRow
+from cairn.errors import BadInput, CairnError
+from cairn.fleet import fleetstate, refusals
+from cairn.state import journal, marker, status
+from cairn.state.layout import JOURNAL, Layout, discover
+from cairn.state.rowcache import Signature, StatCache, signature
+from cairn.terms import FleetState
 from cairn.util import clock
 from cairn.util.durations import parse_duration
 
-Signature = tuple[int, int, int] | None
+if TYPE_CHECKING:
+    from cairn.config import Config
+    from cairn.git import Repo
+    from cairn.git.process import Started
+    from cairn.state.marker import Marker
+    from cairn.state.status import StatusRow
+
+SHORT_SHA = 10
+# Keys of a dashboard row that ``cairn fleet status --json`` does not have.
+DASHBOARD_ONLY = ("usage", "last_error")
 
 
-def _signature(path: str) -> Signature:
-    try:
-        found = os.stat(path, follow_symlinks=False)
-    except OSError:
-        return None
-    return (found.st_mtime_ns, found.st_size, found.st_ino)
+class FleetRow(Struct, kw_only=True):
+    ticket: str
+    state: FleetState
+    plan: str
+    phase: str | None = None
+    task: int | None = None
+    total: int | None = None
+    attempt: int = 0
+    max_attempts: int | None = None
+    turn: int | None = None  # turns used in the current dispatch
+    max_turns: int | None = None  # that dispatch's cap
+    snapshot: str | None = None  # short sha of refs/cairn/wip/<ticket>
+    snapshot_age_seconds: int | None = None
+    worktree: str | None = None
+    branch: str | None = None
+    last_event: str | None = None
+    last_event_age_seconds: int | None = None
+    next_attempt_at: datetime | None = None
+    pid: int | None = None
+    last_exit: int | None = None
+    last_reason: str | None = None
+    detail: str | None = None
+    run: str | None = None
+    run_state: str | None = None  # the run's own state, as `cairn status` gives it
+    updated: datetime
+
+
+def refused_row(refusal: refusals.Refusal) -> dict[str, Any]:
+    """A refused entry as a row of ``cairn fleet status --json`` and the dashboard: every key
+    of a ticket's row, ``state`` ``refused``, ``plan`` the entry, ``detail`` why and the fix,
+    ``ticket`` the id it would have (null when it names none)."""
+    row: dict[str, Any] = dict.fromkeys(FleetRow.__struct_fields__)
+    row.update(
+        ticket=refusal.ticket,
+        state=refusals.REFUSED,
+        plan=refusal.plan,
+        attempt=0,
+        detail=refusal.reason,
+        updated=msgspec.to_builtins(refusal.since),
+    )
+    return row
+
+
+def fleet_status(
+    workspace: Path | str = ".", discovered: tuple[Repo, Config, Layout] | None = None
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The rows of ``cairn fleet status --json`` of the repository at ``workspace``
+    (``discovered``: it, already read): every fleet ticket's, then the refused entries'; and
+    the warnings for what could not be read."""
+    rows, warnings = FleetRows(*(discovered or discover(workspace))).rows()
+    for row in rows:
+        for key in DASHBOARD_ONLY:
+            row.pop(key, None)
+    return rows, warnings
+
+
+# A file changed this recently (a timestamp tick's margin) is read again at the next request.
+RACY_NS = 50_000_000
 
 
 @dataclass
 class _Read:
-    """What the files of one ticket said when they had ``key`` for signatures."""
+    """What the files of one ticket said."""
 
-    key: tuple[Signature, ...]
     record: fleetstate.FleetTicket | None
     found: StatusRow | None
     current: Marker | None
@@ -58,7 +118,7 @@ class _Read:
     base: dict[str, Any] | None = None  # the row's JSON without what the clock changes
 
 
-class RowCache:
+class FleetRows:
     """The rows of one repository's fleet tickets; safe to share between request threads."""
 
     def __init__(self, repo: Repo, config: Config, layout: Layout) -> None:
@@ -66,7 +126,7 @@ class RowCache:
         self.stale_after = parse_duration(config.marker.stale_after)
         self.max_attempts: int | None = getattr(config.fleet, "max_attempts", None)
         self.lock = threading.Lock()
-        self.reads: dict[str, _Read] = {}
+        self.reads = StatCache(str(layout.root), racy_ns=RACY_NS)
         self.refused: tuple[Signature, list[dict[str, Any]], list[str]] | None = None
 
     def rows(self) -> tuple[list[dict[str, Any]], list[str]]:
@@ -74,12 +134,11 @@ class RowCache:
         and ``last_error`` for retrying rows), and the warnings for records that were skipped."""
         now = clock.now()
         refs = self._start_refs()  # git lists the snapshot refs while the files are stated
-        names = fleetstate.names(self.layout)
         rows: list[dict[str, Any]] = []
         try:
+            names = self.layout.list_fleet_tickets()
             with self.lock:
-                for gone in set(self.reads) - set(names):
-                    del self.reads[gone]
+                self.reads.retain(names)
                 dirs = self._dirs()
                 reads = [self._read(ticket, now, dirs) for ticket in names]
         except BaseException:
@@ -96,7 +155,7 @@ class RowCache:
     def _refused(self, warnings: list[str]) -> list[dict[str, Any]]:
         """The rows of the entries the tracker's last poll refused (read again when the
         listing changed)."""
-        key = _signature(str(refusals.path_of(self.layout)))
+        key = signature(str(refusals.path_of(self.layout)))
         with self.lock:
             if self.refused is None or self.refused[0] != key:
                 said: list[str] = []
@@ -124,42 +183,44 @@ class RowCache:
     # --- reading -------------------------------------------------------------------------------
 
     def _dirs(self) -> tuple[str, str]:
-        """The runs' tickets directory and the fleet records' directory, each checked once."""
-        return str(self.layout.tickets_dir) + os.sep, str(fleetstate.tickets_dir(self.layout))
+        """Where the runs' tickets directory and the fleet records' directory are, relative to
+        the state root, each checked once."""
+        root = self.layout.root
+        return (
+            os.path.relpath(self.layout.tickets_dir, root) + os.sep,
+            os.path.relpath(self.layout.fleet_tickets_dir, root) + os.sep,
+        )
 
     @staticmethod
     def _paths(ticket: str, run: str | None, dirs: tuple[str, str]) -> list[str]:
         # the marker and the change summaries are replaced by renames, which the directories'
         # signatures show; the journal is appended to, so it is stated itself
         ticket_dir = dirs[0] + ticket
-        paths = [f"{dirs[1]}{os.sep}{ticket}{fleetstate.SUFFIX}", ticket_dir]
+        paths = [f"{dirs[1]}{ticket}{fleetstate.SUFFIX}", ticket_dir]
         if run is not None:
             paths += [f"{ticket_dir}{os.sep}{run}", f"{ticket_dir}{os.sep}{run}{os.sep}{JOURNAL}"]
         return paths
 
     def _read(self, ticket: str, now: datetime, dirs: tuple[str, str]) -> _Read:
-        known = self.reads.get(ticket)
-        run = known.found.run if known is not None and known.found is not None else None
-        key = tuple(_signature(p) for p in self._paths(ticket, run, dirs))
-        if known is not None and known.key == key:
+        known: _Read | None = self.reads.get(ticket)
+        if known is not None:
             return known
-        fresh = self._load(ticket, key, now, dirs)
-        fresh_run = fresh.found.run if fresh.found is not None else None
-        if fresh_run != run and fresh_run is not None:
-            # the new run's files, stated after the read: a write to them in between is seen
-            # at their next change (a running ticket's journal changes often, a finished one's
-            # record changed last)
-            fresh.key = key[:2] + tuple(
-                _signature(p) for p in self._paths(ticket, fresh_run, dirs)[2:]
-            )
-        self.reads[ticket] = fresh
+        root = self.reads.root
+        paths = self._paths(ticket, None, dirs)
+        signatures = [signature(root + p) for p in paths]  # before the read
+        fresh = self._load(ticket, root + paths[0], root + paths[1], now)
+        run = fresh.found.run if fresh.found is not None else None
+        if run is not None:
+            # the run's files, stated after the read: a write to them in between is seen at
+            # their next change (a running ticket's journal changes often)
+            paths = self._paths(ticket, run, dirs)
+            signatures += [signature(root + p) for p in paths[2:]]
+        self.reads.put(ticket, paths, signatures, fresh)
         return fresh
 
-    def _load(
-        self, ticket: str, key: tuple[Signature, ...], now: datetime, dirs: tuple[str, str]
-    ) -> _Read:
-        read = _Read(key, None, None, None, None, None, None)
-        path = Path(self._paths(ticket, None, dirs)[0])
+    def _load(self, ticket: str, record_path: str, ticket_dir: str, now: datetime) -> _Read:
+        read = _Read(None, None, None, None, None, None)
+        path = Path(record_path)
         if tickets.problem(ticket) is not None:
             read.warning = f"{fleetstate.WHAT} {path} is not named after a valid ticket id; skipped"
             return read
@@ -172,7 +233,6 @@ class RowCache:
         if record is None:
             return read
         read.record = record
-        ticket_dir = dirs[0] + ticket
         read.found, read.current = status.ticket_row(ticket_dir, ticket, self.stale_after, now)
         if read.found is not None and read.found.run is not None:
             _last_event(read, Path(ticket_dir, read.found.run))
@@ -224,7 +284,7 @@ class RowCache:
         state, detail = fleetstate.live_state(record)
         row["state"], row["detail"] = state, detail
         row["pid"] = record.pid if state == "running" else None
-        if read.current is not None:
+        if read.current is not None and row["run_state"] != "needs_input":
             row["run_state"] = marker.judge(read.current, self.stale_after, now)[0]
         if snapshot is not None:
             row["snapshot"] = snapshot[0][:SHORT_SHA]
@@ -255,3 +315,22 @@ def _snapshot_refs(config: Config, started: Started) -> dict[str, tuple[str, int
         if tickets.problem(name) is None:
             found[name] = (oid, int(when) if when.isdigit() else 0)
     return found
+
+
+def last_journal_event(run_dir: Path) -> tuple[str | None, datetime | None]:
+    """The name and time of a run's last journal event; (None, None) when there is none or the
+    journal cannot be read (the column stays empty; catchup names the problem)."""
+    try:
+        event: dict[str, Any] | None = journal.last(run_dir)
+    except (OSError, ValueError, CairnError):
+        return None, None
+    if event is None:
+        return None, None
+    when = event.get("t")
+    at = None
+    if isinstance(when, str):
+        try:
+            at = datetime.fromisoformat(when)
+        except ValueError:
+            at = None
+    return str(event.get("event")), at if at is not None and at.tzinfo is not None else None

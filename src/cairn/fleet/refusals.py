@@ -20,7 +20,6 @@ import msgspec
 from msgspec import Struct
 
 from cairn.errors import BadInput
-from cairn.state.fleetstate import fleet_dir
 from cairn.state.layout import Layout
 from cairn.state.owner import with_offsets
 from cairn.util import clock, durable
@@ -61,7 +60,7 @@ class Listing(Struct, frozen=True, kw_only=True):
 
 
 def path_of(layout: Layout) -> Path:
-    return fleet_dir(layout) / NAME
+    return layout.fleet_dir / NAME
 
 
 def read(layout: Layout, warnings: list[str] | None = None) -> list[Refusal]:

@@ -8,10 +8,10 @@ import json
 from pathlib import Path
 
 from cairn import config as config_module
+from cairn.fleet import refusals
+from cairn.fleet.refusals import Rejected, Reporter
 from cairn.git import Repo
-from cairn.state import refusals
 from cairn.state.layout import Layout
-from cairn.state.refusals import Rejected, Reporter
 from helpers import cairn
 
 
