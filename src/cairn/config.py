@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import typing
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -18,6 +19,7 @@ from msgspec import Meta, Struct, field
 from cairn.errors import BadInput
 from cairn.terms import AgentPermissions, Engine, LoopPhase
 from cairn.util.durations import parse_duration
+from cairn.util.invalid import problem
 from cairn.util.text import is_branch_name
 from cairn.util.tomlfile import read_table
 
@@ -33,22 +35,19 @@ def _size(value: Any) -> Any:
         match = _SIZE.fullmatch(value.strip())
         if not match:
             raise ValueError(f"{value!r} is not a size; use a number of bytes or forms like 10MiB")
-        number, unit, _ = match.groups()
-        return int(float(number) * _SIZE_UNITS[unit.lower()])
+        return int(float(match[1]) * _SIZE_UNITS[match[2].lower()])
     return value
 
 
 def _duration(value: Any) -> Any:
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        parse_duration(str(value))  # refused: a bare number, and the message says which unit
-    if isinstance(value, str):
-        parse_duration(value)
+    if isinstance(value, str | int | float) and not isinstance(value, bool):
+        parse_duration(str(value))  # a bare number is refused, the message saying which unit
     return value
 
 
-def _in_unit(scale: float, whole: bool) -> Callable[[Any], Any]:
-    """A key whose name says its unit (``_ms``, ``_seconds``) takes a number in that unit or a
-    duration with its own unit (``"90s"``), converted."""
+def _in_unit(scale: float, whole: bool) -> dict[str, Callable[[Any], Any]]:
+    """``Meta(extra=…)`` of a key whose name says its unit (``_ms``, ``_seconds``): a number in
+    that unit, or a duration with its own (``"90s"``) that ``read_as`` converts (``_read``)."""
 
     def convert(value: Any) -> Any:
         if not isinstance(value, str):
@@ -56,18 +55,13 @@ def _in_unit(scale: float, whole: bool) -> Callable[[Any], Any]:
         amount = parse_duration(value) * scale
         return round(amount) if whole else amount
 
-    return convert
-
-
-def _read_as(convert: Callable[[Any], Any]) -> dict[str, Any]:
-    """A field's ``Meta(extra=…)``: the file's value goes through ``convert`` before it is
-    validated (a size with a unit to bytes, a duration to the key's unit); a ValueError it raises
-    is the key's error."""
     return {"read_as": convert}
 
 
-Size = Annotated[int, Meta(ge=0, extra=_read_as(_size))]
-Duration = Annotated[str, Meta(extra=_read_as(_duration))]
+Size = Annotated[int, Meta(ge=0, extra={"read_as": _size})]
+Duration = Annotated[str, Meta(extra={"read_as": _duration})]
+Ms = Annotated[int, Meta(ge=1, extra=_in_unit(1000, whole=True))]
+Seconds = Annotated[float, Meta(ge=0, extra=_in_unit(1, whole=False))]
 
 
 class Section(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -122,21 +116,15 @@ class AgentConfig(Section, frozen=True):
     budget_pressure_turns: Annotated[int, Meta(ge=0)] = DEFAULT_PRESSURE_TURNS
     preserve_uncommitted_work: bool = True
     preserve_uncommitted_work_branch: bool = False
-    cutoff_timeout_ms: Annotated[int, Meta(ge=1, extra=_read_as(_in_unit(1000, whole=True)))] = (
-        60000
-    )
+    cutoff_timeout_ms: Ms = 60000
     max_continuations: Annotated[int, Meta(ge=0)] = 2
-    max_seconds: Annotated[float, Meta(gt=0, extra=_read_as(_in_unit(1, whole=False)))] | None = (
-        None
-    )
+    max_seconds: Annotated[float, Meta(gt=0, extra=_in_unit(1, whole=False))] | None = None
     max_cost_usd: Annotated[float, Meta(ge=0)] = DEFAULT_MAX_COST_USD  # 0: no cap
     max_idle_dispatches: Annotated[int, Meta(ge=0)] = 2  # 0: no no-progress stop
     permissions: AgentPermissions = "preset"
     allow: list[str] = []
     api_retries: Annotated[int, Meta(ge=0)] = 2
-    api_retry_backoff_seconds: Annotated[
-        float, Meta(ge=0, extra=_read_as(_in_unit(1, whole=False)))
-    ] = 1.0
+    api_retry_backoff_seconds: Seconds = 1.0
 
     def __post_init__(self) -> None:
         if self.budget_pressure_turns >= self.max_turns:
@@ -323,8 +311,7 @@ DEFAULT_ROLES = {"reviewer": RoleConfig(max_turns=60), "evaluator": RoleConfig(m
 
 
 class Config(Section, frozen=True, dict=True):
-    """The settings. Where they came from is kept beside the fields, in the instance's
-    ``__dict__`` (``source``: None when every value is a default; ``given``: the file's tables)."""
+    """The settings; ``source`` and ``given`` (the file and its tables) are in ``__dict__``."""
 
     agent: AgentConfig = field(default_factory=AgentConfig)
     roles: dict[str, RoleConfig] = field(default_factory=lambda: dict(DEFAULT_ROLES))
@@ -338,14 +325,12 @@ class Config(Section, frozen=True, dict=True):
     @property
     def source(self) -> Path | None:
         """The file the values came from; None when every value is a default."""
-        source: Path | None = self.__dict__.get("source")
-        return source
+        return typing.cast("Path | None", self.__dict__.get("source"))
 
     @property
     def given(self) -> dict[str, Any]:
         """The file's tables as written (empty without a file)."""
-        given: dict[str, Any] = self.__dict__.get("given", {})
-        return given
+        return typing.cast("dict[str, Any]", self.__dict__.get("given", {}))
 
 
 def load(toplevel: Path, warnings: list[str] | None = None) -> Config:
@@ -376,71 +361,39 @@ def _load(toplevel: Path) -> Config:
         data = tool["cairn"]
         if not isinstance(data, dict):
             raise BadInput(f"{path}: [tool.cairn] must be a table; put its keys under [tool.cairn]")
-    from cairn.util.invalid import problem
-
     try:
-        config = msgspec.convert(_read(Config, _derive_pressure(data), []), Config, strict=True)
+        config = msgspec.convert(_read(Config, _derive_pressure(data), ""), Config, strict=True)
     except msgspec.ValidationError as exc:  # the file is not in shape
         key, why = problem(exc, Config)
         raise BadInput(f"{path}: {key or '(top level)'}: {why}; fix or remove it") from None
-    except _Unreadable as exc:
-        raise BadInput(f"{path}: {exc.key}: {exc.why}; fix or remove it") from None
     config.__dict__.update(source=path, given=data)
     return config
 
 
-class _Unreadable(Exception):
-    def __init__(self, key: str, why: str) -> None:
-        self.key, self.why = key, why
-
-
-def _read(kind: Any, data: Any, at: list[str]) -> Any:
-    """The file's table ``data`` for section ``kind`` with each value converted as its field's
-    ``read_as`` says, and ``[roles.x]`` tables validated one by one (an error names the role)
-    on top of the default roles."""
-    if not isinstance(data, dict):
-        return data
-    import typing
-
-    from cairn.util.invalid import problem
-
+def _read(kind: Any, data: dict[str, Any], at: str) -> dict[str, Any]:
+    """Table ``data`` of section ``kind``, each value converted as its field's ``read_as`` says;
+    ``[roles.x]`` tables validated one by one (``_role``), over the default roles."""
     hints = typing.get_type_hints(kind, include_extras=True)
     out = dict(data)
     for key, value in data.items():
-        hint = hints.get(key)
-        if hint is None:
-            continue
-        where = [*at, key]
-        for meta in _metas(hint):
+        hint, where = hints.get(key), f"{at}.{key}"
+        metas = [m for a in (hint, *typing.get_args(hint)) for m in getattr(a, "__metadata__", ())]
+        for meta in metas:
             try:
-                value = (meta.extra or {})["read_as"](value)
+                value = (meta.extra or {}).get("read_as", lambda same: same)(value)
             except ValueError as exc:
-                raise _Unreadable(".".join(where), str(exc)) from None
+                raise msgspec.ValidationError(f"{exc} - at `${where}`") from None
         if kind is Config and key == "roles" and isinstance(value, dict):
-            roles = dict(DEFAULT_ROLES)
-            for name, table in value.items():
-                try:
-                    roles[name] = msgspec.convert(table, RoleConfig, strict=True)
-                except msgspec.ValidationError as exc:
-                    step, why = problem(exc, RoleConfig)
-                    raise _Unreadable(
-                        ".".join([*where, name, step] if step else [*where, name]), why
-                    ) from None
-            value = roles
-        elif isinstance(hint, type) and issubclass(hint, Section):
+            value = {**DEFAULT_ROLES, **{k: _role(v, f"{where}.{k}") for k, v in value.items()}}
+        elif isinstance(hint, type) and issubclass(hint, Section) and isinstance(value, dict):
             value = _read(hint, value, where)
         out[key] = value
     return out
 
 
-def _metas(hint: Any) -> list[Meta]:
-    """The ``Meta`` with a ``read_as`` in ``hint`` (inside ``| None`` too)."""
-    import typing
-
-    found = []
-    for part in [hint, *typing.get_args(hint)]:
-        if typing.get_origin(part) is Annotated:
-            found += [
-                m for m in part.__metadata__ if isinstance(m, Meta) and "read_as" in (m.extra or {})
-            ]
-    return found
+def _role(table: Any, where: str) -> RoleConfig:  # its errors name the role
+    try:
+        return msgspec.convert(table, RoleConfig, strict=True)
+    except msgspec.ValidationError as exc:
+        message, _, inner = str(exc).partition(" - at `$")
+        raise msgspec.ValidationError(f"{message} - at `${where}{inner.rstrip('`')}`") from None

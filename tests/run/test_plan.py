@@ -7,6 +7,7 @@ import os
 import textwrap
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from cairn.errors import BadInput
@@ -591,11 +592,11 @@ def test_binary_text_passed_to_parse() -> None:
 def test_models_validate() -> None:
     assert PlanTask(number=0, title="  padded  ").title == "padded"
     with pytest.raises(ValueError):
-        PlanTask(number=-1, title="a")
+        msgspec.convert({"number": -1, "title": "a"}, PlanTask)
     with pytest.raises(ValueError):
         PlanTask(number=0, title="two\nlines")
     with pytest.raises(ValueError):
-        Plan(tasks=[], source="x", format="yaml")
+        msgspec.convert({"tasks": [], "source": "x", "format": "yaml"}, Plan)
 
 
 def big_markdown(count: int) -> str:

@@ -131,6 +131,7 @@ def run(
     if not allow_shared:
         sharing.refuse_shared(state, repo.toplevel, ticket, stale_after, "run")
 
+    plan_json = msgspec.json.encode(loaded)
     ref, lease = runstate.begin(
         state,
         ticket,
@@ -146,12 +147,7 @@ def run(
         | carried.given(max_turns),
         first_artifacts=[
             ("orchestrator", "plan", "md", _plan_markdown(loaded)),
-            (
-                "orchestrator",
-                "plan",
-                "json",
-                msgspec.json.format(msgspec.json.encode(loaded), indent=2).decode(),
-            ),
+            ("orchestrator", "plan", "json", msgspec.json.format(plan_json, indent=2).decode()),
         ],
     )
     budget = _budget(config, max_turns, kind, adapter)

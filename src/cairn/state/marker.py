@@ -120,6 +120,11 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def as_data(record: Struct) -> dict[str, Any]:
+    """A record as JSON data without its null keys (as events hold a dispatch or a snapshot)."""
+    return {key: value for key, value in msgspec.to_builtins(record).items() if value is not None}
+
+
 def render(marker: Marker) -> str:
     data = _plain(msgspec.to_builtins(marker, builtin_types=(datetime,)))
     return yaml_io.safe_dump(data, sort_keys=False, allow_unicode=True)

@@ -394,8 +394,5 @@ def summary_text(current: Summary) -> str:
 
 def _plain(changes: dict[str, Any]) -> dict[str, Any]:
     return {
-        key: {k: v for k, v in msgspec.to_builtins(value).items() if v is not None}
-        if isinstance(value, msgspec.Struct)
-        else value
-        for key, value in changes.items()
+        k: marker.as_data(v) if isinstance(v, msgspec.Struct) else v for k, v in changes.items()
     }

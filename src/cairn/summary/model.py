@@ -143,8 +143,8 @@ def _gate_name(value: str) -> str:
     return value
 
 
-def _commit(value: str | None) -> str | None:
-    return None if value is None else _pattern(_COMMIT, "commit")(value.lower())
+def _commit(value: str) -> str:
+    return _pattern(_COMMIT, "commit")(value.lower())
 
 
 def _aware(value: datetime) -> datetime:
@@ -157,31 +157,23 @@ def _drop_empty(value: dict[str, list[str]]) -> dict[str, list[str]]:
     return {key: _prose(lines) for key, lines in value.items() if _prose(lines)}
 
 
-def _each(check: Callable[[str], str]) -> Callable[[list[str] | None], list[str] | None]:
-    def each(values: list[str] | None) -> list[str] | None:
-        return None if values is None else [check(value) for value in values]
-
-    return each
-
-
-def _optional(check: Callable[[str], str]) -> Callable[[str | None], str | None]:
-    def optional(value: str | None) -> str | None:
-        return None if value is None else check(value)
-
-    return optional
+def _each(check: Callable[[str], str]) -> Callable[[list[str]], list[str]]:
+    return lambda values: [check(value) for value in values]
 
 
 def run_id(value: str | None) -> str | None:
     """A summary's run id (none, or one word); ValueError otherwise."""
-    return _optional(_no_space("run id"))(value)
+    return None if value is None else _no_space("run id")(value)
 
 
 def normalise(record: Struct, **checks: Callable[[Any], Any]) -> None:
-    """Put each named field of ``record`` through its check (in ``__post_init__``); a
-    ValueError names the field (``title: a title must not be empty``)."""
+    """Put each named field of ``record`` that is not None through its check (in
+    ``__post_init__``); a ValueError names the field (``title: a title must not be empty``)."""
     for name, check in checks.items():
+        value = getattr(record, name)
         try:
-            force_setattr(record, name, check(getattr(record, name)))
+            if value is not None:
+                force_setattr(record, name, check(value))
         except ValueError as exc:
             raise ValueError(f"{name}: {exc}") from None
 
@@ -282,8 +274,8 @@ class Status(Record, frozen=True, kw_only=True):
     def __post_init__(self) -> None:
         normalise(
             self,
-            reason=_optional(_pattern(_SLUG, "reason")),
-            ref=_optional(_no_space("ref")),
+            reason=_pattern(_SLUG, "reason"),
+            ref=_no_space("ref"),
             commit=_commit,
             detail=_opt_text,
         )
