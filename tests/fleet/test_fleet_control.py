@@ -10,7 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_fleet_supervisor import (
+
+from cairn.config import Config
+from cairn.fleet import control
+from cairn.state.fleetstate import FleetTicket
+from cairn.terms import FLEET_STATES, FleetAction
+from fleet.fleet_setup import (
     agent_env,
     agent_log,
     branch_holds_work,
@@ -22,11 +27,6 @@ from test_fleet_supervisor import (
     wait_for,
     wait_line,
 )
-
-from cairn.config import Config
-from cairn.fleet import control
-from cairn.state.fleetstate import FleetTicket
-from cairn.terms import FLEET_STATES, FleetAction
 from helpers import assert_one_line_error, cairn, git
 
 

@@ -18,11 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_github import TOKEN, FakeGitHub, Raw, serve
-from test_fleet_supervisor import finish, supervisor, wait_for
-from test_github_tracker import TWO_TASKS, project, queued, tracker_for
 
 from cairn.fleet.trackers import Candidate
+from fleet.fake_github import TOKEN, FakeGitHub, Raw, serve
+from fleet.fleet_setup import TWO_TASKS, finish, project, queued, supervisor, tracker_for, wait_for
 from helpers import assert_one_line_error, cairn
 
 HTML = b"<!doctype html><html><body><h1>Proxy error</h1><p>upstream timed out</p></body></html>"

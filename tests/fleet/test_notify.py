@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_github import Receiver, receive
 
 from cairn.fleet import notify
 from cairn.fleet.endings import Endings
@@ -19,6 +18,7 @@ from cairn.fleet.trackers import open_tracker
 from cairn.state.fleetstate import FleetTicket
 from cairn.state.layout import discover
 from cairn.util import clock
+from fleet.fake_github import Receiver, receive
 from helpers import git, make_repo, save
 
 
