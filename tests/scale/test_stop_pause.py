@@ -12,11 +12,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import temporal_server
-from scale_setup import agent_env, agent_log, events, shared_repo, start_worker, wait_for
-
 from cairn.util import procs
 from helpers import assert_one_line_error, cairn, git, untouched_state
+from scale import temporal_server
+from scale.scale_setup import agent_env, agent_log, events, shared_repo, start_worker, wait_for
 
 
 def asleep(env: dict[str, str], ticket: str) -> dict[str, Any]:

@@ -12,9 +12,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from cairn.git import Repo
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -25,7 +30,7 @@ from cairn.git.status import start_status
 from cairn.wip import proof
 from cairn.wip.saving import paths_of
 from helpers import fresh_repo, git, make_repo, snapshot_files, write
-from wip.test_stat_cache import git_calls
+from wip.wip_setup import git_calls
 
 TICK = 0.01  # longer than the kernel's timestamp tick: a later change gets a later ctime
 
@@ -51,7 +56,7 @@ def proven(repo: Path, ticket: str | None = "T", run: str | None = None) -> proo
     return proof.holds(found, status.result().stdout, ticket, run)
 
 
-def wip_repo(repo: Path) -> object:
+def wip_repo(repo: Path) -> Repo:
     from cairn.git import Repo
 
     return Repo.discover(repo)
@@ -107,7 +112,7 @@ def cap_new_files(repo: Path) -> None:
     write(repo, "cairn.toml", "[snapshot]\nmax_new_file_bytes = 5\n")
 
 
-CHANGES = {
+CHANGES: dict[str, Callable[[Path], object]] = {
     "same size, same mtime": same_size_same_mtime,
     "chmod": lambda r: (r / "new" / "file1.txt").chmod(0o755),
     "an untracked file added": lambda r: write(r, "new/another.txt", "more\n"),

@@ -8,7 +8,15 @@ from pathlib import Path
 
 import pytest
 from hypothesis import given
-from test_property import (
+
+from cairn.config import Config
+from cairn.git import Repo
+from cairn.wip import save as save_api
+from cairn.wip.saving import prepare
+from cairn.wip.scratch import scratch_dir
+from cairn.wip.treebuild import quote
+from helpers import git, make_conflict, make_repo, snapshot_files, write
+from wip.wip_setup import (
     PROPERTY_SETTINGS,
     Edit,
     apply,
@@ -18,14 +26,6 @@ from test_property import (
     pools,
     unborn_head,
 )
-
-from cairn.config import Config
-from cairn.git import Repo
-from cairn.wip import save as save_api
-from cairn.wip.saving import prepare
-from cairn.wip.scratch import scratch_dir
-from cairn.wip.treebuild import quote
-from helpers import git, make_conflict, make_repo, snapshot_files, write
 
 save_module = sys.modules["cairn.wip.saving"]
 
@@ -132,6 +132,7 @@ def test_submodule_changes_fall_back_to_the_index(repo: Path, tmp_path: Path) ->
     assert_same_trees(repo)
     moved = git(repo / "lib", "rev-parse", "HEAD").strip()
     commit = save_api(repo).commit
+    assert commit is not None
     assert git(repo, "ls-tree", commit, "lib").split()[2] == moved
 
 
