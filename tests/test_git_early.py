@@ -126,10 +126,10 @@ def test_a_line_the_fast_path_hands_to_typer_stops_the_early_git(repo: Path) -> 
             started.append(found)
         return found
 
-    git_status.start_status = keep  # type: ignore[assignment]
+    git_status.start_status = keep
     try:
         assert fast.dispatch(["wip", "save", "-C", str(repo), "--bogus"]) is None
     finally:
-        git_status.start_status = real  # type: ignore[assignment]
+        git_status.start_status = real
     (early,) = started
     assert not git_status._early and early.returncode is not None  # stopped and reaped
