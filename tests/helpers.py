@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from cairn.agents.base import Dispatch, Event
+    from cairn.agents.base import Dispatch, Event, Result
     from cairn.state.lease import Lease
     from cairn.state.runstate import RunRef
     from cairn.summary import Summary
@@ -278,6 +278,13 @@ def begin_run(
     return begin(layout, ticket, scaffold, stale_after=86400, **kwargs)
 
 
+def summary_file(ref: RunRef) -> Path:
+    """The change-summary file of a run (a run without one fails)."""
+    path = ref.summary_path()
+    assert path is not None, ref
+    return path
+
+
 def hold_run(repo: Path, ticket: str, titles: list[str]) -> tuple[subprocess.Popen[bytes], str]:
     """A real child process that begins a run and sleeps holding it; returns it and the run id."""
     script = (
@@ -399,6 +406,12 @@ class FakeCli:
 
     def calls(self) -> list[list[str]]:
         return [json.loads(line) for line in self.log.read_text().splitlines()]
+
+
+def result_of(session: Dispatch) -> Result:
+    """The result of a dispatch whose events have all been read."""
+    assert session.result is not None, "the dispatch has not finished"
+    return session.result
 
 
 def play_dispatch(

@@ -8,11 +8,16 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from helpers import begin_run, git, write
+
+if TYPE_CHECKING:
+    from cairn.state.runstate import RunRef
 
 HEAVY = ("typer", "click", "rich", "pydantic", "pydantic_core", "mcp")
 ENGINE = ("cairn.wip.saving", "cairn.wip.hashcache")  # the snapshot engine: only a save needs it
@@ -45,7 +50,7 @@ def heavy(names: set[str]) -> list[str]:
 
 
 @pytest.fixture
-def workspace(repo: Path):  # type: ignore[no-untyped-def]
+def workspace(repo: Path) -> Iterator[tuple[Path, RunRef, Path]]:
     """A repository on branch T-1 with a run in progress, a review run, dirty files and a
     transcript that puts the budget under pressure."""
     git(repo, "checkout", "-q", "-b", "T-1")
@@ -86,7 +91,7 @@ HOT = [
 ]
 
 
-def test_hot_commands_import_no_heavy_module(workspace) -> None:  # type: ignore[no-untyped-def]
+def test_hot_commands_import_no_heavy_module(workspace: tuple[Path, RunRef, Path]) -> None:
     repo, ref, transcript = workspace
     payload = json.dumps({"cwd": str(repo), "transcript_path": str(transcript)}).encode()
     envs = {

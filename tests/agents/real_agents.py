@@ -216,7 +216,8 @@ def no_traceback(result: CliResult) -> None:
 
 def outcome(result: CliResult) -> dict[str, Any]:
     """The RunOutcome that ``--json`` prints last."""
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    loaded: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
+    return loaded
 
 
 def latest(request: dict[str, Any]) -> str:

@@ -46,7 +46,7 @@ from cairn.modelserver import user_texts
 from cairn.state import journal, marker
 from cairn.summary.render import status_line
 from cairn.util import clock
-from helpers import assert_error, git, snapshot_files, state_files
+from helpers import assert_error, git, snapshot_files, state_files, summary_file
 
 pytestmark = pytest.mark.slow
 
@@ -527,7 +527,7 @@ def test_cairn_mcp_task_done_from_claude_code(real: Callable[..., Real], claude_
     assert answer["status"] == "In progress — task 2 of 3"
     assert (answer["resolved"], answer["total"]) == (1, 3)
 
-    final = summary.load(ref.summary_path())
+    final = summary.load(summary_file(ref))
     assert final is not None
     task = final.task(1)
     assert task is not None and task.status == "completed"

@@ -12,7 +12,7 @@ from cairn import summary
 from cairn.state import journal, marker
 from cairn.state.runstate import RunRef
 from cairn.summary.render import status_line
-from helpers import assert_one_line_error, begin_run, cairn, state_files
+from helpers import assert_one_line_error, begin_run, cairn, state_files, summary_file
 
 TITLES = ["Parse the plan", "Wire the CLI", "Write docs"]
 
@@ -26,12 +26,6 @@ def run(repo: Path) -> Iterator[RunRef]:
 
 def env_of(ref: RunRef) -> dict[str, str]:
     return {"CAIRN_RUN_DIR": str(ref.run_dir)}
-
-
-def summary_file(ref: RunRef) -> Path:
-    path = ref.summary_path()
-    assert path is not None, ref
-    return path
 
 
 def current(ref: RunRef) -> summary.Summary:

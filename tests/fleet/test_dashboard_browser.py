@@ -73,7 +73,7 @@ def browser_page(tmp_path: Path) -> Iterator[Any]:
     with sync_playwright() as driver:
         browser = driver.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1280, "height": 640})
+            page: Any = browser.new_page(viewport={"width": 1280, "height": 640})
             page.set_default_timeout(30_000)
             page.csp_violations = []
             page.on("console", lambda message: _keep_csp(page, message.text))

@@ -191,7 +191,7 @@ def test_a_long_running_supervisor_outlives_hostile_listings(
         for answer, _ in LISTINGS.values():
             github.listing = answer
             seen = listed()
-            wait_for(lambda seen=seen: listed() > seen, what="a poll")  # type: ignore[misc]
+            wait_for(lambda seen=seen: listed() > seen, what="a poll")
             assert proc.poll() is None, proc.communicate()
         github.listing = None
         seen = listed()

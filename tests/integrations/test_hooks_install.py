@@ -23,7 +23,8 @@ EVENTS = {"SessionStart", "PreCompact", "Stop", "SessionEnd", "PostToolUse"}
 
 
 def settings_of(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text())
+    loaded: dict[str, Any] = json.loads(path.read_text())
+    return loaded
 
 
 def cairn_commands(settings: dict[str, Any]) -> dict[str, list[str]]:
@@ -37,7 +38,7 @@ def cairn_commands(settings: dict[str, Any]) -> dict[str, list[str]]:
     return found
 
 
-USER_SETTINGS = {
+USER_SETTINGS: dict[str, Any] = {
     "model": "opus",
     "permissions": {"allow": ["Bash(npm test)"], "deny": []},
     "env": {"FOO": "bär"},

@@ -15,6 +15,7 @@ from typing import Any
 from cairn import summary
 from cairn.state import journal, marker
 from cairn.state.layout import artifacts
+from cairn.summary import Summary
 from cairn.util import procs
 from helpers import (
     CliResult,
@@ -96,7 +97,8 @@ class Project:
     def catchup(self) -> dict[str, Any]:
         result = cairn("catchup", TICKET, "--json", cwd=self.repo)
         assert code(result) == 0, result.stderr
-        return json.loads(result.stdout)
+        loaded: dict[str, Any] = json.loads(result.stdout)
+        return loaded
 
     # reading the state back
 
@@ -141,7 +143,7 @@ class Project:
             if a.role == "coder" and a.name == "change-summary"
         ]
 
-    def summary(self, path: Path | None = None) -> summary.Summary:
+    def summary(self, path: Path | None = None) -> Summary:
         loaded = summary.load(path or self.summaries()[-1])
         assert loaded is not None
         return loaded
@@ -149,7 +151,7 @@ class Project:
     def summary_text(self) -> str:
         return self.summaries()[-1].read_text()
 
-    def first_summary(self) -> summary.Summary:
+    def first_summary(self) -> Summary:
         return self.summary(self.summaries()[0])
 
     def prompts(self, role: str | None = None) -> list[dict[str, Any]]:
@@ -219,4 +221,5 @@ def code(result: CliResult) -> int:
 
 def outcome(result: CliResult) -> dict[str, Any]:
     """The RunOutcome that ``--json`` prints as its last line."""
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    loaded: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
+    return loaded

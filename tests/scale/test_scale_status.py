@@ -113,7 +113,10 @@ def test_a_running_ticket_and_then_no_worker(
         stderr=subprocess.DEVNULL,
     )
     try:
-        log = lambda: agent_log(env, ticket)  # noqa: E731
+
+        def log() -> list[dict[str, Any]]:
+            return agent_log(env, ticket)
+
         wait_for("the agent to sleep", lambda: any(e["event"] == "sleep" for e in log()))
 
         def in_task_2() -> dict[str, Any] | None:

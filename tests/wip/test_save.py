@@ -454,7 +454,7 @@ def test_files_vanishing_during_the_save(repo: Path, monkeypatch: pytest.MonkeyP
     write(repo, "src/app.py", "modified then deleted")
     real = scan_module.select_untracked
 
-    def vanish_then_select(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def vanish_then_select(*args: Any, **kwargs: Any) -> Any:
         (repo / "gone-untracked.txt").unlink()
         (repo / "src/app.py").unlink()
         return real(*args, **kwargs)

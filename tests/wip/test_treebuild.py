@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -143,7 +144,7 @@ def test_a_file_vanishing_while_hashed_falls_back(
     write(repo, "doomed.txt", "about to vanish")
     real = save_module.hash_worktree
 
-    def vanish_first(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def vanish_first(*args: Any, **kwargs: Any) -> Any:
         paths = args[3]
         assert b"doomed.txt" in paths
         os.unlink(repo / "doomed.txt")
@@ -156,7 +157,7 @@ def test_a_file_vanishing_while_hashed_falls_back(
     write(repo, "doomed.txt", "again")
     calls = []
 
-    def failing(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def failing(*args: Any, **kwargs: Any) -> Any:
         calls.append(1)
         raise save_module.GitError(["hash-object"], 128, "fatal: could not open 'doomed.txt'")
 
