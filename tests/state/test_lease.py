@@ -10,6 +10,8 @@ import sys
 import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta
+from multiprocessing.connection import Connection
+from multiprocessing.synchronize import Barrier
 from pathlib import Path
 
 import pytest
@@ -79,7 +81,7 @@ def read_line(fd: int) -> str:
 # --- (a) two processes race for one lease -------------------------------------------------
 
 
-def _racer(conn, barrier, root: str, tickets: list[str], hold: float) -> None:
+def _racer(conn: Connection, barrier: Barrier, root: str, tickets: list[str], hold: float) -> None:
     layout = Layout(Path(root))
     for ticket in tickets:
         barrier.wait(timeout=30)
@@ -117,7 +119,9 @@ def race(layout: Layout, tickets: list[str], hold: float = 0.0) -> list[tuple[in
             assert len(winners) == 1, (ticket, answers)
             loser = answers[1 - winners[0]]
             assert loser[1] == "LeaseBusy", loser
-            results.append((procs[winners[0]].pid, loser[2]))
+            winner = procs[winners[0]].pid
+            assert winner is not None
+            results.append((winner, loser[2]))
             for end in ends:
                 end.send("next")
     finally:
@@ -393,8 +397,13 @@ def test_lease_file_is_never_replaced(layout: Layout) -> None:
     with lease.acquire(layout, "T-1", stale_after=DAY) as second:
         assert second.takeover is not None
         assert path.stat().st_ino == inode
+
     # a holder in another process, killed: same file again
-    pid = fork_child(lambda: (lease.acquire(layout, "T-1", stale_after=DAY), time.sleep(60)))
+    def holder() -> None:
+        lease.acquire(layout, "T-1", stale_after=DAY)
+        time.sleep(60)
+
+    pid = fork_child(holder)
     try:
         deadline = time.monotonic() + 10
         while f'"pid":{pid}' not in path.read_text():

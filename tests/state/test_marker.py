@@ -89,7 +89,7 @@ def test_typical_marker_takes_the_fast_path() -> None:
     st.lists(
         st.tuples(
             st.sampled_from(["phase", "skill", "round", "owner", "  pid", "  host", "x_y"]),
-            st.text(st.characters(codec="ascii", exclude_categories=("Cc",)), max_size=12),
+            st.text(st.characters(codec="ascii", exclude_categories=["Cc"]), max_size=12),
         ),
         max_size=6,
     )
