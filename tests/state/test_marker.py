@@ -58,6 +58,7 @@ def pyyaml_load(text: str) -> Any:
     return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(markers)
 def test_render_parse_round_trip(m: marker.Marker) -> None:
@@ -84,6 +85,7 @@ def test_typical_marker_takes_the_fast_path() -> None:
     assert marker._fast_load(text) == pyyaml_load(text)
 
 
+@pytest.mark.slow
 @settings(max_examples=500, deadline=None)
 @given(
     st.lists(

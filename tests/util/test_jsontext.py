@@ -28,6 +28,7 @@ def reference(value: Any, indent: int = 2) -> str:
     return json.dumps(value, ensure_ascii=False, indent=indent, separators=(",", ": "))
 
 
+@pytest.mark.slow
 @given(VALUES, st.integers(0, 4))
 def test_the_same_text_as_json(value: Any, indent: int) -> None:
     assert indented(value, indent) == reference(value, indent)

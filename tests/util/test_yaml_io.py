@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -70,6 +71,7 @@ FLAT = st.dictionaries(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=600, deadline=None)
 @given(FLAT)
 def test_writes_what_pyyaml_writes(data: dict[str, Any]) -> None:
@@ -79,6 +81,7 @@ def test_writes_what_pyyaml_writes(data: dict[str, Any]) -> None:
     assert yaml_io.safe_dump(data, sort_keys=False, allow_unicode=True) == expected
 
 
+@pytest.mark.slow
 @settings(max_examples=600, deadline=None)
 @given(FLAT)
 def test_reads_what_pyyaml_reads(data: dict[str, Any]) -> None:
@@ -89,6 +92,7 @@ def test_reads_what_pyyaml_reads(data: dict[str, Any]) -> None:
     assert yaml_io.safe_load(text) == expected
 
 
+@pytest.mark.slow
 @settings(max_examples=600, deadline=None)
 @given(
     st.lists(
@@ -134,6 +138,7 @@ def test_what_cairn_writes_takes_the_flat_path() -> None:
         assert yaml_io.load_flat(text) == data
 
 
+@pytest.mark.slow
 @settings(max_examples=2000, deadline=None)
 @given(
     st.one_of(
