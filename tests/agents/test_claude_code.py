@@ -228,7 +228,7 @@ def test_hook_counts_only_this_dispatchs_turns_of_a_resumed_session(tmp_path: Pa
     env = {"CAIRN_MAX_TURNS": "3", "CAIRN_PRESSURE_TURNS": "1", "CAIRN_RUN_DIR": str(tmp_path)}
     path = tmp_path / "t.jsonl"
 
-    def reply(turns: int, dispatch: str) -> dict | None:
+    def reply(turns: int, dispatch: str) -> dict[str, Any] | None:
         payload = {"cwd": str(tmp_path), "transcript_path": str(transcript(path, turns))}
         return post_tool_use(payload, {**env, "CAIRN_DISPATCH_ID": dispatch})
 
@@ -237,7 +237,9 @@ def test_hook_counts_only_this_dispatchs_turns_of_a_resumed_session(tmp_path: Pa
     # the next dispatch resumes the same session: its first turn is the session's 4th
     assert reply(4, "coder-b") is None
     assert reply(5, "coder-b") is not None
-    context = reply(5, "coder-b")["hookSpecificOutput"]["additionalContext"]  # type: ignore[index]
+    answer = reply(5, "coder-b")
+    assert answer is not None
+    context = answer["hookSpecificOutput"]["additionalContext"]
     assert context.startswith("BUDGET: 1 turn(s) left")
     assert sorted(p.name for p in (tmp_path / "claude-hook").iterdir()) == [
         "coder-a.json",

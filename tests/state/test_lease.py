@@ -286,9 +286,8 @@ def test_live_owner_with_right_start_time_is_refused(
     real = live_owner(sleeper.pid)
     assert owner.check(real, clock.now(), DAY, clock.now())[0] == "alive"
     # within the tolerance is still the same process
-    near = real.model_copy(
-        update={"pid_started_at": real.pid_started_at + timedelta(seconds=0.5)}  # type: ignore[operator]
-    )
+    assert real.pid_started_at is not None
+    near = real.model_copy(update={"pid_started_at": real.pid_started_at + timedelta(seconds=0.5)})
     assert owner.check(near, clock.now(), DAY, clock.now())[0] == "alive"
     # an owner that recorded no start time cannot be judged reused
     unknown_start = real.model_copy(update={"pid_started_at": None})
@@ -312,8 +311,8 @@ def test_process_start_time_matches_reality() -> None:
         started = procs.process_start_time(proc.pid)
         assert started is not None
         assert abs((started - before).total_seconds()) < 3  # btime is whole seconds
-        assert procs.process_start_time(os.getpid()) is not None
-        assert procs.process_start_time(os.getpid()) < started  # type: ignore[operator]
+        mine = procs.process_start_time(os.getpid())
+        assert mine is not None and mine < started
     finally:
         proc.kill()
         proc.wait()
