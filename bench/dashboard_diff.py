@@ -20,9 +20,14 @@ from pathlib import Path
 from common import log, machine
 
 ROOT = Path(__file__).resolve().parents[1]
-# the scenario lives with the test that asserts it
-sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "fleet")]
-big_diff = importlib.import_module("big_diff")
+HERE = Path(__file__).resolve().parent
+# the scenario lives with the test that asserts it, imported as the tests import it
+# (`fleet.big_diff`, tests/ on the path); bench/, whose fleet.py would shadow that folder, is off
+# the path meanwhile
+_path = sys.path[:]
+sys.path[:] = [str(ROOT / "tests"), *(p for p in _path if Path(p or ".").resolve() != HERE)]
+big_diff = importlib.import_module("fleet.big_diff")
+sys.path[:] = _path
 
 MiB = 1024 * 1024
 LIMIT = 150 * MiB

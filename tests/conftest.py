@@ -20,9 +20,11 @@ def repo(tmp_path: Path) -> Path:
 
 
 # The inner loop (`pytest -n 2 -m "not slow"`, README) leaves out, besides the tests marked slow
-# in their own files, the groups that start servers or many processes: Temporal (tests/scale),
-# the bad-input corpus (a cairn process per case), the fleet's supervisors, the browser, the
-# fast-path parity runs and the broken-config matrix. CI runs everything.
+# in their own files (every hypothesis property test, the real agent CLIs, the chaos campaigns),
+# the groups that start servers or many processes: Temporal (tests/scale), the bad-input corpus
+# (a cairn process per case), the fleet's supervisors, the browser, the fast-path parity runs, the
+# broken-config matrix and the end-to-end `cairn run` sessions of tests/run (a scripted agent
+# process per dispatch). CI runs everything.
 SLOW_GROUPS = (
     "tests/scale/",
     "tests/corpus/",
@@ -32,6 +34,14 @@ SLOW_GROUPS = (
     "tests/fleet/test_dashboard_browser",
     "tests/cli/test_fast_parity",
     "tests/state/test_recovery_broken_config",
+    "tests/run/test_run.py",
+    "tests/run/test_tickets_and_trees",
+    "tests/run/test_evaluate",
+    "tests/run/test_no_progress",
+    "tests/run/test_plan_size",
+    "tests/run/test_watch",
+    "tests/run/test_disk_full",
+    "tests/run/test_run_budget",
 )
 
 

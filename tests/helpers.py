@@ -18,9 +18,15 @@ import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from cairn.agents.base import Dispatch, Event, Result
+    from cairn.state.lease import Lease
+    from cairn.state.runstate import RunRef
+    from cairn.summary import Summary
 
 IDENTITY = {
     "GIT_AUTHOR_NAME": "Test",
@@ -178,7 +184,7 @@ def rev(repo: Path, name: str) -> str:
     return git(repo, "rev-parse", "--verify", "--end-of-options", name).strip()
 
 
-def save(repo: Path, ticket: str, reason: str | None = None, **options: object) -> str:
+def save(repo: Path, ticket: str, reason: str | None = None, **options: Any) -> str:
     """Snapshot ``repo`` into ``ticket``'s chain (in this process); a new snapshot must result.
     Returns its commit."""
     from cairn import wip
@@ -229,8 +235,9 @@ def slow_clean_filter(repo: Path, seconds: int) -> None:
     write(repo, "data.slow", "x")
 
 
-def snapshot_files(repo: Path, commit: str) -> dict[str, bytes]:
-    """path → blob bytes of every file in a snapshot commit."""
+def snapshot_files(repo: Path, commit: str | None) -> dict[str, bytes]:
+    """path → blob bytes of every file in a snapshot commit (a save that made none fails)."""
+    assert commit is not None, "no snapshot commit"
     out = subprocess.run(
         ["git", "ls-tree", "-r", "-z", commit], cwd=repo, capture_output=True, check=True
     ).stdout
@@ -249,8 +256,8 @@ def snapshot_files(repo: Path, commit: str) -> dict[str, bytes]:
 
 
 def begin_run(
-    repo: Path | str, ticket: str, titles: list[str], review: bool = False, **kwargs: object
-):  # type: ignore[no-untyped-def]
+    repo: Path | str, ticket: str, titles: list[str], review: bool = False, **kwargs: Any
+) -> tuple[RunRef, Lease]:
     """Begin a run of ``ticket`` in this process (its lease is held until released)."""
     from cairn import summary
     from cairn.config import load
@@ -262,13 +269,20 @@ def begin_run(
     found = Repo.discover(repo)
     layout = Layout.for_repo(found, load(found.toplevel))
 
-    def scaffold(run_id: str):  # type: ignore[no-untyped-def]
+    def scaffold(run_id: str) -> Summary:
         if review:
             pairs = [(f"F{i + 1}", title) for i, title in enumerate(titles)]
             return summary.scaffold_findings(ticket, run_id, 1, pairs, clock.now())
         return summary.scaffold_tasks(ticket, run_id, list(enumerate(titles)), clock.now())
 
-    return begin(layout, ticket, scaffold, stale_after=86400, **kwargs)  # type: ignore[arg-type]
+    return begin(layout, ticket, scaffold, stale_after=86400, **kwargs)
+
+
+def summary_file(ref: RunRef) -> Path:
+    """The change-summary file of a run (a run without one fails)."""
+    path = ref.summary_path()
+    assert path is not None, ref
+    return path
 
 
 def hold_run(repo: Path, ticket: str, titles: list[str]) -> tuple[subprocess.Popen[bytes], str]:
@@ -394,6 +408,12 @@ class FakeCli:
         return [json.loads(line) for line in self.log.read_text().splitlines()]
 
 
+def result_of(session: Dispatch) -> Result:
+    """The result of a dispatch whose events have all been read."""
+    assert session.result is not None, "the dispatch has not finished"
+    return session.result
+
+
 def play_dispatch(
     kind: str,
     workspace: Path,
@@ -401,7 +421,7 @@ def play_dispatch(
     prompts: list[str | None],
     max_turns: int,
     pressure_turns: int = 0,
-):  # type: ignore[no-untyped-def]
+) -> tuple[Dispatch, list[Event], list[int]]:
     """Start a real dispatch of ``kind`` whose n-th prompt request gets ``prompts[n]`` (the last
     one repeats); returns the session, every event, and the turn numbers asked for."""
     from cairn.agents import get

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,9 @@ from helpers import (
 MiB = 1024 * 1024
 
 
-def load_with(tmp_path: Path, cairn_toml: str | None = None, pyproject: str | None = None):
+def load_with(
+    tmp_path: Path, cairn_toml: str | None = None, pyproject: str | None = None
+) -> config.Config:
     if cairn_toml is not None:
         write(tmp_path, "cairn.toml", cairn_toml)
     if pyproject is not None:
@@ -205,6 +208,7 @@ def test_every_command_stops_on_a_broken_config(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo")
     write(repo, "README.md", "dirty\n")
     commit = wip.save(repo, ticket="T").commit
+    assert commit is not None
     remote = tmp_path / "remote.git"
     git(tmp_path, "init", "-q", "--bare", str(remote))
     write(repo, "pyproject.toml", "[tool.cairn.snapshot]\nref_prefix = 'refs/heads/wip'\n")
@@ -212,7 +216,7 @@ def test_every_command_stops_on_a_broken_config(tmp_path: Path) -> None:
     result = cairn("wip", "diff", commit, cwd=repo)
     assert_one_line_error(result, 2)
     assert "ref_prefix" in result.stderr and "pyproject.toml" in result.stderr
-    calls = [
+    calls: list[Callable[[], object]] = [
         lambda: wip.list_snapshots(repo),
         lambda: wip.show(repo, "T"),
         lambda: wip.diff(repo, commit),

@@ -17,26 +17,7 @@ from cairn.state.status import StatusRow
 from cairn.terms import JOURNAL_EVENTS
 from cairn.wip.meta import SnapshotMeta
 from cairn.wip.models import RestoreResult, SaveResult, SnapshotInfo
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def blocks(doc: str, lang: str) -> list[str]:
-    """The fenced code blocks of ``doc`` whose info string is ``lang``."""
-    found: list[str] = []
-    current: list[str] | None = None
-    keep = False
-    for line in (ROOT / "docs" / doc).read_text().splitlines(keepends=True):
-        if not line.startswith("```"):
-            if current is not None:
-                current.append(line)
-        elif current is None:
-            current, keep = [], line.strip() == f"```{lang}"
-        else:
-            if keep:
-                found.append("".join(current))
-            current = None
-    return found
+from doc_blocks import ROOT, blocks
 
 
 def test_trailer_example_round_trips() -> None:

@@ -15,8 +15,8 @@ from cairn.agents import ADAPTERS
 from cairn.cli.commands.config import effective
 from cairn.config import Config
 from cairn.errors import ExitCode
+from doc_blocks import ROOT, blocks
 from helpers import git, make_repo, write
-from test_docs import ROOT, blocks
 
 DOCS = sorted((ROOT / "docs").glob("*.md"))
 

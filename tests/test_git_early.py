@@ -123,12 +123,12 @@ def test_a_bad_command_line_stops_the_early_git(repo: Path) -> None:
         started.append(found)
         return found
 
-    git_status.start_early = keep  # type: ignore[assignment]
+    git_status.start_early = keep
     try:
         line = ["-C", str(repo), "--bogus"]
         assert run(("wip", "save"), COMMANDS["wip", "save"], line, ["wip", "save", *line]) == 2
     finally:
-        git_status.start_early = real  # type: ignore[assignment]
+        git_status.start_early = real
     (early,) = started
     for process in (early.status, early.discovery):
         assert process is not None and process.proc.returncode is not None  # stopped, reaped

@@ -9,13 +9,18 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from cairn.cli.commands import COMMANDS
 from cairn.terms import ENV_DEBUG, ENV_MAX_TURNS, ENV_PRESSURE_TURNS, ENV_RUN_DIR
 from helpers import begin_run, git, write
+
+if TYPE_CHECKING:
+    from cairn.state.runstate import RunRef
 
 HEAVY = ("typer", "click", "rich", "pydantic", "pydantic_core", "mcp")
 # What of the command line a command loads: the entry, the table, the parser, the printer.
@@ -52,7 +57,7 @@ def heavy(names: set[str]) -> list[str]:
 
 
 @pytest.fixture
-def workspace(repo: Path):  # type: ignore[no-untyped-def]
+def workspace(repo: Path) -> Iterator[tuple[Path, RunRef, Path]]:
     """A repository on branch T-1 with a run in progress, a review run, dirty files and a
     transcript that puts the budget under pressure."""
     git(repo, "checkout", "-q", "-b", "T-1")
@@ -93,7 +98,7 @@ HOT = [
 ]
 
 
-def test_hot_commands_import_no_heavy_module(workspace) -> None:  # type: ignore[no-untyped-def]
+def test_hot_commands_import_no_heavy_module(workspace: tuple[Path, RunRef, Path]) -> None:
     repo, ref, transcript = workspace
     payload = json.dumps({"cwd": str(repo), "transcript_path": str(transcript)}).encode()
     envs = {

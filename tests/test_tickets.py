@@ -187,6 +187,7 @@ def test_branch_with_no_usable_characters_needs_a_ticket(tmp_path: Path) -> None
 BRANCHY = st.text(alphabet="ab.-_/@{}~^:?*[\\ \x7féX.lock", max_size=110)
 
 
+@pytest.mark.slow
 @settings(
     max_examples=200,
     deadline=None,
@@ -206,6 +207,7 @@ def test_map_name_always_yields_a_valid_id_and_ref(name: str) -> None:
             tickets.from_branch(name) if name else tickets.validate(name)
 
 
+@pytest.mark.slow
 @settings(
     max_examples=100,
     deadline=None,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import re
 from pathlib import Path
+from typing import get_args
 
 from cairn import envnames, terms
 
@@ -68,8 +69,8 @@ def test_the_old_word_is_only_read() -> None:
     ]
     assert found == []
     assert terms.run_status(terms.OLD_NEEDS_REVIEW) == "needs_review"
-    assert [terms.run_status(s) for s in terms.get_args(terms.RunStatus)] == list(
-        terms.get_args(terms.RunStatus)
+    assert [terms.run_status(s) for s in get_args(terms.RunStatus)] == list(
+        get_args(terms.RunStatus)
     )
 
 
@@ -79,4 +80,4 @@ def test_final_states_are_one_set_of_both_engines() -> None:
     assert terms.FINAL_STATES - {"completed", "needs_review"} == terms.RETRYABLE_STATES
     ended = [s for s in terms.WORKFLOW_STATES if s in terms.FINAL_STATES]
     assert ended == ["completed", "needs_review", "interrupted", "failed", "stopped"]
-    assert set(terms.FINISHED) <= set(terms.get_args(terms.RunStatus))
+    assert set(terms.FINISHED) <= set(get_args(terms.RunStatus))

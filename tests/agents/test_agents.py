@@ -8,7 +8,7 @@ import shlex
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from pathlib import Path
 
 import pytest
@@ -104,7 +104,8 @@ def prompts_log(request: DispatchRequest) -> list[dict[str, object]]:
 
 def cursor(request: DispatchRequest, role: str = "coder") -> int:
     path = request.run_dir / "scripted-agent" / f"{role}.cursor"
-    return json.loads(path.read_text())["played"]
+    loaded: int = json.loads(path.read_text())["played"]
+    return loaded
 
 
 def py(code: str) -> list[str]:
@@ -374,6 +375,7 @@ def test_abandoned_session_kills_the_agent(tmp_path: Path) -> None:
     session = agents.get("scripted").start(scripted(tmp_path, "coder:\n  - [{hang: true}]\n"))
     pid = session.child.pid  # type: ignore[attr-defined]
     events = session.events()
+    assert isinstance(events, Generator)
     next(events)
     events.close()
     with pytest.raises(ProcessLookupError):

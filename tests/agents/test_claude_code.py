@@ -10,16 +10,17 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from cairn.agents import get
-from cairn.agents.base import DispatchRequest
+from cairn.agents.base import Dispatch, DispatchRequest, Event
 from cairn.agents.claude_code import StreamState, hook_settings
 from cairn.errors import BadInput
 from cairn.integrations.claude_hooks import count_turns, post_tool_use
 from cairn.terms import ENV_DISPATCH_ID, ENV_MAX_TURNS, ENV_PRESSURE_TURNS, ENV_RUN_DIR
-from helpers import FakeCli, play_dispatch
+from helpers import FakeCli, play_dispatch, result_of
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "claude-code-2.1.328"
 CAPTURED = FIXTURES / "max-turns.stream.jsonl"
@@ -56,7 +57,9 @@ def fake_claude(tmp_path: Path) -> FakeCli:
     return FakeCli(tmp_path, "claude", "2.1.328 (Claude Code)")
 
 
-def dispatch(tmp_path: Path, env: dict[str, str], prompts: list[str | None], max_turns: int = 5):  # type: ignore[no-untyped-def]
+def dispatch(
+    tmp_path: Path, env: dict[str, str], prompts: list[str | None], max_turns: int = 5
+) -> tuple[Dispatch, list[Event], list[int]]:
     return play_dispatch("claude-code", tmp_path, env, prompts, max_turns, pressure_turns=2)
 
 
@@ -71,13 +74,13 @@ def test_captured_stream_is_three_turns_cut_at_the_cap() -> None:
     assert len([e for e in events if e.kind == "file_changed"]) == 3
 
 
-def test_turn_cap_is_max_turns(tmp_path: Path, fake_claude) -> None:  # type: ignore[no-untyped-def]
+def test_turn_cap_is_max_turns(tmp_path: Path, fake_claude: FakeCli) -> None:
     lines = CAPTURED.read_text().splitlines()
     env = fake_claude([{"lines": lines, "exit": 1}])
     session, _events, _ = dispatch(tmp_path, env, ["do the plan", "go on"], max_turns=3)
-    assert session.result.reason == "max_turns"
-    assert session.result.num_turns == 3
-    assert session.result.session_id == "6a71b482-fb2e-43d1-bc85-5e0c27dc37e3"
+    assert result_of(session).reason == "max_turns"
+    assert result_of(session).num_turns == 3
+    assert result_of(session).session_id == "6a71b482-fb2e-43d1-bc85-5e0c27dc37e3"
     (argv,) = fake_claude.calls()
     assert argv[:2] == ["-p", "do the plan"]
     assert argv[argv.index("--max-turns") + 1] == "3"
@@ -87,7 +90,7 @@ def test_turn_cap_is_max_turns(tmp_path: Path, fake_claude) -> None:  # type: ig
     assert "--resume" not in argv
 
 
-def test_finished_with_work_left_resumes_the_session(tmp_path: Path, fake_claude) -> None:  # type: ignore[no-untyped-def]
+def test_finished_with_work_left_resumes_the_session(tmp_path: Path, fake_claude: FakeCli) -> None:
     env = fake_claude(
         [
             {"lines": [INIT, assistant("m1", text("did task 1")), result()]},
@@ -95,9 +98,9 @@ def test_finished_with_work_left_resumes_the_session(tmp_path: Path, fake_claude
         ]
     )
     session, events, asked = dispatch(tmp_path, env, ["first", "continue please", None])
-    assert session.result.reason == "completed"
-    assert session.result.num_turns == 2
-    assert session.result.final_message == "all done"
+    assert result_of(session).reason == "completed"
+    assert result_of(session).num_turns == 2
+    assert result_of(session).final_message == "all done"
     first, second = fake_claude.calls()
     assert "--resume" not in first
     assert second[:2] == ["-p", "continue please"]
@@ -131,17 +134,17 @@ def test_finished_with_work_left_resumes_the_session(tmp_path: Path, fake_claude
 )
 def test_agent_side_failures_are_clear_reasons(
     tmp_path: Path,
-    fake_claude,
-    step: dict,
+    fake_claude: FakeCli,
+    step: dict[str, Any],
     reason: str,
-    needle: str,  # type: ignore[no-untyped-def]
+    needle: str,
 ) -> None:
     session, _, _ = dispatch(tmp_path, fake_claude([step]), ["go", "go"])
-    assert session.result.reason == reason
-    assert needle in (session.result.detail or "")
+    assert result_of(session).reason == reason
+    assert needle in (result_of(session).detail or "")
 
 
-def test_interrupt_stops_the_process_group(tmp_path: Path, fake_claude) -> None:  # type: ignore[no-untyped-def]
+def test_interrupt_stops_the_process_group(tmp_path: Path, fake_claude: FakeCli) -> None:
     env = fake_claude([{"lines": [INIT, assistant("m1", text("working"))], "hang": True}])
     request = DispatchRequest(
         role="coder",
@@ -158,7 +161,7 @@ def test_interrupt_stops_the_process_group(tmp_path: Path, fake_claude) -> None:
     session.interrupt("timeout", 0.5)
     assert time.monotonic() - began < 0.1
     list(events)
-    assert session.result.reason == "timeout"
+    assert result_of(session).reason == "timeout"
     assert time.monotonic() - began < 5
 
 
@@ -176,7 +179,7 @@ def test_missing_program_is_bad_input(tmp_path: Path) -> None:
 
 
 def transcript(path: Path, turns: int) -> Path:
-    lines = [{"type": "user", "message": {"content": "go"}}]
+    lines: list[dict[str, Any]] = [{"type": "user", "message": {"content": "go"}}]
     for n in range(turns):
         lines += [
             {"type": "assistant", "message": {"id": f"m{n}", "content": [text("a")]}},
@@ -226,7 +229,7 @@ def test_hook_counts_only_this_dispatchs_turns_of_a_resumed_session(tmp_path: Pa
     env = {ENV_MAX_TURNS: "3", ENV_PRESSURE_TURNS: "1", ENV_RUN_DIR: str(tmp_path)}
     path = tmp_path / "t.jsonl"
 
-    def reply(turns: int, dispatch: str) -> dict | None:
+    def reply(turns: int, dispatch: str) -> dict[str, Any] | None:
         payload = {"cwd": str(tmp_path), "transcript_path": str(transcript(path, turns))}
         return post_tool_use(payload, {**env, ENV_DISPATCH_ID: dispatch})
 
@@ -235,7 +238,9 @@ def test_hook_counts_only_this_dispatchs_turns_of_a_resumed_session(tmp_path: Pa
     # the next dispatch resumes the same session: its first turn is the session's 4th
     assert reply(4, "coder-b") is None
     assert reply(5, "coder-b") is not None
-    context = reply(5, "coder-b")["hookSpecificOutput"]["additionalContext"]  # type: ignore[index]
+    answer = reply(5, "coder-b")
+    assert answer is not None
+    context = answer["hookSpecificOutput"]["additionalContext"]
     assert context.startswith("BUDGET: 1 turn(s) left")
     assert sorted(p.name for p in (tmp_path / "claude-hook").iterdir()) == [
         "coder-a.json",
@@ -255,8 +260,8 @@ def test_a_turn_ends_when_its_tool_results_come_back() -> None:
     [("1.0.44 (Claude Code)", "older than 2.1.0"), ("hello", "not a Claude Code version")],
 )
 def test_wrong_version_is_bad_input(
-    tmp_path: Path, fake_claude, reported: str, needle: str
-) -> None:  # type: ignore[no-untyped-def]
+    tmp_path: Path, fake_claude: FakeCli, reported: str, needle: str
+) -> None:
     env = {**fake_claude([{"lines": []}]), "FAKE_VERSION": reported}
     request = DispatchRequest(
         role="coder",

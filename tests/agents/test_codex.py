@@ -4,14 +4,15 @@ subprocess replaying ``exec --json`` lines): cairn's own turn cap, resume, failu
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from cairn.agents import get
-from cairn.agents.base import DispatchRequest
+from cairn.agents.base import Dispatch, DispatchRequest, Event
 from cairn.agents.codex import CodexAdapter, ExecState
 from cairn.errors import BadInput
-from helpers import FakeCli, play_dispatch
+from helpers import FakeCli, play_dispatch, result_of
 
 CAPTURED = Path(__file__).parent.parent / "fixtures" / "codex-0.169.0" / "turn-failed.exec.jsonl"
 
@@ -59,7 +60,9 @@ def fake_codex(tmp_path: Path) -> FakeCli:
     return FakeCli(tmp_path, "codex", "codex-cli 0.169.0")
 
 
-def dispatch(tmp_path: Path, env: dict[str, str], prompts: list[str | None], max_turns: int = 10):  # type: ignore[no-untyped-def]
+def dispatch(
+    tmp_path: Path, env: dict[str, str], prompts: list[str | None], max_turns: int = 10
+) -> tuple[Dispatch, list[Event], list[int]]:
     return play_dispatch("codex", tmp_path, env, prompts, max_turns)
 
 
@@ -72,15 +75,15 @@ def test_captured_failure_stream() -> None:
     assert not state.completed and state.turns == 0
 
 
-def test_steps_are_turns_and_todo_list_is_a_plan(tmp_path: Path, fake_codex) -> None:  # type: ignore[no-untyped-def]
+def test_steps_are_turns_and_todo_list_is_a_plan(tmp_path: Path, fake_codex: FakeCli) -> None:
     env = fake_codex(
         [{"lines": [THREAD, TURN, TODO, command(1), change("a.py"), message("done"), DONE]}]
     )
     session, events, _ = dispatch(tmp_path, env, ["do it", None])
-    assert session.result.reason == "completed"
-    assert session.result.num_turns == 3
-    assert session.result.final_message == "done"
-    assert session.result.session_id == "thr-1"
+    assert result_of(session).reason == "completed"
+    assert result_of(session).num_turns == 3
+    assert result_of(session).final_message == "done"
+    assert result_of(session).session_id == "thr-1"
     assert [e.turn for e in events if e.kind == "turn_completed"] == [1, 2, 3]
     (plan,) = [e for e in events if e.kind == "plan_updated"]
     assert plan.data["items"][0] == {"text": "Task 1", "completed": True}
@@ -89,15 +92,15 @@ def test_steps_are_turns_and_todo_list_is_a_plan(tmp_path: Path, fake_codex) -> 
     assert argv == ["exec", "--json", "--skip-git-repo-check", "do it"]
 
 
-def test_cairn_enforces_the_turn_cap(tmp_path: Path, fake_codex) -> None:  # type: ignore[no-untyped-def]
+def test_cairn_enforces_the_turn_cap(tmp_path: Path, fake_codex: FakeCli) -> None:
     lines = [THREAD, TURN, *[command(n) for n in range(1, 10)]]
     env = fake_codex([{"lines": lines, "pause": 0.05, "hang": True}])
     session, _events, _ = dispatch(tmp_path, env, ["go", "go"], max_turns=3)
-    assert session.result.reason == "max_turns"
-    assert 3 <= session.result.num_turns < 9
+    assert result_of(session).reason == "max_turns"
+    assert 3 <= result_of(session).num_turns < 9
 
 
-def test_work_left_resumes_the_thread(tmp_path: Path, fake_codex) -> None:  # type: ignore[no-untyped-def]
+def test_work_left_resumes_the_thread(tmp_path: Path, fake_codex: FakeCli) -> None:
     env = fake_codex(
         [
             {"lines": [THREAD, TURN, command(1), DONE]},
@@ -105,8 +108,8 @@ def test_work_left_resumes_the_thread(tmp_path: Path, fake_codex) -> None:  # ty
         ]
     )
     session, _, asked = dispatch(tmp_path, env, ["first", "continue", None])
-    assert session.result.reason == "completed"
-    assert session.result.num_turns == 3
+    assert result_of(session).reason == "completed"
+    assert result_of(session).num_turns == 3
     first, second = fake_codex.calls()
     assert "resume" not in first
     assert second[-3:] == ["resume", "thr-1", "continue"]
@@ -123,11 +126,11 @@ def test_work_left_resumes_the_thread(tmp_path: Path, fake_codex) -> None:  # ty
     ],
 )
 def test_failures_are_clear_reasons(
-    tmp_path: Path, fake_codex, step: dict, reason: str, needle: str
-) -> None:  # type: ignore[no-untyped-def]
+    tmp_path: Path, fake_codex: FakeCli, step: dict[str, Any], reason: str, needle: str
+) -> None:
     session, _, _ = dispatch(tmp_path, fake_codex([step]), ["go", "go"])
-    assert session.result.reason == reason
-    assert needle in (session.result.detail or "")
+    assert result_of(session).reason == reason
+    assert needle in (result_of(session).detail or "")
 
 
 def test_command_and_preflight(tmp_path: Path) -> None:

@@ -16,78 +16,45 @@ HOME / CODEX_HOME, and telemetry off.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import shutil
-import subprocess
 import sys
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from agents.real_agents import (
+    BUDGET,
+    HANDOFF,
+    TASKS,
+    TICKET,
+    Real,
+    bash_tool,
+    capped_then_done,
+    codex_command,
+    exec_tool,
+    hook_context,
+    latest,
+    no_traceback,
+    outcome,
+    toml_value,
+    write_tool,
+)
 from cairn import summary
-from cairn.modelserver import ModelServer, read_requests, user_texts
+from cairn.modelserver import user_texts
 from cairn.state import journal, marker
-from cairn.state.layout import artifacts
 from cairn.summary.render import status_line
-from cairn.terms import ENV_PREFIX, ENV_REQUIRE_AGENT_CLIS, ENV_RUN_DIR
-from cairn.util import clock, procs
-from helpers import CliResult, assert_error, git, make_repo, snapshot_files, state_files
+from cairn.terms import ENV_RUN_DIR
+from cairn.util import clock
+from helpers import assert_error, git, snapshot_files, state_files, summary_file
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[2]
-LOCAL_BIN = ROOT / ".agents" / "node_modules" / ".bin"
-TICKET = "T-1"
 WIP_REF = f"refs/cairn/wip/{TICKET}"
-HANDOFF = "Do not redo completed tasks"
-BUDGET = "BUDGET:"
-TIMEOUT = 150  # seconds for one cairn or CLI subprocess; a hang fails instead of blocking CI
-TASKS = ("One", "Two", "Three")
-# Inherited variables that would point a CLI elsewhere (a real key, a proxy, an outer cairn run).
-FOREIGN = ("ANTHROPIC_", "CLAUDE", "OPENAI_", "CODEX_", ENV_PREFIX)
-PROXIES = {"http_proxy", "https_proxy", "all_proxy", "no_proxy"}
-
-
-# --- finding the CLIs ---------------------------------------------------------------------------
-
-
-def find_cli(name: str) -> Path:
-    found = shutil.which(name) or shutil.which(name, path=str(LOCAL_BIN))
-    if found is None:
-        why = f"the real {name} CLI is neither on PATH nor in {LOCAL_BIN} (.ci/run installs it)"
-        if os.environ.get(ENV_REQUIRE_AGENT_CLIS) == "1":
-            pytest.fail(f"{why}; {ENV_REQUIRE_AGENT_CLIS}=1 requires it")
-        pytest.skip(why)
-    return Path(found)
-
-
-@pytest.fixture
-def claude_bin() -> Path:
-    return find_cli("claude")
-
-
-@pytest.fixture
-def codex_bin() -> Path:
-    return find_cli("codex")
-
-
-def venv_has_cairn() -> None:
-    """cairn puts its interpreter's directory first on the agent's PATH; the agent's
-    ``cairn task done`` works only if a ``cairn`` script is there."""
-    script = Path(sys.executable).parent / "cairn"
-    assert script.is_file(), f"{script} is missing: the agent's `cairn task done` would not run"
 
 
 # --- scenario pieces ----------------------------------------------------------------------------
-
-
-def write_tool(path: Path, content: str) -> dict[str, Any]:
-    return {"name": "Write", "input": {"file_path": str(path), "content": content}}
 
 
 def edit_tool(path: Path, old: str, new: str) -> dict[str, Any]:
@@ -97,250 +64,7 @@ def edit_tool(path: Path, old: str, new: str) -> dict[str, Any]:
     }
 
 
-def bash_tool(command: str) -> dict[str, Any]:
-    return {"name": "Bash", "input": {"command": command, "description": command[:40]}}
-
-
-def exec_tool(cmd: str) -> dict[str, Any]:
-    return {"name": "exec_command", "input": {"cmd": cmd, "login": False}}
-
-
-def codex_command(url: str, repo: Path, *, git_writable: bool = True) -> list[str]:
-    """``codex exec`` pointed at the model server. Codex's workspace-write sandbox keeps
-    ``<repo>/.git`` read-only; cairn's state and the agent's commits live there, so it is added
-    as a writable root (see test_codex_workspace_write_alone_lets_cairn_report)."""
-    provider = (
-        f'{{name="fake",base_url="{url}/v1",wire_api="responses",env_key="OPENAI_API_KEY",'
-        "request_max_retries=0,stream_max_retries=0}"
-    )
-    argv = ["codex", "exec", "-s", "workspace-write"]
-    if git_writable:
-        argv += ["-c", f'sandbox_workspace_write.writable_roots=["{repo / ".git"}"]']
-    argv += ["-c", "model_provider=fake", "-c", f"model_providers.fake={provider}"]
-    return [*argv, "-m", "fake-model"]
-
-
-CLAUDE_COMMAND = ["claude", "--dangerously-skip-permissions"]
-
-
-# --- a repository wired to a real agent and the model server -----------------------------------
-
-
-@dataclass
-class Real:
-    """A repository whose committed cairn.toml names a real agent, the plan, the model server
-    the agent talks to, and the environment every subprocess gets."""
-
-    tmp: Path
-    repo: Path
-    plan: Path
-    server: ModelServer
-    record: Path
-    env: dict[str, str]
-    run_leases: list[Any] = field(default_factory=list)
-
-    # running things
-
-    def cairn(self, *args: str, env: dict[str, str] | None = None) -> CliResult:
-        proc = subprocess.run(
-            [sys.executable, "-m", "cairn", *args],
-            cwd=self.repo,
-            env={**self.env, **(env or {})},
-            capture_output=True,
-            timeout=TIMEOUT,
-            check=False,
-        )
-        return CliResult(proc.returncode, proc.stdout.decode(), proc.stderr.decode())
-
-    def run(self, env: dict[str, str] | None = None) -> CliResult:
-        return self.cairn("run", str(self.plan), "--json", env=env)
-
-    def resume(self) -> CliResult:
-        return self.cairn("resume", TICKET, "--json")
-
-    def claude(self, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-        """``claude -p …`` by hand (no cairn run), in the repository."""
-        return subprocess.run(
-            ["claude", *args],
-            cwd=self.repo,
-            env={**self.env, **(env or {})},
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=TIMEOUT,
-            check=False,
-        )
-
-    # reading back
-
-    def requests(self) -> list[dict[str, Any]]:
-        return read_requests(self.record) if self.record.exists() else []
-
-    @property
-    def ticket_dir(self) -> Path:
-        return self.repo / ".git" / "cairn" / "tickets" / TICKET
-
-    @property
-    def marker_path(self) -> Path:
-        return self.ticket_dir / ".in-progress.yaml"
-
-    @property
-    def run_dir(self) -> Path:
-        dirs = [p for p in self.ticket_dir.iterdir() if p.is_dir() and p.name[0].isdigit()]
-        assert len(dirs) == 1, dirs
-        return dirs[0]
-
-    def events(self, name: str | None = None) -> list[dict[str, Any]]:
-        events, warnings = journal.read(self.run_dir)
-        assert warnings == []
-        return [e for e in events if name is None or e["event"] == name]
-
-    def summary(self) -> summary.Summary:
-        paths = [
-            a.path
-            for a in artifacts(self.run_dir)
-            if a.role == "coder" and a.name == "change-summary"
-        ]
-        loaded = summary.load(paths[-1])
-        assert loaded is not None
-        return loaded
-
-    def cleanup(self) -> None:
-        """Stop an agent a timed-out cairn left running (its own process group)."""
-        found = marker.read(self.marker_path) if self.marker_path.exists() else None
-        pid = found.dispatch.pid if found and found.dispatch else None
-        if pid:
-            procs.kill_group(pid)
-        for lease in self.run_leases:
-            with contextlib.suppress(Exception):
-                lease.release()
-        self.server.stop()
-
-
-def agent_env(tmp: Path, url: str) -> dict[str, str]:
-    """This environment without anything that points a CLI elsewhere, plus the fake keys, the
-    server's URL, scratch homes, and the CLIs' directory on PATH."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(FOREIGN) and k.lower() not in PROXIES
-    }
-    home = tmp / "agent-home"
-    codex_home = tmp / "codex-home"
-    home.mkdir(exist_ok=True)
-    codex_home.mkdir(exist_ok=True)
-    bins = []
-    for name in ("claude", "codex"):
-        found = shutil.which(name) or shutil.which(name, path=str(LOCAL_BIN))
-        if found and str(Path(found).parent) not in bins:
-            bins.append(str(Path(found).parent))
-    env.update(
-        {
-            "PATH": os.pathsep.join([*bins, env.get("PATH", os.defpath)]),
-            "HOME": str(home),
-            "XDG_CONFIG_HOME": str(home / ".config"),
-            "ANTHROPIC_BASE_URL": url,
-            "ANTHROPIC_API_KEY": "sk-fake",
-            "IS_SANDBOX": "1",  # --dangerously-skip-permissions as root
-            "DISABLE_TELEMETRY": "1",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            "OPENAI_API_KEY": "sk-fake",
-            "CODEX_HOME": str(codex_home),
-            "NO_PROXY": "127.0.0.1,localhost",
-        }
-    )
-    return env
-
-
-def toml_value(value: Any) -> str:
-    return json.dumps(value)  # strings, ints and lists of strings read the same in TOML
-
-
-@pytest.fixture
-def real(tmp_path: Path) -> Iterator[Callable[..., Real]]:
-    """A factory: ``real(kind, scenario, **agent keys)``. ``scenario`` is a mapping, or a
-    function of the repository path (Claude Code's ``Write`` wants absolute paths); ``agent``
-    adds ``[agent]`` keys, ``no_command`` leaves ``agent.command`` out."""
-    made: list[Real] = []
-
-    def build(
-        kind: str,
-        scenario: dict[str, Any] | Callable[[Path], dict[str, Any]],
-        *,
-        command: list[str] | None = None,
-        branch: str = "main",
-        tasks: tuple[str, ...] = TASKS,
-        max_turns: int = 4,
-        budget_pressure_turns: int = 0,
-        max_continuations: int = 0,
-        cutoff_timeout_ms: int = 3000,
-        no_command: bool = False,
-        agent: dict[str, Any] | None = None,
-    ) -> Real:
-        venv_has_cairn()
-        tmp = tmp_path.resolve()
-        repo = tmp / "repo"
-        record = tmp / "requests.jsonl"
-        server = ModelServer(scenario(repo) if callable(scenario) else scenario, record)
-        url = server.start()
-        if command is None:
-            command = CLAUDE_COMMAND if kind == "claude-code" else codex_command(url, repo)
-        keys = {
-            "kind": kind,
-            "command": command,
-            "max_turns": max_turns,
-            "budget_pressure_turns": budget_pressure_turns,
-            "max_continuations": max_continuations,
-            "cutoff_timeout_ms": cutoff_timeout_ms,
-            **(agent or {}),
-        }
-        if no_command:  # what a new user tries first: cairn's permission preset decides
-            del keys["command"]
-        config = "[agent]\n" + "".join(f"{k} = {toml_value(v)}\n" for k, v in keys.items())
-        config += '\n[loop]\nphases = ["implement"]\n'
-        make_repo(repo, {"README.md": "hello\n", "cairn.toml": config}, branch=branch)
-        git(repo, "config", "user.name", "Real Agent")
-        git(repo, "config", "user.email", "agent@example.com")
-        plan = tmp / f"{TICKET}.md"
-        sections = [f"### Task {n}: {title}\n\nDo {title}.\n" for n, title in enumerate(tasks, 1)]
-        plan.write_text("# Plan: real agents\n\n" + "\n".join(sections))
-        made.append(Real(tmp, repo, plan, server, record, agent_env(tmp, url)))
-        return made[-1]
-
-    yield build
-    for project in made:
-        project.cleanup()
-
-
 # --- reading what the model was told ------------------------------------------------------------
-
-
-def no_traceback(result: CliResult) -> None:
-    assert "Traceback" not in result.stderr, result.stderr
-    assert "internal error" not in result.stderr, result.stderr
-
-
-def outcome(result: CliResult) -> dict[str, Any]:
-    """The RunOutcome that ``--json`` prints last."""
-    return json.loads(result.stdout.strip().splitlines()[-1])
-
-
-def latest(request: dict[str, Any]) -> str:
-    """Everything the agent was shown since it last spoke, as one string."""
-    return "\n".join(user_texts(request, latest=True))
-
-
-def hook_context(request: dict[str, Any], *, newest: bool = True) -> list[str]:
-    """Hook ``additionalContext`` in an Anthropic request: Claude Code 2.1.328 sends it as
-    ``{"role": "system"}`` messages; ``newest``: only those after the last assistant message."""
-    found: list[str] = []
-    for message in request["body"]["messages"]:
-        if message["role"] == "assistant" and newest:
-            found = []
-        elif message["role"] == "system":
-            content = message["content"]
-            texts = [content] if isinstance(content, str) else [b.get("text", "") for b in content]
-            found += [t for t in texts if "hook additional context" in t]
-    return found
 
 
 def tool_calls(request: dict[str, Any]) -> list[dict[str, Any]]:
@@ -481,20 +205,6 @@ def test_claude_code_cutoff_snapshot_handoff_resume_and_in_loop_budget(
     assert f"{BUDGET} 2 turn(s) left" in hook_context(dispatch1[2])[0]
     assert f"{BUDGET} 1 turn(s) left" in hook_context(dispatch1[3])[0]
     assert not any(BUDGET in all_texts(r) for r in requests[:2])
-
-
-def capped_then_done(repo: Path) -> dict[str, Any]:
-    """Three writes that spend a 3-turn cap, then (in the next dispatch, a continuation or a
-    resume of the same session) the task reported done."""
-    return {
-        "anthropic": [
-            {"tool": write_tool(repo / "x.txt", "x\n")},
-            {"tool": write_tool(repo / "y.txt", "y\n")},
-            {"tool": write_tool(repo / "z.txt", "z\n")},  # the cap: 3 of 3
-            {"tool": bash_tool("cairn task done 1 --files x.txt,y.txt,z.txt")},
-            {"text": "Done."},
-        ]
-    }
 
 
 def test_claude_budget_hook_counts_only_this_dispatchs_turns(
@@ -818,7 +528,7 @@ def test_cairn_mcp_task_done_from_claude_code(real: Callable[..., Real], claude_
     assert answer["status"] == "In progress — task 2 of 3"
     assert (answer["resolved"], answer["total"]) == (1, 3)
 
-    final = summary.load(ref.summary_path())
+    final = summary.load(summary_file(ref))
     assert final is not None
     task = final.task(1)
     assert task is not None and task.status == "completed"

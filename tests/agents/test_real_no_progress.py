@@ -3,10 +3,9 @@ scripted model server: the agent is denied ``curl`` by cairn's permission preset
 go on, and says so again to every prompt. Before the stop, cairn re-prompted it with the
 continuation prompt until the turn cap, three dispatches of 150 turns (Claude Code: 450 turns,
 about 9.5M input tokens and $1,900 at the model's list price). Now the run ends ``needs_input``
-within two dispatches. Same harness and skip rules as ``test_real_agents.py``.
+within two dispatches. Same harness and skip rules as ``real_agents.py`` and ``conftest.py``.
 """
 
-# ruff: noqa: F811 - the fixtures imported from test_real_agents are parameters here
 from __future__ import annotations
 
 import json
@@ -14,18 +13,16 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from test_real_agents import (  # noqa: F401 - fixtures
+
+from agents.real_agents import (
     TICKET,
     Real,
     bash_tool,
-    claude_bin,
-    codex_bin,
+    codex_provider_config,
     exec_tool,
     no_traceback,
     outcome,
-    real,
 )
-from test_real_truthful import codex_provider_config
 
 pytestmark = pytest.mark.slow
 

@@ -2,10 +2,9 @@
 model server: the permission preset a new user gets without ``agent.command``, what the agent was
 denied, the API's error text, transient API errors retried, the transcript of every dispatch,
 and no stale budget directive in a resumed session. Same harness and skip rules as
-``test_real_agents.py``.
+``real_agents.py`` and ``conftest.py``.
 """
 
-# ruff: noqa: F811 - the fixtures imported from test_real_agents are parameters here
 from __future__ import annotations
 
 import json
@@ -14,24 +13,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_real_agents import (  # noqa: F401 - fixtures
+
+from agents.real_agents import (
     BUDGET,
     HANDOFF,
     TICKET,
     Real,
     bash_tool,
     capped_then_done,
-    claude_bin,
-    codex_bin,
+    codex_provider_config,
     exec_tool,
     hook_context,
     latest,
     no_traceback,
     outcome,
-    real,
     write_tool,
 )
-
 from helpers import git
 
 pytestmark = pytest.mark.slow
@@ -72,21 +69,6 @@ def assert_surfaced(p: Real, result: Any, denied: str, *, cost: bool) -> None:
     assert row["usage"]["output_tokens"] == run_usage["output_tokens"], row
     logs = p.cairn("logs", TICKET)
     assert logs.returncode == 0 and denied.split()[0] in logs.stdout, logs.stdout
-
-
-def codex_provider_config(p: Real) -> None:
-    """Codex pointed at the model server through its own config.toml, so cairn's config needs
-    no ``agent.command`` at all (what a new user has)."""
-    provider = (
-        f'name = "fake"\nbase_url = "{p.server.url}/v1"\nwire_api = "responses"\n'
-        'env_key = "OPENAI_API_KEY"\nrequest_max_retries = 0\nstream_max_retries = 0\n'
-    )
-    config = 'model_provider = "fake"\nmodel = "fake-model"\n\n[model_providers.fake]\n'
-    # The test's directories are all under /tmp, which workspace-write leaves writable.
-    sandbox = (
-        "\n[sandbox_workspace_write]\nexclude_slash_tmp = true\nexclude_tmpdir_env_var = true\n"
-    )
-    (p.tmp / "codex-home" / "config.toml").write_text(config + provider + sandbox)
 
 
 # --- the preset: a new user's first run ---------------------------------------------------------

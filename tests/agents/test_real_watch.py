@@ -2,9 +2,8 @@
 message, ``denied`` for a call the permission preset refused, the agent's session id with the
 command that continues it by hand, all cut to the terminal's width. Claude Code 2.1.328 and
 Codex 0.169.0 against cairn's scripted model server; same harness and skip rules as
-``test_real_agents.py``."""
+``real_agents.py`` and ``conftest.py``."""
 
-# ruff: noqa: F811 - the fixtures imported from test_real_agents are parameters here
 from __future__ import annotations
 
 import json
@@ -13,17 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_real_agents import (  # noqa: F401 - fixtures
+
+from agents.real_agents import (
     Real,
     bash_tool,
-    claude_bin,
-    codex_bin,
+    codex_provider_config,
     exec_tool,
     no_traceback,
-    real,
     write_tool,
 )
-from test_real_truthful import codex_provider_config
 
 pytestmark = pytest.mark.slow
 

@@ -83,10 +83,10 @@ def error_of(result: CliResult, code: int) -> dict[str, Any]:
     assert result.stdout.count("\n") == 1
     payload = json.loads(result.stdout)
     assert set(payload) == {"error"}
-    error = payload["error"]
+    error: dict[str, Any] = payload["error"]
     assert set(error) == {"message", "problem", "fix", "exit_code"}
     assert error["exit_code"] == code
-    return error  # type: ignore[no-any-return]
+    return error
 
 
 BAD = [

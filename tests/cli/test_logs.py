@@ -34,7 +34,11 @@ SCRIPT: dict[str, Any] = {
         [say("second " + "y" * 300), DENIED, done(1), done(2)],
     ]
 }
-TWO_DISPATCHES = {"max_turns": 1, "budget_pressure_turns": 0, "max_continuations": 1}
+TWO_DISPATCHES: dict[str, Any] = {
+    "max_turns": 1,
+    "budget_pressure_turns": 0,
+    "max_continuations": 1,
+}
 
 
 def run_dir(repo: Path) -> Path:

@@ -3,50 +3,60 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from cairn import summary
 from cairn.state import journal, marker
+from cairn.state.runstate import RunRef
 from cairn.summary.render import status_line
 from cairn.terms import ENV_RUN_DIR
-from helpers import assert_one_line_error, begin_run, cairn, state_files
+from helpers import assert_one_line_error, begin_run, cairn, state_files, summary_file
 
 TITLES = ["Parse the plan", "Wire the CLI", "Write docs"]
 
 
 @pytest.fixture
-def run(repo: Path):  # type: ignore[no-untyped-def]
+def run(repo: Path) -> Iterator[RunRef]:
     ref, lease = begin_run(repo, "T-1", TITLES)
     yield ref
     lease.release()
 
 
-def env_of(ref) -> dict[str, str]:  # type: ignore[no-untyped-def]
+def env_of(ref: RunRef) -> dict[str, str]:
     return {ENV_RUN_DIR: str(ref.run_dir)}
 
 
-def current(ref):  # type: ignore[no-untyped-def]
-    return summary.load(ref.summary_path())
+def current(ref: RunRef) -> summary.Summary:
+    loaded = summary.load(summary_file(ref))
+    assert loaded is not None, ref
+    return loaded
 
 
-def test_scaffold_exists_before_any_report(run) -> None:  # type: ignore[no-untyped-def]
+def marked(ref: RunRef) -> marker.Marker:
+    found = marker.read(ref.marker_path)
+    assert found is not None, ref
+    return found
+
+
+def test_scaffold_exists_before_any_report(run: RunRef) -> None:
     loaded = current(run)
     assert [t.status for t in loaded.tasks] == ["pending"] * 3
     assert status_line(loaded) == "Not started — 0 of 3 tasks"
-    assert run.summary_path().name == "01_coder_change-summary.md"
+    assert summary_file(run).name == "01_coder_change-summary.md"
     m = marker.read(run.marker_path)
     assert m is not None and m.run == run.run_id and m.ticket == "T-1"
 
 
-def test_task_lifecycle_updates_summary_marker_and_journal(run, repo: Path) -> None:  # type: ignore[no-untyped-def]
+def test_task_lifecycle_updates_summary_marker_and_journal(run: RunRef, repo: Path) -> None:
     env = env_of(run)
     started = cairn("task", "start", "0", env=env, cwd=repo)
     assert started.returncode == 0, started.stderr
     assert "task 0 in progress" in started.stdout
     assert current(run).tasks[0].status == "in progress"
-    assert marker.read(run.marker_path).task == 0
+    assert marked(run).task == 0
 
     done = cairn(
         "task",
@@ -69,7 +79,7 @@ def test_task_lifecycle_updates_summary_marker_and_journal(run, repo: Path) -> N
     assert task.files == ["src/a.py", "src/b.py", "tests/t.py"]
     assert task.outcome == "Parser reads headings"
     assert task.notes == "fast path only"
-    assert marker.read(run.marker_path).task == 1
+    assert marked(run).task == 1
 
     assert cairn("task", "skip", "1", "--notes", "not needed", env=env, cwd=repo).returncode == 0
     assert cairn("task", "defer", "2", "--notes", "after review", env=env, cwd=repo).returncode == 0
@@ -81,7 +91,7 @@ def test_task_lifecycle_updates_summary_marker_and_journal(run, repo: Path) -> N
     assert tasks == [(0, "in progress"), (0, "completed"), (1, "skipped"), (2, "deferred")]
 
 
-def test_gate_and_deferred_item(run, repo: Path) -> None:  # type: ignore[no-untyped-def]
+def test_gate_and_deferred_item(run: RunRef, repo: Path) -> None:
     env = env_of(run)
     assert (
         cairn(
@@ -98,16 +108,17 @@ def test_gate_and_deferred_item(run, repo: Path) -> None:  # type: ignore[no-unt
     )
     assert cairn("defer", "Handle Windows paths", env=env, cwd=repo).returncode == 0
     loaded = current(run)
+    assert loaded.gates is not None
     assert [(g.name, g.command, g.result) for g in loaded.gates] == [
         ("Tests", "pytest -q", "fail"),
         ("Lint", None, "fail"),
     ]
     assert loaded.deferred == ["Handle Windows paths"]
-    text = run.summary_path().read_text()
+    text = summary_file(run).read_text()
     assert "- Tests (`pytest -q`): fail" in text
 
 
-def test_ticket_option_finds_the_live_run(run, repo: Path) -> None:  # type: ignore[no-untyped-def]
+def test_ticket_option_finds_the_live_run(run: RunRef, repo: Path) -> None:
     result = cairn("task", "start", "2", "--ticket", "T-1", "--json", cwd=repo)
     assert result.returncode == 0, result.stderr
     payload = json.loads(result.stdout)
@@ -148,8 +159,8 @@ def test_findings_in_a_review_run(repo: Path) -> None:
     ],
 )
 def test_bad_reports_exit_2_and_write_nothing(
-    run, repo: Path, args: list[str], needle: str
-) -> None:  # type: ignore[no-untyped-def]
+    run: RunRef, repo: Path, args: list[str], needle: str
+) -> None:
     root = run.run_dir.parent.parent.parent
     before = state_files(root)
     result = cairn(*args, env=env_of(run), cwd=repo)
@@ -158,7 +169,7 @@ def test_bad_reports_exit_2_and_write_nothing(
     assert state_files(root) == before
 
 
-def test_completed_task_cannot_go_back(run, repo: Path) -> None:  # type: ignore[no-untyped-def]
+def test_completed_task_cannot_go_back(run: RunRef, repo: Path) -> None:
     env = env_of(run)
     assert cairn("task", "done", "0", env=env, cwd=repo).returncode == 0
     root = run.run_dir.parent.parent.parent

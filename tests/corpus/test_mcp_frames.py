@@ -72,7 +72,7 @@ class Server:
 
     def until(self, id_: str) -> list[dict[str, Any]]:
         """Every message up to and including the answer to request ``id_``."""
-        found = []
+        found: list[dict[str, Any]] = []
         while True:
             try:
                 message = json.loads(self.lines.get(timeout=WAIT))

@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
-from test_dashboard_api import serve, started_url
 
 from cairn.fleet import fleetstate
 from cairn.fleet.fleetstate import FleetTicket
 from cairn.state.layout import discover
 from cairn.util import clock
+from fleet.dashboard_setup import serve, started_url
 from helpers import git, make_repo, save, write
 
 TICKET = "BIG-1"

@@ -202,6 +202,7 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         body = json.loads(raw) if raw else None
+        headers: dict[str, str]
         if self.headers.get("Authorization") != f"Bearer {TOKEN}":
             status, headers, payload = 401, {}, {"message": "Bad credentials"}
         else:

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_fleet_supervisor import agent_env, fleet_repo
 
+from fleet.fleet_setup import agent_env, fleet_repo
 from helpers import assert_one_line_error, cairn, git, make_repo, tree_state
 
 

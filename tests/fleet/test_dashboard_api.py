@@ -17,18 +17,17 @@ from typing import Any
 import httpx2
 import pytest
 from starlette.testclient import TestClient
-from test_fleet_supervisor import agent_env, fleet_repo, wait_for
 
 from cairn.fleet import fleetstate
 from cairn.fleet.dashboard.app import make_app
-from cairn.fleet.fleetstate import FleetTicket
 from cairn.fleet.supervisor import Supervisor
 from cairn.state.layout import discover
 from cairn.terms import ENV_DASHBOARD_TOKEN
 from cairn.util import clock
+from fleet.dashboard_setup import LOCAL, put_record, serve, started_url
+from fleet.fleet_setup import agent_env, fleet_repo, wait_for
 from helpers import assert_one_line_error, cairn, git, save
 
-LOCAL = "http://127.0.0.1"
 AGES = ("snapshot_age_seconds", "last_event_age_seconds")
 
 
@@ -39,18 +38,6 @@ def assert_error(response: Any, status: int, code: str) -> None:
     assert set(body["error"]) == {"code", "message"}
     assert body["error"]["code"] == code
     assert body["error"]["message"]
-
-
-def put_record(repo: Path, ticket: str, state: str, **fields: Any) -> None:
-    _, _, layout = discover(repo)
-    record = FleetTicket(
-        ticket=ticket,
-        plan=f"cairn-queue/{ticket}.md",
-        state=state,  # type: ignore[arg-type]
-        updated=clock.now(),
-        **fields,
-    )
-    fleetstate.write(layout, record)
 
 
 @pytest.fixture
@@ -207,28 +194,6 @@ def test_refresh_asks_the_supervisor_to_poll_now(repo: Path) -> None:
 
 
 # --- the real server ------------------------------------------------------------------------
-
-
-def serve(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "cairn", "fleet", *args],
-        cwd=cwd,
-        env={**os.environ, **(env or {})},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-
-
-def started_url(proc: subprocess.Popen[str]) -> str:
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        event = json.loads(line)
-        if event.get("event") == "dashboard_started":
-            url: str = event["url"]
-            return url
-    raise AssertionError(proc.stderr.read() if proc.stderr else "no dashboard_started")
 
 
 def test_cairn_fleet_dashboard_serves_the_api_on_loopback(ran: Path) -> None:

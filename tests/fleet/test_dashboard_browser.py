@@ -75,7 +75,7 @@ def browser_page(tmp_path: Path) -> Iterator[Any]:
     with sync_playwright() as driver:
         browser = driver.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1280, "height": 640})
+            page: Any = browser.new_page(viewport={"width": 1280, "height": 640})
             page.set_default_timeout(30_000)
             page.csp_violations = []
             page.on("console", lambda message: _keep_csp(page, message.text))
@@ -169,7 +169,7 @@ def wait_state(page: Any, ticket: str, wanted: str, timeout: float = 90.0) -> li
 def test_a_row_goes_running_to_completed_live_and_the_ticket_page_shows_summary_and_diff(
     tmp_path: Path, browser_page: Any
 ) -> None:
-    import dashboard_server
+    from fleet import dashboard_server
 
     page = browser_page
     repo = fleet_repo(tmp_path)
@@ -218,7 +218,7 @@ def test_a_row_goes_running_to_completed_live_and_the_ticket_page_shows_summary_
 
 def test_markdown_is_rendered_as_text_never_as_html(tmp_path: Path, browser_page: Any) -> None:
     """The summary renderer builds DOM nodes: markup in a summary shows as text."""
-    import dashboard_server
+    from fleet import dashboard_server
 
     app, _ = dashboard_server.app_for(make_repo(tmp_path / "repo"))
     with dashboard_server.serving(app) as base:
@@ -248,7 +248,7 @@ def test_markdown_is_rendered_as_text_never_as_html(tmp_path: Path, browser_page
 def test_a_page_opened_with_a_token_passes_it_on(tmp_path: Path, browser_page: Any) -> None:
     """With a token, every request needs it: the assets, the API and the ticket links carry
     the page's ``?token=``, so the page works; without it the server says 401."""
-    import dashboard_server
+    from fleet import dashboard_server
 
     repo = make_repo(tmp_path / "repo")
     now = datetime.now(UTC)
@@ -277,7 +277,7 @@ def test_the_pages_run_under_their_content_security_policy(
 ) -> None:
     """Both pages load their script and style from their own files and work under the policy
     the server sends; an inline script is refused, and the fixture sees the violation."""
-    import dashboard_server
+    from fleet import dashboard_server
 
     repo = make_repo(tmp_path / "repo")
     _, _, where = layout.discover(repo)
@@ -311,7 +311,7 @@ def test_a_refused_entry_shows_as_a_row_without_a_page(tmp_path: Path, browser_p
     """The tracker's refusals are rows of their own: named by their plan (no ticket page to
     link to), the reason and the fix below, a ``refused`` chip; beside a ticket of the same
     id, both show."""
-    import dashboard_server
+    from fleet import dashboard_server
 
     repo = make_repo(tmp_path / "repo")
     now = datetime.now(UTC)

@@ -10,13 +10,13 @@ from datetime import timedelta
 from html.parser import HTMLParser
 from pathlib import Path
 
-import big_diff
 from starlette.testclient import TestClient
-from test_dashboard_api import LOCAL, put_record
 
 from cairn.fleet.dashboard.app import STATIC, make_app
 from cairn.fleet.dashboard.views import DIFF_CAP
 from cairn.util import clock
+from fleet import big_diff
+from fleet.dashboard_setup import LOCAL, put_record
 from helpers import cairn
 
 MiB = 1024 * 1024

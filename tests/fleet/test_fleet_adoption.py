@@ -12,41 +12,28 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from test_fleet_supervisor import (
+from cairn.fleet.watch import Attempt
+from cairn.state.layout import discover
+from cairn.util.procs import pid_alive
+from fleet.fleet_setup import (
     agent_env,
     agent_log,
     branch_holds_work,
     finish,
     fleet_repo,
     never_redone,
+    read_until,
     record,
+    started,
     supervisor,
     wait_for,
 )
-
-from cairn.fleet.watch import Attempt
-from cairn.state.layout import discover
-from cairn.util.procs import pid_alive
 from helpers import dead_pid, git
 
 
 def journal_events(repo: Path, ticket: str) -> list[dict[str, Any]]:
     runs = sorted((repo / ".git/cairn/tickets" / ticket).glob("*/run-log.jsonl"))
     return [json.loads(line) for run in runs for line in run.read_text().splitlines()]
-
-
-def read_until(proc: Any, done: Any) -> list[dict[str, Any]]:
-    """The supervisor's JSON lines up to the one ``done`` accepts."""
-    seen: list[dict[str, Any]] = []
-    for line in proc.stdout:
-        seen.append(json.loads(line))
-        if done(seen):
-            return seen
-    raise AssertionError(f"the supervisor ended early: {seen}")
-
-
-def started(seen: list[dict[str, Any]]) -> dict[str, int]:
-    return {e["ticket"]: e["pid"] for e in seen if e["event"] == "ticket_started"}
 
 
 def test_runs_outlive_a_killed_supervisor_and_the_next_one_adopts_them(tmp_path: Path) -> None:

@@ -5,68 +5,21 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from starlette.testclient import TestClient
-from test_fleet_supervisor import (
-    FLEET_DEFAULTS,
+
+from cairn.fleet import budget
+from cairn.fleet.dashboard.app import make_app
+from fleet.fleet_setup import (
     agent_env,
     finish,
     fleet_repo,
     record,
+    scripted_fleet,
+    summary_of,
     supervisor,
 )
-
-from cairn.fleet import budget
-from cairn.fleet.dashboard.app import make_app
-from helpers import cairn, git, make_repo
-
-SLEEP_B2 = 'if [ "$CAIRN_TICKET" = b2 ]; then sleep 3; fi'
-
-
-def turn(n: int, cost: float) -> list[dict[str, Any]]:
-    return [
-        {"usage": {"input_tokens": 1000, "output_tokens": 100, "cost_usd": cost}},
-        {"write": {"path": f"work-{n}.txt", "content": f"task {n}\n"}},
-        {"cairn": ["task", "done", str(n), "--files", f"work-{n}.txt"]},
-        {"run": SLEEP_B2},
-    ]
-
-
-def scripted_fleet(
-    tmp_path: Path,
-    plans: dict[str, int],
-    script: dict[str, Any] | None = None,
-    root: Path | None = None,
-    **fleet: Any,
-) -> Path:
-    """A repository (in ``root``, else ``tmp_path``) whose cairn.toml runs the scripted agent on
-    ``script`` (by default one task a turn, each turn costing $0.30, ticket b2's turns taking
-    3 s) and a queue of plans: ticket → number of tasks."""
-    path = tmp_path / "agent-script.json"
-    default = {"coder": [turn(1, 0.3), turn(2, 0.3), turn(3, 0.3)]}
-    path.write_text(json.dumps(script or default))
-    keys = {**FLEET_DEFAULTS, **fleet}
-    config = (
-        f'[agent]\nkind = "scripted"\nscript = "{path}"\nmax_turns = 5\n'
-        "budget_pressure_turns = 1\nmax_continuations = 0\ncutoff_timeout_ms = 3000\n\n"
-        '[loop]\nphases = ["implement"]\n\n[fleet]\n'
-        + "".join(f"{k} = {json.dumps(v)}\n" for k, v in keys.items())
-    )
-    repo = make_repo((root or tmp_path) / "repo", {"README.md": "hello\n", "cairn.toml": config})
-    for ticket, tasks in plans.items():
-        body = "".join(f"### Task {n}: Step {n}\n\nDo step {n}.\n\n" for n in range(1, tasks + 1))
-        queued = repo / "cairn-queue" / f"{ticket}.md"
-        queued.parent.mkdir(exist_ok=True)
-        queued.write_text(f"# Plan: {ticket}\n\n{body}")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "the queue")
-    return repo
-
-
-def summary_of(repo: Path, ticket: str) -> str:
-    found = sorted((repo / ".git/cairn/tickets" / ticket).glob("*/*_coder_change-summary.md"))
-    return found[-1].read_text()
+from helpers import cairn, git
 
 
 def test_a_spent_fleet_budget_stops_running_runs_after_their_turn_and_holds_the_rest(

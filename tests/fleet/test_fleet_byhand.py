@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from test_fleet_supervisor import (
+from fleet.fleet_setup import (
     agent_env,
     branch_holds_work,
     finish,
@@ -17,7 +17,6 @@ from test_fleet_supervisor import (
     supervisor,
     wait_line,
 )
-
 from helpers import assert_one_line_error, cairn, git
 
 

@@ -11,7 +11,12 @@ from typing import Any
 
 import msgspec
 import pytest
-from test_fleet_supervisor import (
+
+from cairn.config import Config
+from cairn.fleet import control
+from cairn.fleet.fleetstate import FleetTicket
+from cairn.terms import FLEET_STATES, FleetAction
+from fleet.fleet_setup import (
     agent_env,
     agent_log,
     branch_holds_work,
@@ -23,11 +28,6 @@ from test_fleet_supervisor import (
     wait_for,
     wait_line,
 )
-
-from cairn.config import Config
-from cairn.fleet import control
-from cairn.fleet.fleetstate import FleetTicket
-from cairn.terms import FLEET_STATES, FleetAction
 from helpers import assert_one_line_error, cairn, git
 
 

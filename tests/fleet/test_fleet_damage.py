@@ -9,19 +9,20 @@ import os
 from pathlib import Path
 
 import pytest
-from test_fleet_adoption import read_until, started
-from test_fleet_supervisor import (
+
+from fleet.fleet_setup import (
     agent_env,
     branch_holds_work,
     finish,
     fleet_repo,
     kill_everything,
     never_redone,
+    read_until,
     record,
+    started,
     supervisor,
     wait_for,
 )
-
 from helpers import cairn, git
 
 

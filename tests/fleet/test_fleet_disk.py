@@ -11,12 +11,11 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from test_fleet_budget import scripted_fleet, summary_of
-from test_fleet_supervisor import finish, record, supervisor, wait_line
 
 from cairn.config import FleetConfig
 from cairn.fleet import schedule
 from cairn.fleet.fleetstate import FleetTicket
+from fleet.fleet_setup import finish, record, scripted_fleet, summary_of, supervisor, wait_line
 from helpers import fill_disk, small_tmpfs
 
 FILL = "dd if=/dev/zero of=fill bs=64k >/dev/null 2>&1; true"

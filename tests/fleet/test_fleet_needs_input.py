@@ -11,7 +11,14 @@ from datetime import datetime
 from pathlib import Path
 
 import msgspec
-from test_fleet_supervisor import (
+
+from cairn.config import FleetConfig
+from cairn.fleet import schedule
+from cairn.fleet.fleetstate import FleetTicket
+from cairn.fleet.watch import Attempt
+from cairn.state import runstate
+from cairn.state.layout import discover
+from fleet.fleet_setup import (
     agent_env,
     agent_log,
     finish,
@@ -20,13 +27,6 @@ from test_fleet_supervisor import (
     supervisor,
     wait_line,
 )
-
-from cairn.config import FleetConfig
-from cairn.fleet import schedule
-from cairn.fleet.fleetstate import FleetTicket
-from cairn.fleet.watch import Attempt
-from cairn.state import runstate
-from cairn.state.layout import discover
 
 BLOCKER = "no progress in 2 dispatches: the agent was denied Bash curl -s https://example.com"
 

@@ -19,7 +19,7 @@ from cairn.state.layout import Layout
 from helpers import assert_one_line_error, cairn, fingerprint, git, rev, snapshot_files, write
 
 
-def setup(repo: Path, toml: str | None = None):  # type: ignore[no-untyped-def]
+def setup(repo: Path, toml: str | None = None) -> tuple[Repo, config_module.Config, Layout]:
     if toml is not None:
         write(repo, "cairn.toml", toml)
     found = Repo.discover(repo)

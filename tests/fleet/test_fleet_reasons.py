@@ -9,11 +9,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fake_github import Receiver, receive
 from starlette.testclient import TestClient
-from test_fleet_supervisor import agent_env, finish, fleet_repo, record, supervisor, wait_for
 
 from cairn.fleet.dashboard.app import make_app
+from fleet.fake_github import Receiver, receive
+from fleet.fleet_setup import agent_env, finish, fleet_repo, record, supervisor, wait_for
 from helpers import cairn, git
 
 

@@ -8,7 +8,9 @@ import json
 import signal
 from pathlib import Path
 
-from test_fleet_supervisor import (
+from cairn.state import runstate
+from cairn.state.layout import discover
+from fleet.fleet_setup import (
     agent_env,
     agent_log,
     branch_holds_work,
@@ -20,9 +22,6 @@ from test_fleet_supervisor import (
     wait_for,
     wait_line,
 )
-
-from cairn.state import runstate
-from cairn.state.layout import discover
 from helpers import assert_one_line_error, cairn, git, untouched_state
 
 

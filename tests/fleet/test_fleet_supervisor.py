@@ -4,12 +4,8 @@ starts and finishes, so a task done twice shows."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import signal
-import subprocess
-import sys
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -21,156 +17,21 @@ import pytest
 from cairn.config import FleetConfig
 from cairn.fleet import schedule
 from cairn.fleet.fleetstate import FleetTicket
+from fleet.fleet_setup import (
+    FLEET_DEFAULTS,
+    agent_env,
+    agent_log,
+    branch_holds_work,
+    finish,
+    fleet_repo,
+    kill_everything,
+    never_redone,
+    record,
+    supervisor,
+    wait_for,
+    wait_line,
+)
 from helpers import assert_one_line_error, cairn, git, make_repo
-
-AGENT = Path(__file__).with_name("fleet_agent.py")
-FLEET_DEFAULTS = {
-    "concurrency": 3,
-    "retry_backoff": "1s",
-    "stall_timeout": "5s",
-    "poll_interval": "1s",
-    "min_free_memory": "1MiB",
-}
-
-
-def fleet_repo(
-    tmp_path: Path, plans: dict[str, int], max_turns: int = 3, hooks: str = "", **fleet: Any
-) -> Path:
-    """A repository whose cairn.toml runs the fleet agent (implement only, ``max_turns`` a
-    dispatch, no continuations) and a queue of plans: ticket → number of tasks."""
-    keys = {**FLEET_DEFAULTS, **fleet}
-    config = (
-        "[agent]\n"
-        'kind = "command"\n'
-        f"command = {json.dumps([sys.executable, str(AGENT)])}\n"
-        f"max_turns = {max_turns}\n"
-        "budget_pressure_turns = 1\n"
-        "max_continuations = 0\n"
-        "cutoff_timeout_ms = 3000\n\n"
-        '[loop]\nphases = ["implement"]\n\n[fleet]\n'
-        + "".join(f"{k} = {json.dumps(v)}\n" for k, v in keys.items())
-        + (f"\n[fleet.hooks]\n{hooks}" if hooks else "")
-    )
-    repo = make_repo(tmp_path / "repo", {"README.md": "hello\n", "cairn.toml": config})
-    for ticket, tasks in plans.items():
-        body = "".join(f"### Task {n}: Step {n}\n\nDo step {n}.\n\n" for n in range(1, tasks + 1))
-        queued = repo / "cairn-queue" / f"{ticket}.md"
-        queued.parent.mkdir(exist_ok=True)
-        queued.write_text(f"# Plan: {ticket}\n\n{body}")
-    return repo
-
-
-def agent_env(tmp_path: Path, **lists: str) -> dict[str, str]:
-    logs = tmp_path / "agent-log"
-    logs.mkdir(exist_ok=True)
-    return {
-        "FLEET_AGENT_DIR": str(logs),
-        **{f"FLEET_AGENT_{k.upper()}": v for k, v in lists.items()},
-    }
-
-
-def agent_log(env: dict[str, str], ticket: str) -> list[dict[str, Any]]:
-    path = Path(env["FLEET_AGENT_DIR"]) / f"{ticket}.jsonl"
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.endswith("}")]
-
-
-def record(repo: Path, ticket: str) -> dict[str, Any]:
-    path = repo / ".git" / "cairn" / "fleet" / "tickets" / f"{ticket}.json"
-    data: dict[str, Any] = json.loads(path.read_text())
-    return data
-
-
-def supervisor(repo: Path, env: dict[str, str], *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "cairn", "fleet", "start", "--json", *args],
-        cwd=repo,
-        env={**os.environ, **env},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-
-
-def wait_for(check: Any, timeout: float = 60.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
-
-
-def wait_line(proc: subprocess.Popen[str], event: str) -> dict[str, Any]:
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        data: dict[str, Any] = json.loads(line)
-        if data.get("event") == event:
-            return data
-    raise AssertionError(f"no {event} event; stderr: {proc.stderr.read() if proc.stderr else ''}")
-
-
-def finish(proc: subprocess.Popen[str], timeout: float = 120.0) -> tuple[int, list[dict[str, Any]]]:
-    out, err = proc.communicate(timeout=timeout)
-    lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-    assert "Traceback" not in err, err
-    return proc.returncode, lines
-
-
-def never_redone(env: dict[str, str], ticket: str) -> None:
-    """No task was started again after the agent finished it (``done`` with rc 0)."""
-    finished: set[int] = set()
-    for entry in agent_log(env, ticket):
-        if entry["event"] == "start":
-            assert entry["task"] not in finished, f"{ticket}: task {entry['task']} redone"
-        if entry["event"] == "done" and entry["rc"] == 0:
-            finished.add(entry["task"])
-
-
-def branch_holds_work(repo: Path, ticket: str, tasks: int) -> None:
-    files = git(repo, "ls-tree", "-r", "--name-only", f"cairn/{ticket}", "work").split()
-    assert files == sorted(f"work/{ticket}-task-{n}.txt" for n in range(1, tasks + 1)), files
-    for n in range(1, tasks + 1):
-        text = git(repo, "show", f"cairn/{ticket}:work/{ticket}-task-{n}.txt")
-        assert text == f"{ticket} task {n}\n"
-
-
-def descendants(root: int) -> list[int]:
-    """Every live process below ``root`` (any depth), from /proc."""
-    parents: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_bytes()
-            except OSError:
-                continue
-            parents[int(entry)] = int(stat[stat.rfind(b")") + 2 :].split()[1])
-    found, frontier = [], [root]
-    while frontier:
-        parent = frontier.pop()
-        children = [pid for pid, ppid in parents.items() if ppid == parent]
-        found += children
-        frontier += children
-    return found
-
-
-def kill_everything(proc: subprocess.Popen[str]) -> None:
-    """SIGKILL the supervisor and every process under it at one instant (frozen first, so
-    nothing reacts to the others dying)."""
-    pids = [proc.pid, *descendants(proc.pid)]
-    for pid in pids:
-        with_suppressed(os.kill, pid, signal.SIGSTOP)
-    pids += [p for p in descendants(proc.pid) if p not in pids]
-    for pid in pids:
-        with_suppressed(os.kill, pid, signal.SIGKILL)
-    proc.wait()
-
-
-def with_suppressed(fn: Any, *args: Any) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        fn(*args)
-
 
 # --- the schedule (no processes) ----------------------------------------------------------------
 

@@ -105,7 +105,7 @@ def test_every_state_is_accepted_and_others_are_not(layout: Layout) -> None:
         FleetTicket(ticket="bad id!", plan="p", state="queued", updated=NOW)
 
 
-BROKEN = {
+BROKEN: dict[str, tuple[str | bytes, str]] = {
     "J-1.json": ("{not json", "is not valid JSON"),
     "J-2.json": ("[1, 2]", "is not a JSON object"),
     "J-3.json": (

@@ -18,11 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_github import TOKEN, FakeGitHub, Raw, serve
-from test_fleet_supervisor import finish, supervisor, wait_for
-from test_github_tracker import TWO_TASKS, project, queued, tracker_for
 
 from cairn.fleet.trackers import Candidate
+from fleet.fake_github import TOKEN, FakeGitHub, Raw, serve
+from fleet.fleet_setup import TWO_TASKS, finish, project, queued, supervisor, tracker_for, wait_for
 from helpers import assert_one_line_error, cairn
 
 HTML = b"<!doctype html><html><body><h1>Proxy error</h1><p>upstream timed out</p></body></html>"
@@ -194,7 +193,7 @@ def test_a_long_running_supervisor_outlives_hostile_listings(
         for answer, _ in LISTINGS.values():
             github.listing = answer
             seen = listed()
-            wait_for(lambda seen=seen: listed() > seen, what="a poll")  # type: ignore[misc]
+            wait_for(lambda seen=seen: listed() > seen, what="a poll")
             assert proc.poll() is None, proc.communicate()
         github.listing = None
         seen = listed()

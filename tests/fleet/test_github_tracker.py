@@ -16,18 +16,13 @@ from typing import Any
 
 import msgspec
 import pytest
-from fake_github import TOKEN, FakeGitHub, Receiver, receive, serve
 
-from cairn import config as config_module
 from cairn.fleet import fleetstate
-from cairn.fleet.trackers import Candidate, GitHubTracker, open_tracker
-from cairn.git import Repo
-from cairn.state.layout import Layout
+from cairn.fleet.trackers import Candidate
 from cairn.util import clock
-from helpers import assert_one_line_error, cairn, git, make_repo
-
-AGENT = Path(__file__).with_name("fleet_agent.py")
-TWO_TASKS = "## Task 1: Step 1\r\n\r\nDo step 1.\r\n\r\n## Task 2: Step 2\r\n\r\nDo step 2.\r\n"
+from fleet.fake_github import TOKEN, FakeGitHub, Receiver, receive, serve
+from fleet.fleet_setup import TWO_TASKS, project, queued, tracker_for
+from helpers import assert_one_line_error, cairn, git
 
 
 @pytest.fixture
@@ -38,47 +33,6 @@ def github(tmp_path: Path) -> Iterator[FakeGitHub]:
 @pytest.fixture
 def receiver() -> Iterator[Receiver]:
     yield from receive(Receiver())
-
-
-def project(tmp_path: Path, github: FakeGitHub, notify: list[str] | None = None) -> Path:
-    """A repository whose fleet reads ``github``'s issues, runs the fleet agent (one task a
-    turn, committed), and pushes to a bare ``origin``."""
-    config = (
-        "[agent]\n"
-        'kind = "command"\n'
-        f"command = {json.dumps([sys.executable, str(AGENT)])}\n"
-        "max_turns = 3\nbudget_pressure_turns = 1\nmax_continuations = 0\n"
-        "cutoff_timeout_ms = 3000\n\n"
-        '[loop]\nphases = ["implement"]\n\n'
-        '[fleet]\ntracker = "github"\nconcurrency = 2\nmax_attempts = 2\nretry_backoff = "1s"\n'
-        'poll_interval = "1s"\nmin_free_memory = "1MiB"\n'
-        f"notify = {json.dumps(notify or [])}\n\n"
-        f'[fleet.github]\nrepo = "octo/app"\napi_url = "{github.url}"\n'
-    )
-    repo = make_repo(tmp_path / "repo", {"README.md": "hello\n", "cairn.toml": config})
-    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(tmp_path / "origin.git"))
-    git(repo, "remote", "add", "origin", str(tmp_path / "origin.git"))
-    git(repo, "push", "-q", "origin", "main")
-    return repo
-
-
-def tracker_for(repo: Path) -> tuple[GitHubTracker, Layout]:
-    found = Repo.discover(repo)
-    cfg = config_module.load(found.toplevel)
-    layout = Layout.for_repo(found, cfg)
-    tracker = open_tracker(found, cfg, layout)
-    assert isinstance(tracker, GitHubTracker)
-    tracker.api.backoff = 0.05  # the retries' pace, not their number, is shortened
-    return tracker, layout
-
-
-def queued(layout: Layout, ticket: str, state_after: str = "queued", **fields: Any) -> None:
-    record = msgspec.convert(
-        {"ticket": ticket, "plan": f"{ticket}.md", "state": state_after, "updated": clock.now()}
-        | fields,
-        fleetstate.FleetTicket,
-    )
-    fleetstate.write(layout, record)
 
 
 def outbox(repo: Path) -> list[dict[str, Any]]:

@@ -12,7 +12,6 @@ from typing import Any
 
 import msgspec
 import pytest
-from fake_github import Receiver, receive
 
 from cairn.fleet import notify
 from cairn.fleet.endings import Endings
@@ -20,6 +19,7 @@ from cairn.fleet.fleetstate import FleetTicket
 from cairn.fleet.trackers import open_tracker
 from cairn.state.layout import discover
 from cairn.util import clock
+from fleet.fake_github import Receiver, receive
 from helpers import git, make_repo, save
 
 

@@ -57,4 +57,5 @@ def test_a_broken_listing_is_a_warning_of_fleet_status(repo: Path) -> None:
     assert result.stderr.startswith("cairn: warning: refused listing ")
     assert "the next poll of `cairn fleet start` rewrites it" in result.stderr
     listing.write_text("not json")
-    assert refusals.read(layout, warned := []) == [] and len(warned) == 1
+    warned: list[str] = []
+    assert refusals.read(layout, warned) == [] and len(warned) == 1

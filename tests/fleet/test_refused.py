@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
-from test_fleet_supervisor import agent_env, finish, fleet_repo, supervisor, wait_for
 
 from cairn.fleet.dashboard.app import make_app
+from fleet.fleet_setup import agent_env, finish, fleet_repo, supervisor, wait_for
 from helpers import cairn, tree_state
 
 PLAN = "## Task 1: Step 1\n\nDo step 1.\n"

@@ -49,7 +49,7 @@ def test_does_not_wait_for_a_transcript_it_cannot_read(
     def no_waiting(seconds: float) -> None:
         raise AssertionError("the hook waited")
 
-    monkeypatch.setattr(claude_hooks.time, "sleep", no_waiting)
+    monkeypatch.setattr(time, "sleep", no_waiting)
     env = {ENV_MAX_TURNS: "3", ENV_PRESSURE_TURNS: "1"}
     payload = {"transcript_path": str(tmp_path / "none.jsonl"), "tool_use_id": "toolu_9"}
     assert post_tool_use(payload, env) is None

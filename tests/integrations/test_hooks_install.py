@@ -6,9 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import subprocess
 import sys
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,32 +17,16 @@ from cairn.errors import BadInput
 from cairn.integrations import claude_hooks, claude_settings
 from cairn.state import marker, runstate
 from cairn.state.layout import discover
-from cairn.terms import ENV_PREFIX, ENV_RUN_DIR
+from cairn.terms import ENV_RUN_DIR
 from helpers import assert_one_line_error, begin_run, cairn, git, make_repo, write
+from integrations.hook_calls import aged_marker, payload, run_hook
 
-FIXTURE = Path(__file__).parent.parent / "fixtures" / "claude-code-2.1.328" / "hook-payloads.jsonl"
 EVENTS = {"SessionStart", "PreCompact", "Stop", "SessionEnd", "PostToolUse"}
 
 
-def captured() -> dict[str, dict[str, Any]]:
-    """The captured payloads, one per event (the last one seen)."""
-    found: dict[str, dict[str, Any]] = {}
-    for line in FIXTURE.read_text().splitlines():
-        if line.strip():
-            payload = json.loads(line)
-            found[payload["hook_event_name"]] = payload
-    return found
-
-
-def payload(event: str, cwd: Path, **extra: Any) -> bytes:
-    """A real payload of ``event`` with ``cwd`` pointed at a test directory."""
-    shapes = captured()
-    base = dict(shapes.get(event) or shapes["SessionEnd"], hook_event_name=event)
-    return json.dumps({**base, "cwd": str(cwd), **extra}).encode()
-
-
 def settings_of(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text())
+    loaded: dict[str, Any] = json.loads(path.read_text())
+    return loaded
 
 
 def cairn_commands(settings: dict[str, Any]) -> dict[str, list[str]]:
@@ -58,17 +40,7 @@ def cairn_commands(settings: dict[str, Any]) -> dict[str, list[str]]:
     return found
 
 
-def run_hook(args: str, stdin: bytes, cwd: Path) -> subprocess.CompletedProcess[bytes]:
-    """Run a settings entry's command the way Claude does: through the shell, payload on
-    stdin, in the project directory, without any cairn run's environment."""
-    command = claude_settings.hook_command(*shlex.split(args))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(ENV_PREFIX)}
-    return subprocess.run(
-        command, shell=True, input=stdin, cwd=cwd, env=env, capture_output=True, timeout=60
-    )
-
-
-USER_SETTINGS = {
+USER_SETTINGS: dict[str, Any] = {
     "model": "opus",
     "permissions": {"allow": ["Bash(npm test)"], "deny": []},
     "env": {"FOO": "bär"},
@@ -306,17 +278,6 @@ def test_snapshot_saves_a_dirty_tree_and_prints_nothing(tmp_path: Path) -> None:
     again = run_hook("snapshot --reason session-end", payload("SessionEnd", repo), repo)
     assert (again.returncode, again.stdout, again.stderr) == (0, b"", b"")
     assert git(repo, "rev-parse", ref).strip() == commit  # unchanged tree: no new snapshot
-
-
-def aged_marker(repo: Path, ticket: str = "main") -> tuple[Path, marker.Marker]:
-    """``ticket``'s marker made an hour older than it is: its path and the old marker."""
-    _, _, layout = discover(repo)
-    path = layout.marker_path(ticket)
-    old = marker.read(path)
-    assert old is not None
-    aged = msgspec.structs.replace(old, last_updated=old.last_updated - timedelta(hours=1))
-    marker.write(path, aged)
-    return path, aged
 
 
 def test_heartbeat_moves_last_updated(repo: Path) -> None:

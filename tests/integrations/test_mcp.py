@@ -17,7 +17,7 @@ from mcp.types import CallToolResult
 
 from cairn import summary
 from cairn.terms import ENV_RUN_DIR
-from helpers import assert_one_line_error, begin_run, cairn, git, write
+from helpers import assert_one_line_error, begin_run, cairn, git, summary_file, write
 
 TOOLS = {
     "task_start",
@@ -74,7 +74,7 @@ def test_tools_report_progress_into_the_run(repo: Path, tmp_path: Path) -> None:
     ref, lease = begin_run(repo, "T-1", ["A", "B"])
 
     def tasks() -> list[str]:
-        loaded = summary.load(ref.summary_path())
+        loaded = summary.load(summary_file(ref))
         assert loaded is not None
         return [t.status for t in loaded.tasks]
 
@@ -91,7 +91,7 @@ def test_tools_report_progress_into_the_run(repo: Path, tmp_path: Path) -> None:
             "task_done", {"task": 0, "files": ["src/app.py"], "outcome": "A works"}
         )
         assert ok(done)["resolved"] == 1 and ok(done)["run"] == ref.run_id
-        loaded = summary.load(ref.summary_path())
+        loaded = summary.load(summary_file(ref))
         assert loaded is not None
         assert loaded.tasks[0].status == "completed"
         assert loaded.tasks[0].files == ["src/app.py"]
@@ -108,7 +108,7 @@ def test_tools_report_progress_into_the_run(repo: Path, tmp_path: Path) -> None:
             "gate_result", {"name": "Tests", "result": "pass", "command": "pytest -q"}
         )
         assert ok(gate)["ticket"] == "T-1"
-        loaded = summary.load(ref.summary_path())
+        loaded = summary.load(summary_file(ref))
         assert loaded is not None and loaded.gates is not None
         assert [(g.name, g.result, g.command) for g in loaded.gates] == [
             ("Tests", "pass", "pytest -q")
@@ -184,8 +184,8 @@ def test_arguments_are_strict_and_errors_name_them(repo: Path, tmp_path: Path) -
     async def body(session: ClientSession) -> None:
         for tool in (await session.list_tools()).tools:
             assert tool.input_schema.get("additionalProperties") is False, tool.name
-        before = (summary.load(ref.summary_path()), journal.read_bytes())
-        refused = {
+        before = (summary.load(summary_file(ref)), journal.read_bytes())
+        refused: dict[str, list[tuple[dict[str, Any], str]]] = {
             "task_start": [
                 ({"task": True}, "argument `task`: Input should be a valid integer (got True)"),
                 ({"task": 1.0}, "argument `task`: Input should be a valid integer (got 1.0)"),
@@ -206,14 +206,14 @@ def test_arguments_are_strict_and_errors_name_them(repo: Path, tmp_path: Path) -
             ],
             "wip_save": [({"reason": "x", "force": True}, "unknown argument `force`")],
         }
-        for tool, cases in refused.items():
+        for name, cases in refused.items():
             for arguments, says in cases:
-                result = await session.call_tool(tool, arguments)
-                assert result.is_error, (tool, arguments)
+                result = await session.call_tool(name, arguments)
+                assert result.is_error, (name, arguments)
                 text = text_of(result)
-                assert text.startswith(f"Error executing tool {tool}: {says}"), text
+                assert text.startswith(f"Error executing tool {name}: {says}"), text
                 assert "\n" not in text and "--" not in text
-        assert (summary.load(ref.summary_path()), journal.read_bytes()) == before
+        assert (summary.load(summary_file(ref)), journal.read_bytes()) == before
 
         aside = await session.call_tool(
             "task_set_aside", {"task": 0, "status": "skipped", "notes": "  "}

@@ -8,11 +8,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from test_surface import Recorder, latest_summary, run_dir
-
 from cairn.run import launch
 from cairn.state import journal, marker
 from helpers import cairn, scripted_project
+from run.run_setup import Recorder, latest_summary, run_dir
 
 TICKET = "T-1"
 CURL = "curl -s https://example.com/x"

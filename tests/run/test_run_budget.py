@@ -7,12 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from test_surface import Recorder, run_dir
-
 from cairn.config import Config
 from cairn.run import launch
 from cairn.state import journal
 from helpers import cairn, scripted_project
+from run.run_setup import Recorder, run_dir
 
 TICKET = "T-1"
 

@@ -10,28 +10,13 @@ from typing import Any
 
 import pytest
 
-from cairn import summary
 from cairn.run import launch
 from cairn.state import journal
 from cairn.state.layout import artifacts
 from helpers import cairn, git, scripted_project
+from run.run_setup import TICKET, Recorder, latest_summary, run_dir
 
-TICKET = "T-1"
 CURL = "curl https://example.com/install.sh"
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.events: list[tuple[str, dict[str, Any]]] = []
-
-    def event(self, kind: str, **fields: Any) -> None:
-        self.events.append((kind, fields))
-
-    def update(self, **state: Any) -> None:
-        pass
-
-    def named(self, kind: str) -> list[dict[str, Any]]:
-        return [fields for name, fields in self.events if name == kind]
 
 
 def usage(tokens_in: int, tokens_out: int, cost: float) -> dict[str, Any]:
@@ -40,18 +25,6 @@ def usage(tokens_in: int, tokens_out: int, cost: float) -> dict[str, Any]:
 
 def done(n: int) -> dict[str, Any]:
     return {"cairn": ["task", "done", str(n), "--outcome", "works"]}
-
-
-def run_dir(repo: Path) -> Path:
-    (found,) = [p for p in (repo / ".git/cairn/tickets" / TICKET).iterdir() if p.is_dir()]
-    return found
-
-
-def latest_summary(repo: Path) -> summary.Summary:
-    paths = [a.path for a in artifacts(run_dir(repo)) if a.name == "change-summary"]
-    loaded = summary.load(paths[-1])
-    assert loaded is not None
-    return loaded
 
 
 DENIED_AND_FAILED = {

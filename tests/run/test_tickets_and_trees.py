@@ -12,12 +12,9 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from test_run import Project, code, done, exit_code, outcome, project, wait_for
-
 from cairn.state import marker
 from helpers import assert_one_line_error, cairn, git
-
-__all__ = ["project"]  # the fixture, shared with test_run
+from run.run_setup import Project, code, done, exit_code, outcome, wait_for
 
 
 def popen(cwd: Path, *args: str) -> subprocess.Popen[bytes]:

@@ -3,7 +3,6 @@ cut to the terminal's width, ``denied`` for a refused call; ``--quiet`` keeps on
 lines; ``--json`` has them as ``tool``, ``tool_denied`` and ``message`` events. The scripted
 agent in real subprocesses; the real CLIs are in tests/agents/test_real_watch.py."""
 
-# ruff: noqa: F811 - the fixture imported from test_run is a parameter here
 from __future__ import annotations
 
 import json
@@ -12,9 +11,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from test_run import TICKET, Project, code, done, project  # noqa: F401 - fixture
 
 from helpers import cairn
+from run.run_setup import TICKET, Project, code, done
 
 SCRIPT = {
     "coder": [

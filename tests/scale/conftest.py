@@ -9,7 +9,8 @@ import sys
 from collections.abc import Iterator
 
 import pytest
-import temporal_server
+
+from scale import temporal_server
 
 
 @pytest.fixture(scope="session")

@@ -26,8 +26,8 @@ from pathlib import Path
 from cairn.terms import ENV_TICKET
 
 # how a stand-in agent reads cairn's prompt: the fleet tests' agent knows it
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "fleet"))
-from fleet_agent import task_to_do
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for fleet.fleet_agent
+from fleet.fleet_agent import task_to_do
 
 IDENTITY = {
     "GIT_AUTHOR_NAME": "scale agent",

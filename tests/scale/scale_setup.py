@@ -12,12 +12,17 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from temporalio.client import Client
+
 from cairn.scale.roots import TICKET_DIRS
-from helpers import git, make_repo
+from cairn.util import procs
+from helpers import cairn, git, make_repo
 
 AGENT = Path(__file__).with_name("scale_agent.py")
 
@@ -161,3 +166,40 @@ def wait_for(what: str, check: Any, timeout: float = 60, poll: float = 0.05) -> 
             return found
         time.sleep(poll)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+async def query_status(address: str, wid: str) -> dict[str, Any]:
+    client = await Client.connect(address)
+    result: dict[str, Any] = await client.get_workflow_handle(wid).query("status")
+    return result
+
+
+def alive(pid: int) -> bool:
+    return procs.pid_alive(pid)  # a zombie has stopped
+
+
+def status_rows(user: Path, env: dict[str, str]) -> tuple[dict[str, dict[str, Any]], str]:
+    result = cairn("fleet", "status", "--json", cwd=user, env=env)
+    assert result.returncode == 0, (result.stdout, result.stderr)
+    return {row["ticket"]: row for row in json.loads(result.stdout)}, result.stderr
+
+
+@contextmanager
+def dashboard(user: Path, env: dict[str, str]) -> Iterator[str]:
+    """``cairn fleet dashboard --port 0 --json`` in ``user``; yields its URL."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "cairn", "fleet", "dashboard", "--port", "0", "--json"],
+        cwd=user,
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        assert b"dashboard_started" in line, (line, process.stderr and process.stderr.read())
+        yield json.loads(line)["url"].rstrip("/")
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+    assert process.returncode == 0

@@ -14,12 +14,11 @@ import threading
 import time
 from pathlib import Path
 
-import temporal_server
-from scale_setup import agent_env, agent_log, events, shared_repo, start_worker
-
 from cairn.terms import ENV_CHECKPOINT_DIR, ENV_CHECKPOINT_WAIT
 from cairn.util import barrier
 from helpers import assert_one_line_error, cairn, git, hold_run
+from scale import temporal_server
+from scale.scale_setup import agent_env, agent_log, events, shared_repo, start_worker
 
 TICKET = "B-1"
 

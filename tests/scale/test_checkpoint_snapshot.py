@@ -11,11 +11,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from scale_setup import shared_repo
 
 from cairn.scale import workspace
 from cairn.scale.messages import TicketInput
 from helpers import git
+from scale.scale_setup import shared_repo
 
 TICKET = "C-1"
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from scale_setup import shared_repo
 
 from cairn.scale import statecommit, workspace
 from cairn.scale.messages import TicketInput
 from cairn.scale.shared import Fenced
 from helpers import git
+from scale.scale_setup import shared_repo
 
 TICKET = "F-1"
 

@@ -11,10 +11,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import temporal_server
-from scale_setup import events, shared_repo
-
 from helpers import assert_one_line_error, cairn, git
+from scale import temporal_server
+from scale.scale_setup import events, shared_repo
 
 
 def started(user: Path, tickets: int) -> list[dict[str, Any]]:

@@ -16,11 +16,18 @@ import subprocess
 import sys
 from pathlib import Path
 
-import temporal_server
-from scale_setup import agent_env, agent_log, events, shared_repo, start_worker, wait_for
-from test_kill_a_worker import alive, query_status
-
 from helpers import git
+from scale import temporal_server
+from scale.scale_setup import (
+    agent_env,
+    agent_log,
+    alive,
+    events,
+    query_status,
+    shared_repo,
+    start_worker,
+    wait_for,
+)
 
 TICKET = "Z-1"
 

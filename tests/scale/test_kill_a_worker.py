@@ -21,24 +21,24 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
-import temporal_server
-from scale_setup import agent_env, agent_log, events, shared_repo, start_worker, wait_for
-from temporalio.client import Client
 
 from cairn.scale.messages import workflow_id
-from cairn.util import procs
 from helpers import git
+from scale import temporal_server
+from scale.scale_setup import (
+    agent_env,
+    agent_log,
+    alive,
+    events,
+    query_status,
+    shared_repo,
+    start_worker,
+    wait_for,
+)
 
 TICKET = "K-1"
-
-
-async def query_status(address: str, wid: str) -> dict[str, Any]:
-    client = await Client.connect(address)
-    result: dict[str, Any] = await client.get_workflow_handle(wid).query("status")
-    return result
 
 
 def snapshot_holds(bare: Path, path: str) -> bool:
@@ -58,10 +58,6 @@ def state_attempts(bare: Path) -> list[int]:
         f"refs/cairn/state/{TICKET}",
     )
     return [int(line) for line in body.split() if line.strip()]
-
-
-def alive(pid: int) -> bool:
-    return procs.pid_alive(pid)  # a zombie has stopped
 
 
 @pytest.mark.parametrize("loss", ["machine", "worker", "partition", "shutdown"])

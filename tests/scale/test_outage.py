@@ -18,14 +18,21 @@ from typing import Any
 
 import httpx2
 import pytest
-import temporal_server
-from scale_setup import agent_env, events, shared_repo, start_worker, wait_for
-from test_scale_status import dashboard, status_rows
 
 from cairn.errors import BadInput
 from cairn.scale import failures
 from cairn.scale.shared import TicketRefs, ensure_clone, push, remote_refs
 from helpers import git
+from scale import temporal_server
+from scale.scale_setup import (
+    agent_env,
+    dashboard,
+    events,
+    shared_repo,
+    start_worker,
+    status_rows,
+    wait_for,
+)
 
 # The dev server retries an activity at most once a second whatever the backoff: the outage
 # here lasts a few attempts; test_ticket_workflow.py (time skipping) goes past the old budget

@@ -11,10 +11,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import temporal_server
-from scale_setup import agent_env, agent_log, events, shared_repo, start_worker
-
 from helpers import assert_one_line_error, cairn, git, untouched_state
+from scale import temporal_server
+from scale.scale_setup import agent_env, agent_log, events, shared_repo, start_worker
 
 
 def test_a_queue_runs_on_a_worker_and_lands_on_the_remote(

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import temporal_server
-from scale_setup import agent_env, agent_log, events, shared_repo, start_worker
-
 from helpers import assert_one_line_error, cairn, git
+from scale import temporal_server
+from scale.scale_setup import agent_env, agent_log, events, shared_repo, start_worker
 
 
 def test_a_failed_ticket_is_retried_and_resumes_without_redoing_a_task(

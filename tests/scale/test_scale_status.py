@@ -10,43 +10,22 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx2
-import temporal_server
-from scale_setup import agent_env, agent_log, shared_repo, start_worker, wait_for
 
 from helpers import assert_one_line_error, cairn, git, untouched_state
-
-
-def status_rows(user: Path, env: dict[str, str]) -> tuple[dict[str, dict[str, Any]], str]:
-    result = cairn("fleet", "status", "--json", cwd=user, env=env)
-    assert result.returncode == 0, (result.stdout, result.stderr)
-    return {row["ticket"]: row for row in json.loads(result.stdout)}, result.stderr
-
-
-@contextmanager
-def dashboard(user: Path, env: dict[str, str]) -> Iterator[str]:
-    """``cairn fleet dashboard --port 0 --json`` in ``user``; yields its URL."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "cairn", "fleet", "dashboard", "--port", "0", "--json"],
-        cwd=user,
-        env={**os.environ, **env},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        assert b"dashboard_started" in line, (line, process.stderr and process.stderr.read())
-        yield json.loads(line)["url"].rstrip("/")
-    finally:
-        process.terminate()
-        process.wait(timeout=20)
-    assert process.returncode == 0
+from scale import temporal_server
+from scale.scale_setup import (
+    agent_env,
+    agent_log,
+    dashboard,
+    shared_repo,
+    start_worker,
+    status_rows,
+    wait_for,
+)
 
 
 def test_finished_tickets_and_the_dashboard(
@@ -134,7 +113,10 @@ def test_a_running_ticket_and_then_no_worker(
         stderr=subprocess.DEVNULL,
     )
     try:
-        log = lambda: agent_log(env, ticket)  # noqa: E731
+
+        def log() -> list[dict[str, Any]]:
+            return agent_log(env, ticket)
+
         wait_for("the agent to sleep", lambda: any(e["event"] == "sleep" for e in log()))
 
         def in_task_2() -> dict[str, Any] | None:

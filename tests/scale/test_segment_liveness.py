@@ -17,8 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import temporal_server
-from scale_setup import agent_env, events, leftovers, shared_repo, start_worker, wait_for
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import CancelledError
 
@@ -26,6 +24,8 @@ from cairn.config import load
 from cairn.scale.messages import TicketInput
 from cairn.terms import ENV_SCALE_WORK
 from cairn.util import procs
+from scale import temporal_server
+from scale.scale_setup import agent_env, events, leftovers, shared_repo, start_worker, wait_for
 
 # Enough files that a rebuild (a worktree add, a first snapshot) takes about a second on this
 # machine: four of them one after another, as under the old lock of the whole root, overrun a 1 s

@@ -12,11 +12,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import temporal_server
-from scale_setup import agent_env, agent_log, events, shared_repo, start_worker, wait_for
-
 from cairn.util import procs
-from helpers import assert_one_line_error, cairn, git, untouched_state
+from helpers import CliResult, assert_one_line_error, cairn, git, untouched_state
+from scale import temporal_server
+from scale.scale_setup import agent_env, agent_log, events, shared_repo, start_worker, wait_for
 
 
 def asleep(env: dict[str, str], ticket: str) -> dict[str, Any]:
@@ -35,7 +34,7 @@ def snapshot_files(bare: Path, ticket: str) -> list[str]:
     return git(bare, "ls-tree", "-r", "--name-only", f"refs/cairn/wip/{ticket}").split()
 
 
-def one_event(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+def one_event(result: CliResult) -> dict[str, Any]:
     assert result.returncode == 0, (result.stdout, result.stderr)
     (event,) = events(result.stdout)
     return event

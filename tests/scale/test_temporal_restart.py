@@ -9,10 +9,9 @@ import sys
 import time
 from pathlib import Path
 
-import temporal_server
-from scale_setup import agent_env, agent_log, events, shared_repo, start_worker
-
 from cairn.terms import ENV_TEMPORAL_RECONNECT_CAP
+from scale import temporal_server
+from scale.scale_setup import agent_env, agent_log, events, shared_repo, start_worker
 
 DOWN = 12.0
 

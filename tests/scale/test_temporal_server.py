@@ -8,10 +8,11 @@ import uuid
 from datetime import timedelta
 from pathlib import Path
 
-import temporal_server
 from temporalio import activity, workflow
 from temporalio.client import Client
 from temporalio.worker import Worker
+
+from scale import temporal_server
 
 
 @activity.defn

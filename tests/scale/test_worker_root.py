@@ -12,13 +12,20 @@ import subprocess
 import sys
 from pathlib import Path
 
-import temporal_server
-from scale_setup import agent_env, agent_log, events, leftovers, shared_repo, start_worker, wait_for
-
 from cairn.scale import roots, shared
 from cairn.scale.workspace import CLONE_LOCK
 from cairn.util import procs
 from helpers import assert_one_line_error, cairn, git, make_repo
+from scale import temporal_server
+from scale.scale_setup import (
+    agent_env,
+    agent_log,
+    events,
+    leftovers,
+    shared_repo,
+    start_worker,
+    wait_for,
+)
 
 TICKET = "R-1"
 

@@ -7,6 +7,7 @@ import os
 import signal
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -30,10 +31,11 @@ from helpers import (
 TITLES = ["Parse the plan", "Wire the *CLI*", "Write docs"]
 
 
-def catchup_json(repo: Path, *args: str) -> dict:
+def catchup_json(repo: Path, *args: str) -> dict[str, Any]:
     result = cairn("catchup", *args, "--json", cwd=repo)
     assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
+    loaded: dict[str, Any] = json.loads(result.stdout)
+    return loaded
 
 
 def test_none_when_nothing_ran(repo: Path) -> None:

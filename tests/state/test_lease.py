@@ -10,6 +10,8 @@ import sys
 import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta
+from multiprocessing.connection import Connection
+from multiprocessing.synchronize import Barrier
 from pathlib import Path
 
 import msgspec
@@ -81,7 +83,7 @@ def read_line(fd: int) -> str:
 # --- (a) two processes race for one lease -------------------------------------------------
 
 
-def _racer(conn, barrier, root: str, tickets: list[str], hold: float) -> None:
+def _racer(conn: Connection, barrier: Barrier, root: str, tickets: list[str], hold: float) -> None:
     layout = Layout(Path(root))
     for ticket in tickets:
         barrier.wait(timeout=30)
@@ -119,7 +121,9 @@ def race(layout: Layout, tickets: list[str], hold: float = 0.0) -> list[tuple[in
             assert len(winners) == 1, (ticket, answers)
             loser = answers[1 - winners[0]]
             assert loser[1] == "LeaseBusy", loser
-            results.append((procs[winners[0]].pid, loser[2]))
+            winner = procs[winners[0]].pid
+            assert winner is not None
+            results.append((winner, loser[2]))
             for end in ends:
                 end.send("next")
     finally:
@@ -286,9 +290,9 @@ def test_live_owner_with_right_start_time_is_refused(
     real = live_owner(sleeper.pid)
     assert owner.check(real, clock.now(), DAY, clock.now())[0] == "alive"
     # within the tolerance is still the same process
+    assert real.pid_started_at is not None
     near = msgspec.structs.replace(
-        real,
-        pid_started_at=real.pid_started_at + timedelta(seconds=0.5),  # type: ignore[operator]
+        real, pid_started_at=real.pid_started_at + timedelta(seconds=0.5)
     )
     assert owner.check(near, clock.now(), DAY, clock.now())[0] == "alive"
     # an owner that recorded no start time cannot be judged reused
@@ -313,8 +317,8 @@ def test_process_start_time_matches_reality() -> None:
         started = procs.process_start_time(proc.pid)
         assert started is not None
         assert abs((started - before).total_seconds()) < 3  # btime is whole seconds
-        assert procs.process_start_time(os.getpid()) is not None
-        assert procs.process_start_time(os.getpid()) < started  # type: ignore[operator]
+        mine = procs.process_start_time(os.getpid())
+        assert mine is not None and mine < started
     finally:
         proc.kill()
         proc.wait()
@@ -340,7 +344,7 @@ def test_other_boot_id_is_dead(layout: Layout, sleeper: subprocess.Popen[bytes])
 def test_a_boot_id_a_second_off_is_this_boot(sleeper: subprocess.Popen[bytes]) -> None:
     """The kernel derives the boot time from the clock: a second's drift is the same boot."""
     booted = float(owner.boot_id() or 0)
-    drifted = live_owner(sleeper.pid).model_copy(update={"boot_id": str(round(booted) + 1)})
+    drifted = msgspec.structs.replace(live_owner(sleeper.pid), boot_id=str(round(booted) + 1))
     assert owner.check(drifted, clock.now(), DAY, clock.now())[0] == "alive"
 
 
@@ -373,7 +377,7 @@ def test_an_owner_recorded_by_an_earlier_release_is_judged_alike(
     assert owner.check(read.owner, clock.now(), DAY, clock.now())[0] == "alive"
     started = recorded.pid_started_at
     assert started is not None and started == procs.process_start_time(sleeper.pid)
-    reused = recorded.model_copy(update={"pid_started_at": started - timedelta(minutes=5)})
+    reused = msgspec.structs.replace(recorded, pid_started_at=started - timedelta(minutes=5))
     state, why = owner.check(reused, clock.now(), DAY, clock.now())
     assert state == "dead" and "another process" in why
     with pytest.raises(LeaseBusy):
@@ -442,8 +446,13 @@ def test_lease_file_is_never_replaced(layout: Layout) -> None:
     with lease.acquire(layout, "T-1", stale_after=DAY) as second:
         assert second.takeover is not None
         assert path.stat().st_ino == inode
+
     # a holder in another process, killed: same file again
-    pid = fork_child(lambda: (lease.acquire(layout, "T-1", stale_after=DAY), time.sleep(60)))
+    def holder() -> None:
+        lease.acquire(layout, "T-1", stale_after=DAY)
+        time.sleep(60)
+
+    pid = fork_child(holder)
     try:
         deadline = time.monotonic() + 10
         while f'"pid":{pid}' not in path.read_text():

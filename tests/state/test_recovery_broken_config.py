@@ -9,16 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
 from cairn.state import runstate
 from helpers import begin_run, cairn, git, write
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "integrations"))
-from test_hooks_install import aged_marker, payload, run_hook
+from integrations.hook_calls import aged_marker, payload, run_hook
 
 # Each shape an agent (or a bad merge) leaves a config in, and a word of cairn's reason.
 BROKEN: dict[str, tuple[str, object]] = {

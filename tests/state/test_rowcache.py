@@ -18,7 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cairn.state import rowcache, status
-from cairn.state.layout import discover
+from cairn.state.layout import discover, run_sort_key
+from cairn.util import clock
+from cairn.util.durations import parse_duration
 from helpers import fresh_repo
 
 TICK = 0.01  # longer than the kernel's timestamp tick
@@ -46,8 +48,8 @@ def tickets_dir(repo: Path) -> Path:
 def uncached(repo: Path) -> list[status.StatusRow]:
     """The rows a call finds with no cache at all (``ticket_row`` without one)."""
     _, config, layout = discover(repo)
-    now = status.clock.now()
-    stale_after = status.parse_duration(config.marker.stale_after)
+    now = clock.now()
+    stale_after = parse_duration(config.marker.stale_after)
     rows = []
     for ticket in layout.list_tickets():
         row, _ = status.ticket_row(str(layout.tickets_dir / ticket), ticket, stale_after, now)
@@ -187,9 +189,7 @@ OPS = st.lists(
 
 def latest_run(ticket: Path) -> Path:
     runs = (
-        sorted(
-            (p for p in ticket.iterdir() if p.is_dir()), key=lambda p: status.run_sort_key(p.name)
-        )
+        sorted((p for p in ticket.iterdir() if p.is_dir()), key=lambda p: run_sort_key(p.name))
         if ticket.is_dir()
         else []
     )

@@ -10,13 +10,13 @@ import pytest
 from cairn import summary
 from cairn.errors import BadInput
 from cairn.state import journal, marker
-from cairn.state.runstate import edit_summary, finish, interrupt, update_marker
+from cairn.state.runstate import RunRef, edit_summary, finish, interrupt, update_marker
 from cairn.summary.render import status_line
 from cairn.util import clock
-from helpers import begin_run, hold_run
+from helpers import begin_run, hold_run, summary_file
 
 
-def events(ref) -> list[str]:  # type: ignore[no-untyped-def]
+def events(ref: RunRef) -> list[str]:
     found, warnings = journal.read(ref.run_dir)
     assert warnings == []
     return [e["event"] for e in found]
@@ -25,7 +25,7 @@ def events(ref) -> list[str]:  # type: ignore[no-untyped-def]
 def test_begin_writes_scaffold_marker_and_journal(repo: Path) -> None:
     ref, lease = begin_run(repo, "T-1", ["One", "Two"])
     try:
-        loaded = summary.load(ref.summary_path())
+        loaded = summary.load(summary_file(ref))
         assert loaded is not None and loaded.run == ref.run_id and loaded.ticket == "T-1"
         assert status_line(loaded) == "Not started — 0 of 2 tasks"
         current = marker.read(ref.marker_path)

@@ -9,7 +9,15 @@ import pytest
 
 from cairn.state.layout import MARKER
 from cairn.terms import ENV_RUN_DIR
-from helpers import assert_error, assert_one_line_error, begin_run, cairn, state_files, state_root
+from helpers import (
+    assert_error,
+    assert_one_line_error,
+    begin_run,
+    cairn,
+    state_files,
+    state_root,
+    summary_file,
+)
 
 GOOD = (
     "skill: impl\nphase: implement\nround: 1\n"
@@ -100,7 +108,7 @@ def test_broken_marker(repo: Path, case: str, command: tuple[str, ...]) -> None:
 
 def test_summary_with_duplicated_task_heading(repo: Path) -> None:
     ref, lease = begin_run(repo, "T-2", ["One", "Two"])
-    path = ref.summary_path()
+    path = summary_file(ref)
     text = path.read_text()
     block = text[text.index("### Task 1:") : text.index("## Files changed")]
     path.write_text(text.replace(block, block + block))
@@ -122,7 +130,7 @@ def test_summary_with_duplicated_task_heading(repo: Path) -> None:
 
 def test_summary_with_unknown_status(repo: Path) -> None:
     ref, lease = begin_run(repo, "T-3", ["One"])
-    path = ref.summary_path()
+    path = summary_file(ref)
     path.write_text(
         path.read_text().replace("### Task 0: One — pending", "### Task 0: One — halfway")
     )
@@ -134,7 +142,7 @@ def test_summary_with_unknown_status(repo: Path) -> None:
 
 def test_summary_symlink_is_refused(repo: Path, tmp_path: Path) -> None:
     ref, lease = begin_run(repo, "T-4", ["One"])
-    path = ref.summary_path()
+    path = summary_file(ref)
     target = tmp_path / "elsewhere.md"
     original = path.read_bytes()
     target.write_bytes(original)

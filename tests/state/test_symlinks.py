@@ -16,7 +16,7 @@ import pytest
 from cairn.errors import BadInput
 from cairn.state import lease
 from cairn.state.layout import JOURNAL, LEASE, LOCK, Layout
-from cairn.state.runstate import interrupt
+from cairn.state.runstate import RunRef, interrupt
 from cairn.terms import ENV_RUN_DIR
 from helpers import assert_one_line_error, begin_run, cairn, state_files, untouched_state, write
 
@@ -32,7 +32,7 @@ def everything(directory: Path) -> list[tuple[str, int, int]]:
 
 
 @pytest.fixture
-def stopped_run(repo: Path):  # type: ignore[no-untyped-def]
+def stopped_run(repo: Path) -> RunRef:
     """A run of T-1 whose process has let go of it (the marker stays, without a live lease)."""
     ref, held = begin_run(repo, "T-1", TITLES)
     interrupt(ref, held, "signal")

@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from cairn.run import evaluation, review
 from cairn.run.progress import catch_up_evaluation
 from cairn.state import journal, marker
 from cairn.state.layout import JOURNAL
-from cairn.state.runstate import write_artifact
+from cairn.state.runstate import RunRef, write_artifact
 from cairn.terms import ENV_RUN_DIR
 from cairn.util import durable
 from helpers import assert_one_line_error, begin_run, cairn, untouched_state
@@ -78,7 +79,7 @@ STEPS = 5
 
 
 @pytest.fixture
-def run(repo: Path):  # type: ignore[no-untyped-def]
+def run(repo: Path) -> Iterator[RunRef]:
     ref, lease = begin_run(repo, "T-1", TITLES)
     yield ref
     lease.release()
@@ -175,7 +176,8 @@ def test_catchup_writes_nothing_when_the_files_are_up_to_date(run: Any, repo: Pa
 def test_a_lagging_marker_is_repaired_from_the_journal(run: Any, repo: Path) -> None:
     """The orchestrator journals a phase, then dies before the marker says so."""
     journal.record(run.run_dir, "phase", phase="review", round=2)
-    assert marker.read(run.marker_path).phase == "implement"  # type: ignore[union-attr]
+    found = marker.read(run.marker_path)
+    assert found is not None and found.phase == "implement"
     assert cairn("catchup", "T-1", cwd=repo).returncode == 0
     current = marker.read(run.marker_path)
     assert current is not None and (current.phase, current.round) == ("review", 2)

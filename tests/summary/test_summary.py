@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
+from typing import get_args
 
 import pytest
 from hypothesis import given, reject, settings
@@ -13,7 +15,9 @@ from hypothesis import strategies as st
 from cairn import summary as S
 from cairn.errors import BadInput
 from cairn.summary import Finding, Gate, Status, Summary, SummaryError, Task, parse, render
+from cairn.summary.model import ProseKey
 from cairn.summary.render import status_line
+from cairn.terms import SummaryState
 
 NOW = datetime(2026, 11, 30, 10, 15, tzinfo=UTC)
 LATER = NOW + timedelta(minutes=5)
@@ -86,6 +90,12 @@ In progress — finding 2 of 2
 """
 
 
+def task_of(s: Summary, number: int) -> Task:
+    found = s.task(number)
+    assert found is not None, f"no task {number}"
+    return found
+
+
 def example() -> Summary:
     s = S.scaffold_tasks(
         "PROJ-12",
@@ -148,7 +158,7 @@ def test_code_spans_grow_their_fence_and_pad_around_backticks_and_spaces() -> No
     s = S.complete_task(example(), 2, NOW, files=files)
     line = next(x for x in render(s).split("\n") if x.startswith("- **Files:** ``"))
     assert line == "- **Files:** ``a`b``, `` `x ``, `  lead `, ` trail  `, ` `, `a, b`, ``` `` ```"
-    assert parse(render(s)).task(2).files == files
+    assert task_of(parse(render(s)), 2).files == files
 
 
 def test_interrupted_status_lines() -> None:
@@ -273,9 +283,9 @@ commits = st.from_regex(r"[0-9a-f]{7,40}", fullmatch=True)
 
 
 @st.composite
-def statuses(draw: st.DrawFn, items: list[int] | list[str]) -> Status:
-    state = draw(st.sampled_from(["not_started", "in_progress", "completed", "interrupted"]))
-    item = None
+def statuses(draw: st.DrawFn, items: Sequence[int | str]) -> Status:
+    state: SummaryState = draw(st.sampled_from(get_args(SummaryState)))
+    item: int | str | None = None
     if state in ("in_progress", "interrupted") and items and draw(st.booleans()):
         item = draw(st.sampled_from(items))
     if state != "interrupted":
@@ -303,7 +313,7 @@ def implementation_summaries(draw: st.DrawFn) -> Summary:
         )
         for n in numbers
     ]
-    section_prose = {
+    section_prose: dict[ProseKey, list[str]] = {
         "preamble": draw(prose),
         "status": draw(prose),
         "tasks": draw(prose),
@@ -430,8 +440,8 @@ def test_agent_prose_and_unknown_headings_survive_render_of_parse() -> None:
         "## Notes\nA reviewer's aside.\n\n## Files changed\n",
     )
     s = parse(edited)
-    assert s.task(0).prose == ["The agent added this paragraph.", "", "And a second one."]
-    assert s.task(2).prose == ["## Notes", "A reviewer's aside."]
+    assert task_of(s, 0).prose == ["The agent added this paragraph.", "", "And a second one."]
+    assert task_of(s, 2).prose == ["## Notes", "A reviewer's aside."]
     assert render(s) == edited
     moved = S.complete_task(s, 1, LATER, files=["src/cli.py"])
     assert "The agent added this paragraph." in render(moved)
@@ -442,7 +452,7 @@ def test_tolerates_crlf_trailing_whitespace_and_missing_fields() -> None:
     crlf = EXAMPLE.replace("\n", "  \r\n")
     assert parse(crlf) == example()
     no_notes = EXAMPLE.replace("- **Notes:** (pending)\n", "", 1)
-    assert parse(no_notes).task(1).notes is None
+    assert task_of(parse(no_notes), 1).notes is None
 
 
 def test_list_sections_keep_items_across_blank_lines_and_prose_after_them() -> None:
@@ -552,10 +562,10 @@ def test_task_transitions_and_current_item() -> None:
     assert (s.status.state, s.resolved(), s.total()) == ("not_started", 0, 3)
     s = S.complete_task(s, 4, LATER, notes="done early")
     assert s.status == Status(state="in_progress", item=3)
-    assert s.task(4).files == [] and s.updated == LATER
+    assert task_of(s, 4).files == [] and s.updated == LATER
     s = S.start_task(s, 5, NOW)
     s = S.skip_task(s, 3, NOW, "not needed")
-    assert s.status.item == 5 and s.task(3).files == []
+    assert s.status.item == 5 and task_of(s, 3).files == []
     s = S.start_task(s, 3, NOW)  # skipped → in progress is allowed
     s = S.defer_task(s, 3, NOW, "later")
     s = S.complete_task(s, 5, NOW, files=["x.py"])
@@ -565,9 +575,9 @@ def test_task_transitions_and_current_item() -> None:
     with pytest.raises(BadInput, match="task 4 is completed; it cannot go back to skipped"):
         S.skip_task(s, 4, NOW, None)
     s = S.complete_task(s, 4, NOW, files=["y.py"], outcome="redone")
-    assert s.task(4).outcome == "redone"
+    assert task_of(s, 4).outcome == "redone"
     s = S.complete_task(s, 4, NOW, outcome="redone twice")  # what is not given is kept
-    assert (s.task(4).files, s.task(4).notes) == (["y.py"], "done early")
+    assert (task_of(s, 4).files, task_of(s, 4).notes) == (["y.py"], "done early")
     with pytest.raises(BadInput, match=r"no task 9 in the plan \(tasks 3–5\)"):
         S.start_task(s, 9, NOW)
 

@@ -122,10 +122,14 @@ def atomic_writers(marker_path: Path, summary_path: Path) -> list[Callable[[int]
 def naive_writers(marker_path: Path, summary_path: Path) -> list[Callable[[int], None]]:
     """What atomic_write protects against: truncate and write in place."""
     _, marker_texts, _, summary_texts = versions()
-    return [
-        lambda v: marker_path.write_bytes(marker_texts[v]),
-        lambda v: summary_path.write_bytes(summary_texts[v]),
-    ]
+
+    def write_marker(v: int) -> None:
+        marker_path.write_bytes(marker_texts[v])
+
+    def write_summary(v: int) -> None:
+        summary_path.write_bytes(summary_texts[v])
+
+    return [write_marker, write_summary]
 
 
 @dataclass
@@ -196,7 +200,7 @@ class Hammer:
         markers, marker_texts, summaries, summary_texts = versions()
         found_marker = marker.read(self.marker_path)
         found_summary = summary.load(self.summary_path)
-        found = []
+        found: list[int | None] = []
         for path, model, models, texts in (
             (self.marker_path, found_marker, markers, marker_texts),
             (self.summary_path, found_summary, summaries, summary_texts),
@@ -311,7 +315,7 @@ def test_the_check_catches_torn_in_place_writes(tmp_path: Path) -> None:
     seed = seed_for_run()
     print(f"seed {seed} (rerun with {ENV_KILL_SEED}={seed})")
     hammer = Hammer(tmp_path / "state", seed, naive_writers)
-    problems = []
+    problems: list[str] = []
     while hammer.kills < 400 and not problems:
         hammer.kill_once()
         problem = hammer.check()

@@ -81,7 +81,7 @@ def test_atomic_write_failure_midway_keeps_old_content(
             return real_write(fd, bytes(data[:10]))  # a short write first
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(durable.os, "write", failing_write)
+    monkeypatch.setattr(os, "write", failing_write)
     with pytest.raises(OSError, match="No space"):
         durable.atomic_write(target, "n" * 1000)
     monkeypatch.undo()
@@ -99,7 +99,7 @@ def test_atomic_write_failing_fsync_keeps_old_content(
     def failing_fsync(fd: int) -> None:
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr(durable.os, "fsync", failing_fsync)
+    monkeypatch.setattr(os, "fsync", failing_fsync)
     with pytest.raises(OSError, match="Input/output"):
         durable.atomic_write(target, "new\n")
     monkeypatch.undo()
@@ -153,7 +153,7 @@ def test_append_line_fsyncs_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyP
         synced.append(os.fstat(fd).st_ino)
         real_fsync(fd)
 
-    monkeypatch.setattr(durable.os, "fsync", spy)
+    monkeypatch.setattr(os, "fsync", spy)
     durable.append_line(path, "one")
     assert synced == [path.stat().st_ino]
     synced.clear()

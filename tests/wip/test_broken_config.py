@@ -5,15 +5,12 @@ They now snapshot with the default settings and say why."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
 from helpers import cairn, git, write
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "integrations"))
-from test_hooks_install import payload, run_hook
+from integrations.hook_calls import payload, run_hook
 
 BROKEN = {
     "not-toml": b"[agent\nkind = \n",

@@ -471,8 +471,8 @@ def git_trailers(repo: Path, commit: str) -> tuple[list[str], list[tuple[str, st
         capture_output=True,
         check=True,
     ).stdout.decode()
-    pairs = [tuple(line.split(": ", 1)) for line in parsed.splitlines()]
-    return message.splitlines(), pairs  # type: ignore[return-value]
+    pairs = [(key, value) for key, value in (line.split(": ", 1) for line in parsed.splitlines())]
+    return message.splitlines(), pairs
 
 
 def test_commit_message_trailers_are_recognised_by_git(shown: dict) -> None:

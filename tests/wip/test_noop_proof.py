@@ -12,10 +12,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    pass
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -25,7 +29,7 @@ from cairn.git.status import STATUS_ARGS, start_early
 from cairn.wip import proof
 from cairn.wip.saving import paths_of
 from helpers import fresh_repo, git, make_repo, snapshot_files, write
-from wip.test_stat_cache import git_calls
+from wip.wip_setup import git_calls
 
 TICK = 0.01  # longer than the kernel's timestamp tick: a later change gets a later ctime
 
@@ -103,7 +107,7 @@ def cap_new_files(repo: Path) -> None:
     write(repo, "cairn.toml", "[snapshot]\nmax_new_file_bytes = 5\n")
 
 
-CHANGES = {
+CHANGES: dict[str, Callable[[Path], object]] = {
     "same size, same mtime": same_size_same_mtime,
     "chmod": lambda r: (r / "new" / "file1.txt").chmod(0o755),
     "an untracked file added": lambda r: write(r, "new/another.txt", "more\n"),

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -32,10 +34,11 @@ from helpers import (
 CAP_TOML = "[snapshot]\nmax_new_file_bytes = 1000\n"
 
 
-def restore_json(repo: Path, *args: str) -> dict:
+def restore_json(repo: Path, *args: str) -> dict[str, Any]:
     result = cairn("wip", "restore", "--json", *args, cwd=repo)
     assert result.returncode == 0, (result.stdout, result.stderr)
-    return json.loads(result.stdout)
+    answer: dict[str, Any] = json.loads(result.stdout)
+    return answer
 
 
 def wip_refs(repo: Path) -> str:
@@ -313,7 +316,9 @@ def _nested_repo_case(repo: Path) -> str:
     [_ignored_case, _over_cap_case, _nested_repo_case],
     ids=["ignored", "over-cap", "nested"],
 )
-def test_refuses_to_overwrite_what_no_snapshot_holds(tmp_path: Path, setup) -> None:
+def test_refuses_to_overwrite_what_no_snapshot_holds(
+    tmp_path: Path, setup: Callable[[Path], str]
+) -> None:
     repo = make_repo(tmp_path / "repo")
     path = setup(repo)
     saved = snapshot_files(repo, "refs/cairn/wip/T")[path]

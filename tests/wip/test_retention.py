@@ -31,7 +31,9 @@ def backdate(repo: Path, ref: str, days: int, tmp: Path, *also: str) -> tuple[st
     old = rev(repo, ref)
     raw = git(repo, "cat-file", "commit", old)
     header, message = raw.split("\n\n", 1)
-    tree = re.search(r"^tree (\w+)$", header, re.M).group(1)
+    found = re.search(r"^tree (\w+)$", header, re.M)
+    assert found is not None, header
+    tree = found.group(1)
     parents = re.findall(r"^parent (\w+)$", header, re.M)
     msg = tmp / f"msg-{old}"
     msg.write_text(message)

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,14 +28,16 @@ from helpers import (
 )
 
 
-def parents(repo: Path, commit: str) -> list[str]:
+def parents(repo: Path, commit: str | None) -> list[str]:
+    assert commit is not None, "no snapshot commit"
     return git(repo, "rev-list", "--parents", "-n1", commit).split()[1:]
 
 
-def save_json(repo: Path, *args: str) -> dict:
+def save_json(repo: Path, *args: str) -> dict[str, Any]:
     result = cairn("wip", "save", "--json", *args, cwd=repo)
     assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
+    answer: dict[str, Any] = json.loads(result.stdout)
+    return answer
 
 
 # --- what is captured -------------------------------------------------------------------------
@@ -451,7 +454,7 @@ def test_files_vanishing_during_the_save(repo: Path, monkeypatch: pytest.MonkeyP
     write(repo, "src/app.py", "modified then deleted")
     real = scan_module.select_untracked
 
-    def vanish_then_select(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def vanish_then_select(*args: Any, **kwargs: Any) -> Any:
         (repo / "gone-untracked.txt").unlink()
         (repo / "src/app.py").unlink()
         return real(*args, **kwargs)
@@ -562,6 +565,7 @@ def test_saved_tree_matches_work_tree_exactly(repo: Path, tmp_path: Path) -> Non
     _dirty(repo)
     expected = tree_state(repo)
     commit = wip.save(repo).commit
+    assert commit is not None
     out = tmp_path / "out"
     wip.restore(repo, commit, to=out)
     assert tree_state(out) == expected

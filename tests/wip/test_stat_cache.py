@@ -7,23 +7,21 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cairn import git as cairn_git
 from cairn import wip
 from cairn.config import load
 from cairn.git import Repo
-from cairn.wip.hashcache import FORMAT, RACY_WINDOW_NS, HashCache
+from cairn.wip.hashcache import FORMAT, HashCache
+from cairn.wip.proof import RACY_WINDOW_NS
 from cairn.wip.saving import plainly_valid, prepare
 from cairn.wip.scratch import scratch_dir
 from helpers import fresh_repo, git, snapshot_files, write
+from wip.wip_setup import git_calls
 
 OLD = 1_600_000_000  # a file time long before any save: never racy
 
@@ -31,33 +29,6 @@ OLD = 1_600_000_000  # a file time long before any save: never racy
 def age(repo: Path, *paths: str, seconds: int = OLD) -> None:
     for rel in paths:
         os.utime(repo / rel, ns=(seconds * 10**9, seconds * 10**9))
-
-
-@contextmanager
-def git_calls(spawned: bool = False) -> Iterator[list[str]]:
-    """The git subcommands cairn runs meanwhile (git still runs; this only listens); with
-    ``spawned``, those started to be read later too (``cairn.git.process.Started``)."""
-    from cairn.git.process import Started
-
-    calls: list[str] = []
-    original, original_spawn = cairn_git.Git.run, Started.__init__
-
-    def listening(self: Any, args: Any, **kwargs: Any) -> Any:
-        calls.append(" ".join(args[:2]) if args[0] == "cat-file" else args[0])
-        return original(self, args, **kwargs)
-
-    def listening_spawn(self: Any, args: Any, proc: Any) -> None:
-        calls.append(args[0])
-        original_spawn(self, args, proc)
-
-    cairn_git.Git.run = listening  # type: ignore[method-assign]
-    if spawned:
-        Started.__init__ = listening_spawn  # type: ignore[method-assign]
-    try:
-        yield calls
-    finally:
-        cairn_git.Git.run = original  # type: ignore[method-assign]
-        Started.__init__ = original_spawn  # type: ignore[method-assign]
 
 
 def cache_file(repo: Path) -> Path:

@@ -5,10 +5,19 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
-from test_property import (
+
+from cairn.config import Config
+from cairn.git import Repo
+from cairn.wip import save as save_api
+from cairn.wip.saving import prepare
+from cairn.wip.scratch import scratch_dir
+from cairn.wip.treebuild import quote
+from helpers import git, make_conflict, make_repo, snapshot_files, write
+from wip.wip_setup import (
     PROPERTY_SETTINGS,
     Edit,
     apply,
@@ -18,14 +27,6 @@ from test_property import (
     pools,
     unborn_head,
 )
-
-from cairn.config import Config
-from cairn.git import Repo
-from cairn.wip import save as save_api
-from cairn.wip.saving import prepare
-from cairn.wip.scratch import scratch_dir
-from cairn.wip.treebuild import quote
-from helpers import git, make_conflict, make_repo, snapshot_files, write
 
 save_module = sys.modules["cairn.wip.saving"]
 
@@ -132,6 +133,7 @@ def test_submodule_changes_fall_back_to_the_index(repo: Path, tmp_path: Path) ->
     assert_same_trees(repo)
     moved = git(repo / "lib", "rev-parse", "HEAD").strip()
     commit = save_api(repo).commit
+    assert commit is not None
     assert git(repo, "ls-tree", commit, "lib").split()[2] == moved
 
 
@@ -142,7 +144,7 @@ def test_a_file_vanishing_while_hashed_falls_back(
     write(repo, "doomed.txt", "about to vanish")
     real = save_module.hash_worktree
 
-    def vanish_first(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def vanish_first(*args: Any, **kwargs: Any) -> Any:
         paths = args[3]
         assert b"doomed.txt" in paths
         os.unlink(repo / "doomed.txt")
@@ -155,7 +157,7 @@ def test_a_file_vanishing_while_hashed_falls_back(
     write(repo, "doomed.txt", "again")
     calls = []
 
-    def failing(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def failing(*args: Any, **kwargs: Any) -> Any:
         calls.append(1)
         raise save_module.GitError(["hash-object"], 128, "fatal: could not open 'doomed.txt'")
 
