@@ -97,7 +97,7 @@ class SnapshotMeta:
             key, value = match.groups()
             try:
                 if key == "Skipped-Path":
-                    skipped.append(msgspec.json.decode(value, type=Skipped, strict=False))
+                    skipped.append(msgspec.convert(json.loads(value), Skipped, strict=False))
                 elif key == "Conflicted-Path":
                     conflicted.append(json.loads(value))
                 else:
