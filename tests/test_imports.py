@@ -152,6 +152,7 @@ def test_help_loads_the_command_s_module_alone(repo: Path) -> None:
     assert cairn_modules == CLI - {"cairn.cli.output", "cairn.cli.handlers"} | {
         "cairn",
         "cairn.terms",
+        "cairn.envnames",
         "cairn.cli.commands.progress",
     }
     assert "argparse" in names and heavy(names) == []

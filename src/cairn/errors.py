@@ -13,7 +13,7 @@ class ExitCode(enum.IntEnum):
     """Every exit code cairn returns; docs/cli.md lists the same table."""
 
     OK = 0
-    FAILURE = 1  # something went wrong, or a run needs manual review
+    FAILURE = 1  # something went wrong, or a run needs review
     BAD_INPUT = 2  # bad input or a refused request: one line naming the fix, nothing written
     INTERRUPTED = 3  # a run was cut off; everything is saved and `cairn resume` continues
     SIGINT = 130  # Ctrl+C outside a run

@@ -96,7 +96,7 @@ def test_criteria_still_failing_after_max_rounds_need_review(tmp_path: Path) -> 
     repo, plan = setup(tmp_path, script, '["implement", "evaluate", "fix"]')
     result = cairn("run", str(plan), cwd=repo)
     assert result.returncode == 1, result.stdout + result.stderr
-    assert "needs manual review" in result.stdout
+    assert "needs review" in result.stdout
     report = json.loads(cairn("catchup", "T-1", "--json", cwd=repo).stdout)
     assert report["state"] == "done"
     assert any("manual review" in w for w in report["warnings"])

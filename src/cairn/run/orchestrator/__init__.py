@@ -4,7 +4,7 @@ Every dispatch runs under a turn budget; when it ends without finishing its work
 timeout, a signal to cairn, an agent crash or error) the agent is stopped first, the work tree is
 snapshotted, and the change summary, marker and journal say where and why. Up to
 ``agent.max_continuations`` new dispatches continue from the summary; a completed task is never
-dispatched again. Exit codes: 0 done, 1 needs manual review or needs input (the coder made no
+dispatched again. Exit codes: 0 done, 1 needs review or needs input (the coder made no
 progress: resumable), 3 interrupted (resumable).
 
 ``loop`` has the phases (the Orchestrator), ``dispatch`` one dispatch and the recording of its
