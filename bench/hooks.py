@@ -134,11 +134,9 @@ class SmallRepo:
         lease.release()  # the marker stays: the heartbeat has one to touch
         return ref
 
-    def age_marker(self, by_heartbeat: bool) -> None:
-        """Set the marker's last_updated back, so the next heartbeat rewrites it: as cairn
-        writes it (``by_heartbeat``: its digest kept, as every writer of a marker keeps it), or
-        as a person's edit leaves it (no digest: the heartbeat validates it in full)."""
-        from cairn.state import marker, touch
+    def age_marker(self) -> None:
+        """Set the marker's last_updated back, so the next heartbeat rewrites it."""
+        from cairn.state import marker
         from cairn.util import durable
 
         path = self.ref.marker_path
@@ -147,11 +145,6 @@ class SmallRepo:
         earlier = current.last_updated - timedelta(minutes=5)
         text = marker.render(msgspec.structs.replace(current, last_updated=earlier))
         durable.atomic_write(path, text)
-        root = str(path.parents[2])  # <state root>/tickets/<ticket>/<marker>
-        if by_heartbeat:
-            touch.remember(root, TICKET, text)
-        else:
-            Path(root, "cache", f"heartbeat-{TICKET}").unlink(missing_ok=True)
 
 
 def hot_methods(
@@ -172,9 +165,6 @@ def hot_methods(
 
     def heartbeat_api() -> None:
         claude_hooks.heartbeat(as_payload, by_hand)
-
-    def edited_cli() -> None:
-        run_cmd([*hook, "heartbeat"], env=by_hand, data=payload)
 
     old: dict[str, Callable[[], object]] = {}
     if before is not None:  # an older cairn's source tree, run through -m the same way
@@ -197,8 +187,6 @@ def hot_methods(
         "git status": lambda: run_cmd(["git", "status", "--porcelain", "-uall"], cwd=path),
         "heartbeat (CLI)": heartbeat_cli,
         "heartbeat (API)": heartbeat_api,
-        f"heartbeat {EDITED} (CLI)": edited_cli,
-        f"heartbeat {EDITED} (API)": heartbeat_api,
         "post-tool-use (CLI)": lambda: run_cmd([*hook, "post-tool-use"], env=in_run, data=payload),
         "post-tool-use (API)": lambda: claude_hooks.post_tool_use(as_payload, in_run),
         "snapshot (CLI)": lambda: run_cmd(
@@ -218,7 +206,7 @@ def measure_hot(small: SmallRepo, cairn: Path, runs: int, before: Path | None) -
     for round_ in range(runs + 1):  # round 0 warms up: page cache, the first snapshot
         for name, fn in methods.items():
             if name.startswith("heartbeat"):
-                small.age_marker(by_heartbeat=EDITED not in name)
+                small.age_marker()
             took = timed(fn)
             if round_:
                 times[name].append(took)
@@ -279,7 +267,6 @@ def measure_status(cairn: Path, runs: int, rebuild: bool) -> dict[str, Stat]:
 
 # --- 3. wip save at 100,000 files ---------------------------------------------------------------
 
-EDITED = "on a marker edited by hand"  # no digest: the full heartbeat validates it
 
 SAVE_METHODS = {
     "modified": ("status", "cli new", "api new", "cli no-op", "api no-op", "naive"),
