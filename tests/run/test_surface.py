@@ -141,7 +141,7 @@ def test_a_completed_run_has_no_error_and_counts_every_turn(tmp_path: Path) -> N
     assert current.status.state == "completed" and current.blocked is None
     assert current.usage is not None and current.usage.cache_read_tokens == 500
     text = next(a.path for a in artifacts(run_dir(repo)) if a.name == "change-summary")
-    assert "usage:\n  input_tokens: 3000\n" in text.read_text()
+    assert '  "usage": {\n    "input_tokens": 3000,' in text.read_text()
 
 
 def test_max_cost_usd_cuts_the_run_off_mid_dispatch_and_resume_gets_a_fresh_budget(

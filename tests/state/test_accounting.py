@@ -150,7 +150,7 @@ def noted() -> summary.Summary:
 def test_usage_blocked_and_detail_round_trip() -> None:
     s = noted()
     text = summary.render(s)
-    assert "usage:\n  input_tokens: 181200\n" in text and "  cost_usd: 0.84\n" in text
+    assert '  "usage": {\n    "input_tokens": 181200,' in text and '"cost_usd": 0.84' in text
     assert (
         "## Status\nInterrupted — error during task 1 of 2; work saved at refs/cairn/wip/T-1 "
         "(5aa0bec17542); API Error: 500\n- **Blocked:** agent was denied 1 tool call: Bash ×1 "

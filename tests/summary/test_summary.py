@@ -24,12 +24,14 @@ LATER = NOW + timedelta(minutes=5)
 
 EXAMPLE = """\
 ---
-format: 1
-ticket: PROJ-12
-run: 20261130-101500Z
-mode: implementation
-round: null
-updated: '2026-11-30T10:15:00+00:00'
+{
+  "format": 1,
+  "ticket": "PROJ-12",
+  "run": "20261130-101500Z",
+  "mode": "implementation",
+  "round": null,
+  "updated": "2026-11-30T10:15:00+00:00"
+}
 ---
 # Change summary — ticket PROJ-12
 
@@ -65,12 +67,14 @@ In progress — task 1 of 3
 
 REVIEW = """\
 ---
-format: 1
-ticket: PROJ-12
-run: null
-mode: review
-round: 2
-updated: '2026-11-30T10:15:00+00:00'
+{
+  "format": 1,
+  "ticket": "PROJ-12",
+  "run": null,
+  "mode": "review",
+  "round": 2,
+  "updated": "2026-11-30T10:15:00+00:00"
+}
 ---
 # Change summary — ticket PROJ-12, review round 2
 
@@ -531,22 +535,47 @@ def test_status_line_that_disagrees_with_the_tasks_names_its_line(status: str) -
     assert error_line(text) == line_no(text, status)
 
 
+# The front matter a person writes: YAML in block style (cairn writes JSON, YAML's subset).
+HAND_FRONT = """\
+---
+format: 1
+ticket: PROJ-12
+run: 20261130-101500Z
+mode: implementation
+round: null
+updated: '2026-11-30T10:15:00+00:00'
+---
+"""
+HAND_WRITTEN = HAND_FRONT + EXAMPLE.split("---\n", 2)[2]
+
+
+def test_hand_written_yaml_front_matter_reads_as_what_cairn_writes() -> None:
+    assert parse(HAND_WRITTEN) == example()
+    assert render(parse(HAND_WRITTEN)) == EXAMPLE
+
+
 def test_bad_front_matter_names_its_line() -> None:
     assert error_line(EXAMPLE.removeprefix("---\n")) == 1
-    assert error_line(EXAMPLE.replace("mode: implementation", "mode: a: b")) == 5
-    assert error_line(EXAMPLE.replace("mode: implementation", "mode: sideways")) == 5
-    assert error_line(EXAMPLE.replace("ticket: PROJ-12", "ticket: PROJ 12")) == 3
-    assert error_line(EXAMPLE.replace("round: null", "round: 3")) == 6
-    assert error_line(EXAMPLE.replace("updated: '2026-11-30T10:15:00+00:00'", "updated: x")) == 7
-    assert error_line(EXAMPLE.replace("round: null\n", "round: null\nextra: 1\n")) == 7
-    text = EXAMPLE.replace("---\n# Change", "# Change")
+    assert error_line(EXAMPLE.replace('"mode": "implementation"', '"mode": "sideways"')) == 6
+    assert error_line(EXAMPLE.replace('"round": null', '"round": 3')) == 7
+    assert error_line(EXAMPLE.replace('"ticket": "PROJ-12",', '"ticket": "PROJ-12" x')) == 4
+    hand = HAND_WRITTEN
+    assert error_line(hand.replace("mode: implementation", "mode: a: b")) == 5
+    assert error_line(hand.replace("mode: implementation", "mode: sideways")) == 5
+    assert error_line(hand.replace("ticket: PROJ-12", "ticket: PROJ 12")) == 3
+    assert error_line(hand.replace("round: null", "round: 3")) == 6
+    assert error_line(hand.replace("updated: '2026-11-30T10:15:00+00:00'", "updated: x")) == 7
+    assert error_line(hand.replace("round: null\n", "round: null\nextra: 1\n")) == 7
+    text = hand.replace("---\n# Change", "# Change")
     assert error_line(text) == len(text.split("\n")) - 1
-    assert error_line(EXAMPLE.replace("ticket PROJ-12", "ticket PROJ-13")) == 9
+    assert error_line(hand.replace("ticket PROJ-12", "ticket PROJ-13")) == 9
 
 
 def test_format_2_is_from_a_newer_cairn() -> None:
     with pytest.raises(SummaryError, match=r"s\.md:2: written by a newer cairn"):
-        parse(EXAMPLE.replace("format: 1", "format: 2"), source="s.md")
+        parse(HAND_WRITTEN.replace("format: 1", "format: 2"), source="s.md")
+    with pytest.raises(SummaryError, match=r"s\.md:3: written by a newer cairn"):
+        parse(EXAMPLE.replace('"format": 1', '"format": 2'), source="s.md")
 
 
 def test_bad_code_span_names_its_line() -> None:

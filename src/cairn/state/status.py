@@ -282,13 +282,14 @@ def _summary_head(run_dir: str, with_stat: bool = False) -> Head:
 
 def _usage(head: str) -> dict[str, Any] | None:
     """The ``usage`` mapping of a change summary's front matter (None when it has none, or the
-    front matter is not YAML: the summary's own reader reports that)."""
+    front matter is not YAML: the summary's own reader reports that). A top-level ``usage`` key
+    is found by its line: ``  "usage":`` in the JSON cairn writes, ``usage:`` in YAML by hand."""
     from cairn.util import yaml_io
 
     if not head.startswith("---\n"):
         return None
     end = head.find("\n---\n", 3)
-    if end < 0 or "\nusage:" not in head[3:end]:
+    if end < 0 or ('\n  "usage":' not in head[3:end] and "\nusage:" not in head[3:end]):
         return None  # no top-level usage key: nothing to parse
     try:
         front = yaml_io.safe_load(head[4:end])

@@ -123,7 +123,8 @@ class _Parser:
         block = self.lines[1:close]
 
         def line_of(key: str) -> int:
-            return next((i + 2 for i, t in enumerate(block) if t.startswith(f"{key}:")), 1)
+            starts = (f"{key}:", f'"{key}":')  # the YAML written by hand, the JSON cairn writes
+            return next((i + 2 for i, t in enumerate(block) if t.lstrip().startswith(starts)), 1)
 
         self.line_of = line_of
         try:

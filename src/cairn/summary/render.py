@@ -95,8 +95,7 @@ def _front_matter(s: Summary) -> list[str]:
     }
     if s.usage is not None:
         data["usage"] = structs.asdict(s.usage)
-    dumped = yaml_io.safe_dump(data, sort_keys=False, allow_unicode=True, width=1 << 30)
-    return ["---", *dumped.rstrip("\n").split("\n"), "---"]
+    return ["---", *yaml_io.dump(data).split("\n"), "---"]
 
 
 def _after(prose: list[str]) -> list[str]:
