@@ -118,6 +118,7 @@ def test_hot_commands_import_no_heavy_module(workspace: tuple[Path, RunRef, Path
             args, repo, envs[env], payload if args[0] == "hook" else b""
         )
         needless = heavy(names)
+        needless += [n for n in ("inspect", "ast") if n in names]  # cairn/__init__.py
         if not (args[0] == "wip" or args[-2:] == ["--reason", "stop"]):  # no save: no engine
             needless += [n for n in ENGINE if n in names]
         if args[0] in NO_PSUTIL or args[2:3] in (["heartbeat"], ["post-tool-use"]):
@@ -142,6 +143,30 @@ def rest(args: list[str]) -> list[str]:
         if tuple(args[:size]) in COMMANDS:
             return args[size:]
     raise AssertionError(f"no command in {args}")
+
+
+def test_msgspec_loads_without_typing_extensions_which_others_still_find() -> None:
+    """While msgspec loads it does not find ``typing_extensions`` (``cairn/__init__.py``), so it
+    reads annotations with ``typing``'s ``get_type_hints``; whoever imports it afterwards gets
+    it, and records validate as before."""
+    code = (
+        "import sys, cairn, msgspec\n"
+        "from cairn.state.marker import Marker\n"
+        "print('typing_extensions' in sys.modules, msgspec._utils._get_type_hints.__module__)\n"
+        "import typing_extensions, pydantic\n"
+        "print(typing_extensions.__name__, cairn._TypingExtensionsNotForMsgspec in sys.meta_path)\n"
+        "try:\n"
+        "    msgspec.convert({'phase': 'x', 'started_at': 1, 'last_updated': 1}, Marker)\n"
+        "except msgspec.ValidationError as exc:\n"
+        "    print(exc)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "False typing",
+        "typing_extensions False",
+        "Expected `datetime`, got `int` - at `$.started_at`",
+    ]
 
 
 def test_help_loads_the_command_s_module_alone(repo: Path) -> None:
