@@ -171,3 +171,19 @@ def test_the_guard_sees_heavy_imports(repo: Path) -> None:
     names = imported(["wip", "save"], repo, {})[0]
     assert set(ENGINE) <= names and "subprocess" in names
     assert "cairn.cli.commands.fleet" not in names
+
+
+def test_the_entry_and_the_parser_import_nothing_at_module_level() -> None:
+    """``cairn.cli.main`` and ``cairn.cli.parsing`` (and a hook's command module) load no
+    ``argparse``, ``typing`` or ``re`` when imported: what a command needs it imports itself."""
+    code = (
+        "import sys; before = set(sys.modules)\n"
+        "import cairn.cli.main, cairn.cli.parsing, cairn.cli.commands.hook\n"
+        "print(' '.join(sorted(set(sys.modules) - before)))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    loaded = set(result.stdout.split())
+    assert "cairn.cli.parsing" in loaded  # measured from before the entry was imported
+    assert loaded & {"argparse", "typing", "re", "types"} == set()
