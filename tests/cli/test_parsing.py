@@ -56,10 +56,13 @@ def test_the_defaults_are_what_argparse_makes_of_an_empty_command_line(
     assert typed(vars(found)) == typed(expected)
 
 
-def test_a_command_without_arguments_parses_without_argparse() -> None:
-    """The hooks called per tool call declare nothing: their empty command line is parsed
-    from the record alone (``parse()`` takes the defaults), and yields no attribute."""
-    for words in (("hook", "claude", "heartbeat"), ("hook", "claude", "post-tool-use")):
+def test_the_hooks_called_per_tool_call_take_the_defaults() -> None:
+    """The hooks declare nothing: their empty command line is answered from the record alone
+    (tests/test_imports.py runs them and finds no argparse loaded)."""
+    hooks = ("heartbeat", "post-tool-use", "session-start")
+    for words in (("hook", "claude", hook) for hook in hooks):
+        found = declaration(words).defaults()
+        assert found is not None and vars(found) == {}
         parser = Parser(words, [], "A hook.")
         assert vars(parser.parse()) == {} and parser.json is False
 
