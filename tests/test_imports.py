@@ -1,7 +1,8 @@
-"""The import guard: the commands agents and hooks run per tool call or per task import argparse,
-their own command module and handler, and no Rich, pydantic or MCP SDK. Each runs for real in a
-subprocess under ``-X importtime``, which lists every module imported; timings are the
-benchmarks' business, not this test's."""
+"""The import guard: the commands agents and hooks run per tool call or per task import their own
+command module and handler, argparse only when their command line has words to parse (the hooks
+have none), and no Rich, pydantic or MCP SDK. Each runs for real in a subprocess under
+``-X importtime``, which lists every module imported; timings are the benchmarks' business, not
+this test's."""
 
 from __future__ import annotations
 
@@ -125,6 +126,10 @@ def test_hot_commands_import_no_heavy_module(workspace: tuple[Path, RunRef, Path
             needless += [n for n in ("psutil",) if n in names]
         if args[0] in NO_SHUTIL or args[2:3] == ["heartbeat"]:
             needless += [n for n in ("shutil",) if n in names]
+        if not rest(args) and "argparse" in names:  # nothing to parse: the declared defaults
+            needless.append("argparse")
+        if rest(args):
+            assert "argparse" in names  # the guard sees argparse where it is used
         module = COMMANDS[tuple(args[: len(args) - len(rest(args))])].target.split(":")[0]
         handler = "cairn.cli.handlers." + module.rsplit(".", 1)[1]
         needless += sorted(
@@ -191,3 +196,19 @@ def test_the_guard_sees_heavy_imports(repo: Path) -> None:
     names = imported(["wip", "save"], repo, {})[0]
     assert set(ENGINE) <= names and "subprocess" in names
     assert "cairn.cli.commands.fleet" not in names
+
+
+def test_the_entry_and_the_parser_import_nothing_at_module_level() -> None:
+    """``cairn.cli.main`` and ``cairn.cli.parsing`` (and a hook's command module) load no
+    ``argparse``, ``typing`` or ``re`` when imported: what a command needs it imports itself."""
+    code = (
+        "import sys; before = set(sys.modules)\n"
+        "import cairn.cli.main, cairn.cli.parsing, cairn.cli.commands.hook\n"
+        "print(' '.join(sorted(set(sys.modules) - before)))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    loaded = set(result.stdout.split())
+    assert "cairn.cli.parsing" in loaded  # measured from before the entry was imported
+    assert loaded & {"argparse", "typing", "re", "types"} == set()

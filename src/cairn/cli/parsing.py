@@ -1,6 +1,11 @@
-"""The one way a command declares its options and arguments: an ``argparse`` parser whose usage
-errors are one line (``cairn: error: <problem>; see `cairn … --help```, exit 2) and whose
-``--help`` and ``--version`` end the command with exit 0, both raised, never exiting.
+"""The one way a command declares its options and arguments: a ``Parser`` that records what the
+command declares (``add_argument``, argparse's signature) and parses the command line with an
+``argparse`` parser built from that record, whose usage errors are one line
+(``cairn: error: <problem>; see `cairn … --help```, exit 2) and whose ``--help`` and
+``--version`` end the command with exit 0, both raised, never exiting. A command line with no
+words, for a command that requires none, parses to the declared defaults without ``argparse``
+(the hooks, called per tool call, take no arguments); ``tests/cli/test_parsing.py`` holds the two
+to the same answer for every command.
 
 A command is a function of ``cairn.cli.commands`` that takes a ``Parser``, declares on it,
 calls ``parse()`` and runs: its docstring is its help. The options several commands share are
@@ -9,13 +14,14 @@ declared by the functions below, once.
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hot path)
 if TYPE_CHECKING:
+    import argparse
     from collections.abc import Callable, Sequence
-    from typing import NoReturn
+    from types import SimpleNamespace
+    from typing import Any, NoReturn
 
 
 class UsageError(Exception):
@@ -28,12 +34,145 @@ class Done(Exception):
     printed, nothing to run, exit 0."""
 
 
-class Formatter(argparse.HelpFormatter):
-    """argparse's help formatter, the terminal's width read without ``shutil``: argparse builds
-    one for every option declared, and ``shutil`` brings ``bz2``, ``lzma`` and ``zlib``."""
+# What each of argparse's actions holds when its option is not given and no default is declared.
+_UNSET = {"store": None, "store_true": False, "store_false": True, "append": None}
+_NO_VALUE = ("help", "version")  # actions that hold no value
 
-    def __init__(self, prog: str) -> None:
-        super().__init__(prog, width=_columns() - 2)
+
+class Parser:
+    """The parser of one command (``words``, e.g. ``("task", "done")``) over ``argv``, the words
+    that follow them. ``json`` says, once parsed, whether the command line asked for JSON."""
+
+    def __init__(self, words: Sequence[str], argv: Sequence[str], description: str | None) -> None:
+        self.prog = " ".join(("cairn", *words))
+        self.description = description
+        self.argv = list(argv)
+        self.json = False
+        self.declared: list[tuple[tuple[str, ...], dict[str, Any]]] = []
+        _help(self)
+
+    def add_argument(self, *names: str, **options: Any) -> None:
+        """Declare an option or argument, as ``argparse.ArgumentParser.add_argument``."""
+        self.declared.append((names, options))
+
+    def parse(self) -> SimpleNamespace:
+        """The command's options and arguments; UsageError for a line they do not fit. An
+        option that takes a value takes the word after it, whatever it starts with
+        (``--ticket -rf``: the ticket ``-rf``, refused as a ticket id, not as a missing value)."""
+        found = None if self.argv else self.defaults()
+        if found is None:
+            from types import SimpleNamespace
+
+            parser = self.argparser()
+            found = SimpleNamespace(**vars(parser.parse_args(_joined(parser, self.argv))))
+        self.json = bool(getattr(found, "json", False))
+        return found
+
+    def defaults(self) -> SimpleNamespace | None:
+        """What argparse makes of an empty command line, without argparse: each declared
+        value's default (a string one through its ``type``). None when argparse alone can
+        say: an argument or option is required (its usage error), or the declaration uses what
+        this does not know (another action, ``choices``, a default argparse would refuse)."""
+        values: dict[str, object] = {}
+        for names, options in self.declared:
+            action = options.get("action", "store")
+            if action in _NO_VALUE:
+                continue
+            positional = not names[0].startswith("-")
+            nargs = options.get("nargs")
+            if (
+                action not in _UNSET
+                or "choices" in options
+                or options.get("required")
+                or (positional and nargs not in ("?", "*"))
+            ):
+                return None
+            dest = names[0] if positional else options.get("dest") or _dest(names)
+            value = options.get("default", _UNSET[action])
+            if value == "==SUPPRESS==":  # argparse.SUPPRESS: no attribute at all
+                return None
+            if positional and nargs == "*":
+                if value is not None:
+                    return None
+                value = []
+            elif isinstance(value, str) and options.get("type") is not None:
+                try:
+                    value = options["type"](value)
+                except Exception:  # argparse words the error
+                    return None
+            if dest in values:
+                return None
+            values[dest] = value
+        from types import SimpleNamespace
+
+        return SimpleNamespace(**values)
+
+    def argparser(self) -> argparse.ArgumentParser:
+        """The ``argparse`` parser of what the command declared."""
+        parser = _argparser_class()(self.prog, self.description)
+        for names, options in self.declared:
+            parser.add_argument(*names, **options)
+        return parser
+
+
+def _dest(names: Sequence[str]) -> str:
+    """An option's attribute, as argparse names it: its first long name, else its first."""
+    long = [name for name in names if len(name) > 1 and name[1] == "-"]
+    return (long or list(names))[0].lstrip("-").replace("-", "_")
+
+
+def _joined(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list[str]:
+    """``argv`` with each option that takes a value joined to the word after it."""
+    takes = {
+        name: max(action.option_strings, key=len)
+        for action in parser._actions
+        if action.nargs is None
+        for name in action.option_strings
+    }
+    words, joined = iter(argv), []
+    for word in words:
+        joined.append(word)
+        if word == "--":
+            joined += words
+        elif word in takes:
+            value = next(words, None)
+            if value is not None:
+                joined[-1] = f"{takes[word]}={value}"
+    return joined
+
+
+def _argparser_class() -> Callable[[str, str | None], argparse.ArgumentParser]:
+    """argparse's parser as cairn's commands use it: usage errors raised as ``UsageError``,
+    ``--help`` as ``Done``; argparse is imported here, when a command line has to be parsed."""
+    import argparse
+
+    class Formatter(argparse.HelpFormatter):
+        """argparse's help formatter, the terminal's width read without ``shutil``: argparse
+        builds one for every option declared, and ``shutil`` brings ``bz2``, ``lzma`` and
+        ``zlib``."""
+
+        def __init__(self, prog: str) -> None:
+            super().__init__(prog, width=_columns() - 2)
+
+    class ArgumentParser(argparse.ArgumentParser):
+        def __init__(self, prog: str, description: str | None) -> None:
+            super().__init__(
+                prog=prog,
+                description=description,
+                allow_abbrev=False,
+                add_help=False,
+                formatter_class=Formatter,
+            )
+
+        def error(self, message: str) -> NoReturn:
+            raise UsageError(f"{plain_words(message)}; see `{self.prog} --help`")
+
+        def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
+            if message:
+                sys.stderr.write(message)
+            raise Done(status)
+
+    return ArgumentParser
 
 
 def _columns() -> int:
@@ -49,57 +188,6 @@ def _columns() -> int:
         return os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
     except (AttributeError, ValueError, OSError):
         return 80
-
-
-class Parser(argparse.ArgumentParser):
-    """The parser of one command (``words``, e.g. ``("task", "done")``) over ``argv``, the words
-    that follow them. ``json`` says, once parsed, whether the command line asked for JSON."""
-
-    def __init__(self, words: Sequence[str], argv: Sequence[str], description: str | None) -> None:
-        super().__init__(
-            prog=" ".join(("cairn", *words)),
-            description=description,
-            allow_abbrev=False,
-            add_help=False,
-            formatter_class=Formatter,
-        )
-        _help(self)
-        self.argv = list(argv)
-        self.json = False
-
-    def parse(self) -> argparse.Namespace:
-        """The command's options and arguments; UsageError for a line they do not fit. An
-        option that takes a value takes the word after it, whatever it starts with
-        (``--ticket -rf``: the ticket ``-rf``, refused as a ticket id, not as a missing value)."""
-        found = self.parse_args(self._joined())
-        self.json = bool(getattr(found, "json", False))
-        return found
-
-    def _joined(self) -> list[str]:
-        takes = {
-            name: max(action.option_strings, key=len)
-            for action in self._actions
-            if action.nargs is None
-            for name in action.option_strings
-        }
-        words, joined = iter(self.argv), []
-        for word in words:
-            joined.append(word)
-            if word == "--":
-                joined += words
-            elif word in takes:
-                value = next(words, None)
-                if value is not None:
-                    joined[-1] = f"{takes[word]}={value}"
-        return joined
-
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{plain_words(message)}; see `{self.prog} --help`")
-
-    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
-        if message:
-            sys.stderr.write(message)
-        raise Done(status)
 
 
 def plain_words(message: str) -> str:
@@ -129,7 +217,7 @@ def one_of(choices: Sequence[str]) -> Callable[[str], str]:
     def choice(value: str) -> str:
         if value not in choices:
             listed = ", ".join(f"'{c}'" for c in choices)
-            raise argparse.ArgumentTypeError(f"{value!r} is not one of {listed}")
+            raise _type_error(f"{value!r} is not one of {listed}")
         return value
 
     return choice
@@ -146,12 +234,19 @@ def integer(minimum: int | None = None) -> Callable[[str], int]:
         try:
             found = int(value)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{value!r} is not a valid integer") from None
+            raise _type_error(f"{value!r} is not a valid integer") from None
         if minimum is not None and found < minimum:
-            raise argparse.ArgumentTypeError(f"{found} is not in the range x>={minimum}")
+            raise _type_error(f"{found} is not in the range x>={minimum}")
         return found
 
     return number
+
+
+def _type_error(message: str) -> Exception:
+    """The error a type raises for argparse to word as a usage error."""
+    from argparse import ArgumentTypeError
+
+    return ArgumentTypeError(message)
 
 
 def as_path(value: str) -> object:
@@ -194,6 +289,8 @@ def group_help(words: Sequence[str], description: str, entries: Sequence[tuple[s
     summaries."""
     width = max(len(name) for name, _ in entries) + 2
     listing = "\n".join(f"  {name.ljust(width)}{text}" for name, text in entries)
+    import argparse
+
     parser = argparse.ArgumentParser(
         prog=" ".join(("cairn", *words)),
         usage="%(prog)s" + (" [--version]" if not words else "") + " [-h] COMMAND ...",
@@ -208,5 +305,5 @@ def group_help(words: Sequence[str], description: str, entries: Sequence[tuple[s
     return parser.format_help()
 
 
-def _help(parser: argparse.ArgumentParser) -> None:
+def _help(parser: Parser | argparse.ArgumentParser) -> None:
     parser.add_argument("-h", "--help", action="help", help="Show this message and exit.")

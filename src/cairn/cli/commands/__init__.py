@@ -1,5 +1,5 @@
 """The command table: each command's words, and the ``"module:function"`` that declares its
-options with ``argparse`` (``cairn.cli.parsing``) and runs it. A command's module is imported
+options on a ``cairn.cli.parsing.Parser`` and runs it. A command's module is imported
 only when that command runs, or when a ``--help`` lists it.
 
 ``early``: a ``"module:function"`` called with the work tree as typed (``-C``, else ``""``)

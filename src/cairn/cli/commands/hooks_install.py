@@ -9,14 +9,14 @@ from cairn.cli.parsing import Parser, json_flag, workspace
 from cairn.errors import BadInput
 
 if TYPE_CHECKING:
-    from argparse import Namespace
+    from types import SimpleNamespace
 
     from cairn.integrations.claude_settings import Scope, SettingsResult
 
 AGENTS = ("claude",)
 
 
-def _options(parser: Parser) -> Namespace:
+def _options(parser: Parser) -> SimpleNamespace:
     parser.add_argument("agent", help="The agent whose settings to edit: claude.")
     parser.add_argument(
         "--project",
