@@ -32,6 +32,16 @@ ENGINE = ("cairn.wip.saving", "cairn.wip.hashcache")  # the snapshot engine: onl
 NO_PSUTIL = ("task", "gate", "defer", "finding", "heartbeat", "post-tool-use")
 # ...and ``shutil`` (with ``bz2``, ``lzma``, ``zlib``), which argparse's help formatter would load.
 NO_SHUTIL = ("task", "gate", "defer", "finding", "heartbeat")
+# The heartbeat moves one value of a marker cairn wrote (JSON) in a repository without a config
+# file: no records library, no YAML, neither the config's records nor the marker's, and neither
+# ``typing`` nor ``datetime`` (the stamp is ``time``'s).
+NOT_ON_HEARTBEAT: tuple[str, ...] = (
+    "msgspec",
+    "yaml",
+    "cairn.config.records",
+    "cairn.state.marker_records",
+)
+NOT_ON_HEARTBEAT += ("typing", "datetime")
 
 
 def imported(
@@ -130,6 +140,8 @@ def test_hot_commands_import_no_heavy_module(workspace: tuple[Path, RunRef, Path
             needless.append("argparse")
         if rest(args):
             assert "argparse" in names  # the guard sees argparse where it is used
+        if args[2:3] == ["heartbeat"]:
+            needless += [n for n in NOT_ON_HEARTBEAT if n in names]
         module = COMMANDS[tuple(args[: len(args) - len(rest(args))])].target.split(":")[0]
         handler = "cairn.cli.handlers." + module.rsplit(".", 1)[1]
         needless += sorted(
@@ -212,3 +224,24 @@ def test_the_entry_and_the_parser_import_nothing_at_module_level() -> None:
     loaded = set(result.stdout.split())
     assert "cairn.cli.parsing" in loaded  # measured from before the entry was imported
     assert loaded & {"argparse", "typing", "re", "types"} == set()
+
+
+def test_the_heartbeat_loads_records_only_for_what_it_must_check(repo: Path) -> None:
+    """A hand-written YAML marker is read whole (YAML, the records library) and rewritten as
+    JSON; the next beat moves ``last_updated`` in the JSON and loads neither. A config file is
+    loaded (its records) for its ``state_dir``."""
+    from cairn.state.layout import discover
+
+    path = discover(repo)[2].marker_path("main")
+    path.parent.mkdir(parents=True)
+    path.write_text("phase: implement\nstarted_at: 2026-11-29\nlast_updated: 2026-11-29\n")
+    beat = (["hook", "claude", "heartbeat"], repo, {ENV_DEBUG: "1"})
+    payload = json.dumps({"cwd": str(repo), "hook_event_name": "PostToolUse"}).encode()
+    first = imported(*beat, payload)[0]
+    assert {"yaml", "msgspec", "cairn.state.marker_records"} <= first
+    assert json.loads(path.read_text())["last_updated"] != "2026-11-29"  # JSON now
+    second = imported(*beat, payload)[0]
+    assert [n for n in NOT_ON_HEARTBEAT if n in second] == []
+    write(repo, "cairn.toml", "[marker]\nstale_after = '1h'\n")
+    configured = imported(*beat, payload)[0]
+    assert "cairn.config.records" in configured and "yaml" not in configured

@@ -290,6 +290,55 @@ def test_heartbeat_moves_last_updated(repo: Path) -> None:
     assert msgspec.structs.replace(now, last_updated=aged.last_updated) == aged  # nothing else
 
 
+def test_heartbeat_rewrites_a_hand_written_yaml_marker_as_json(repo: Path) -> None:
+    _, _, layout = discover(repo)
+    path = layout.marker_path("main")
+    path.parent.mkdir(parents=True)
+    path.write_text(
+        "skill: impl\nphase: implement\nstarted_at: 2026-11-29T10:00:00+02:00\n"
+        "last_updated: 2026-11-29 11:00:00\n"
+    )
+    before = marker.read(path)
+    done = run_hook("heartbeat", payload("PostToolUse", repo), repo)
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    text = path.read_text()
+    now = marker.parse(text, path)
+    assert before is not None and now.last_updated > before.last_updated
+    assert msgspec.structs.replace(now, last_updated=before.last_updated) == before
+    assert text == marker.render(now)  # JSON now
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"phase": "implement", "last_updated": ',  # cut off
+        '{"version": 2, "phase": "p", "started_at": "2026-11-29T10:00:00Z", "last_updated": "x"}',
+        "phase: implement\nstarted_at: soon\nlast_updated: 2026-11-29\n",
+    ],
+)
+def test_heartbeat_writes_nothing_to_a_marker_that_does_not_validate(repo: Path, text: str) -> None:
+    _, _, layout = discover(repo)
+    path = layout.marker_path("main")
+    path.parent.mkdir(parents=True)
+    path.write_text(text)
+    done = run_hook("heartbeat", payload("PostToolUse", repo), repo)
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    assert path.read_text() == text
+    assert sorted(p.name for p in path.parent.iterdir()) == [".in-progress.yaml", ".lock"]
+
+
+def test_heartbeat_finds_the_marker_where_state_dir_says(repo: Path) -> None:
+    """With a config file, the heartbeat loads it: its ``state_dir`` is where the marker is."""
+    write(repo, "cairn.toml", 'state_dir = "elsewhere"\n')
+    interrupted_run(repo)
+    path, aged = aged_marker(repo)
+    assert path.is_relative_to(repo / "elsewhere")
+    done = run_hook("heartbeat", payload("PostToolUse", repo), repo)
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    now = marker.read(path)
+    assert now is not None and now.last_updated > aged.last_updated
+
+
 def test_heartbeat_finds_the_ticket_run_from_this_branch(repo: Path) -> None:
     """On branch main, a run of ticket ``plan`` (remembered in branches.json) gets the beat."""
     from cairn.state import branches

@@ -4,10 +4,8 @@ through them, with the environment and config overrides of ``cairn.git.command``
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
 
 from cairn.errors import CairnError, GitError, NotARepository, SaveTimeout
 from cairn.git.command import BASE_CONFIG, argv, scrubbed_env
@@ -15,8 +13,26 @@ from cairn.git.discovery import DISCOVER_ARGS
 from cairn.git.discovery import parse as parse_discovery
 from cairn.git.process import Deadline, GitResult, Started, kill_and_reap, popen, timed_out
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hot path)
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import NamedTuple
+
     from cairn.git.sessions import Session
+
+    class _Repo(NamedTuple):
+        toplevel: Path
+        git_dir: Path
+        common_dir: Path
+        index_path: Path
+        object_format: str
+        git: Git
+else:  # typing costs a hook ~8 ms: the same tuple from collections
+    from collections import namedtuple
+
+    _Repo = namedtuple(
+        "Repo", ["toplevel", "git_dir", "common_dir", "index_path", "object_format", "git"]
+    )
 
 MIN_VERSION = (2, 31)
 
@@ -142,15 +158,10 @@ def base_runner(cwd: Path) -> Git:
     return git
 
 
-class Repo(NamedTuple):
+class Repo(_Repo):
     """A work tree and its git directories, all as absolute paths."""
 
-    toplevel: Path
-    git_dir: Path
-    common_dir: Path
-    index_path: Path
-    object_format: str
-    git: Git
+    __slots__ = ()
 
     @classmethod
     def discover(cls, path: Path | str, discovery: Started | None = None) -> Repo:

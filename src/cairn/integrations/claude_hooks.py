@@ -228,17 +228,19 @@ def heartbeat(payload: Mapping[str, Any], env: Mapping[str, str]) -> bool:
     """Rewrite the branch ticket's marker with ``last_updated`` now; False when there is none.
 
     It runs after every tool use, so it does no more than it must: one ``git rev-parse`` (the
-    layout's discovery), the branch read from ``HEAD``, the marker read and validated under the
-    ticket's lock, and rendered again only when its second changed.
+    layout's discovery; the config read only when a file holds one), the branch read from
+    ``HEAD``, and under the ticket's lock the marker's ``last_updated`` moved
+    (``cairn.state.marker.touch``: nothing else validated, nothing written when its second did
+    not change).
     """
     where = _where(payload, env)
     if where is None:
         return False
     from cairn import tickets
     from cairn.state import marker
-    from cairn.state.layout import discover
+    from cairn.state.layout import locate
 
-    repo, _config, layout = discover(where, [])  # a broken config: the defaults, silently
+    repo, layout = locate(where, [])  # a broken config: the defaults, silently
     branch = _branch(repo)
     ticket = tickets.from_branch(branch)
     path = layout.marker_path(ticket)
@@ -253,15 +255,7 @@ def heartbeat(payload: Mapping[str, Any], env: Mapping[str, str]) -> bool:
     if not path.is_file():
         return False
     with _lock(str(layout.lock_path(ticket))) as held:
-        if not held:
-            return False
-        current = marker.read(path)
-        if current is None:
-            return False
-        touched = current.touched()
-        if touched.last_updated != current.last_updated:
-            marker.write(path, touched)
-    return True
+        return held and marker.touch(path)
 
 
 def _branch(repo: Repo) -> str | None:

@@ -14,20 +14,38 @@ from __future__ import annotations
 
 import os
 import re
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import NamedTuple
 
-from cairn import tickets
-from cairn.config import Config
+from cairn import config, tickets
+from cairn.envnames import ENV_RUN_DIR
 from cairn.errors import BadInput
 from cairn.git import Repo
 from cairn.state.names import JOURNAL as JOURNAL
 from cairn.state.names import LEASE as LEASE
 from cairn.state.names import LOCK as LOCK
 from cairn.state.names import MARKER as MARKER
-from cairn.terms import ENV_RUN_DIR
 from cairn.util import durable
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hot path)
+if TYPE_CHECKING:
+    from datetime import datetime
+    from typing import NamedTuple
+
+    from cairn.config import Config
+
+    class _Artifact(NamedTuple):
+        number: int
+        role: str
+        name: str
+        path: Path
+
+    class _Layout(NamedTuple):
+        root: Path
+else:  # typing costs a hook ~8 ms: the same tuples from collections
+    from collections import namedtuple
+
+    _Artifact = namedtuple("Artifact", ["number", "role", "name", "path"])
+    _Layout = namedtuple("Layout", ["root"])
 
 SUMMARY_ROLE = "coder"
 FLEET_RECORD = ".json"  # fleet/tickets/<ticket>.json
@@ -50,6 +68,8 @@ def is_run_id(name: str) -> bool:
 
 
 def new_run_id(now: datetime) -> str:
+    from datetime import UTC
+
     return now.astimezone(UTC).strftime("%Y%m%d-%H%M%SZ")
 
 
@@ -59,34 +79,37 @@ def discover(
     """The repository at ``workspace``, its config, and where its run state lives; given
     ``warnings``, a config that does not load gives the defaults and a line there
     (``cairn.config.load``), for the commands that recover work."""
-    from cairn.config import load
-
     repo = Repo.discover(workspace)
-    config = load(repo.toplevel, warnings)
-    return repo, config, Layout.for_repo(repo, config)
+    settings = config.load(repo.toplevel, warnings)
+    return repo, settings, Layout.for_repo(repo, settings)
 
 
-class Artifact(NamedTuple):
-    number: int
-    role: str
-    name: str
-    path: Path
+def locate(workspace: Path | str, warnings: list[str] | None = None) -> tuple[Repo, Layout]:
+    """``discover`` for what needs no setting but ``state_dir``: without a config file, no
+    config is built (``cairn.config.found``)."""
+    repo = Repo.discover(workspace)
+    return repo, Layout.for_repo(repo, config.found(repo.toplevel, warnings))
 
 
-class Layout(NamedTuple):  # not a dataclass: dataclasses costs every hook call ~4 ms
-    root: Path
+class Artifact(_Artifact):
+    __slots__ = ()
+
+
+class Layout(_Layout):  # not a dataclass: dataclasses costs every hook call ~4 ms
+    __slots__ = ()
 
     @classmethod
-    def for_repo(cls, repo: Repo, config: Config) -> Layout:
-        """The state root of ``repo``: inside its git dir, or where ``state_dir`` says. A root
-        that resolves outside the repository (a symlinked ``.git/cairn``, ``state_dir = "../x"``)
-        is refused; only an absolute ``state_dir`` may point anywhere."""
-        if not config.state_dir:
+    def for_repo(cls, repo: Repo, settings: Config | None) -> Layout:
+        """The state root of ``repo``: inside its git dir, or where ``state_dir`` says (None:
+        no config file, the default). A root that resolves outside the repository (a symlinked
+        ``.git/cairn``, ``state_dir = "../x"``) is refused; only an absolute ``state_dir`` may
+        point anywhere."""
+        if settings is None or not settings.state_dir:
             return cls(durable.inside(repo.state_root(), [repo.common_dir], "the state root"))
-        state_dir = Path(config.state_dir).expanduser()
+        state_dir = Path(settings.state_dir).expanduser()
         if state_dir.is_absolute():
             return cls(state_dir)
-        where = f"state_dir {config.state_dir!r} in {config.source or 'the config'}"
+        where = f"state_dir {settings.state_dir!r} in {settings.source or 'the config'}"
         return cls(
             durable.inside(repo.toplevel / state_dir, [repo.toplevel, repo.common_dir], where)
         )

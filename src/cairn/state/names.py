@@ -6,4 +6,5 @@ LEASE = "lease"
 LOCK = ".lock"
 JOURNAL = "run-log.jsonl"
 MARKER_READ_LIMIT = 1024 * 1024  # a marker larger than this is not one
+MARKER_VERSION = 1  # the marker's schema (cairn.state.marker)
 BRANCHES = "branches.json"  # at the state root: the tickets run from each branch

@@ -1,12 +1,10 @@
-"""Configuration: ``cairn.toml`` at the repo root, or ``[tool.cairn]`` in ``pyproject.toml``.
-
-Every key has a default, so no file is needed. An unknown key or an invalid value is bad input
-(exit 2) and the message names the key and the file.
+"""The config's records: every key, its default and its check (``cairn.config`` finds the file
+and loads it through ``validate``). Loaded only when a config file exists or a command reads a
+setting: a repository without one costs the hot paths no records library.
 """
 
 from __future__ import annotations
 
-import os
 import re
 import typing
 from collections.abc import Callable
@@ -21,11 +19,8 @@ from cairn.terms import AgentPermissions, Engine, LoopPhase
 from cairn.util.durations import parse_duration
 from cairn.util.invalid import problem
 from cairn.util.text import is_branch_name
-from cairn.util.tomlfile import read_table
 
 MiB = 1024 * 1024
-MAX_CONFIG_BYTES = MiB
-CONFIG_FILE = "cairn.toml"  # at the top of the work tree (else pyproject.toml's [tool.cairn])
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b)?", re.IGNORECASE)
 _SIZE_UNITS = {"": 1, "k": 1024, "m": MiB, "g": 1024 * MiB, "t": 1024 * 1024 * MiB}
 
@@ -333,43 +328,6 @@ class Config(Section, frozen=True, dict=True):
         return typing.cast("dict[str, Any]", self.__dict__.get("given", {}))
 
 
-def load(toplevel: Path, warnings: list[str] | None = None) -> Config:
-    """The effective config for the work tree at ``toplevel``; without a file, the defaults
-    (two stats, no parser imported). A file that does not load is bad input, or, given
-    ``warnings``, the defaults and a line there saying so: what saves or recovers work
-    (snapshots, restores, catch-up, status) never depends on the config."""
-    try:
-        return _load(toplevel)
-    except BadInput as exc:
-        if warnings is None:
-            raise
-        warnings.append(f"{exc} (the default settings were used)")
-        return Config()
-
-
-def _load(toplevel: Path) -> Config:
-    path = toplevel / CONFIG_FILE
-    if os.path.lexists(path):  # a directory or a dangling link is reported, not skipped
-        data = read_table(path, MAX_CONFIG_BYTES)
-    else:
-        path = toplevel / "pyproject.toml"
-        if not os.path.lexists(path):
-            return Config()
-        tool = read_table(path, MAX_CONFIG_BYTES).get("tool", {})
-        if not isinstance(tool, dict) or "cairn" not in tool:
-            return Config()
-        data = tool["cairn"]
-        if not isinstance(data, dict):
-            raise BadInput(f"{path}: [tool.cairn] must be a table; put its keys under [tool.cairn]")
-    try:
-        config = msgspec.convert(_read(Config, _derive_pressure(data), ""), Config, strict=True)
-    except msgspec.ValidationError as exc:  # the file is not in shape
-        key, why = problem(exc, Config)
-        raise BadInput(f"{path}: {key or '(top level)'}: {why}; fix or remove it") from None
-    config.__dict__.update(source=path, given=data)
-    return config
-
-
 def _read(kind: Any, data: dict[str, Any], at: str) -> dict[str, Any]:
     """Table ``data`` of section ``kind``, each value converted as its field's ``read_as`` says;
     ``[roles.x]`` tables validated one by one (``_role``), over the default roles."""
@@ -397,3 +355,15 @@ def _role(table: Any, where: str) -> RoleConfig:  # its errors name the role
     except msgspec.ValidationError as exc:
         message, _, inner = str(exc).partition(" - at `$")
         raise msgspec.ValidationError(f"{message} - at `${where}{inner.rstrip('`')}`") from None
+
+
+def validate(data: dict[str, Any], path: Path) -> Config:
+    """The config the table ``data`` of the file at ``path`` sets; not in shape is bad input
+    naming the key and the file."""
+    try:
+        config = msgspec.convert(_read(Config, _derive_pressure(data), ""), Config, strict=True)
+    except msgspec.ValidationError as exc:  # the file is not in shape
+        key, why = problem(exc, Config)
+        raise BadInput(f"{path}: {key or '(top level)'}: {why}; fix or remove it") from None
+    config.__dict__.update(source=path, given=data)
+    return config
