@@ -459,7 +459,7 @@ def test_files_vanishing_during_the_save(repo: Path, monkeypatch: pytest.MonkeyP
         (repo / "src/app.py").unlink()
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(sys.modules["cairn.wip.saving"], "select_untracked", vanish_then_select)
+    monkeypatch.setattr(scan_module, "select_untracked", vanish_then_select)
     files = snapshot_files(repo, wip.save(repo).commit)
     assert "kept.txt" in files
     assert "gone-untracked.txt" not in files

@@ -9,11 +9,12 @@ import errno
 import json
 import os
 import sys
-from typing import Any
-
-import msgspec
 
 from cairn.errors import explain
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hot path)
+if TYPE_CHECKING:
+    from typing import Any
 
 # Terminal control characters a line for people never carries: bell, backspace, vertical tab,
 # form feed and carriage return (a line that rewrites itself on a terminal).
@@ -34,6 +35,8 @@ def emit_json(data: Any) -> None:
 
 def json_text(data: Any) -> str:
     """``data`` (records, lists, dicts) as JSON indented by two spaces."""
+    import msgspec
+
     try:
         return msgspec.json.format(msgspec.json.encode(data), indent=2).decode()
     except UnicodeEncodeError:  # a path held with lone surrogates: written as escapes

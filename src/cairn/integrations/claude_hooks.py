@@ -213,9 +213,9 @@ def snapshot(payload: Mapping[str, Any], env: Mapping[str, str], reason: str | N
     workspace = workspace_of(payload, env)
     if workspace is None:
         return
-    from cairn import wip
+    from cairn.wip.saving import save_or_proof
 
-    wip.save(workspace, reason=f"claude {reason or _event_reason(payload)}")
+    save_or_proof(workspace, reason=f"claude {reason or _event_reason(payload)}")
 
 
 def _event_reason(payload: Mapping[str, Any]) -> str:

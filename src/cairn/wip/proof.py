@@ -181,6 +181,13 @@ def key(found: Found, status: bytes, ticket: str | None, run: str | None) -> Key
     return digest.hexdigest(), newest
 
 
+def config_present(toplevel: str) -> bool:
+    """Whether a file at the top of the work tree may hold cairn's config (``CONFIG_FILES``,
+    as ``cairn.config`` reads them); without one the config is the defaults, and a save asks
+    the proof without loading it."""
+    return any(os.path.lexists(os.path.join(toplevel, name)) for name in CONFIG_FILES)
+
+
 def attribute_files(top: bytes, paths: Iterable[bytes]) -> list[bytes]:
     """The ``.gitattributes`` that can apply to ``paths``: one in each of their directories."""
     directories = {b""}

@@ -4,6 +4,11 @@ Pipeline (see docs/snapshots.md): ``status`` reading the real index in place →
 files → hash the changed files the stat cache does not know and write the trees on their paths
 (HEAD's tree plus edits) → ``commit-tree`` → ``update-ref`` with the old value
 (compare-and-swap; ``wip/recording.py``). The user's index is only ever read.
+
+A save that the no-op proof (``cairn.wip.proof``) answers needs none of that: this module
+imports, at its top, only what the proof needs (the early ``git status``, the proof), and the
+engine (the config's validation, the records, the scan, the tree building) when a save goes on
+to build trees.
 """
 
 from __future__ import annotations
@@ -11,32 +16,27 @@ from __future__ import annotations
 import os
 import re
 import time
-from pathlib import Path
 
-import msgspec
-
-from cairn import tickets
-from cairn.config import Config
-from cairn.config import load as load_config
-from cairn.errors import BadInput, GitError, SaveTimeout
-from cairn.git import Deadline, Git, Repo
-from cairn.git.discovery import Found
-from cairn.git.process import Started
-from cairn.git.status import Early, start_early
+from cairn.defaults import CUTOFF_TIMEOUT_MS
+from cairn.git.status import start_early
 from cairn.wip import proof
-from cairn.wip.meta import SnapshotMeta, clean_reason
-from cairn.wip.models import SaveResult
-from cairn.wip.naming import wip_ref
-from cairn.wip.proof import Proof
-from cairn.wip.scan import Selection, StatusScan, scan_status, select_untracked
-from cairn.wip.treebuild import Edit, Known, TreeWriter, hash_worktree
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
-    # the rest of the engine, imported when a save records (a proven no-op needs none of it)
+    from pathlib import Path
+
+    from cairn.config import Config
+    from cairn.git import Deadline, Git, Repo
+    from cairn.git.discovery import Found
+    from cairn.git.process import Started
+    from cairn.git.status import Early
     from cairn.wip.hashcache import HashCache
+    from cairn.wip.models import SaveResult
     from cairn.wip.objects import CommitObject, ObjectReader
+    from cairn.wip.proof import Proof
     from cairn.wip.recording import Prepared
+    from cairn.wip.scan import Selection, StatusScan
+    from cairn.wip.treebuild import Edit, Known
 
 # A ref whose components all look like this is valid for git (no "..", no leading "." or "-",
 # no ".lock" ending), so the usual snapshot ref needs no ``git check-ref-format``.
@@ -56,6 +56,8 @@ def checked_ref(git: Git, ref: str) -> str:
     if plainly_valid(ref):
         return ref
     if not git.run(["check-ref-format", ref], check=False).ok:
+        from cairn.errors import BadInput
+
         raise BadInput(f"{ref!r} is not a valid git ref name; choose another ticket id")
     return ref
 
@@ -81,6 +83,30 @@ def save(
     no-op proof (``cairn.wip.proof``) answers from ``git status`` alone.
     """
     started = time.monotonic()
+    done = save_or_proof(workspace, ticket, reason, timeout, run_id, config, mirror_branch, early)
+    if isinstance(done, proof.Proof):
+        return proven_result(done, reason, int((time.monotonic() - started) * 1000))
+    return done
+
+
+def save_or_proof(
+    workspace: Path | str = ".",
+    ticket: str | None = None,
+    reason: str = "manual",
+    timeout: float | None = None,
+    run_id: str | None = None,
+    config: Config | None = None,
+    mirror_branch: bool | None = None,
+    early: Early | None = None,
+) -> SaveResult | Proof:
+    """``save``, except that a save the no-op proof answers returns the proof (what its result
+    is made of, ``proven_result``): the command line prints its one line and the Stop hook
+    nothing, and neither loads the records library. Before the proof is asked, a save loads
+    the config only when a file holds one, and no more of the engine than that."""
+    from cairn.errors import SaveTimeout
+    from cairn.git.process import Deadline
+
+    started = time.monotonic()
     where = os.fspath(workspace) or "."
     if early is not None and early.workspace != where:
         early.abandon()  # started for another work tree
@@ -89,38 +115,49 @@ def save(
         early = start_early(where)
     status = early.status
     try:
-        repo = Repo.discover(workspace, early.discovery)
         warnings: list[str] = []
         provable = config is None and status is not None  # the proof knows the config's files
-        if config is None:
-            config = load_config(repo.toplevel, warnings)
-        if ticket is not None:
-            tickets.validate(ticket)
-        if run_id is not None:
-            tickets.validate(run_id)
-        reason = clean_reason(reason)
-        seconds = timeout if timeout is not None else config.agent.cutoff_timeout_ms / 1000
-        if mirror_branch is None:
-            mirror_branch = config.agent.preserve_uncommitted_work_branch
+        found = _found(early) if provable else None  # None: Repo.discover says what is wrong
+        repo = None
+        if found is None:
+            repo = _discover(workspace, early)
+            found = paths_of(repo)
+        if config is None and proof.config_present(found.toplevel):
+            config = _load_config(found.toplevel, warnings)
+        if ticket is not None or run_id is not None:
+            from cairn import tickets
+
+            for name in (ticket, run_id):
+                if name is not None:
+                    tickets.validate(name)
+        budget = config.agent.cutoff_timeout_ms if config is not None else CUTOFF_TIMEOUT_MS
+        seconds = timeout if timeout is not None else budget / 1000
         deadline = Deadline(seconds)
         try:
-            found = paths_of(repo)
             out = status.result(deadline=deadline).stdout if provable and status else b""
             key = proof.key(found, out, ticket, run_id) if provable else None  # once a save
             proven = proof.holds(found, key, ticket, run_id) if not warnings else None
             if proven is not None:
-                result = proven_result(proven, reason)
-            else:
-                from cairn.wip.recording import record
-                from cairn.wip.scratch import scratch_dir
+                return proven
+            from cairn.config import Config
+            from cairn.wip.meta import clean_reason
+            from cairn.wip.recording import record
+            from cairn.wip.scratch import scratch_dir
 
-                with scratch_dir(repo.state_root(), "save", warnings) as scratch:
-                    prepared = prepare(repo, config, scratch, ticket, deadline, status=status)
-                    result = record(prepared, reason, run_id, deadline, mirror_branch=mirror_branch)
-                    if prepared.cache is not None and result.commit:
-                        prepared.cache.save(prepared.ref, result.commit)
-                if provable:
-                    keep_proof(found, key, ticket, run_id, prepared, result, warnings)
+            repo = repo or _discover(workspace, early)  # the discovery's answer, read once
+            if config is None:
+                config = Config()  # no file holds one
+            if mirror_branch is None:
+                mirror_branch = config.agent.preserve_uncommitted_work_branch
+            with scratch_dir(repo.state_root(), "save", warnings) as scratch:
+                prepared = prepare(repo, config, scratch, ticket, deadline, status=status)
+                result = record(
+                    prepared, clean_reason(reason), run_id, deadline, mirror_branch=mirror_branch
+                )
+                if prepared.cache is not None and result.commit:
+                    prepared.cache.save(prepared.ref, result.commit)
+            if provable:
+                keep_proof(found, key, ticket, run_id, prepared, result, warnings)
         except SaveTimeout as exc:
             raise SaveTimeout(
                 f"snapshot abandoned after {seconds * 1000:.0f} ms ({exc}); no ref was moved; "
@@ -128,13 +165,42 @@ def save(
             ) from None
     finally:
         early.abandon()  # after an early error; nothing to do once their results were read
+    import msgspec
+
     elapsed = int((time.monotonic() - started) * 1000)
     return msgspec.structs.replace(
         result, elapsed_ms=elapsed, warnings=[*warnings, *result.warnings]
     )
 
 
+def _found(early: Early) -> Found | None:
+    """The work tree's paths from the discovery ``start_early`` started; None when it did not
+    start or did not find a work tree."""
+    from cairn.git.discovery import parse
+
+    if early.discovery is None:
+        return None
+    result = early.discovery.result(check=False)
+    return parse(result.returncode, result.stdout)
+
+
+def _discover(workspace: Path | str, early: Early) -> Repo:
+    from cairn.git import Repo
+
+    return Repo.discover(workspace, early.discovery)
+
+
+def _load_config(toplevel: str, warnings: list[str]) -> Config:
+    from pathlib import Path
+
+    from cairn.config import load
+
+    return load(Path(toplevel), warnings)
+
+
 def paths_of(repo: Repo) -> Found:
+    from cairn.git.discovery import Found
+
     return Found(
         os.fspath(repo.toplevel),
         os.fspath(repo.git_dir),
@@ -144,8 +210,11 @@ def paths_of(repo: Repo) -> Found:
     )
 
 
-def proven_result(proven: Proof, reason: str) -> SaveResult:
+def proven_result(proven: Proof, reason: str, elapsed_ms: int = 0) -> SaveResult:
     """The result of a save the proof showed would record nothing."""
+    from cairn.wip.meta import clean_reason
+    from cairn.wip.models import SaveResult
+
     return SaveResult(
         ref=proven.ref,
         commit=proven.commit,
@@ -154,9 +223,9 @@ def proven_result(proven: Proof, reason: str) -> SaveResult:
         branch=proven.branch,
         files_changed=proven.files_changed,
         skipped=[],
-        elapsed_ms=0,
+        elapsed_ms=elapsed_ms,
         ticket=proven.ticket,
-        reason=reason,
+        reason=clean_reason(reason),
         conflicted=[],
         previous=None,
         warnings=[],
@@ -176,7 +245,7 @@ def keep_proof(
     give again (see ``cairn.wip.proof``)."""
     if prepared.cache is None or result.skipped or result.conflicted or result.warnings or warnings:
         return
-    kept = Proof(
+    kept = proof.Proof(
         key="",
         asked=ticket,
         run=run_id,
@@ -209,7 +278,11 @@ def prepare(
     on big repositories, and the fallback for submodule changes and for files that vanish
     while they are read.
     """
+    from cairn import tickets
+    from cairn.errors import GitError
     from cairn.wip.hashcache import HashCache, stamp_now
+    from cairn.wip.meta import SnapshotMeta
+    from cairn.wip.naming import wip_ref
     from cairn.wip.objects import ObjectReader, parse_commit, read_objects
     from cairn.wip.recording import Prepared
 
@@ -278,6 +351,8 @@ def prepare(
 
 def _trees_of(commit: CommitObject) -> list[str]:
     """A snapshot's work-tree tree and, from its trailers, its staged tree."""
+    from cairn.wip.meta import SnapshotMeta
+
     meta = SnapshotMeta.parse(commit.message)
     return [commit.tree, *([meta.index_tree] if meta and meta.index_tree else [])]
 
@@ -292,6 +367,8 @@ def _runner(repo: Repo, config: Config, index: Path) -> Git:
 def _scan(
     repo: Repo, config: Config, git: Git, deadline: Deadline | None, started: Started | None = None
 ) -> tuple[StatusScan, Selection]:
+    from cairn.wip.scan import scan_status, select_untracked
+
     status = scan_status(git, deadline, started)
     return status, select_untracked(repo.toplevel, status.untracked, status.nested, config.snapshot)
 
@@ -313,6 +390,7 @@ def _trees_via_edits(
     is taken as it is when it is one of ``existing`` (the trees of snapshots still at their
     refs, so it is in the object store)."""
     from cairn.wip.hashcache import digest as tree_key
+    from cairn.wip.treebuild import Known, TreeWriter, hash_worktree
 
     staged: dict[bytes, Edit] = {}
     worktree: dict[bytes, Edit] = {}

@@ -41,12 +41,19 @@ def save(
     """``early``: the work tree's ``git status`` and discovery, started by the command line
     before it imported this (``cairn.git.status.start_early``); the save owns them."""
     from cairn.cli.output import emit_json, say
-    from cairn.wip.saving import save as save_snapshot
+    from cairn.wip import proof
+    from cairn.wip.saving import proven_result, save_or_proof
 
     timeout = timeout_ms / 1000 if timeout_ms is not None else None
-    result = save_snapshot(
+    done = save_or_proof(
         workspace, ticket=ticket, reason=reason, timeout=timeout, run_id=run, early=early
     )
+    if isinstance(done, proof.Proof):  # nothing to record: one line, or the whole result
+        if not json:
+            say(proof.unchanged_line(done.ref, done.commit))
+            return
+        done = proven_result(done, reason)
+    result = done
     if json:
         emit_json(result)
         return
