@@ -31,9 +31,11 @@ CLI |= {"cairn.cli.output", "cairn.cli.handlers"}
 ENGINE = ("cairn.wip.saving", "cairn.wip.hashcache")  # the snapshot engine: only a save needs it
 # What only a save that records needs: a save the no-op proof answers (``cairn wip save``, the Stop
 # hook) loads none of it, nor the records library, nor the config when no file holds one.
-RECORDING = ("cairn.wip.recording", "cairn.wip.scan", "cairn.wip.treebuild", "cairn.wip.objects")
-RECORDING += ("cairn.wip.meta", "cairn.wip.models", "cairn.config", "cairn.git.runner")
-RECORDING += ("msgspec", "yaml", "typing", "pathlib")
+RECORDING = (
+    *("cairn.wip.recording", "cairn.wip.scan", "cairn.wip.treebuild", "cairn.wip.objects"),
+    *("cairn.wip.meta", "cairn.wip.models", "cairn.config", "cairn.git.runner"),
+    *("msgspec", "yaml", "typing", "pathlib"),
+)
 # Commands that judge no process's liveness: ``psutil`` there is a regression.
 NO_PSUTIL = ("task", "gate", "defer", "finding", "heartbeat", "post-tool-use")
 # ...and ``shutil`` (with ``bz2``, ``lzma``, ``zlib``), which argparse's help formatter would load.
