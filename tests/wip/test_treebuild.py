@@ -12,9 +12,9 @@ from hypothesis import given
 from cairn.config import Config
 from cairn.errors import GitError
 from cairn.git import Repo
+from cairn.wip import preparing, treebuild
 from cairn.wip import save as save_api
-from cairn.wip import treebuild as treebuild_module
-from cairn.wip.saving import prepare
+from cairn.wip.preparing import prepare
 from cairn.wip.scratch import scratch_dir
 from cairn.wip.treebuild import quote
 from helpers import git, make_conflict, make_repo, snapshot_files, write
@@ -141,7 +141,7 @@ def test_a_file_vanishing_while_hashed_falls_back(
 ) -> None:
     write(repo, "src/app.py", "changed\n")
     write(repo, "doomed.txt", "about to vanish")
-    real = treebuild_module.hash_worktree
+    real = treebuild.hash_worktree
 
     def vanish_first(*args: Any, **kwargs: Any) -> Any:
         paths = args[3]
@@ -149,7 +149,7 @@ def test_a_file_vanishing_while_hashed_falls_back(
         os.unlink(repo / "doomed.txt")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(treebuild_module, "hash_worktree", vanish_first)
+    monkeypatch.setattr(preparing, "hash_worktree", vanish_first)
     files = snapshot_files(repo, save_api(repo, ticket="a").commit)
     assert "doomed.txt" not in files and files["src/app.py"] == b"changed\n"
 
@@ -160,7 +160,7 @@ def test_a_file_vanishing_while_hashed_falls_back(
         calls.append(1)
         raise GitError(["hash-object"], 128, "fatal: could not open 'doomed.txt'")
 
-    monkeypatch.setattr(treebuild_module, "hash_worktree", failing)
+    monkeypatch.setattr(preparing, "hash_worktree", failing)
     (repo / "doomed.txt").unlink()
     files = snapshot_files(repo, save_api(repo, ticket="b").commit)
     assert calls == [1]
