@@ -6,7 +6,6 @@ line each. The one way a command prints; Rich is the live view of ``cairn run`` 
 from __future__ import annotations
 
 import errno
-import json
 import os
 import sys
 
@@ -40,6 +39,8 @@ def json_text(data: Any) -> str:
     try:
         return msgspec.json.format(msgspec.json.encode(data), indent=2).decode()
     except UnicodeEncodeError:  # a path held with lone surrogates: written as escapes
+        import json
+
         return json.dumps(msgspec.to_builtins(data), indent=2, ensure_ascii=False)
 
 
@@ -104,6 +105,8 @@ def error_json(message: str, code: int) -> str:
     """``{"error": {"message", "problem", "fix", "exit_code"}}`` on one line: ``message`` is the
     line ``cairn: error:`` would show, split at its first ``; `` into the problem and the fix
     (``fix`` is null when the message names none)."""
+    import json
+
     problem, sep, fix = message.partition("; ")
     error = {"message": message, "problem": problem, "fix": fix if sep else None}
     return json.dumps({"error": {**error, "exit_code": code}}, ensure_ascii=False)
