@@ -42,20 +42,22 @@ def save(
     before it imported this (``cairn.git.status.start_early``); the save owns them."""
     from cairn.cli.output import emit_json, say
     from cairn.wip import proof
-    from cairn.wip.saving import proven_result, save_or_proof
+    from cairn.wip.saving import save as save_result
+    from cairn.wip.saving import save_or_proof
 
     timeout = timeout_ms / 1000 if timeout_ms is not None else None
-    done = save_or_proof(
+    if json:  # the whole result, a no-op's too
+        emit_json(
+            save_result(
+                workspace, ticket=ticket, reason=reason, timeout=timeout, run_id=run, early=early
+            )
+        )
+        return
+    result = save_or_proof(
         workspace, ticket=ticket, reason=reason, timeout=timeout, run_id=run, early=early
     )
-    if isinstance(done, proof.Proof):  # nothing to record: one line, or the whole result
-        if not json:
-            say(proof.unchanged_line(done.ref, done.commit))
-            return
-        done = proven_result(done, reason)
-    result = done
-    if json:
-        emit_json(result)
+    if isinstance(result, proof.Proof):  # nothing to record: its one line
+        say(proof.unchanged_line(result.ref, result.commit))
         return
     say(result.summary)
     if result.created:
