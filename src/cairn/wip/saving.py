@@ -117,7 +117,8 @@ def save_or_proof(
             from cairn.wip.recording import record
             from cairn.wip.scratch import scratch_dir
 
-            repo = repo or _discover(workspace, early)  # the discovery's answer, read once
+            if repo is None:
+                repo = _discover(workspace, early)  # the discovery's answer, read once
             if config is None:
                 config = Config()  # no file holds one
             if mirror_branch is None:
