@@ -147,6 +147,19 @@ def test_a_marker_is_read_once_and_its_row_judged_at_every_call(
     assert comparable(again) == comparable(uncached(repo)) and len(reads) == 1
 
 
+def test_a_kept_marker_not_in_shape_is_read_again(repo: Path, no_window: None) -> None:
+    settle(repo)
+    write(tickets_dir(repo) / "T-1" / ".in-progress.yaml", MARKER.format(task=3, run=RUNS[0]))
+    time.sleep(TICK)
+    status.status(repo)
+    kept = json.loads(cache_file(repo).read_text())
+    assert kept["tickets"]["T-1"][2][4]["task"] == 3  # the marker, as its record's builtins
+    kept["tickets"]["T-1"][2][4]["task"] = "three"
+    cache_file(repo).write_text(json.dumps(kept))
+    (row,) = [r for r in status.status(repo) if r.ticket == "T-1"]
+    assert row.task == 3
+
+
 def test_a_just_written_summary_is_not_kept(repo: Path) -> None:
     settle(repo)  # the real two-second window: every file is newer than that
     status.status(repo)
