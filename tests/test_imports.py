@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,6 +19,7 @@ import pytest
 
 from cairn.cli.commands import COMMANDS
 from cairn.terms import ENV_DEBUG, ENV_MAX_TURNS, ENV_PRESSURE_TURNS, ENV_RUN_DIR
+from cairn.wip.proof import RACY_WINDOW_NS
 from helpers import begin_run, git, write
 
 if TYPE_CHECKING:
@@ -28,6 +30,13 @@ HEAVY = ("typer", "click", "rich", "pydantic", "pydantic_core", "mcp")
 CLI = {"cairn.cli", "cairn.cli.main", "cairn.cli.commands", "cairn.cli.parsing"}
 CLI |= {"cairn.cli.output", "cairn.cli.handlers"}
 ENGINE = ("cairn.wip.saving", "cairn.wip.hashcache")  # the snapshot engine: only a save needs it
+# What only a save that records needs: a save the no-op proof answers (``cairn wip save``, the Stop
+# hook) loads none of it, nor the records library, nor the config when no file holds one.
+RECORDING = (
+    *("cairn.wip.recording", "cairn.wip.scan", "cairn.wip.treebuild", "cairn.wip.objects"),
+    *("cairn.wip.meta", "cairn.wip.models", "cairn.config", "cairn.git.runner"),
+    *("msgspec", "yaml", "typing", "pathlib"),
+)
 # Commands that judge no process's liveness: ``psutil`` there is a regression.
 NO_PSUTIL = ("task", "gate", "defer", "finding", "heartbeat", "post-tool-use")
 # ...and ``shutil`` (with ``bz2``, ``lzma``, ``zlib``), which argparse's help formatter would load.
@@ -245,3 +254,29 @@ def test_the_heartbeat_loads_records_only_for_what_it_must_check(repo: Path) -> 
     write(repo, "cairn.toml", "[marker]\nstale_after = '1h'\n")
     configured = imported(*beat, payload)[0]
     assert "cairn.config.records" in configured and "yaml" not in configured
+
+
+def test_a_no_op_save_answers_before_the_engine_loads(repo: Path) -> None:
+    """The save that records loads the engine; the next, which the proof answers (the command
+    line's and the Stop hook's), loads none of ``RECORDING``, and moves no ref."""
+    write(repo, "notes.md", "draft\n")
+    names, printed = imported(["wip", "save"], repo, {})
+    assert printed.startswith("saved 1 changed file")
+    assert {"cairn.wip.recording", "cairn.config", "msgspec"} <= names  # the guard sees them
+    refs = git(repo, "for-each-ref", "refs/cairn/")
+    time.sleep(RACY_WINDOW_NS / 1e9 + 0.1)  # past the racy window: the next save keeps a proof
+    names, printed = imported(["wip", "save"], repo, {})
+    assert printed.startswith("nothing changed since the last snapshot")  # the full path, once
+    assert "cairn.wip.recording" in names
+    payload = json.dumps({"cwd": str(repo)}).encode()
+    for args, env, stdin in [
+        (["wip", "save"], {}, b""),
+        (["wip", "save", "--reason", "guard"], {}, b""),
+        (["hook", "claude", "snapshot", "--reason", "stop"], {ENV_DEBUG: "1"}, payload),
+    ]:
+        names, printed = imported(args, repo, env, stdin)
+        assert sorted(n for n in RECORDING if n in names) == [], args
+        assert printed.startswith("nothing changed") or args[0] == "hook"
+    assert git(repo, "for-each-ref", "refs/cairn/") == refs
+    names, printed = imported(["wip", "save", "--json"], repo, {})  # the result, in full
+    assert json.loads(printed)["created"] is False and "msgspec" in names

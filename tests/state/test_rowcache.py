@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import msgspec
@@ -17,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cairn.state import rowcache, status
+from cairn.state import marker, rowcache, status
 from cairn.state.layout import discover, run_sort_key
 from cairn.util import clock
 from cairn.util.durations import parse_duration
@@ -115,6 +116,48 @@ def test_settled_tickets_are_read_from_the_cache(repo: Path, no_window: None) ->
     assert not [p for p in touched if str(tickets_dir(repo)) in p]  # nothing listed or read
     assert comparable(again) == comparable(first) == comparable(uncached(repo))
     assert again[0].usage is not None and again[0].usage["cost_usd"] == 0.5
+
+
+def test_a_marker_is_read_once_and_its_row_judged_at_every_call(
+    repo: Path, no_window: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ticket with a marker keeps the marker in the cache: the next call reads no file of
+    it, and still judges its row then (its age, its state)."""
+    settle(repo)
+    written = clock.now().replace(microsecond=0)
+    text = MARKER.format(task=2, run=RUNS[0]).replace("2026-12-01T19:39:17+00:00", str(written))
+    write(tickets_dir(repo) / "T-1" / ".in-progress.yaml", text)
+    time.sleep(TICK)
+    (first,) = [r for r in status.status(repo) if r.ticket == "T-1"]
+    assert (first.state, first.task, first.run) == ("interrupted", 2, RUNS[0])
+    reads: list[Path] = []
+    real_read = marker.read
+
+    def counting_read(path: Path) -> marker.Marker | None:
+        reads.append(path)
+        return real_read(path)
+
+    monkeypatch.setattr(marker, "read", counting_read)
+    later = written + timedelta(days=2)
+    monkeypatch.setattr(clock, "now", lambda: later)
+    again = status.status(repo)
+    assert reads == []
+    (row,) = [r for r in again if r.ticket == "T-1"]
+    assert (row.state, row.age_seconds) == ("stale", 2 * 86400)
+    assert comparable(again) == comparable(uncached(repo)) and len(reads) == 1
+
+
+def test_a_kept_marker_not_in_shape_is_read_again(repo: Path, no_window: None) -> None:
+    settle(repo)
+    write(tickets_dir(repo) / "T-1" / ".in-progress.yaml", MARKER.format(task=3, run=RUNS[0]))
+    time.sleep(TICK)
+    status.status(repo)
+    kept = json.loads(cache_file(repo).read_text())
+    assert kept["tickets"]["T-1"][2][4]["task"] == 3  # the marker, as its record's builtins
+    kept["tickets"]["T-1"][2][4]["task"] = "three"
+    cache_file(repo).write_text(json.dumps(kept))
+    (row,) = [r for r in status.status(repo) if r.ticket == "T-1"]
+    assert row.task == 3
 
 
 def test_a_just_written_summary_is_not_kept(repo: Path) -> None:

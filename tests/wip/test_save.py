@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from cairn import wip
+from cairn.wip import preparing
 from cairn.wip import scan as scan_module
 from helpers import (
     assert_one_line_error,
@@ -459,7 +460,7 @@ def test_files_vanishing_during_the_save(repo: Path, monkeypatch: pytest.MonkeyP
         (repo / "src/app.py").unlink()
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(sys.modules["cairn.wip.saving"], "select_untracked", vanish_then_select)
+    monkeypatch.setattr(preparing, "select_untracked", vanish_then_select)
     files = snapshot_files(repo, wip.save(repo).commit)
     assert "kept.txt" in files
     assert "gone-untracked.txt" not in files

@@ -17,8 +17,8 @@ from cairn import wip
 from cairn.config import load
 from cairn.git import Repo
 from cairn.wip.hashcache import FORMAT, HashCache
+from cairn.wip.preparing import plainly_valid, prepare
 from cairn.wip.proof import RACY_WINDOW_NS
-from cairn.wip.saving import plainly_valid, prepare
 from cairn.wip.scratch import scratch_dir
 from helpers import fresh_repo, git, snapshot_files, write
 from wip.wip_setup import git_calls

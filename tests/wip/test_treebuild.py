@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,9 +10,11 @@ import pytest
 from hypothesis import given
 
 from cairn.config import Config
+from cairn.errors import GitError
 from cairn.git import Repo
+from cairn.wip import preparing, treebuild
 from cairn.wip import save as save_api
-from cairn.wip.saving import prepare
+from cairn.wip.preparing import prepare
 from cairn.wip.scratch import scratch_dir
 from cairn.wip.treebuild import quote
 from helpers import git, make_conflict, make_repo, snapshot_files, write
@@ -27,8 +28,6 @@ from wip.wip_setup import (
     pools,
     unborn_head,
 )
-
-save_module = sys.modules["cairn.wip.saving"]
 
 
 def both_ways(repo: Path) -> tuple[tuple[str | None, str], tuple[str | None, str]]:
@@ -142,7 +141,7 @@ def test_a_file_vanishing_while_hashed_falls_back(
 ) -> None:
     write(repo, "src/app.py", "changed\n")
     write(repo, "doomed.txt", "about to vanish")
-    real = save_module.hash_worktree
+    real = treebuild.hash_worktree
 
     def vanish_first(*args: Any, **kwargs: Any) -> Any:
         paths = args[3]
@@ -150,7 +149,7 @@ def test_a_file_vanishing_while_hashed_falls_back(
         os.unlink(repo / "doomed.txt")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(save_module, "hash_worktree", vanish_first)
+    monkeypatch.setattr(preparing, "hash_worktree", vanish_first)
     files = snapshot_files(repo, save_api(repo, ticket="a").commit)
     assert "doomed.txt" not in files and files["src/app.py"] == b"changed\n"
 
@@ -159,9 +158,9 @@ def test_a_file_vanishing_while_hashed_falls_back(
 
     def failing(*args: Any, **kwargs: Any) -> Any:
         calls.append(1)
-        raise save_module.GitError(["hash-object"], 128, "fatal: could not open 'doomed.txt'")
+        raise GitError(["hash-object"], 128, "fatal: could not open 'doomed.txt'")
 
-    monkeypatch.setattr(save_module, "hash_worktree", failing)
+    monkeypatch.setattr(preparing, "hash_worktree", failing)
     (repo / "doomed.txt").unlink()
     files = snapshot_files(repo, save_api(repo, ticket="b").commit)
     assert calls == [1]

@@ -45,9 +45,9 @@ def find(argv: Sequence[str]) -> tuple[tuple[str, ...], Command] | None:
 def run(words: tuple[str, ...], command: Command, rest: list[str], argv: list[str]) -> int:
     """Run one command; its exit code. What ``command.early`` started is given to it, or
     abandoned when the command line is bad."""
-    from cairn.cli.parsing import Done, UsageError
-
     early = function(command.early)(workspace_text(rest)) if command.early else None
+    from cairn.cli.parsing import Done, UsageError  # argparse: once what starts early runs
+
     parser: Parser | None = None
     try:
         target = function(command.target)

@@ -6,14 +6,14 @@ line each. The one way a command prints; Rich is the live view of ``cairn run`` 
 from __future__ import annotations
 
 import errno
-import json
 import os
 import sys
-from typing import Any
-
-import msgspec
 
 from cairn.errors import explain
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hot path)
+if TYPE_CHECKING:
+    from typing import Any
 
 # Terminal control characters a line for people never carries: bell, backspace, vertical tab,
 # form feed and carriage return (a line that rewrites itself on a terminal).
@@ -34,9 +34,13 @@ def emit_json(data: Any) -> None:
 
 def json_text(data: Any) -> str:
     """``data`` (records, lists, dicts) as JSON indented by two spaces."""
+    import msgspec
+
     try:
         return msgspec.json.format(msgspec.json.encode(data), indent=2).decode()
     except UnicodeEncodeError:  # a path held with lone surrogates: written as escapes
+        import json
+
         return json.dumps(msgspec.to_builtins(data), indent=2, ensure_ascii=False)
 
 
@@ -101,6 +105,8 @@ def error_json(message: str, code: int) -> str:
     """``{"error": {"message", "problem", "fix", "exit_code"}}`` on one line: ``message`` is the
     line ``cairn: error:`` would show, split at its first ``; `` into the problem and the fix
     (``fix`` is null when the message names none)."""
+    import json
+
     problem, sep, fix = message.partition("; ")
     error = {"message": message, "problem": problem, "fix": fix if sep else None}
     return json.dumps({"error": {**error, "exit_code": code}}, ensure_ascii=False)

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta, Struct, field
 
+from cairn.defaults import CUTOFF_TIMEOUT_MS
 from cairn.errors import BadInput
 from cairn.terms import AgentPermissions, Engine, LoopPhase
 from cairn.util.durations import parse_duration
@@ -111,7 +112,7 @@ class AgentConfig(Section, frozen=True):
     budget_pressure_turns: Annotated[int, Meta(ge=0)] = DEFAULT_PRESSURE_TURNS
     preserve_uncommitted_work: bool = True
     preserve_uncommitted_work_branch: bool = False
-    cutoff_timeout_ms: Ms = 60000
+    cutoff_timeout_ms: Ms = CUTOFF_TIMEOUT_MS
     max_continuations: Annotated[int, Meta(ge=0)] = 2
     max_seconds: Annotated[float, Meta(gt=0, extra=_in_unit(1, whole=False))] | None = None
     max_cost_usd: Annotated[float, Meta(ge=0)] = DEFAULT_MAX_COST_USD  # 0: no cap

@@ -240,8 +240,8 @@ def _snapshot(
     """The worktree's snapshot trees (written either way) and the snapshot commit: recorded
     (even of a clean tree, so it holds HEAD) unless ``dry_run``."""
     from cairn.errors import SaveTimeout
+    from cairn.wip.preparing import prepare
     from cairn.wip.recording import record
-    from cairn.wip.saving import prepare
     from cairn.wip.scratch import scratch_dir
 
     deadline = Deadline(config.agent.cutoff_timeout_ms / 1000)

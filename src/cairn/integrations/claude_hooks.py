@@ -210,12 +210,15 @@ def _ask(state: str, ticket: str) -> str:
 def snapshot(payload: Mapping[str, Any], env: Mapping[str, str], reason: str | None) -> None:
     """Save uncommitted work under ``refs/cairn/wip/<branch ticket>``; nothing when the tree
     is clean or unchanged since the last snapshot."""
-    workspace = workspace_of(payload, env)
-    if workspace is None:
+    where = _where(payload, env)
+    if where is None:
         return
-    from cairn import wip
+    from cairn.git.status import start_early
 
-    wip.save(workspace, reason=f"claude {reason or _event_reason(payload)}")
+    early = start_early(where)  # git runs while the save is imported
+    from cairn.wip.saving import save_or_proof
+
+    save_or_proof(where, reason=f"claude {reason or _event_reason(payload)}", early=early)
 
 
 def _event_reason(payload: Mapping[str, Any]) -> str:

@@ -1,5 +1,6 @@
-"""What was read from files, kept under the ``stat`` signatures of the files it came from: the
-rows of ``cairn status``'s settled tickets between two calls, and the dashboard's fleet rows
+"""What was read from files, kept under the ``stat`` signatures of the files it came from: what
+``cairn status`` read of each ticket (a settled ticket's row; a marker, as its record's
+builtins, with its run's status line) between two calls, and the dashboard's fleet rows
 between two requests (``cairn.fleet.fleetstatus.FleetRows``), one mechanism for both.
 
 An entry holds the paths it was read from, the signature of each (size, mtime, ctime, inode;
@@ -27,7 +28,7 @@ from typing import Any
 from cairn import __version__
 from cairn.wip.proof import RACY_WINDOW_NS
 
-FORMAT = 2
+FORMAT = 3
 NAME = "status-rows.json"
 
 Signature = list[int] | None

@@ -2,8 +2,10 @@
 
 Built for thousands of tickets: each ticket directory is listed once, its marker is read only
 when the listing shows one, and a finished ticket costs one more listing (its latest run) and
-one small read (the head of its change summary, for the status line), and once settled (no
-marker) three ``stat`` calls from then on (``cairn.state.rowcache``). Snapshot refs come from
+one small read (the head of its change summary, for the status line); what was read is kept
+(``cairn.state.rowcache``), so that from then on a ticket costs its ``stat`` calls: a settled
+one (no marker) its row, one with a marker the marker and the status line, from which its row
+is judged again at every call (its age, its owner's liveness). Snapshot refs come from
 one ``for-each-ref``. Given ``fleet`` (``cairn.fleet.fleetstate.states``), fleet tickets carry
 their fleet state; a repository without a fleet pays one failed directory listing for it.
 """
@@ -17,6 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import msgspec
 from msgspec import Struct
 
 from cairn import tickets
@@ -34,7 +37,7 @@ from cairn.state.layout import (
     run_sort_key,
 )
 from cairn.state.marker import Marker
-from cairn.state.rowcache import StatCache, of, status_cache
+from cairn.state.rowcache import StatCache, of, signature, status_cache
 from cairn.terms import TicketState
 from cairn.util import clock
 from cairn.util.durations import parse_duration
@@ -129,13 +132,17 @@ def ticket_row(
     now: datetime,
     rows: StatCache | None = None,
 ) -> Found:
-    """The status row of the ticket whose directory is ``ticket_dir``, and its marker; a
-    settled ticket's row from ``rows`` (paths relative to the tickets directory) when its
-    ``stat`` calls say nothing changed."""
+    """The status row of the ticket whose directory is ``ticket_dir``, and its marker; from
+    ``rows`` (paths relative to the tickets directory) when its ``stat`` calls say nothing
+    changed, what was read for it: a settled ticket's row, or a marker (as its record's
+    builtins) with its run's status line, the row then judged again (its age, its owner's
+    liveness)."""
     if rows is not None:
-        hit = rows.get(ticket)
+        hit = _cached(rows, ticket)
         if hit is not None:
-            run_id, line, usage, mtime = hit
+            run_id, line, usage, mtime, kept = hit
+            if kept is not None:
+                return _marker_row(ticket, kept, run_id, line, usage, stale_after, now), kept
             if run_id is None:
                 return None, None
             return _settled_row(ticket, run_id, line, mtime, usage, now), None
@@ -145,13 +152,17 @@ def ticket_row(
     except (FileNotFoundError, NotADirectoryError):
         return None, None
     runs = [name for name in names if RUN_ID.fullmatch(name)]
-    current = marker.read(Path(ticket_dir, MARKER)) if MARKER in names else None
+    current = marker_signature = None
+    if MARKER in names:
+        marker_path = os.path.join(ticket_dir, MARKER)
+        marker_signature = signature(marker_path) if rows is not None else None  # before the read
+        current = marker.read(Path(marker_path))
     run_id = current.run if current is not None and current.run else None
     if run_id is None and runs:
         run_id = max(runs, key=run_sort_key)
     if current is None and run_id is None:
         if rows is not None and dir_stat is not None:
-            rows.put(ticket, [ticket], [of(dir_stat)], [None, None, None, None])
+            rows.put(ticket, [ticket], [of(dir_stat)], [None, None, None, None, None])
         return None, None
     head = _summary_head(os.path.join(ticket_dir, run_id), rows is not None) if run_id else None
     line, summary_stat, usage = (head.line, head.stat, head.usage) if head else (None, None, None)
@@ -164,14 +175,54 @@ def ticket_row(
             if head.name is not None and summary_stat is not None:
                 paths.append(f"{ticket}/{run_id}/{head.name}")
                 signatures.append(of(summary_stat))
-            rows.put(ticket, paths, signatures, [run_id, line, usage, mtime])
+            rows.put(ticket, paths, signatures, [run_id, line, usage, mtime, None])
         return _settled_row(ticket, run_id, line, mtime, usage, now), None
+    if rows is not None and dir_stat is not None and marker_signature is not None:
+        paths, signatures = [ticket, f"{ticket}/{MARKER}"], [of(dir_stat), marker_signature]
+        if head is not None and head.run_stat is not None and head.settled:
+            paths.append(f"{ticket}/{run_id}")
+            signatures.append(of(head.run_stat))
+            if head.name is not None and summary_stat is not None:
+                paths.append(f"{ticket}/{run_id}/{head.name}")
+                signatures.append(of(summary_stat))
+        if head is None or head.settled:
+            kept = msgspec.to_builtins(current)
+            rows.put(ticket, paths, signatures, [run_id, line, usage, mtime, kept])
+    return _marker_row(ticket, current, run_id, line, usage, stale_after, now), current
+
+
+def _cached(
+    rows: StatCache, ticket: str
+) -> tuple[str | None, str | None, dict[str, Any] | None, float | None, Marker | None] | None:
+    """What ``rows`` keeps for ``ticket``, its marker as the record; None when nothing is kept
+    or what is kept is not in shape."""
+    hit = rows.get(ticket)
+    if hit is None:
+        return None
+    try:
+        run_id, line, usage, mtime, kept = hit
+        current = None if kept is None else msgspec.convert(kept, Marker, strict=False)
+    except (TypeError, ValueError):  # msgspec.ValidationError is a ValueError
+        return None
+    return run_id, line, usage, mtime, current
+
+
+def _marker_row(
+    ticket: str,
+    current: Marker,
+    run_id: str | None,
+    line: str | None,
+    usage: dict[str, Any] | None,
+    stale_after: float,
+    now: datetime,
+) -> StatusRow:
+    """The row of a ticket with a marker, judged now."""
     task = total = None
     if line is not None:
         task, total = _position(line)
     state, _, _ = marker.judge(current, stale_after, now)
     needs = state == "interrupted" and line is not None and line.startswith(NEEDS_INPUT)
-    row = StatusRow(
+    return StatusRow(
         ticket=ticket,
         state="needs_input" if needs else state,
         why=_detail(line) if needs else None,
@@ -185,7 +236,6 @@ def ticket_row(
         snapshot=None,
         usage=usage,
     )
-    return row, current
 
 
 def _detail(line: str | None) -> str | None:

@@ -169,16 +169,26 @@ def key(found: Found, status: bytes, ticket: str | None, run: str | None) -> Key
     files += attribute_files(top, paths)
     files += [os.fsencode(f) for f in config_files(found.git_dir, found.common_dir)]
     files += [top + os.fsencode(name) for name in CONFIG_FILES]
+    lines = []  # one line a file: its path, and its signature or "-" when it cannot be stated
     for file in files:
         try:
             st = os.lstat(file)
         except OSError:
-            digest.update(file + b"\0-\n")
+            lines.append(file + b"\0-\n")
             continue
-        newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
-        signature = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode)
-        digest.update(file + b"\0" + repr(signature).encode() + b"\n")
+        mtime, ctime = st.st_mtime_ns, st.st_ctime_ns
+        newest = max(newest, mtime, ctime)
+        signature = (file, st.st_size, mtime, ctime, st.st_ino, st.st_mode)
+        lines.append(b"%s\0(%d, %d, %d, %d, %d)\n" % signature)
+    digest.update(b"".join(lines))
     return digest.hexdigest(), newest
+
+
+def config_present(toplevel: str) -> bool:
+    """Whether a file at the top of the work tree may hold cairn's config (``CONFIG_FILES``,
+    as ``cairn.config`` reads them); without one the config is the defaults, and a save asks
+    the proof without loading it."""
+    return any(os.path.lexists(os.path.join(toplevel, name)) for name in CONFIG_FILES)
 
 
 def attribute_files(top: bytes, paths: Iterable[bytes]) -> list[bytes]:

@@ -21,8 +21,8 @@ from cairn.git import Deadline, Git, Repo
 from cairn.util.text import counted
 from cairn.wip.history import load_snapshot, open_repo
 from cairn.wip.models import RestoreResult, SnapshotInfo
+from cairn.wip.preparing import prepare
 from cairn.wip.recording import record
-from cairn.wip.saving import prepare
 from cairn.wip.scratch import scratch_dir
 
 GITLINK = "160000"

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import msgspec
-
 from cairn.cli.parsing import Parser, as_path, integer, json_flag, ticket, workspace
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hot path)
@@ -166,6 +164,8 @@ def restore(parser: Parser) -> None:
         warnings=said,
     )
     if said:  # the config's, first among the result's
+        import msgspec
+
         result = msgspec.structs.replace(result, warnings=[*said, *result.warnings])
     if json:
         emit_json(result)

@@ -41,14 +41,23 @@ def save(
     """``early``: the work tree's ``git status`` and discovery, started by the command line
     before it imported this (``cairn.git.status.start_early``); the save owns them."""
     from cairn.cli.output import emit_json, say
-    from cairn.wip.saving import save as save_snapshot
+    from cairn.wip import proof
+    from cairn.wip.saving import save as save_result
+    from cairn.wip.saving import save_or_proof
 
     timeout = timeout_ms / 1000 if timeout_ms is not None else None
-    result = save_snapshot(
+    if json:  # the whole result, a no-op's too
+        emit_json(
+            save_result(
+                workspace, ticket=ticket, reason=reason, timeout=timeout, run_id=run, early=early
+            )
+        )
+        return
+    result = save_or_proof(
         workspace, ticket=ticket, reason=reason, timeout=timeout, run_id=run, early=early
     )
-    if json:
-        emit_json(result)
+    if isinstance(result, proof.Proof):  # nothing to record: its one line
+        say(proof.unchanged_line(result.ref, result.commit))
         return
     say(result.summary)
     if result.created:
