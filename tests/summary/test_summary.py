@@ -400,6 +400,12 @@ def test_review_round_trip(s: Summary) -> None:
     assert render(parse(text)) == text
 
 
+def test_a_cost_that_is_not_finite_is_unknown() -> None:
+    assert [S.model.Usage(cost_usd=c).cost_usd for c in (2, 0.5, None)] == [2.0, 0.5, None]
+    for bad in (float("nan"), float("inf"), -float("inf")):
+        assert S.model.Usage(cost_usd=bad).cost_usd is None  # never written as NaN
+
+
 def test_normalises_values_so_every_model_round_trips() -> None:
     task = Task(
         number=1, title="  two\n  lines ", outcome=" \n ", notes="a\r\nb", prose=["", "x  "]

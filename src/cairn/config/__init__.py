@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import os
 
+from cairn.defaults import CONFIG_FILE, CONFIG_FILES
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hot path)
 if TYPE_CHECKING:
     from pathlib import Path
@@ -41,7 +43,6 @@ if TYPE_CHECKING:
     from cairn.config.records import pressure_given as pressure_given
 
 MAX_CONFIG_BYTES = 1024 * 1024
-CONFIG_FILE = "cairn.toml"  # at the top of the work tree (else pyproject.toml's [tool.cairn])
 RECORDS = frozenset(
     {
         "DEFAULT_MAX_COST_USD",
@@ -117,7 +118,7 @@ def _table(toplevel: Path) -> tuple[dict[str, Any], Path] | None:
     path = toplevel / CONFIG_FILE
     if os.path.lexists(path):  # a directory or a dangling link is reported, not skipped
         return _read_table(path), path
-    path = toplevel / "pyproject.toml"
+    path = toplevel / CONFIG_FILES[1]
     if not os.path.lexists(path):
         return None
     tool = _read_table(path).get("tool", {})

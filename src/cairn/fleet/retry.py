@@ -12,7 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from cairn.config import CONFIG_FILE, Config
+from cairn.config import Config
+from cairn.defaults import CONFIG_FILE
 from cairn.errors import BadInput
 from cairn.fleet.fleetstate import FleetTicket
 from cairn.fleet.fleetstatus import SHORT_SHA

@@ -9,7 +9,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from cairn.config import CONFIG_FILE
+from cairn.defaults import CONFIG_FILE
 from cairn.errors import BadInput
 from cairn.fleet.fleetstatus import SHORT_SHA
 from cairn.git import Repo

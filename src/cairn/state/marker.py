@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 
 from cairn.state.names import MARKER_READ_LIMIT, MARKER_VERSION
-from cairn.util import clock, durable
+from cairn.util import clock, durable, yaml_io
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hot path)
 if TYPE_CHECKING:
@@ -33,13 +33,6 @@ if TYPE_CHECKING:
 VERSION = MARKER_VERSION
 READ_LIMIT = MARKER_READ_LIMIT
 RECORDS = ("Marker", "DispatchRecord", "SnapshotRef")  # in cairn.state.marker_records
-
-# What JSON leaves as it is and YAML does not read as itself: DEL and the C1 controls (not
-# printable in YAML), NEL and the Unicode line and paragraph separators (line breaks there), the
-# byte order mark and U+FFFE, U+FFFF. Written as \u escapes, which both read.
-_YAML_SAFE = {
-    code: f"\\u{code:04x}" for code in (*range(0x7F, 0xA0), 0x2028, 0x2029, 0xFEFF, 0xFFFE, 0xFFFF)
-}
 
 
 def __getattr__(name: str) -> Any:
@@ -85,7 +78,6 @@ def _load(text: str, path: Path) -> dict[Any, Any]:
 
 def _load_yaml(text: str, path: Path) -> Any:
     from cairn.errors import CorruptState
-    from cairn.util import yaml_io
 
     try:
         data = yaml_io.safe_load(text)
@@ -138,8 +130,7 @@ def as_data(record: Struct) -> dict[str, Any]:
 
 def _encode(data: dict[str, Any]) -> str:
     """The marker's text: JSON, indented, that YAML reads as the same data."""
-    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-    return text if text.isascii() else text.translate(_YAML_SAFE)
+    return yaml_io.dump(data) + "\n"
 
 
 def render(marker: Marker) -> str:

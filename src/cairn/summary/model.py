@@ -237,7 +237,11 @@ class Gate(Record, frozen=True, kw_only=True):
 
 
 def _float(value: float | None) -> float | None:
-    return float(value) if type(value) is int else value
+    """A cost as a float; one that is not finite is not a measure (unknown)."""
+    if value is None:
+        return None
+    value = float(value)
+    return value if value - value == 0 else None  # NaN and infinities are not finite
 
 
 class Usage(Record, frozen=True, kw_only=True):

@@ -15,12 +15,10 @@ if TYPE_CHECKING:
 
 
 @functools.cache
-def _yaml() -> tuple[Any, Any, Any]:
+def _yaml() -> tuple[Any, Any]:
     import yaml
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-    return yaml, loader, dumper
+    return yaml, getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def safe_load(text: str) -> Any:
@@ -30,7 +28,7 @@ def safe_load(text: str) -> Any:
             return json.loads(text, parse_constant=_not_json)
         except ValueError:  # a YAML flow mapping, or not valid: PyYAML reads it or says why
             pass
-    yaml, loader, _ = _yaml()
+    yaml, loader = _yaml()
     return yaml.load(text, Loader=loader)
 
 
@@ -39,15 +37,29 @@ def _not_json(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+# What JSON leaves as it is and YAML does not read as itself: DEL and the C1 controls (not
+# printable in YAML), NEL and the Unicode line and paragraph separators (line breaks there), the
+# byte order mark and U+FFFE, U+FFFF. Written as \u escapes, which both read.
+_YAML_SAFE = {
+    code: f"\\u{code:04x}" for code in (*range(0x7F, 0xA0), 0x2028, 0x2029, 0xFEFF, 0xFFFE, 0xFFFF)
+}
+
+
+# A number JSON writes with an exponent and no point (1e-05), which YAML 1.1 reads as text: a
+# line holding it alone (indented JSON puts every value on its own line; text cannot span lines).
+_EXPONENT = r'^(\s*(?:"(?:[^"\\]|\\.)*": )?-?[0-9]+)([eE][-+]?[0-9]+,?)$'
+
+
 def dump(data: Any) -> str:
-    """``data`` (plain: mappings, lists, text, numbers, booleans, None) as YAML that is JSON:
-    indented by two spaces, keys in their order, no final newline."""
-    return json.dumps(data, indent=2, ensure_ascii=False)
+    """``data`` (plain: mappings, lists, text, finite numbers, booleans, None) as YAML that is
+    JSON, read alike by ``json`` and any YAML reader: indented by two spaces, keys in their
+    order, no final newline."""
+    text = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False)
+    if "e-" in text or "e+" in text:  # maybe a float such as 1e-05: as 1.0e-05, read alike
+        import re
 
-
-def safe_dump(data: Any, **options: Any) -> str:
-    yaml, _, dumper = _yaml()
-    return yaml.dump(data, Dumper=dumper, **options)  # type: ignore[no-any-return]
+        text = re.sub(_EXPONENT, r"\1.0\2", text, flags=re.MULTILINE)
+    return text if text.isascii() and "\x7f" not in text else text.translate(_YAML_SAFE)
 
 
 def __getattr__(name: str) -> Any:

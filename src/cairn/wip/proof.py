@@ -33,6 +33,7 @@ from __future__ import annotations
 import os
 
 from cairn import __version__
+from cairn.defaults import CONFIG_FILES
 from cairn.git.status import entries
 from cairn.util.digests import sha1
 
@@ -48,7 +49,6 @@ FORMAT = "cairn no-op proofs 2"
 # git's racy rule, with a window for 1- and 2-second filesystems: every cache of cairn keyed on
 # stat data (this proof, the stat cache, cairn status's rows) takes it from here
 RACY_WINDOW_NS = 2_000_000_000
-CONFIG_FILES = ("cairn.toml", "pyproject.toml")  # cairn's config, at the top of the work tree
 MAX_PROOFS = 64  # per work tree: one per --ticket and --run given, the latest kept
 
 
