@@ -236,12 +236,8 @@ class Gate(Record, frozen=True, kw_only=True):
         normalise(self, name=_gate_name, command=_opt_text)
 
 
-def _float(value: float | None) -> float | None:
-    """A cost as a float; one that is not finite is not a measure (unknown)."""
-    if value is None:
-        return None
-    value = float(value)
-    return value if value - value == 0 else None  # NaN and infinities are not finite
+def _float(value: float | None) -> float | None:  # a cost that is not finite is unknown
+    return None if value is None or value - value != 0 else float(value)
 
 
 class Usage(Record, frozen=True, kw_only=True):
