@@ -19,7 +19,6 @@ from pathlib import Path
 from cairn import config, tickets
 from cairn.envnames import ENV_RUN_DIR
 from cairn.errors import BadInput
-from cairn.git import Repo
 from cairn.state.names import JOURNAL as JOURNAL
 from cairn.state.names import LEASE as LEASE
 from cairn.state.names import LOCK as LOCK
@@ -32,6 +31,7 @@ if TYPE_CHECKING:
     from typing import NamedTuple
 
     from cairn.config import Config
+    from cairn.git import Repo
 
     class _Artifact(NamedTuple):
         number: int
@@ -79,6 +79,8 @@ def discover(
     """The repository at ``workspace``, its config, and where its run state lives; given
     ``warnings``, a config that does not load gives the defaults and a line there
     (``cairn.config.load``), for the commands that recover work."""
+    from cairn.git import Repo
+
     repo = Repo.discover(workspace)
     settings = config.load(repo.toplevel, warnings)
     return repo, settings, Layout.for_repo(repo, settings)
@@ -87,6 +89,8 @@ def discover(
 def locate(workspace: Path | str, warnings: list[str] | None = None) -> tuple[Repo, Layout]:
     """``discover`` for what needs no setting but ``state_dir``: without a config file, no
     config is built (``cairn.config.found``)."""
+    from cairn.git import Repo
+
     repo = Repo.discover(workspace)
     return repo, Layout.for_repo(repo, config.found(repo.toplevel, warnings))
 

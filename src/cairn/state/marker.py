@@ -46,14 +46,15 @@ def __getattr__(name: str) -> Any:
 def parse(text: str, path: Path) -> Marker:
     import msgspec
 
-    from cairn.errors import CorruptState
     from cairn.state.marker_records import Marker
-    from cairn.util.invalid import problem
 
     data = _load(text, path)
     try:
         return msgspec.convert(data, Marker, strict=False)
     except msgspec.ValidationError as exc:  # the data was not in shape
+        from cairn.errors import CorruptState
+        from cairn.util.invalid import problem
+
         key, why = problem(exc, Marker)
         raise CorruptState(
             f"marker {path}: {key or '(top level)'}: {why}; fix it or delete it"

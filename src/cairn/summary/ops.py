@@ -26,11 +26,11 @@ _NEXT: dict[str, frozenset[str]] = {
 
 def _make(cls: type[M], **data: Any) -> M:
     """Build and validate: the types checked, as a plain constructor does not."""
-    from cairn.util.invalid import problem
-
     try:
         return msgspec.convert(data, cls, strict=False)
     except msgspec.ValidationError as exc:  # the data was not in shape
+        from cairn.util.invalid import problem
+
         where, message = problem(exc, cls)
         where = where or cls.__name__.lower()
         raise BadInput(f"invalid change summary {where}: {message}; pass a valid value") from None

@@ -103,12 +103,12 @@ class _Parser:
         return self._build(Summary, data, status_at)
 
     def _build(self, cls: type[R], data: dict[str, Any], line: int) -> R:
-        from cairn.util.invalid import line as explained
-        from cairn.util.invalid import problem
-
         try:
             return msgspec.convert(data, cls, strict=False)
         except msgspec.ValidationError as exc:  # the data was not in shape
+            from cairn.util.invalid import line as explained
+            from cairn.util.invalid import problem
+
             where = problem(exc, cls)[0].split(".")[0]
             if cls is Summary and where in _KEYS:
                 line = self.line_of(where)
