@@ -31,6 +31,14 @@ timed just before it):
    snapshot) on a clean tree, with 10 modified files and with 1,000 untracked files; every
    save is timed right after a ``git status`` of its own, its pair for the ratio.
 
+Beside each command through the command line: the CPU time of the processes it started (user
+and system, steadier than the wall time on a shared machine), and its **floor**: a ``python -c``
+that imports every module from outside cairn the command loaded (read from one ``-X importtime``
+run of it) and does nothing else. The command minus its floor is what cairn's own modules and
+work add; the floor is what the standard library and the dependencies it uses cost on this
+machine. ``--before SRC`` runs an older cairn's same calls in a copy of the small repository of
+its own, so that neither reads the other's formats or undoes the other's caches.
+
 Python's byte-code is compiled first (``compileall``), as pip does on install: without it every
 CLI call would compile cairn's modules again. Results: docs/performance.md.
 """
@@ -41,7 +49,10 @@ import argparse
 import compileall
 import json
 import os
+import resource
+import shutil
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -54,7 +65,14 @@ import msgspec
 import snapshot as snap
 import state as status_bench
 from cairn.state.rowcache import NAME as ROW_CACHE
-from cairn.terms import ENV_DISPATCH_ID, ENV_MAX_TURNS, ENV_PREFIX, ENV_PRESSURE_TURNS, ENV_RUN_DIR
+from cairn.terms import (
+    ENV_DEBUG,
+    ENV_DISPATCH_ID,
+    ENV_MAX_TURNS,
+    ENV_PREFIX,
+    ENV_PRESSURE_TURNS,
+    ENV_RUN_DIR,
+)
 from cairn.wip.hashcache import RACY_WINDOW_NS
 from common import (
     WORK,
@@ -168,50 +186,127 @@ def hot_methods(
 
     old: dict[str, Callable[[], object]] = {}
     if before is not None:  # an older cairn's source tree, run through -m the same way
+        # in a copy of the repository of its own: each cairn reads and writes its own formats
+        # (marker, summary, no-op proof) and none undoes the other's caches. Its marker is not
+        # set back: it is rewritten when its second has changed, as the current one is.
+        other = path.with_name(path.name + "-before")
+        shutil.rmtree(other, ignore_errors=True)
+        shutil.copytree(path, other, symlinks=True)
+
+        def moved(text: str) -> str:
+            return text.replace(str(path), str(other))
+
+        old_payload = moved(payload.decode()).encode()
         old_hand = {**by_hand, "PYTHONPATH": str(before)}
-        old_run = {**in_run, "PYTHONPATH": str(before)}
+        old_run = {**{k: moved(v) for k, v in in_run.items()}, "PYTHONPATH": str(before)}
         old = {
-            "heartbeat (before)": lambda: run_cmd([*hook, "heartbeat"], env=old_hand, data=payload),
+            "heartbeat (before)": lambda: run_cmd(
+                [*hook, "heartbeat"], env=old_hand, data=old_payload
+            ),
             "post-tool-use (before)": lambda: run_cmd(
-                [*hook, "post-tool-use"], env=old_run, data=payload
+                [*hook, "post-tool-use"], env=old_run, data=old_payload
             ),
             "snapshot (before)": lambda: run_cmd(
-                [*hook, "snapshot", "--reason", "stop"], env=old_hand, data=payload
+                [*hook, "snapshot", "--reason", "stop"], env=old_hand, data=old_payload
             ),
             "task done (before)": lambda: run_cmd(
-                [PY, "-m", "cairn", *done], cwd=path, env=old_run
+                [PY, "-m", "cairn", *done], cwd=other, env=old_run
             ),
         }
-    return old | {
-        "python -c pass": lambda: run_cmd([PY, "-c", "pass"]),
-        "git status": lambda: run_cmd(["git", "status", "--porcelain", "-uall"], cwd=path),
-        "heartbeat (CLI)": heartbeat_cli,
-        "heartbeat (API)": heartbeat_api,
-        "post-tool-use (CLI)": lambda: run_cmd([*hook, "post-tool-use"], env=in_run, data=payload),
-        "post-tool-use (API)": lambda: claude_hooks.post_tool_use(as_payload, in_run),
-        "snapshot (CLI)": lambda: run_cmd(
-            [*hook, "snapshot", "--reason", "stop"], env=by_hand, data=payload
-        ),
-        "snapshot (API)": lambda: claude_hooks.snapshot(as_payload, by_hand, "stop"),
-        "task done (CLI)": lambda: run_cmd([str(cairn), *done], cwd=path, env=in_run),
-        "task done (API)": lambda: progress.task_done(
-            progress.locate(path, None, env), 1, files=["src/mod1.py"], outcome="bench"
-        ),
+    cli = {
+        "heartbeat": ([*hook, "heartbeat"], by_hand, payload),
+        "post-tool-use": ([*hook, "post-tool-use"], in_run, payload),
+        "snapshot": ([*hook, "snapshot", "--reason", "stop"], by_hand, payload),
+        "task done": ([str(cairn), *done], in_run, None),
     }
+    floors = {
+        f"{name} (floor)": floor_of(
+            small, [PY, "-X", "importtime", *(argv[1:] if argv[0] == PY else argv)], env, data
+        )
+        for name, (argv, env, data) in cli.items()
+    }
+    return (
+        old
+        | floors
+        | {
+            "python -c pass": lambda: run_cmd([PY, "-c", "pass"]),
+            "git status": lambda: run_cmd(["git", "status", "--porcelain", "-uall"], cwd=path),
+            "heartbeat (CLI)": heartbeat_cli,
+            "heartbeat (API)": heartbeat_api,
+            "post-tool-use (CLI)": lambda: run_cmd(
+                [*hook, "post-tool-use"], env=in_run, data=payload
+            ),
+            "post-tool-use (API)": lambda: claude_hooks.post_tool_use(as_payload, in_run),
+            "snapshot (CLI)": lambda: run_cmd(
+                [*hook, "snapshot", "--reason", "stop"], env=by_hand, data=payload
+            ),
+            "snapshot (API)": lambda: claude_hooks.snapshot(as_payload, by_hand, "stop"),
+            "task done (CLI)": lambda: run_cmd([str(cairn), *done], cwd=path, env=in_run),
+            "task done (API)": lambda: progress.task_done(
+                progress.locate(path, None, env), 1, files=["src/mod1.py"], outcome="bench"
+            ),
+        }
+    )
 
 
-def measure_hot(small: SmallRepo, cairn: Path, runs: int, before: Path | None) -> dict[str, Stat]:
+def floor_of(
+    small: SmallRepo, argv: list[str], env: dict[str, str], data: bytes | None
+) -> Callable[[], object]:
+    """What a command's imports from outside cairn cost: a ``python -c`` that imports every
+    module the command loaded (one ``-X importtime`` run of it) that is not cairn's own, and
+    nothing else. The command minus its floor is what cairn's own modules and work add."""
+    small.age_marker()
+    proc = subprocess.run(
+        argv, cwd=small.path, env={**env, ENV_DEBUG: "1"}, input=data, capture_output=True
+    )
+    names = [
+        fields[2].strip()
+        for line in proc.stderr.decode(errors="replace").splitlines()
+        if line.startswith("import time:")
+        and len(fields := line.removeprefix("import time:").split("|")) == 3
+        and fields[0].strip().isdigit()
+    ]
+    outside = {n for n in names if n != "cairn" and not n.startswith("cairn.")}
+    if not any(n.startswith("cairn.") for n in names) or proc.returncode != 0:
+        raise RuntimeError(f"{argv} loaded no cairn module: {proc.stderr[-300:]!r}")
+    code = (
+        "import cairn\n"  # what cairn/__init__.py sets up before anything else is loaded
+        f"for name in {sorted(outside)!r}:\n"
+        "    try:\n"
+        "        __import__(name)\n"
+        "    except ImportError:\n"  # tried and not found by the command too (nt, msvcrt)
+        "        pass\n"
+    )
+    return lambda: run_cmd([PY, "-c", code], cwd=small.path)
+
+
+def measure_hot(
+    small: SmallRepo, cairn: Path, runs: int, before: Path | None
+) -> tuple[dict[str, Stat], dict[str, Stat]]:
+    """Each method's wall time, and the CPU time of the processes it started (user and
+    system: steadier than the wall time on a shared machine) of the command-line ones."""
     methods = hot_methods(small, cairn, before)
     times: dict[str, list[float]] = {name: [] for name in methods}
+    cpu: dict[str, list[float]] = {name: [] for name in methods}
     for round_ in range(runs + 1):  # round 0 warms up: page cache, the first snapshot
         for name, fn in methods.items():
-            if name.startswith("heartbeat"):
+            if name.startswith("heartbeat") and "(before)" not in name:
                 small.age_marker()
+            used = children_cpu()
             took = timed(fn)
             if round_:
                 times[name].append(took)
+                cpu[name].append(children_cpu() - used)
     check_hot(small)
-    return {name: Stat(samples) for name, samples in times.items()}
+    return (
+        {name: Stat(samples) for name, samples in times.items()},
+        {name: Stat(samples) for name, samples in cpu.items() if "(API)" not in name},
+    )
+
+
+def children_cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
 def check_hot(small: SmallRepo) -> None:
@@ -409,12 +504,52 @@ def report(rows: list[list[Any]]) -> str:
     return table([header, *body], text_columns=1)
 
 
-def before_table(hot: dict[str, Stat]) -> str:
-    rows = [["command", "before", "now", "before, over python", "now, over python"]]
-    python = hot["python -c pass"].median
-    for name in ("heartbeat", "post-tool-use", "snapshot", "task done"):
-        old, new = hot[f"{name} (before)"].median, hot[f"{name} (CLI)"].median
-        rows.append([name, ms(old), ms(new), f"+{ms(old - python)}", f"+{ms(new - python)}"])
+HOT = ("heartbeat", "post-tool-use", "snapshot", "task done")
+
+
+def over(stats: dict[str, Stat], name: str, base: str = "python -c pass") -> float:
+    """The median of the per-round differences of ``name`` and ``base``."""
+    pairs = zip(stats[name].samples, stats[base].samples, strict=True)
+    return statistics.median(a - b for a, b in pairs)
+
+
+def before_table(hot: dict[str, Stat], cpu: dict[str, Stat]) -> str:
+    head = ["command", "before", "now", "before, over python", "now, over python"]
+    rows = [[*head, "CPU: before", "now"]]
+    for name in HOT:
+        old, new = f"{name} (before)", f"{name} (CLI)"
+        rows.append(
+            [
+                name,
+                ms(hot[old].median),
+                ms(hot[new].median),
+                f"+{ms(over(hot, old))}",
+                f"+{ms(over(hot, new))}",
+                f"+{ms(over(cpu, old))}",
+                f"+{ms(over(cpu, new))}",
+            ]
+        )
+    return table(rows)
+
+
+def floor_table(hot: dict[str, Stat], cpu: dict[str, Stat]) -> str:
+    """Each command over ``python -c pass``, beside its floor: the modules from outside cairn it
+    loads, imported alone; the rest is cairn's own modules and work."""
+    parts = ["floor", "cairn's own"]
+    rows = [["command", "over python", *parts, "CPU: over python", *parts]]
+    for name in HOT:
+        cli, floor = f"{name} (CLI)", f"{name} (floor)"
+        rows.append(
+            [
+                name,
+                f"+{ms(over(hot, cli))}",
+                f"+{ms(over(hot, floor))}",
+                f"+{ms(over(hot, cli, floor))}",
+                f"+{ms(over(cpu, cli))}",
+                f"+{ms(over(cpu, floor))}",
+                f"+{ms(over(cpu, cli, floor))}",
+            ]
+        )
     return table(rows)
 
 
@@ -458,7 +593,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     log(f"per tool call and per task: {args.runs} runs…")
     if args.before is not None:
         compileall.compile_dir(args.before / "cairn", quiet=1)
-    hot = measure_hot(SmallRepo(), args.cairn, args.runs, args.before)
+    hot, cpu = measure_hot(SmallRepo(), args.cairn, args.runs, args.before)
     load_hot = os.getloadavg()[0]
     status = measure_status(args.cairn, max(3, args.save_runs), args.rebuild)
     save = measure_save(args.cairn, args.save_runs, args.files, args.rebuild)
@@ -472,6 +607,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "command": command,
                 "machine": info,
                 "times_s": {g: {k: v.as_json() for k, v in s.items()} for g, s in groups.items()},
+                "cpu_s": {k: v.as_json() for k, v in cpu.items()},
                 "targets": [dict(zip(TARGET_KEYS, row, strict=True)) for row in rows],
             }
         )
@@ -482,9 +618,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"status and save {args.save_runs} runs, round-robin\n"
     )
     print(report(rows))
+    print()
+    print(floor_table(hot, cpu))
     if args.before is not None:
         print()
-        print(before_table(hot))
+        print(before_table(hot, cpu))
     print()
     print(times_table(groups))
     return 0 if all(row[-1] for row in rows) else 1

@@ -33,6 +33,7 @@ and the exit code is 1 if there is any.
 
 from __future__ import annotations
 
+import json
 import random
 import sys
 from collections.abc import Callable, Sequence
@@ -362,7 +363,7 @@ def git_lock(family: Family) -> Repair:
 def newer_marker(family: Family) -> Repair:
     path = family.ticket_dir / ".in-progress.yaml"
     restore = _restoring(path)
-    path.write_text(path.read_text().replace("version: 1", "version: 99"))
+    path.write_text(json.dumps({**json.loads(path.read_text()), "version": 99}))  # JSON, as cairn
     return restore
 
 
