@@ -54,6 +54,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from datetime import timedelta
@@ -66,7 +67,6 @@ import snapshot as snap
 import state as status_bench
 from cairn.state.rowcache import NAME as ROW_CACHE
 from cairn.terms import (
-    ENV_DEBUG,
     ENV_DISPATCH_ID,
     ENV_MAX_TURNS,
     ENV_PREFIX,
@@ -165,9 +165,14 @@ class SmallRepo:
         durable.atomic_write(path, text)
 
 
+Spec = tuple[list[str], dict[str, str], bytes | None]  # a command line, its environment, stdin
+
+
 def hot_methods(
     small: SmallRepo, cairn: Path, before: Path | None
-) -> dict[str, Callable[[], object]]:
+) -> tuple[dict[str, Spec], dict[str, Callable[[], object]]]:
+    """The hot commands through the command line (what their floors are measured of), and
+    every method timed."""
     from cairn.integrations import claude_hooks
     from cairn.run import progress
 
@@ -219,15 +224,8 @@ def hot_methods(
         "snapshot": ([*hook, "snapshot", "--reason", "stop"], by_hand, payload),
         "task done": ([str(cairn), *done], in_run, None),
     }
-    floors = {
-        f"{name} (floor)": floor_of(
-            small, [PY, "-X", "importtime", *(argv[1:] if argv[0] == PY else argv)], env, data
-        )
-        for name, (argv, env, data) in cli.items()
-    }
-    return (
+    return cli, (
         old
-        | floors
         | {
             "python -c pass": lambda: run_cmd([PY, "-c", "pass"]),
             "git status": lambda: run_cmd(["git", "status", "--porcelain", "-uall"], cwd=path),
@@ -252,31 +250,39 @@ def hot_methods(
 def floor_of(
     small: SmallRepo, argv: list[str], env: dict[str, str], data: bytes | None
 ) -> Callable[[], object]:
-    """What a command's imports from outside cairn cost: a ``python -c`` that imports every
-    module the command loaded (one ``-X importtime`` run of it) that is not cairn's own, and
-    nothing else. The command minus its floor is what cairn's own modules and work add."""
-    small.age_marker()
-    proc = subprocess.run(
-        argv, cwd=small.path, env={**env, ENV_DEBUG: "1"}, input=data, capture_output=True
-    )
-    names = [
-        fields[2].strip()
-        for line in proc.stderr.decode(errors="replace").splitlines()
-        if line.startswith("import time:")
-        and len(fields := line.removeprefix("import time:").split("|")) == 3
-        and fields[0].strip().isdigit()
-    ]
-    outside = {n for n in names if n != "cairn" and not n.startswith("cairn.")}
-    if not any(n.startswith("cairn.") for n in names) or proc.returncode != 0:
-        raise RuntimeError(f"{argv} loaded no cairn module: {proc.stderr[-300:]!r}")
-    code = (
-        "import cairn\n"  # what cairn/__init__.py sets up before anything else is loaded
-        f"for name in {sorted(outside)!r}:\n"
-        "    try:\n"
-        "        __import__(name)\n"
-        "    except ImportError:\n"  # tried and not found by the command too (nt, msvcrt)
-        "        pass\n"
-    )
+    """What a command's imports from outside cairn cost: a ``python -c`` that imports, in the
+    command's order, every module from outside cairn that the command had loaded when it
+    exited (its second call, the first being a warm-up; quick commands leave by ``os._exit``,
+    which the probe wraps), and does nothing else."""
+    for _ in range(2):
+        if argv[1:3] == ["-m", "cairn"] and argv[-1] == "heartbeat":
+            small.age_marker()
+        with tempfile.TemporaryDirectory() as scratch:
+            listing = Path(scratch, "modules")
+            start = (
+                "runpy.run_module('cairn', run_name='__main__', alter_sys=True)"
+                if argv[1:3] == ["-m", "cairn"]
+                else f"runpy.run_path({argv[0]!r}, run_name='__main__')"
+            )
+            probe = (
+                "import atexit, os, sys, runpy\n"
+                f"out = {str(listing)!r}\n"
+                "def listed(*_):\n"
+                "    open(out, 'w').write('\\n'.join(sys.modules))\n"
+                "atexit.register(listed)\n"
+                "os._exit = lambda code, leave=os._exit: (listed(), leave(code))\n"
+                f"sys.argv = {['cairn', *argv[3 if argv[0] == PY else 1 :]]!r}\n"
+                f"{start}\n"
+            )
+            proc = subprocess.run(
+                [PY, "-c", probe], cwd=small.path, env=env, input=data, capture_output=True
+            )
+            names = listing.read_text().split("\n") if listing.exists() else []
+    if proc.returncode != 0 or "cairn.cli.main" not in names:
+        raise RuntimeError(f"{argv} did not run: {proc.stderr[-300:]!r}")
+    outside = [n for n in names if n == "cairn" or not n.startswith("cairn.")]
+    # cairn: what its __init__ sets up; os._exit: as the quick commands leave (cli.main.leave)
+    code = f"import os\nfor name in {outside!r}:\n    __import__(name)\nos._exit(0)\n"
     return lambda: run_cmd([PY, "-c", code], cwd=small.path)
 
 
@@ -285,12 +291,15 @@ def measure_hot(
 ) -> tuple[dict[str, Stat], dict[str, Stat]]:
     """Each method's wall time, and the CPU time of the processes it started (user and
     system: steadier than the wall time on a shared machine) of the command-line ones."""
-    methods = hot_methods(small, cairn, before)
-    times: dict[str, list[float]] = {name: [] for name in methods}
-    cpu: dict[str, list[float]] = {name: [] for name in methods}
+    cli, methods = hot_methods(small, cairn, before)
     for round_ in range(runs + 1):  # round 0 warms up: page cache, the first snapshot
+        if round_ == 1:  # the floors of the steady state, past git's racy window
+            time.sleep(RACY_WINDOW_NS / 1e9 + 0.1)
+            methods |= {f"{name} (floor)": floor_of(small, *spec) for name, spec in cli.items()}
+            times: dict[str, list[float]] = {name: [] for name in methods}
+            cpu: dict[str, list[float]] = {name: [] for name in methods}
         for name, fn in methods.items():
-            if name.startswith("heartbeat") and "(before)" not in name:
+            if name in ("heartbeat (CLI)", "heartbeat (API)"):
                 small.age_marker()
             used = children_cpu()
             took = timed(fn)
