@@ -1,27 +1,17 @@
 """What a git command returned (``GitResult``) and the line of its stderr that names a problem.
-Standard library only, and no ``typing`` at run time: the save's early ``git status``
+No ``typing`` at run time (``cairn.util.tuples``): the save's early ``git status``
 (``cairn.git.status``) is started before the rest of cairn is imported."""
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hot path)
-if TYPE_CHECKING:
-    from typing import NamedTuple
-
-    class _Fields(NamedTuple):
-        args: list[str]
-        returncode: int
-        stdout: bytes
-        stderr: bytes
-
-else:
-    from collections import namedtuple
-
-    _Fields = namedtuple("_Fields", ["args", "returncode", "stdout", "stderr"])
+from cairn.util.tuples import NamedTuple
 
 
-class GitResult(_Fields):
-    __slots__ = ()
+class GitResult(NamedTuple):
+    args: list[str]
+    returncode: int
+    stdout: bytes
+    stderr: bytes
 
     @property
     def ok(self) -> bool:

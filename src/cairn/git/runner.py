@@ -12,27 +12,13 @@ from cairn.git.command import BASE_CONFIG, argv, scrubbed_env
 from cairn.git.discovery import DISCOVER_ARGS
 from cairn.git.discovery import parse as parse_discovery
 from cairn.git.process import Deadline, GitResult, Started, kill_and_reap, popen, timed_out
+from cairn.util.tuples import NamedTuple
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hot path)
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
-    from typing import NamedTuple
 
     from cairn.git.sessions import Session
-
-    class _Repo(NamedTuple):
-        toplevel: Path
-        git_dir: Path
-        common_dir: Path
-        index_path: Path
-        object_format: str
-        git: Git
-else:  # typing costs a hook ~8 ms: the same tuple from collections
-    from collections import namedtuple
-
-    _Repo = namedtuple(
-        "Repo", ["toplevel", "git_dir", "common_dir", "index_path", "object_format", "git"]
-    )
 
 MIN_VERSION = (2, 31)
 
@@ -158,10 +144,15 @@ def base_runner(cwd: Path) -> Git:
     return git
 
 
-class Repo(_Repo):
+class Repo(NamedTuple):
     """A work tree and its git directories, all as absolute paths."""
 
-    __slots__ = ()
+    toplevel: Path
+    git_dir: Path
+    common_dir: Path
+    index_path: Path
+    object_format: str
+    git: Git
 
     @classmethod
     def discover(cls, path: Path | str, discovery: Started | None = None) -> Repo:

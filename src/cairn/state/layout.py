@@ -24,28 +24,14 @@ from cairn.state.names import LEASE as LEASE
 from cairn.state.names import LOCK as LOCK
 from cairn.state.names import MARKER as MARKER
 from cairn.util import durable
+from cairn.util.tuples import NamedTuple
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hot path)
 if TYPE_CHECKING:
     from datetime import datetime
-    from typing import NamedTuple
 
     from cairn.config import Config
     from cairn.git import Repo
-
-    class _Artifact(NamedTuple):
-        number: int
-        role: str
-        name: str
-        path: Path
-
-    class _Layout(NamedTuple):
-        root: Path
-else:  # typing costs a hook ~8 ms: the same tuples from collections
-    from collections import namedtuple
-
-    _Artifact = namedtuple("Artifact", ["number", "role", "name", "path"])
-    _Layout = namedtuple("Layout", ["root"])
 
 SUMMARY_ROLE = "coder"
 FLEET_RECORD = ".json"  # fleet/tickets/<ticket>.json
@@ -95,12 +81,15 @@ def locate(workspace: Path | str, warnings: list[str] | None = None) -> tuple[Re
     return repo, Layout.for_repo(repo, config.found(repo.toplevel, warnings))
 
 
-class Artifact(_Artifact):
-    __slots__ = ()
+class Artifact(NamedTuple):
+    number: int
+    role: str
+    name: str
+    path: Path
 
 
-class Layout(_Layout):  # not a dataclass: dataclasses costs every hook call ~4 ms
-    __slots__ = ()
+class Layout(NamedTuple):  # not a dataclass: dataclasses costs every hook call ~4 ms
+    root: Path
 
     @classmethod
     def for_repo(cls, repo: Repo, settings: Config | None) -> Layout:
