@@ -489,7 +489,7 @@ NO_FSYNC = "total, snapshot.fsync = false"
 def breakdown_state(repo: BenchRepo, state: State, runs: int) -> dict[str, float]:
     """Median seconds per step of ``api new`` saves (each step summed within one save), and the
     total of the same save with ``snapshot.fsync = false``."""
-    from cairn.config import Config, SnapshotConfig
+    from cairn.config.records import Config, SnapshotConfig
 
     no_fsync = Config(snapshot=SnapshotConfig(fsync=False))
     runner = Runner(repo.path, Path())

@@ -10,6 +10,7 @@ import pytest
 
 from cairn import config, wip
 from cairn.cli.commands.config import effective
+from cairn.config.records import Config, pressure_given
 from cairn.errors import BadInput
 from helpers import (
     assert_one_line_error,
@@ -26,7 +27,7 @@ MiB = 1024 * 1024
 
 def load_with(
     tmp_path: Path, cairn_toml: str | None = None, pyproject: str | None = None
-) -> config.Config:
+) -> Config:
     if cairn_toml is not None:
         write(tmp_path, "cairn.toml", cairn_toml)
     if pyproject is not None:
@@ -48,7 +49,7 @@ def bad(tmp_path: Path, cairn_toml: str | None = None, pyproject: str | None = N
 def test_defaults_without_any_file(tmp_path: Path) -> None:
     cfg = config.load(tmp_path)
     assert cfg.source is None
-    assert cfg == config.Config()
+    assert cfg == Config()
     assert cfg.snapshot.max_new_file_bytes == 10 * MiB
     assert cfg.snapshot.max_new_files == 5000
     assert cfg.snapshot.max_new_bytes == 100 * MiB
@@ -68,7 +69,7 @@ def test_defaults_without_any_file(tmp_path: Path) -> None:
 
 def test_pyproject_without_tool_cairn_means_defaults(tmp_path: Path) -> None:
     cfg = load_with(tmp_path, pyproject='[project]\nname = "x"\n\n[tool.ruff]\nline-length = 99\n')
-    assert cfg == config.Config()
+    assert cfg == Config()
     assert cfg.source is None
 
 
@@ -339,7 +340,7 @@ def test_a_duration_key_without_a_unit_in_its_name_needs_one(tmp_path: Path, tex
 def test_pressure_default_follows_a_small_turn_cap(tmp_path: Path, cap: int, pressure: int) -> None:
     cfg = load_with(tmp_path, cairn_toml=f"[agent]\nmax_turns = {cap}\n")
     assert (cfg.agent.max_turns, cfg.agent.budget_pressure_turns) == (cap, pressure)
-    assert not config.pressure_given(cfg)
+    assert not pressure_given(cfg)
     rows = {key: (value, source) for key, value, source in effective(cfg)}
     assert rows["agent.budget_pressure_turns"] == (pressure, "default")
 
@@ -349,4 +350,4 @@ def test_pressure_set_against_the_cap_names_both_keys_and_the_default(tmp_path: 
     assert "budget_pressure_turns (2) must be smaller than max_turns (2)" in message
     assert "defaults to 2, or max_turns - 1" in message
     cfg = load_with(tmp_path, cairn_toml="[agent]\nmax_turns = 3\nbudget_pressure_turns = 1\n")
-    assert config.pressure_given(cfg) and cfg.agent.budget_pressure_turns == 1
+    assert pressure_given(cfg) and cfg.agent.budget_pressure_turns == 1

@@ -10,7 +10,8 @@ import msgspec
 import pytest
 
 from cairn import summary
-from cairn.config import Config, load
+from cairn.config import load
+from cairn.config.records import Config
 from cairn.state import marker
 from cairn.state.catchup import CatchupReport
 from cairn.state.status import StatusRow

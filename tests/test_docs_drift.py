@@ -13,7 +13,7 @@ from pathlib import Path
 
 from cairn.agents import ADAPTERS
 from cairn.cli.commands.config import effective
-from cairn.config import Config
+from cairn.config.records import Config
 from cairn.errors import ExitCode
 from doc_blocks import ROOT, blocks
 from helpers import git, make_repo, write

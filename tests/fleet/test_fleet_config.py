@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from cairn import config
+from cairn.config.records import Config
 from cairn.errors import BadInput
 from helpers import assert_one_line_error, cairn, make_repo, untouched_state, write
 
@@ -42,7 +43,7 @@ def test_defaults(tmp_path: Path) -> None:
         None,
     )
     assert hooks.timeout == "5m"
-    assert config.load(tmp_path) == config.Config()
+    assert config.load(tmp_path) == Config()
 
 
 def test_values_from_cairn_toml(tmp_path: Path) -> None:

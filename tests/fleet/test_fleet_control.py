@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from cairn.config import Config
+from cairn.config.records import Config
 from cairn.fleet import control
 from cairn.fleet.fleetstate import FleetTicket
 from cairn.terms import FLEET_STATES, FleetAction

@@ -12,7 +12,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from cairn.config import FleetConfig
+from cairn.config.records import FleetConfig
 from cairn.fleet import schedule
 from cairn.fleet.fleetstate import FleetTicket
 from fleet.fleet_setup import finish, record, scripted_fleet, summary_of, supervisor, wait_line

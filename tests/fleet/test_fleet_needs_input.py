@@ -12,7 +12,7 @@ from pathlib import Path
 
 import msgspec
 
-from cairn.config import FleetConfig
+from cairn.config.records import FleetConfig
 from cairn.fleet import schedule
 from cairn.fleet.fleetstate import FleetTicket
 from cairn.fleet.watch import Attempt

@@ -12,6 +12,7 @@ import pytest
 
 from cairn import config as config_module
 from cairn.cli.handlers.fleet_prune import prune as prune_command
+from cairn.config.records import Config
 from cairn.errors import BadInput
 from cairn.fleet import fleetstate, prune, workspaces
 from cairn.git import Repo
@@ -19,7 +20,7 @@ from cairn.state.layout import Layout
 from helpers import assert_one_line_error, cairn, fingerprint, git, rev, snapshot_files, write
 
 
-def setup(repo: Path, toml: str | None = None) -> tuple[Repo, config_module.Config, Layout]:
+def setup(repo: Path, toml: str | None = None) -> tuple[Repo, Config, Layout]:
     if toml is not None:
         write(repo, "cairn.toml", toml)
     found = Repo.discover(repo)

@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from cairn.config import FleetConfig
+from cairn.config.records import FleetConfig
 from cairn.fleet import schedule
 from cairn.fleet.fleetstate import FleetTicket
 from fleet.fleet_setup import (

@@ -6,13 +6,14 @@ import time
 from pathlib import Path
 
 from cairn import config as config_module
+from cairn.config.records import Config
 from cairn.fleet import hooks, workspaces
 from cairn.git import Repo
 from cairn.util.procs import pid_alive
 from helpers import write
 
 
-def configured(repo: Path, hooks_table: str) -> config_module.Config:
+def configured(repo: Path, hooks_table: str) -> Config:
     write(repo, "cairn.toml", f"[fleet.hooks]\n{hooks_table}")
     return config_module.load(repo)
 

@@ -10,13 +10,14 @@ import pytest
 
 from cairn import config as config_module
 from cairn import wip
+from cairn.config.records import Config
 from cairn.errors import BadInput
 from cairn.fleet import workspaces
 from cairn.git import Repo
 from helpers import git, make_repo, rev, save, write
 
 
-def open_repo(path: Path) -> tuple[Repo, config_module.Config]:
+def open_repo(path: Path) -> tuple[Repo, Config]:
     found = Repo.discover(path)
     return found, config_module.load(found.toplevel)
 

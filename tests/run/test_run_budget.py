@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from cairn.config import Config
+from cairn.config.records import Config
 from cairn.run import launch
 from cairn.state import journal
 from helpers import cairn, scripted_project

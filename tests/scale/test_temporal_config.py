@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from cairn import config
+from cairn.config.records import Config, TemporalConfig
 from cairn.errors import BadInput
 from helpers import assert_one_line_error, cairn, git, make_repo, untouched_state, write
 
@@ -31,7 +32,7 @@ def test_defaults(tmp_path: Path) -> None:
         "cairn",
     )
     assert (temporal.heartbeat_timeout, temporal.tls) == ("30s", False)
-    assert loaded == config.Config()
+    assert loaded == Config()
 
 
 def test_values_from_cairn_toml(tmp_path: Path) -> None:
@@ -114,13 +115,13 @@ def test_tls_and_api_key_reach_the_connection(
 
     (tmp_path / "c.pem").write_bytes(b"CERT")
     (tmp_path / "k.pem").write_bytes(b"KEY")
-    plain = config.TemporalConfig()
+    plain = TemporalConfig()
     assert (tls_of(plain), api_key_of(plain)) == (False, None)
-    mtls = config.TemporalConfig(tls_cert=str(tmp_path / "c.pem"), tls_key=str(tmp_path / "k.pem"))
+    mtls = TemporalConfig(tls_cert=str(tmp_path / "c.pem"), tls_key=str(tmp_path / "k.pem"))
     found = tls_of(mtls)
     assert isinstance(found, TLSConfig)
     assert (found.client_cert, found.client_private_key) == (b"CERT", b"KEY")
-    cloud = config.TemporalConfig(api_key_env="TEMPORAL_CLOUD_KEY_OF_THIS_TEST")
+    cloud = TemporalConfig(api_key_env="TEMPORAL_CLOUD_KEY_OF_THIS_TEST")
     monkeypatch.setenv("TEMPORAL_CLOUD_KEY_OF_THIS_TEST", "secret")
     assert (tls_of(cloud), api_key_of(cloud)) == (True, "secret")
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 
-from cairn.config import Config
+from cairn.config.records import Config
 from cairn.errors import GitError
 from cairn.git import Repo
 from cairn.wip import preparing, treebuild

@@ -4,8 +4,9 @@ Every key has a default, so no file is needed. An unknown key or an invalid valu
 (exit 2) and the message names the key and the file.
 
 This module finds and loads the file (``load``; ``found``, which the layout uses, builds nothing
-when there is no file). The records (``Config`` and its sections) and their checks live in
-``cairn.config.records`` and are loaded on first use: they are named here too.
+when there is no file). The records (``Config`` and its sections) and their checks are
+``cairn.config.records``, imported from there, and loaded only when a file exists or a command
+reads a setting.
 """
 
 from __future__ import annotations
@@ -19,64 +20,9 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from cairn.config.records import DEFAULT_MAX_COST_USD as DEFAULT_MAX_COST_USD
-    from cairn.config.records import DEFAULT_PRESSURE_TURNS as DEFAULT_PRESSURE_TURNS
-    from cairn.config.records import DEFAULT_ROLES as DEFAULT_ROLES
-    from cairn.config.records import FLEET_ID as FLEET_ID
-    from cairn.config.records import AgentConfig as AgentConfig
-    from cairn.config.records import Config as Config
-    from cairn.config.records import Duration as Duration
-    from cairn.config.records import FleetConfig as FleetConfig
-    from cairn.config.records import FleetHooks as FleetHooks
-    from cairn.config.records import GitHubConfig as GitHubConfig
-    from cairn.config.records import LoopConfig as LoopConfig
-    from cairn.config.records import MarkerConfig as MarkerConfig
-    from cairn.config.records import MiB as MiB
-    from cairn.config.records import Ms as Ms
-    from cairn.config.records import RoleConfig as RoleConfig
-    from cairn.config.records import Seconds as Seconds
-    from cairn.config.records import Section as Section
-    from cairn.config.records import Size as Size
-    from cairn.config.records import SnapshotConfig as SnapshotConfig
-    from cairn.config.records import TemporalConfig as TemporalConfig
-    from cairn.config.records import pressure_for as pressure_for
-    from cairn.config.records import pressure_given as pressure_given
+    from cairn.config.records import Config
 
 MAX_CONFIG_BYTES = 1024 * 1024
-RECORDS = frozenset(
-    {
-        "DEFAULT_MAX_COST_USD",
-        "DEFAULT_PRESSURE_TURNS",
-        "DEFAULT_ROLES",
-        "FLEET_ID",
-        "AgentConfig",
-        "Config",
-        "Duration",
-        "FleetConfig",
-        "FleetHooks",
-        "GitHubConfig",
-        "LoopConfig",
-        "MarkerConfig",
-        "MiB",
-        "Ms",
-        "RoleConfig",
-        "Seconds",
-        "Section",
-        "Size",
-        "SnapshotConfig",
-        "TemporalConfig",
-        "pressure_for",
-        "pressure_given",
-    }
-)  # in cairn.config.records
-
-
-def __getattr__(name: str) -> Any:
-    if name in RECORDS:
-        from cairn.config import records
-
-        return getattr(records, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def load(toplevel: Path, warnings: list[str] | None = None) -> Config:

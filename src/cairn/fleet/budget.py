@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import NamedTuple, Protocol
 
-from cairn.config import FleetConfig
+from cairn.config.records import FleetConfig
 from cairn.errors import CairnError
 from cairn.state import accounting, journal, status
 from cairn.state.layout import Layout

@@ -21,7 +21,7 @@ from typing import Any
 
 import msgspec
 
-from cairn.config import FleetConfig
+from cairn.config.records import FleetConfig
 from cairn.errors import BadInput
 from cairn.fleet import fleetstate, lease, schedule
 from cairn.fleet.fleetstate import FleetTicket

@@ -16,7 +16,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from cairn.config import Config
+from cairn.config.records import Config
 from cairn.errors import BadInput
 from cairn.git import Repo
 

@@ -33,7 +33,7 @@ from typing import Any, NamedTuple, Protocol
 
 import msgspec
 
-from cairn.config import Config
+from cairn.config.records import Config
 from cairn.fleet import fleetcontrol, fleetstate, retry, schedule
 from cairn.fleet import lease as fleet_lease
 from cairn.fleet.budget import FleetBudget

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from cairn.config import Config
+from cairn.config.records import Config
 from cairn.fleet import notify
 from cairn.fleet.facts import PushFailed, facts, push_branch
 from cairn.fleet.fleetstate import FleetTicket

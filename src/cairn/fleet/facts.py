@@ -11,7 +11,7 @@ import os
 import re
 from typing import Any, NamedTuple
 
-from cairn.config import Config
+from cairn.config.records import Config
 from cairn.errors import CairnError
 from cairn.git import Repo
 from cairn.git.process import Deadline

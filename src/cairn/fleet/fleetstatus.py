@@ -34,7 +34,7 @@ from cairn.util import clock
 from cairn.util.durations import parse_duration
 
 if TYPE_CHECKING:
-    from cairn.config import Config
+    from cairn.config.records import Config
     from cairn.git import Repo
     from cairn.git.process import Started
     from cairn.state.marker import Marker

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Literal, NamedTuple
 
-from cairn.config import Config
+from cairn.config.records import Config
 from cairn.terms import ENV_HOOK, ENV_TICKET, ENV_WORKTREE
 from cairn.util import durable
 from cairn.util.durations import format_duration, parse_duration

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cairn import __version__
-from cairn.config import Config
+from cairn.config.records import Config
 from cairn.errors import CairnError
 from cairn.fleet.facts import Facts
 from cairn.fleet.fleetstate import FleetTicket

@@ -22,7 +22,7 @@ from msgspec import Struct, field
 from msgspec.structs import replace
 
 from cairn import tickets
-from cairn.config import Config
+from cairn.config.records import Config
 from cairn.errors import BadInput
 from cairn.fleet import fleetstate, gitworktree, hooks, workspaces
 from cairn.fleet.gitworktree import Worktree, branch_of, same_path

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from cairn import tickets
-from cairn.config import Config
+from cairn.config.records import Config
 from cairn.fleet import fleetstate
 from cairn.fleet.fleetstate import FleetTicket
 from cairn.fleet.watch import Adopted, Watched, outcome_on_disk

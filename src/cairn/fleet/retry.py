@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from cairn.config import Config
+from cairn.config.records import Config
 from cairn.defaults import CONFIG_FILE
 from cairn.errors import BadInput
 from cairn.fleet.fleetstate import FleetTicket

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import NamedTuple
 
-from cairn.config import FleetConfig
+from cairn.config.records import FleetConfig
 from cairn.fleet.fleetstate import RETRY_IN, FleetTicket
 from cairn.state.runstate import MIN_FREE_BYTES
 from cairn.terms import FleetAction, FleetState

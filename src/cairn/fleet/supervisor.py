@@ -22,7 +22,7 @@ from typing import Any
 
 import msgspec
 
-from cairn.config import Config
+from cairn.config.records import Config
 from cairn.errors import CairnError, ExitCode
 from cairn.fleet import fleetcontrol, fleetstate, recovery, schedule, watch
 from cairn.fleet import lease as fleet_lease

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from cairn import tickets
-from cairn.config import Config
+from cairn.config.records import Config
 from cairn.errors import BadInput
 from cairn.fleet import gitworktree
 from cairn.fleet.gitworktree import Worktree, branch_of, same_path

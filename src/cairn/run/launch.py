@@ -14,7 +14,7 @@ import msgspec
 
 from cairn import summary
 from cairn.agents.base import Adapter, DispatchRequest
-from cairn.config import Config, pressure_given
+from cairn.config.records import Config, pressure_given
 from cairn.errors import BadInput
 from cairn.git import Repo
 from cairn.run import carried

@@ -13,7 +13,7 @@ from pathlib import Path
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode, TLSConfig
 
-from cairn.config import TemporalConfig
+from cairn.config.records import TemporalConfig
 from cairn.errors import BadInput
 from cairn.terms import ENV_TEMPORAL_RECONNECT_CAP
 

@@ -11,7 +11,7 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.service import RPCError, RPCStatusCode
 
-from cairn.config import TemporalConfig
+from cairn.config.records import TemporalConfig
 from cairn.errors import BadInput
 from cairn.scale.messages import TicketInput, workflow_id
 from cairn.scale.workflow import MEMO, TicketWorkflow

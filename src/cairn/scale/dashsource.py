@@ -16,7 +16,7 @@ from typing import Any
 
 from temporalio.client import Client
 
-from cairn.config import Config
+from cairn.config.records import Config
 from cairn.fleet.dashboard.source import View
 from cairn.git import Git, base_runner
 from cairn.scale import statecommit

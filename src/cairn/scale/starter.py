@@ -14,7 +14,7 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import CancelledError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
-from cairn.config import Config, TemporalConfig
+from cairn.config.records import Config, TemporalConfig
 from cairn.fleet.refusals import EVENT, Reporter
 from cairn.fleet.trackers.base import Candidate, Tracker
 from cairn.scale.connection import Outage, connect, transient

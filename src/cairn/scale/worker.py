@@ -12,7 +12,7 @@ from pathlib import Path
 
 from temporalio.worker import Worker
 
-from cairn.config import TemporalConfig
+from cairn.config.records import TemporalConfig
 from cairn.scale.connection import connect
 from cairn.scale.segment import Segments
 from cairn.scale.workflow import TicketWorkflow

@@ -15,7 +15,7 @@ from typing import Any
 from msgspec import Struct, field
 
 from cairn import summary, tickets
-from cairn.config import Config
+from cairn.config.records import Config
 from cairn.errors import BadInput
 from cairn.git import Repo
 from cairn.state import accounting, branches, journal, marker, runstate, transcripts

@@ -30,7 +30,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hot pa
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from cairn.config import Config
+    from cairn.config.records import Config
     from cairn.git import Repo
 
 SUMMARY_ROLE = "coder"

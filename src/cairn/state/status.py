@@ -23,7 +23,7 @@ import msgspec
 from msgspec import Struct
 
 from cairn import tickets
-from cairn.config import Config
+from cairn.config.records import Config
 from cairn.git import Repo
 from cairn.state import accounting, marker, owner
 from cairn.state.layout import (

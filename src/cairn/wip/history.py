@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from cairn import tickets
-from cairn.config import Config
 from cairn.config import load as load_config
+from cairn.config.records import Config
 from cairn.errors import BadInput
 from cairn.git import Git, Repo
 from cairn.wip.meta import SnapshotMeta

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hot path)
 if TYPE_CHECKING:
-    from cairn.config import Config
+    from cairn.config.records import Config
 
 
 def wip_ref(config: Config, ticket: str) -> str:

@@ -27,7 +27,7 @@ from cairn.wip.treebuild import Edit, Known, TreeWriter, hash_worktree
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from cairn.config import Config
+    from cairn.config.records import Config
     from cairn.git import Deadline, Git, Repo
     from cairn.git.process import Started
 

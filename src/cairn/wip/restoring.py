@@ -15,7 +15,7 @@ from pathlib import Path
 
 import msgspec
 
-from cairn.config import Config
+from cairn.config.records import Config
 from cairn.errors import BadInput, RestoreRefused
 from cairn.git import Deadline, Git, Repo
 from cairn.util.text import counted

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from cairn.config import Config
+from cairn.config.records import Config
 from cairn.errors import BadInput, CairnError
 from cairn.git import Repo
 from cairn.wip.history import info, open_repo, ticket_refs

@@ -25,7 +25,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from cairn.config import Config
+    from cairn.config.records import Config
     from cairn.git import Repo
     from cairn.git.discovery import Found
     from cairn.git.status import Early
@@ -111,7 +111,7 @@ def save_or_proof(
             proven = proof.holds(found, key, ticket, run_id) if not warnings else None
             if proven is not None:
                 return proven
-            from cairn.config import Config
+            from cairn.config.records import Config
             from cairn.wip.meta import clean_reason
             from cairn.wip.preparing import prepare
             from cairn.wip.recording import record

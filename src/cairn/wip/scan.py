@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
-from cairn.config import SnapshotConfig
+from cairn.config.records import SnapshotConfig
 from cairn.git import Deadline, Git
 from cairn.git.process import Started
 from cairn.git.status import STATUS_ARGS, entries

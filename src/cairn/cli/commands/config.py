@@ -10,7 +10,7 @@ from cairn.cli.output import say
 from cairn.cli.parsing import Parser, json_flag, workspace
 
 if TYPE_CHECKING:
-    from cairn.config import Config
+    from cairn.config.records import Config
 
 
 def show(parser: Parser) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from cairn.config import Config
+from cairn.config.records import Config
 from cairn.fleet.trackers.base import Candidate, Rejected, Tracker
 from cairn.fleet.trackers.dir import DirTracker
 from cairn.fleet.trackers.github import GitHubTracker

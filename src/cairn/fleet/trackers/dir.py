@@ -17,7 +17,7 @@ from pathlib import Path
 import msgspec
 
 from cairn import tickets
-from cairn.config import Config
+from cairn.config.records import Config
 from cairn.errors import BadInput
 from cairn.fleet import fleetstate
 from cairn.fleet.trackers.base import Candidate, Rejected, Tracker

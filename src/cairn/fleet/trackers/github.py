@@ -20,7 +20,7 @@ import re
 import time
 from typing import Any
 
-from cairn.config import Config
+from cairn.config.records import Config
 from cairn.errors import BadInput
 from cairn.fleet import fleetstate
 from cairn.fleet.facts import Facts, PushFailed, facts, push_branch

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from cairn.agents.base import Adapter, Dispatch, Result
-from cairn.config import Config
+from cairn.config.records import Config
 from cairn.git import Repo
 from cairn.run.events import EventSink
 from cairn.run.plan import Plan

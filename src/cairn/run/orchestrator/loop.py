@@ -8,7 +8,7 @@ from functools import partial
 
 from cairn import summary
 from cairn.agents.base import Adapter
-from cairn.config import Config
+from cairn.config.records import Config
 from cairn.git import Repo
 from cairn.run import evaluation, progress, review
 from cairn.run.events import EventSink
