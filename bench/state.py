@@ -445,8 +445,7 @@ class Templates:
     def __init__(self, scratch: Path) -> None:
         from cairn import summary
         from cairn.state import marker, owner
-        from cairn.state.owner import Owner
-        from cairn.util import clock, procs
+        from cairn.util import clock
 
         now = clock.now()
         t, r = TEMPLATE_TICKET, TEMPLATE_RUN
@@ -455,11 +454,8 @@ class Templates:
         self.finished_journal = journal_bytes(scratch, t, r, 8, finished=True).decode()
         self.midway_journal = journal_bytes(scratch, t, r, 8, finished=False).decode()
         dead = subprocess.Popen(["true"])
-        started = procs.process_start_time(dead.pid)
+        self.dead_owner = owner.of(dead.pid)
         dead.wait()  # the pid is gone; a reuse is caught by its start time
-        self.dead_owner = Owner(
-            host=owner.this_host(), pid=dead.pid, pid_started_at=started, boot_id=owner.boot_id()
-        )
         dead_marker = realistic_marker(t, r, self.dead_owner, now - timedelta(hours=5), task=5)
         self.dead_marker = marker.render(dead_marker)
         self.lease = msgspec.json.encode(self.dead_owner).decode()

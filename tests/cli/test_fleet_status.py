@@ -20,7 +20,7 @@ from cairn.fleet import fleetstate
 from cairn.fleet.fleetstate import FleetTicket
 from cairn.fleet.fleetstatus import FleetRow, fleet_status
 from cairn.state.layout import discover
-from cairn.util.procs import process_start_time
+from cairn.util.procs import process_start
 from helpers import assert_one_line_error, cairn, make_repo, rev, scripted_project
 
 HEAVY = ("typer", "click", "rich", "pydantic", "pydantic_core", "mcp")
@@ -205,9 +205,11 @@ def test_a_running_ticket_then_its_owner_killed(tmp_path: Path) -> None:
             if "dispatch:" in text and "task: 2" in text:
                 break
             time.sleep(0.05)
-        started = process_start_time(child.pid)
+        started = process_start(child.pid)
         assert started is not None
-        record(repo, "R-1", "running", attempt=1, pid=child.pid, pid_started_at=started.timestamp())
+        record(
+            repo, "R-1", "running", attempt=1, pid=child.pid, pid_started_at=started.at.timestamp()
+        )
         row = rows(repo)["R-1"]
         assert row["state"] == "running" and row["run_state"] == "in_progress"
         assert (row["phase"], row["task"], row["total"]) == ("implement", 2, 2)

@@ -18,7 +18,7 @@ from cairn.fleet import fleetstate
 from cairn.fleet.fleetstate import FleetTicket
 from cairn.state.layout import Layout
 from cairn.terms import FLEET_STATES
-from cairn.util.procs import process_start_time
+from cairn.util.procs import process_start
 from helpers import dead_pid
 
 NOW = datetime(2026, 11, 30, 10, 15, 0, 250000, tzinfo=UTC)
@@ -186,11 +186,19 @@ def test_live_state_of_a_running_record() -> None:
     assert state == "interrupted" and detail is not None and "is gone" in detail
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
-        started = process_start_time(child.pid)
-        assert started is not None
-        alive = msgspec.structs.replace(running, pid=child.pid, pid_started_at=started.timestamp())
+        started = process_start(child.pid)
+        assert started is not None and started.since_boot is not None
+        alive = msgspec.structs.replace(
+            running,
+            pid=child.pid,
+            pid_started_at=started.at.timestamp(),
+            pid_started_since_boot=started.since_boot,
+        )
         assert fleetstate.live_state(alive) == ("running", None)
-        reused = msgspec.structs.replace(alive, pid_started_at=started.timestamp() - 3600)
+        # the clock stepped an hour since the record: its start counted from boot still holds
+        stepped = msgspec.structs.replace(alive, pid_started_at=started.at.timestamp() - 3600)
+        assert fleetstate.live_state(stepped) == ("running", None)
+        reused = msgspec.structs.replace(stepped, pid_started_since_boot=started.since_boot - 3600)
         assert fleetstate.live_state(reused)[0] == "interrupted"
     finally:
         child.kill()

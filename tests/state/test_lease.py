@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from multiprocessing.connection import Connection
@@ -52,9 +53,9 @@ def sleeper() -> Iterator[subprocess.Popen[bytes]]:
 
 def live_owner(pid: int) -> Owner:
     """The owner record a cairn process with ``pid`` on this host would write."""
-    started = procs.process_start_time(pid)
-    assert started is not None
-    return Owner(host=owner.this_host(), pid=pid, pid_started_at=started, boot_id=owner.boot_id())
+    recorded = owner.of(pid)
+    assert recorded.pid_started_at is not None and recorded.pid_started_since_boot is not None
+    return recorded
 
 
 def put_marker(layout: Layout, ticket: str, who: Owner | None, age: float = 0.0) -> marker.Marker:
@@ -243,7 +244,7 @@ def test_dead_owner_is_taken_over(layout: Layout) -> None:
             host=owner.this_host(),
             pid=gone,
             pid_started_at=clock.now() - timedelta(seconds=3),
-            boot_id=owner.boot_id(),
+            boot_id=procs.boot_id(),
         ),
     )
     state, why = owner.check(previous.owner, previous.last_updated, DAY, clock.now())
@@ -270,10 +271,13 @@ def test_free_ticket_has_no_takeover(layout: Layout) -> None:
 
 
 def test_reused_pid_is_dead(layout: Layout, sleeper: subprocess.Popen[bytes]) -> None:
+    """The record's process started an hour before the pid's, by both clocks."""
     real = live_owner(sleeper.pid)
-    assert real.pid_started_at is not None
+    assert real.pid_started_at is not None and real.pid_started_since_boot is not None
     impostor = msgspec.structs.replace(
-        real, pid_started_at=real.pid_started_at - timedelta(hours=1)
+        real,
+        pid_started_at=real.pid_started_at - timedelta(hours=1),
+        pid_started_since_boot=real.pid_started_since_boot - 3600,
     )
     state, why = owner.check(impostor, clock.now(), DAY, clock.now())
     assert state == "dead"
@@ -310,29 +314,69 @@ def test_live_owner_with_right_start_time_is_refused(
         assert taken.takeover is not None and "gone" in taken.takeover
 
 
-def test_process_start_time_matches_reality() -> None:
+def test_process_start_matches_reality() -> None:
     before = datetime.now().astimezone()
+    uptime = time.clock_gettime(time.CLOCK_BOOTTIME)
     proc = subprocess.Popen(["sleep", "5"])
     try:
-        started = procs.process_start_time(proc.pid)
-        assert started is not None
-        assert abs((started - before).total_seconds()) < 3  # btime is whole seconds
-        mine = procs.process_start_time(os.getpid())
-        assert mine is not None and mine < started
+        started = procs.process_start(proc.pid)
+        assert started is not None and started.since_boot is not None
+        assert abs((started.at - before).total_seconds()) < 3  # btime is whole seconds
+        assert abs(started.since_boot - uptime) < 1  # ticks from boot: no clock in it
+        mine = procs.process_start(os.getpid())
+        assert mine is not None and mine.at < started.at
+        assert mine.since_boot is not None and mine.since_boot < started.since_boot
     finally:
         proc.kill()
         proc.wait()
-    assert procs.process_start_time(dead_pid()) is None
+    assert procs.process_start(dead_pid()) is None
+
+
+def test_a_step_of_the_clock_moves_the_start_time_but_not_the_start_since_boot(
+    tmp_path: Path, sleeper: subprocess.Popen[bytes]
+) -> None:
+    """A machine restored from a snapshot sets its clock, and the kernel's boot time moves by
+    as much. Read through a /proc whose boot time is an hour later (as the kernel shows it
+    then), the process's start by the clock moves an hour and its start since boot does not:
+    the owner recorded before the step is still alive, and a reused pid is still dead."""
+    recorded = live_owner(sleeper.pid)
+    with open("/proc/stat") as handle:
+        lines = handle.read().splitlines()
+    stepped = [
+        f"btime {int(line.split()[1]) + 3600}" if line.startswith("btime ") else line
+        for line in lines
+    ]
+    fake = tmp_path / "proc"
+    fake.mkdir()
+    (fake / "stat").write_text("\n".join(stepped) + "\n")
+    for pid in (sleeper.pid, os.getpid()):
+        (fake / str(pid)).symlink_to(f"/proc/{pid}")
+    before = psutil.PROCFS_PATH
+    psutil.PROCFS_PATH = str(fake)
+    try:
+        now = procs.process_start(sleeper.pid)
+        assert now is not None and recorded.pid_started_at is not None
+        assert abs((now.at - recorded.pid_started_at).total_seconds() - 3600) < 1
+        assert now.since_boot == recorded.pid_started_since_boot
+        assert owner.check(recorded, clock.now(), DAY, clock.now())[0] == "alive"
+        since_boot = recorded.pid_started_since_boot
+        assert since_boot is not None
+        reused = msgspec.structs.replace(recorded, pid_started_since_boot=since_boot - 60)
+        state, why = owner.check(reused, clock.now(), DAY, clock.now())
+        assert state == "dead" and "another process" in why
+    finally:
+        psutil.PROCFS_PATH = before
 
 
 # --- (e) a reboot -------------------------------------------------------------------------
 
 
 def test_other_boot_id_is_dead(layout: Layout, sleeper: subprocess.Popen[bytes]) -> None:
-    if owner.boot_id() is None:
+    current = procs.boot_id()
+    if current is None:
         pytest.skip("no boot id on this system")
-    booted = float(owner.boot_id() or 0)
-    before_reboot = msgspec.structs.replace(live_owner(sleeper.pid), boot_id=str(booted - 3600))
+    other = str(float(current) - 3600) if current.isdigit() else str(uuid.uuid4())
+    before_reboot = msgspec.structs.replace(live_owner(sleeper.pid), boot_id=other)
     state, why = owner.check(before_reboot, clock.now(), DAY, clock.now())
     assert state == "dead" and "restarted" in why
     previous = put_marker(layout, "T-1", before_reboot)
@@ -341,11 +385,22 @@ def test_other_boot_id_is_dead(layout: Layout, sleeper: subprocess.Popen[bytes])
         assert taken.previous == previous
 
 
-def test_a_boot_id_a_second_off_is_this_boot(sleeper: subprocess.Popen[bytes]) -> None:
-    """The kernel derives the boot time from the clock: a second's drift is the same boot."""
-    booted = float(owner.boot_id() or 0)
-    drifted = msgspec.structs.replace(live_owner(sleeper.pid), boot_id=str(round(booted) + 1))
-    assert owner.check(drifted, clock.now(), DAY, clock.now())[0] == "alive"
+def test_boot_ids_are_compared_as_what_they_are() -> None:
+    """The kernel's boot UUIDs are one boot when equal; boot times (systems without one) when a
+    second or two apart, the kernel deriving them from the clock; a UUID and a time cannot be
+    compared, and the start time tells instead."""
+    a, b = str(uuid.uuid4()), str(uuid.uuid4())
+    assert procs.same_boot(a, a) and not procs.same_boot(a, b)
+    assert procs.same_boot("1796237601", "1796237602")
+    assert not procs.same_boot("1796237601", "1796233001")
+    assert procs.same_boot("1796237601", a) and procs.same_boot(a, "1796237601")
+
+
+def test_the_boot_id_is_the_kernels_boot_uuid_on_linux() -> None:
+    if not os.path.exists(procs.LINUX_BOOT_ID):
+        pytest.skip("Linux only")
+    with open(procs.LINUX_BOOT_ID) as handle:
+        assert procs.boot_id() == handle.read().strip()
 
 
 def old_linux_owner(pid: int) -> Owner:
@@ -376,7 +431,8 @@ def test_an_owner_recorded_by_an_earlier_release_is_judged_alike(
     assert read is not None and read.owner == recorded
     assert owner.check(read.owner, clock.now(), DAY, clock.now())[0] == "alive"
     started = recorded.pid_started_at
-    assert started is not None and started == procs.process_start_time(sleeper.pid)
+    now = procs.process_start(sleeper.pid)
+    assert started is not None and now is not None and started == now.at
     reused = msgspec.structs.replace(recorded, pid_started_at=started - timedelta(minutes=5))
     state, why = owner.check(reused, clock.now(), DAY, clock.now())
     assert state == "dead" and "another process" in why

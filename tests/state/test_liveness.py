@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
+import msgspec
 import psutil
 import pytest
 
@@ -88,7 +89,7 @@ def test_a_dead_agent_left_as_a_zombie_is_not_stopped_again(zombie: int) -> None
         last_updated=clock.now(),
         owner=me,
         dispatch=marker.DispatchRecord(
-            role="coder", pid=zombie, pid_started_at=procs.process_start_time(zombie)
+            role="coder", pid=zombie, pid_started_at=owner.of(zombie).pid_started_at
         ),
     )
     assert launch._stop_orphaned_agent(previous, grace=5.0) is None
@@ -124,12 +125,10 @@ def running_in_group(pgid: int) -> list[int]:
 
 
 def local(pid: int, started: bool) -> Owner:
-    return Owner(
-        host=owner.this_host(),
-        pid=pid,
-        pid_started_at=procs.process_start_time(pid) if started else None,
-        boot_id=owner.boot_id(),
-    )
+    mine = owner.of(pid)
+    if started:
+        return mine
+    return msgspec.structs.replace(mine, pid_started_at=None, pid_started_since_boot=None)
 
 
 def test_pid_1_without_a_start_time_is_not_a_cairn_run() -> None:
@@ -137,7 +136,7 @@ def test_pid_1_without_a_start_time_is_not_a_cairn_run() -> None:
     state, why = owner.check(local(1, started=False), now, DAY, now)
     assert state == "dead" and "first process" in why
     # with its recorded start time it is what it says: a cairn that is a container's init
-    if procs.process_start_time(1) is not None:
+    if procs.process_start(1) is not None:
         assert owner.check(local(1, started=True), now, DAY, now)[0] == "alive"
 
 

@@ -33,7 +33,7 @@ from cairn.run.orchestrator import RunOutcome
 from cairn.state.layout import discover
 from cairn.terms import ENV_FLEET_ATTEMPT, FleetState
 from cairn.util import clock
-from cairn.util.procs import process_start_time
+from cairn.util.procs import process_start
 
 
 def resume(workspace: Path | str, ticket: str | None, **options: Any) -> RunOutcome:
@@ -65,7 +65,7 @@ def resume(workspace: Path | str, ticket: str | None, **options: Any) -> RunOutc
     if not hook.ok:
         raise BadInput(f"{hook.describe('after_create')} in {space.path}; fix it and try again")
     mine = os.getpid()
-    started = process_start_time(mine)
+    start = process_start(mine)
     before = record
     fleetstate.write(
         layout,
@@ -76,7 +76,8 @@ def resume(workspace: Path | str, ticket: str | None, **options: Any) -> RunOutc
             worktree=str(space.path),
             branch=space.branch,
             pid=mine,
-            pid_started_at=started.timestamp() if started else None,
+            pid_started_at=start.at.timestamp() if start else None,
+            pid_started_since_boot=start.since_boot if start else None,
             detail="resumed by hand",
             updated=clock.now(),
         ),
@@ -119,6 +120,7 @@ def _after(fleet: FleetConfig, before: FleetTicket, outcome: RunOutcome) -> Flee
         next_attempt_at=None,
         pid=None,
         pid_started_at=None,
+        pid_started_since_boot=None,
         last_exit=outcome.exit_code,
         last_reason=outcome.reason or outcome.status,
         detail=detail,

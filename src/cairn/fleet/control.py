@@ -323,7 +323,7 @@ def _act_alone(layout: Layout, config: Config, request: Request) -> None:
         fleetcontrol.done(request)
         return
     if record.state == "running":
-        if same_process(record.pid, record.pid_started_at):
+        if same_process(record.pid, record.pid_started_at, record.pid_started_since_boot):
             if request.action in schedule.HOLDS and not request.signalled:
                 assert record.pid is not None
                 with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -340,6 +340,7 @@ def _act_alone(layout: Layout, config: Config, request: Request) -> None:
             attempt=max(0, record.attempt - 1),
             pid=None,
             pid_started_at=None,
+            pid_started_since_boot=None,
             last_reason=record.last_reason if request.signalled else "crash",
         )
     decision = decide(request.action, record, config, supervised=False)

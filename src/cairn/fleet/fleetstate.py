@@ -23,10 +23,10 @@ from msgspec import Meta, Struct
 from cairn import tickets
 from cairn.errors import BadInput, CorruptState
 from cairn.state.layout import FLEET_RECORD, Layout
-from cairn.state.owner import START_TIME_TOLERANCE, with_offsets
+from cairn.state.owner import with_offsets
 from cairn.terms import FleetState
 from cairn.util import durable
-from cairn.util.procs import pid_alive, process_start_time
+from cairn.util.procs import pid_alive, started_as
 
 SUFFIX = FLEET_RECORD
 READ_LIMIT = 256 * 1024
@@ -43,7 +43,8 @@ class FleetTicket(Struct, frozen=True, kw_only=True):
     worktree: str | None = None  # absolute path
     branch: str | None = None  # cairn/<ticket>
     pid: int | None = None  # the child `cairn run|resume` process, while running
-    pid_started_at: float | None = None
+    pid_started_at: float | None = None  # epoch seconds
+    pid_started_since_boot: float | None = None  # the same start counted from boot
     last_exit: int | None = None
     last_reason: str | None = None  # cutoff reason of the last attempt (max_turns, stall, …)
     detail: str | None = None  # one line: why failed / needs_input / interrupted
@@ -79,19 +80,15 @@ def live_state(record: FleetTicket) -> tuple[FleetState, str | None]:
 
 
 def _alive(record: FleetTicket) -> bool:
-    return same_process(record.pid, record.pid_started_at)
+    return same_process(record.pid, record.pid_started_at, record.pid_started_since_boot)
 
 
-def same_process(pid: int | None, started_at: float | None) -> bool:
-    """Whether ``pid`` is alive and is the process that started at ``started_at`` (epoch s)."""
+def same_process(pid: int | None, started_at: float | None, since_boot: float | None) -> bool:
+    """Whether ``pid`` is alive and is the process that started at ``started_at`` (epoch s),
+    ``since_boot`` seconds after boot (a start that cannot be told is taken as the same)."""
     if pid is None or not pid_alive(pid):
         return False
-    if started_at is None:
-        return True
-    started = process_start_time(pid)
-    if started is None:
-        return True
-    return abs(started.timestamp() - started_at) <= START_TIME_TOLERANCE
+    return started_as(pid, started_at, since_boot) is not False
 
 
 def output_paths(layout: Layout, ticket: str) -> tuple[Path, Path]:

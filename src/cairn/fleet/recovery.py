@@ -45,7 +45,13 @@ def scan(layout: Layout, config: Config, toplevel: Path) -> Found:
         if record.state != "running":
             continue
         if record.pid is not None:
-            child = Adopted(record.ticket, layout, record.pid, record.pid_started_at)
+            child = Adopted(
+                record.ticket,
+                layout,
+                record.pid,
+                record.pid_started_at,
+                record.pid_started_since_boot,
+            )
             # a run the disk stopped while no record could be written is resumed first, its
             # attempt not spent (as the full disk's rule says), not judged now there is room
             full = child.outcome is not None and child.outcome.get("reason") == "disk_full"
@@ -114,13 +120,19 @@ def from_run(layout: Layout, config: Config, toplevel: Path, ticket: str) -> Fle
     }
     live = _live_owner(layout, ticket)
     if live is not None and not finished(status):
-        fields.update(state="running", pid=live.pid, pid_started_at=live.pid_started_at)
+        fields.update(
+            state="running",
+            pid=live.pid,
+            pid_started_at=live.pid_started_at,
+            pid_started_since_boot=live.pid_started_since_boot,
+        )
     return msgspec.convert(fields, FleetTicket, strict=False)
 
 
 class _Live(NamedTuple):
     pid: int
     pid_started_at: float | None
+    pid_started_since_boot: float | None
 
 
 def _live_owner(layout: Layout, ticket: str) -> _Live | None:
@@ -131,8 +143,9 @@ def _live_owner(layout: Layout, ticket: str) -> _Live | None:
             return None
         now = clock.now()
         if owner.check(current.owner, now, 0, now)[0] == "alive":
-            started = current.owner.pid_started_at
-            return _Live(current.owner.pid, started.timestamp() if started else None)
+            run = current.owner
+            started = run.pid_started_at.timestamp() if run.pid_started_at else None
+            return _Live(run.pid, started, run.pid_started_since_boot)
     return None
 
 
@@ -177,6 +190,7 @@ class Recovering:
                 next_attempt_at=None,
                 pid=None,
                 pid_started_at=None,
+                pid_started_since_boot=None,
                 last_reason="crash",
                 detail="its supervisor died mid-attempt; resumed first",
             )

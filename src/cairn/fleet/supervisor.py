@@ -245,7 +245,8 @@ class Supervisor(recovery.Recovering):
             attempt=record.attempt + 1,
             next_attempt_at=None,
             pid=attempt.pid,
-            pid_started_at=attempt.started_at.timestamp() if attempt.started_at else None,
+            pid_started_at=attempt.started_at,
+            pid_started_since_boot=attempt.started_since_boot,
             detail="; ".join(self.noted.pop(ticket, [])) or None,  # what was set right
         )
         if ticket in self.controls.unwritten:  # a full disk did not take the record: no run
@@ -345,6 +346,7 @@ class Supervisor(recovery.Recovering):
             last_reason=reason,
             pid=None,
             pid_started_at=None,
+            pid_started_since_boot=None,
         )
         if verdict.state == "retrying":
             self._save(

@@ -34,7 +34,7 @@ from cairn.state import journal, marker
 from cairn.state.layout import JOURNAL, Layout
 from cairn.terms import ENV_DEBUG, ENV_FLEET_ATTEMPT, ENV_PREFIX, run_status
 from cairn.util import durable
-from cairn.util.procs import process_start_time
+from cairn.util.procs import process_start
 
 __all__ = [
     "Adopted",
@@ -65,6 +65,8 @@ class Watched:
     """What the supervisor asks of any attempt in flight, read from the child's output files."""
 
     pid: int
+    started_at: float | None = None  # epoch seconds, by the machine's clock
+    started_since_boot: float | None = None  # the same start counted from boot
     stall_sent_at: float | None = None
     exit_code: int | None = None  # once it has exited (None: killed, or no outcome was written)
 
@@ -247,7 +249,9 @@ class Attempt(Watched):
         finally:
             os.close(out)
         self.pid = self.proc.pid
-        self.started_at = process_start_time(self.pid)
+        start = process_start(self.pid)
+        if start is not None:
+            self.started_at, self.started_since_boot = start.at.timestamp(), start.since_boot
         self.wake = wake  # set when the child exits
         threading.Thread(target=self._wait, daemon=True).start()
 
@@ -282,13 +286,20 @@ class Adopted(Watched):
     """A child cairn a supervisor before this one started: watched through its pid and its
     output files, which hold its outcome once it has ended (alive or not when adopted)."""
 
-    def __init__(self, ticket: str, layout: Layout, pid: int, started_at: float | None) -> None:
+    def __init__(
+        self,
+        ticket: str,
+        layout: Layout,
+        pid: int,
+        started_at: float | None,
+        started_since_boot: float | None,
+    ) -> None:
         super().__init__(ticket, layout)
-        self.pid, self.started_at = pid, started_at
+        self.pid, self.started_at, self.started_since_boot = pid, started_at, started_since_boot
         self.read_output()
 
     def alive(self) -> bool:
-        return same_process(self.pid, self.started_at)
+        return same_process(self.pid, self.started_at, self.started_since_boot)
 
     def ended_with_outcome(self) -> bool:
         """Whether the child is gone and said how it ended (it exited while no supervisor

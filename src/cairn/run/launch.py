@@ -379,6 +379,7 @@ def _stop_orphaned_agent(previous: marker.Marker | None, grace: float) -> int | 
         host=previous.owner.host,
         pid=pid,
         pid_started_at=previous.dispatch.pid_started_at,
+        pid_started_since_boot=previous.dispatch.pid_started_since_boot,
         boot_id=previous.owner.boot_id,
     )
     if owner.check(agent, previous.last_updated, float("inf"), clock.now())[0] != "alive":

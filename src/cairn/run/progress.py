@@ -121,12 +121,11 @@ def _stop_run(ref: RunRef) -> bool:
     except Exception:  # a marker that cannot be read names no run to stop
         return False
     run = found.owner if found is not None else None
-    if run is None or run.host != owner.this_host() or run.pid_started_at is None:
+    if run is None or run.host != owner.this_host():
         return False
-    started = procs.process_start_time(run.pid)
-    if run.pid == os.getpid() or started is None:
+    if run.pid == os.getpid():
         return False
-    if abs((started - run.pid_started_at).total_seconds()) > owner.START_TIME_TOLERANCE:
+    if not procs.started_as(run.pid, run.pid_started_at, run.pid_started_since_boot):
         return False
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, signal.SIG_IGN)

@@ -175,9 +175,9 @@ def stop_recorded(path: Path) -> None:
         record = json.loads(path.read_text())
     except (OSError, ValueError):
         return
-    started = procs.process_start_time(int(record["pid"]))
-    if started is not None and started.isoformat() == record.get("started"):
-        procs.kill_group(int(record["pid"]))
+    pid = int(record["pid"])
+    if _same_process(pid, record.get("started"), record.get("started_since_boot")):
+        procs.kill_group(pid)
     path.unlink(missing_ok=True)
 
 
@@ -199,31 +199,39 @@ def stop_marked(state_dir: Path) -> None:
         return
     if found is None or found.owner is None or found.owner.host != owner.this_host():
         return
-    if _same_process(found.owner.pid, found.owner.pid_started_at):
+    run = found.owner
+    if _same_process(run.pid, run.pid_started_at, run.pid_started_since_boot):
         procs.stop_group(found.owner.pid, STOP_GRACE)
     agent = found.dispatch
     if (
         agent is not None
         and agent.pid is not None
-        and _same_process(agent.pid, agent.pid_started_at)
+        and _same_process(agent.pid, agent.pid_started_at, agent.pid_started_since_boot)
     ):
         procs.kill_group(agent.pid)
 
 
-def _same_process(pid: int, started: datetime | None) -> bool:
+def _same_process(pid: int, started: datetime | str | None, since_boot: float | None) -> bool:
+    """Whether ``pid`` is alive and provably the process recorded (never kill a stranger)."""
     if pid == os.getpid() or not procs.pid_alive(pid):
         return False
-    now = procs.process_start_time(pid)
-    if started is None or now is None:
-        return False  # no proof it is the same process: never kill a stranger
-    return abs((now - started).total_seconds()) <= 2.0
+    if isinstance(started, str):
+        try:
+            started = datetime.fromisoformat(started)
+        except ValueError:
+            started = None
+    return procs.started_as(pid, started, since_boot) is True
 
 
 def remember_child(space: Workspace, pid: int) -> None:
-    started = procs.process_start_time(pid)
+    start = procs.process_start(pid)
     path = space.pid_file()
     path.parent.mkdir(parents=True, exist_ok=True)
-    record = {"pid": pid, "started": started.isoformat() if started else None}
+    record = {
+        "pid": pid,
+        "started": start.at.isoformat() if start else None,
+        "started_since_boot": start.since_boot if start else None,
+    }
     durable.atomic_write(path, json.dumps(record))
 
 

@@ -21,6 +21,7 @@ class DispatchRecord(Struct, frozen=True, kw_only=True):
     max_turns: Annotated[int, Meta(ge=1)] | None = None
     pid: Annotated[int, Meta(ge=1)] | None = None
     pid_started_at: datetime | None = None
+    pid_started_since_boot: float | None = None
 
     def __post_init__(self) -> None:
         with_offsets(self, "pid_started_at")

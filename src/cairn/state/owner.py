@@ -1,9 +1,10 @@
 """Who owns a run, and whether that owner is still alive.
 
-An owner is ``{host, pid, pid_started_at, boot_id}``. On the owner's host, liveness is certain:
-the pid must exist, must still be the same process (same start time) and the machine must not
-have rebooted (same boot id). From another host nothing can be checked, so such an owner only
-becomes stale after ``marker.stale_after`` without an update.
+An owner is ``{host, pid, pid_started_at, pid_started_since_boot, boot_id}``. On the owner's
+host, liveness is certain: the pid must exist, must still be the same process (same start time,
+by the clock or counted from boot: a step of the clock moves only the first) and the machine must
+not have rebooted (same boot id: the kernel's boot UUID on Linux). From another host nothing can
+be checked, so such an owner only becomes stale after ``marker.stale_after`` without an update.
 """
 
 from __future__ import annotations
@@ -15,9 +16,8 @@ from msgspec import Struct
 from msgspec.structs import force_setattr
 
 from cairn.terms import Liveness as Liveness  # re-exported: marker and catch-up name it here
-from cairn.util.procs import boot_time, pid_alive, process_start_time
+from cairn.util import procs
 
-START_TIME_TOLERANCE = 2.0
 # The system's first process never is a cairn run, unless a recorded start time proves it is
 # (cairn as a container's init).
 INIT_PID = 1
@@ -40,6 +40,7 @@ class Owner(Struct, frozen=True, kw_only=True):
     host: str
     pid: int
     pid_started_at: datetime | None = None
+    pid_started_since_boot: float | None = None
     boot_id: str | None = None
 
     def __post_init__(self) -> None:
@@ -55,27 +56,19 @@ def this_host() -> str:
     return socket.gethostname()
 
 
-def boot_id() -> str | None:
-    """This boot of the machine: its boot time in whole seconds since the epoch, as text."""
-    booted = boot_time()
-    return None if booted is None else str(round(booted))
-
-
-def same_boot(recorded: str, current: str) -> bool:
-    """Whether a recorded boot id names this boot. Boot times a second or two apart are one
-    boot (the kernel derives it from the clock). A boot id that is not a number (the Linux boot
-    UUID that owner records of earlier releases hold) cannot be compared: the pid's start time,
-    which no process of a later boot shares, tells instead."""
-    try:
-        return abs(float(recorded) - float(current)) <= START_TIME_TOLERANCE
-    except ValueError:
-        return True
-
-
 def me() -> Owner:
-    pid = os.getpid()
+    return of(os.getpid())
+
+
+def of(pid: int) -> Owner:
+    """The process ``pid`` of this host as an owner: its start by both clocks, this boot."""
+    start = procs.process_start(pid)
     return Owner(
-        host=this_host(), pid=pid, pid_started_at=process_start_time(pid), boot_id=boot_id()
+        host=this_host(),
+        pid=pid,
+        pid_started_at=start.at if start else None,
+        pid_started_since_boot=start.since_boot if start else None,
+        boot_id=procs.boot_id(),
     )
 
 
@@ -87,20 +80,15 @@ def check(
         return "unknown", "no owner is recorded"
     if owner.host != this_host():
         return _remote(owner, (now - last_updated).total_seconds(), stale_after)
-    current_boot = boot_id()
-    if owner.boot_id and current_boot and not same_boot(owner.boot_id, current_boot):
+    current_boot = procs.boot_id()
+    if owner.boot_id and current_boot and not procs.same_boot(owner.boot_id, current_boot):
         return "dead", f"{owner.describe()} ran before this machine restarted"
     if owner.pid == INIT_PID and owner.pid_started_at is None:
         return "dead", f"{owner.describe()} is the system's first process, not a cairn run"
-    if not pid_alive(owner.pid):
+    if not procs.pid_alive(owner.pid):
         return "dead", f"{owner.describe()} is gone"
-    if owner.pid_started_at is not None:
-        started = process_start_time(owner.pid)
-        if (
-            started is not None
-            and abs((started - owner.pid_started_at).total_seconds()) > START_TIME_TOLERANCE
-        ):
-            return "dead", f"{owner.describe()} is gone (the pid now belongs to another process)"
+    if procs.started_as(owner.pid, owner.pid_started_at, owner.pid_started_since_boot) is False:
+        return "dead", f"{owner.describe()} is gone (the pid now belongs to another process)"
     return "alive", f"{owner.describe()} is running"
 
 

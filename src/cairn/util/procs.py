@@ -15,6 +15,8 @@ import signal
 import time
 from datetime import UTC, datetime
 
+from cairn.util.tuples import NamedTuple
+
 
 def pid_alive(pid: int) -> bool:
     """Whether ``pid`` is a running process. A zombie (exited, not reaped yet) is not: it will
@@ -40,7 +42,10 @@ def pid_alive(pid: int) -> bool:
 
 @functools.cache
 def boot_time() -> float | None:
-    """When this machine booted, in seconds since the epoch; None when unknown."""
+    """When this machine booted, in seconds since the epoch, as this process first read it;
+    None when unknown. The kernel derives it from the clock, so a step of the clock (a machine
+    restored from a snapshot setting its time) moves it: never compare it across processes
+    to tell one boot from another (``boot_id`` does)."""
     import psutil
 
     try:
@@ -49,17 +54,88 @@ def boot_time() -> float | None:
         return None
 
 
-def process_start_time(pid: int) -> datetime | None:
-    """When ``pid`` started; None when unknown or the pid is gone. On Linux this is the boot
+# The kernel's name for this boot on Linux: a random UUID no step of the clock changes.
+LINUX_BOOT_ID = "/proc/sys/kernel/random/boot_id"
+
+
+def boot_id() -> str | None:
+    """This boot of the machine: the kernel's boot UUID where it has one (Linux), else the boot
+    time in whole seconds since the epoch, as text; None when neither is known."""
+    try:
+        with open(LINUX_BOOT_ID) as handle:
+            return handle.read().strip() or None
+    except OSError:
+        booted = boot_time()
+        return None if booted is None else str(round(booted))
+
+
+def same_boot(recorded: str, current: str) -> bool:
+    """Whether a recorded boot id names this boot. Two UUIDs are one boot when equal; two boot
+    times when a second or two apart (the kernel derives them from the clock). A UUID and a
+    time cannot be compared (a record of another system or release): the pid's start time,
+    which no process of a later boot shares, tells instead."""
+    numbers = []
+    for text in (recorded, current):
+        with contextlib.suppress(ValueError):
+            numbers.append(float(text))
+    if len(numbers) == 2:
+        return abs(numbers[0] - numbers[1]) <= START_TOLERANCE
+    return recorded == current if not numbers else True
+
+
+# How far two readings of one process's start may lie apart (the clock's resolution, a boot
+# time rounded to the second) and still name that process.
+START_TOLERANCE = 2.0
+
+
+class Start(NamedTuple):
+    """When a process started, by two clocks. ``at`` is the machine's clock (what is shown, and
+    on macOS fixed when the process starts); ``since_boot`` is the seconds from boot to the
+    start, which on Linux no step of the clock moves (the kernel counts it in ticks), while
+    ``at`` is that count plus a boot time the clock moves."""
+
+    at: datetime
+    since_boot: float | None
+
+
+def process_start(pid: int) -> Start | None:
+    """When ``pid`` started; None when unknown or the pid is gone. On Linux ``at`` is the boot
     time plus the start ticks of ``/proc/<pid>/stat``, the same instant the owner records of
     earlier versions hold, to the hundredth of a second."""
     import psutil
 
     try:
         seconds = psutil.Process(pid).create_time()
+        booted: float | None = float(psutil.boot_time())
     except (psutil.Error, OSError, ValueError):
         return None
-    return datetime.fromtimestamp(round(seconds, 2), tz=UTC)
+    except RuntimeError:
+        booted = None
+    since_boot = None if booted is None else round(seconds - booted, 2)
+    return Start(datetime.fromtimestamp(round(seconds, 2), tz=UTC), since_boot)
+
+
+def started_as(pid: int, at: datetime | float | None, since_boot: float | None) -> bool | None:
+    """Whether the live ``pid`` is the process a record says started ``at`` (a time, or epoch
+    seconds) and ``since_boot``: True when either clock agrees (a step of the clock between the
+    record and now moves one of them, never both), False when neither does (the pid now belongs
+    to another process), None when it cannot be told (nothing recorded, or the pid is gone)."""
+    if at is None and since_boot is None:
+        return None
+    now = process_start(pid)
+    if now is None:
+        return None
+    if (
+        since_boot is not None
+        and now.since_boot is not None
+        and abs(now.since_boot - since_boot) <= START_TOLERANCE
+    ):
+        return True
+    if at is not None:
+        seconds = at if isinstance(at, float | int) else at.timestamp()
+        if abs(now.at.timestamp() - seconds) <= START_TOLERANCE:
+            return True
+    return False
 
 
 def signal_group(pgid: int, sig: signal.Signals) -> bool:

@@ -25,7 +25,7 @@ from cairn.run.orchestrator.todo_list import complete_checked_tasks
 from cairn.state import accounting, runstate
 from cairn.state.marker import DispatchRecord
 from cairn.terms import ENV_RUN_DIR, ENV_TASK, ENV_TICKET
-from cairn.util.procs import process_start_time
+from cairn.util.procs import process_start
 
 LAST_MESSAGE_LIMIT = 2000  # characters of the agent's last message kept for the next handoff
 
@@ -225,8 +225,13 @@ class RecordedDispatch:
         pid = running.pid
         if pid is None or pid == self.record.pid:
             return
-        started = process_start_time(pid)
-        self.record = msgspec.structs.replace(self.record, pid=pid, pid_started_at=started)
+        start = process_start(pid)
+        self.record = msgspec.structs.replace(
+            self.record,
+            pid=pid,
+            pid_started_at=start.at if start else None,
+            pid_started_since_boot=start.since_boot if start else None,
+        )
         runstate.update_marker(self.ctx.ref, dispatch=self.record)
 
     def _check_budget(self, running: Dispatch | None) -> None:
