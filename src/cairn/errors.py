@@ -35,6 +35,15 @@ class NotARepository(BadInput):
     pass
 
 
+class UnknownTicket(BadInput):
+    """No fleet ticket has the id asked for; nothing was changed (the dashboard's 404)."""
+
+
+class NotApplicable(BadInput):
+    """The ticket's state does not allow what was asked (pause a completed ticket, land one
+    not approved); nothing was changed (the dashboard's 409)."""
+
+
 class LeaseBusy(BadInput):
     """The ticket has a live (or not yet stale) owner; nothing was written."""
 

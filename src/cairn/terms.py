@@ -152,6 +152,11 @@ Engine = Literal["embedded", "temporal"]
 ENGINES: tuple[Engine, ...] = get_args(Engine)
 # What a person asks of one fleet ticket: cairn fleet pause|resume|stop|retry TICKET.
 FleetAction = Literal["pause", "resume", "stop", "retry"]
+FLEET_ACTIONS: tuple[FleetAction, ...] = get_args(FleetAction)
+# Who asked it, as the ticket's journal records: the command line, the dashboard's buttons, or
+# another program through the dashboard's JSON API.
+Asker = Literal["cli", "dashboard", "api"]
+ASKERS: tuple[Asker, ...] = get_args(Asker)
 
 # Whether the owner of a run is still running it (catch-up's "owner_state").
 Liveness = Literal["alive", "dead", "remote", "remote_stale", "unknown"]
@@ -174,6 +179,7 @@ JournalEvent = Literal[
     "snapshot",
     "cutoff",
     "marker_cleared",
+    "asked",
 ]
 JOURNAL_EVENTS: tuple[JournalEvent, ...] = get_args(JournalEvent)
 

@@ -88,13 +88,15 @@ def test_every_endpoint_over_a_real_fleet_run(ran: Path) -> None:
     assert sum(body["counts"].values()) == 2
     assert set(body["usage"]) == {"total_tokens", "cost_usd"}
 
-    # the rows are `cairn fleet status --json`'s, plus usage and the retrying row's last error
+    # the rows are `cairn fleet status --json`'s, plus usage, the retrying row's last error and
+    # the actions its buttons can take
     status = json.loads(cairn("fleet", "status", "--json", cwd=ran).stdout)
     rows = {row["ticket"]: row for row in body["tickets"]}
     for expected in status:
         row = dict(rows[expected["ticket"]])
         assert "usage" in row
-        for key in ("usage", "last_error", *AGES):  # ages: a second may pass in between
+        assert isinstance(row["actions"], list)
+        for key in ("usage", "last_error", "actions", *AGES):  # ages: a second may pass in between
             row.pop(key, None)
         assert row == {k: v for k, v in expected.items() if k not in AGES}
     assert rows["RETRY-2"]["last_error"] == "no progress for 5s"

@@ -202,8 +202,13 @@ def test_a_row_goes_running_to_completed_live_and_the_ticket_page_shows_summary_
         diff = page.inner_text("#branch-diff")
         assert "+PROJ-1 task 1" in diff and "+PROJ-1 task 2" in diff
         assert page.inner_text("#ticket-state") == "completed"
+        page.wait_for_selector("#journal td.sentence")
+        assert "run finished: completed" in page.inner_text("#journal")  # sentences first
+        page.check("#raw-journal")
         page.wait_for_selector("#journal td.event")
-        assert "run_finished" in page.inner_text("#journal")
+        assert "run_finished" in page.inner_text("#journal")  # the raw events one click away
+        page.wait_for_selector("#transcript .t")
+        assert "task 2 done" in page.inner_text("#transcript")
         page.screenshot(path=str(tmp_path / "ticket.png"), full_page=True)
 
         page.goto(f"{base}/tickets/NOPE-1")
@@ -348,3 +353,77 @@ def test_a_refused_entry_shows_as_a_row_without_a_page(tmp_path: Path, browser_p
         assert page.locator('tr.row[data-ticket="A-1"]').count() == 2  # the ticket and its dupe
         assert page.locator('tr.row[data-ticket="A-1"] .c-ticket a').count() == 1
         assert "refused 2" in page.inner_text("#counts")
+
+
+def test_buttons_pause_and_resume_a_running_ticket_and_say_why_when_they_cannot(
+    tmp_path: Path, browser_page: Any
+) -> None:
+    """The dashboard ``cairn fleet start --port`` serves, in Chromium: a running ticket's pause
+    button cuts its run off with a snapshot; its page says who asked, in the journal's words,
+    and shows the transcript; the resume button there lets it run to completion; the buttons
+    that cannot act are disabled, each saying why."""
+    from fleet.dashboard_setup import started_url
+
+    page = browser_page
+    repo = fleet_repo(tmp_path)
+    logs = tmp_path / "agent-log"
+    logs.mkdir()
+    env = {
+        **os.environ,
+        "FLEET_AGENT_DIR": str(logs),
+        "FLEET_AGENT_GATE": "PROJ-1",
+        "FLEET_AGENT_FAIL": "PROJ-3",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cairn", "fleet", "start", "--json", "--port", "0"],
+        cwd=repo,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        base = started_url(proc).rstrip("/")
+        page.goto(f"{base}/")
+        wait_state(page, "PROJ-1", "running")
+        wait_state(page, "PROJ-2", "completed")
+        done = page.locator('tr.row[data-ticket="PROJ-2"] button.act-resume')
+        assert done.is_disabled() and "completed" in str(done.get_attribute("title"))
+        pause = 'tr.row[data-ticket="PROJ-1"] button.act-pause'
+        page.wait_for_selector(f"{pause}:not([disabled])")
+        page.click(pause)
+        seen = wait_state(page, "PROJ-1", "paused")
+        assert seen[-1] == "paused"
+        assert "PROJ-1: pause asked" in page.inner_text("#notice")
+
+        page.click('tr.row[data-ticket="PROJ-1"] .c-ticket a')
+        page.wait_for_url(f"{base}/tickets/PROJ-1")
+        page.wait_for_selector("#ticket-state.s-paused")
+        page.wait_for_selector("#journal td.e-asked")
+        assert "pause asked from the dashboard" in page.inner_text("#journal")
+        assert page.locator("#buttons button.act-pause").is_disabled()
+        assert "paused already" in page.inner_text("#why-not")
+        (logs / "PROJ-1.go").write_text("go\n")  # the agent may finish once resumed
+        page.click("#buttons button.act-resume:not([disabled])")
+        page.wait_for_selector("#ticket-state.s-completed", timeout=90_000)
+        journal_text = page.inner_text("#journal")
+        assert "resume asked from the dashboard" in journal_text
+        page.wait_for_selector("#transcript .t")  # the dispatch's lines, as cairn logs shows them
+        assert "task 2 done" in page.inner_text("#transcript")
+    finally:
+        with contextlib.suppress(Exception):
+            subprocess.run(
+                [sys.executable, "-m", "cairn", "fleet", "stop"],
+                cwd=repo,
+                env=env,
+                capture_output=True,
+                timeout=60,
+            )
+        try:
+            proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate(timeout=10)
+    record = json.loads((repo / ".git/cairn/fleet/tickets/PROJ-1.json").read_text())
+    assert record["state"] == "completed", record

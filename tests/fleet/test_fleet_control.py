@@ -241,3 +241,48 @@ def test_unknown_tickets_and_actions_that_do_not_apply_exit_2_and_change_nothing
         assert words in result.stderr, (args, result.stderr)
     assert (record(repo, "e1"), record(repo, "e2")) == before
     assert requests_left(repo) == []
+
+
+# --- from the dashboard's API, through a running supervisor ----------------------------------
+
+
+@pytest.mark.slow
+def test_the_api_pauses_and_resumes_through_a_running_supervisor(tmp_path: Path) -> None:
+    """``cairn fleet start --port``: a POST without an Origin (another program's) is carried out
+    by the supervisor within a tick, as ``cairn fleet pause`` is, and journalled as the API's."""
+    import httpx2
+
+    from fleet.dashboard_setup import serve, started_url
+
+    repo = fleet_repo(tmp_path, {"a1": 2}, max_turns=10)
+    env = agent_env(tmp_path, gate="a1")
+    proc = serve(["start", "--port", "0", "--json"], repo, env)
+    try:
+        url = started_url(proc).rstrip("/")
+        wait_for(lambda: working(env, "a1"), what="a1 working")
+        asked = httpx2.post(f"{url}/api/v1/tickets/a1/pause", timeout=30)
+        assert asked.status_code == 202, asked.text
+        body = asked.json()
+        assert (body["ticket"], body["action"], body["by"], body["changed"]) == (
+            "a1",
+            "pause",
+            "api",
+            True,
+        )
+        wait_for(lambda: record(repo, "a1")["state"] == "paused", what="a1 paused")
+        assert requests_left(repo) == []
+        refused = httpx2.post(f"{url}/api/v1/tickets/a1/retry", timeout=30)
+        assert refused.status_code == 409 and refused.json()["error"]["code"] == "not_applicable"
+        open_gate(env, "a1")
+        resumed = httpx2.post(f"{url}/api/v1/tickets/a1/resume", timeout=30)
+        assert resumed.status_code == 202, resumed.text
+        wait_for(lambda: record(repo, "a1")["state"] == "completed", what="a1 completed")
+        page = httpx2.get(f"{url}/api/v1/tickets/a1", timeout=30).json()
+        asks = [(e["action"], e["by"]) for e in page["journal"] if e["event"] == "asked"]
+        assert asks == [("pause", "api"), ("resume", "api")]
+    finally:
+        cairn("fleet", "stop", cwd=repo, env=env)
+        _, err = proc.communicate(timeout=60)
+    assert "Traceback" not in err, err
+    never_redone(env, "a1")
+    branch_holds_work(repo, "a1", 2)

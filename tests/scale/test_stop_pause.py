@@ -12,10 +12,20 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import httpx2
+
 from cairn.util import procs
 from helpers import CliResult, assert_one_line_error, cairn, git, untouched_state
 from scale import temporal_server
-from scale.scale_setup import agent_env, agent_log, events, shared_repo, start_worker, wait_for
+from scale.scale_setup import (
+    agent_env,
+    agent_log,
+    dashboard,
+    events,
+    shared_repo,
+    start_worker,
+    wait_for,
+)
 
 
 def asleep(env: dict[str, str], ticket: str) -> dict[str, Any]:
@@ -58,12 +68,28 @@ def test_pause_resume_and_stop_a_ticket(
     try:
         paused_agent, stopped_agent = asleep(env, "P-1"), asleep(env, "S-1")
 
-        paused = one_event(cairn("fleet", "pause", "P-1", "--json", cwd=user, env=env))
-        assert (paused["event"], paused["state"]) == ("ticket_pause", "paused")
-        assert gone(paused_agent["pid"])
-        assert "work/P-1-task-2.txt" in snapshot_files(bare, "P-1")
+        with dashboard(user, env) as url:  # the dashboard's button: the same pause
+            state = httpx2.get(f"{url}/api/v1/state").json()
+            assert {r["ticket"]: r["actions"] for r in state["tickets"]}["P-1"] == [
+                "pause",
+                "stop",
+            ]
+            asked = httpx2.post(f"{url}/api/v1/tickets/P-1/pause", headers={"Origin": url})
+            assert asked.status_code == 202, asked.text
+            assert (asked.json()["changed"], asked.json()["by"]) == (True, "dashboard")
+            unknown = httpx2.post(f"{url}/api/v1/tickets/NOPE-1/pause")
+            assert unknown.status_code == 404
+            assert unknown.json()["error"]["code"] == "unknown_ticket"
+
+        def paused() -> bool:
+            shown = cairn("fleet", "status", "--json", cwd=user, env=env)
+            return any(r["state"] == "paused" for r in json.loads(shown.stdout or "[]"))
+
+        wait_for("P-1 paused", paused)
         again = one_event(cairn("fleet", "pause", "P-1", "--json", cwd=user, env=env))
         assert (again["event"], again["state"]) == ("ticket_unchanged", "paused")
+        assert gone(paused_agent["pid"])
+        assert "work/P-1-task-2.txt" in snapshot_files(bare, "P-1")
 
         stopped = one_event(cairn("fleet", "stop", "S-1", "--json", cwd=user, env=env))
         assert (stopped["event"], stopped["state"]) == ("ticket_stop", "stopped")
@@ -77,8 +103,16 @@ def test_pause_resume_and_stop_a_ticket(
         rows = {row["ticket"]: row["state"] for row in json.loads(shown.stdout)}
         assert rows == {"P-1": "paused", "S-1": "stopped"}
 
-        resumed = one_event(cairn("fleet", "resume", "P-1", "--json", cwd=user, env=env))
-        assert (resumed["event"], resumed["state"]) == ("ticket_resume", "running")
+        with dashboard(user, env) as url:
+            page = httpx2.get(f"{url}/api/v1/tickets/P-1").json()
+            assert page["actions"]["pause"] == "ticket P-1 is paused already"
+            asks = [(e["action"], e["by"]) for e in page["journal"] if e["event"] == "asked"]
+            assert asks == [("pause", "dashboard")]
+            resumed = httpx2.post(f"{url}/api/v1/tickets/P-1/resume")
+            assert resumed.status_code == 202 and resumed.json()["by"] == "api", resumed.text
+            stop_s1 = httpx2.post(f"{url}/api/v1/tickets/S-1/stop")
+            assert stop_s1.status_code == 409, stop_s1.text  # its workflow has ended
+            assert stop_s1.json()["error"]["code"] == "not_applicable"
         out, err = fleet.communicate(timeout=120)
         assert fleet.returncode == 3, (out, err)  # S-1 stopped: resumable
         assert events(out)[-1]["tickets"] == {"P-1": "completed", "S-1": "stopped"}

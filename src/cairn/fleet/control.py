@@ -90,7 +90,7 @@ def decide(action: FleetAction, record: FleetTicket, config: Config, supervised:
         )
     if action != "resume":
         target = schedule.HOLDS[action]
-        return Decision(None if state == target else target, None)
+        return Decision(None if state == target else target, None)  # running: its run cut off
     if state == "paused":
         return Decision(schedule.released(record), None)
     if state == "stopped":
@@ -106,6 +106,18 @@ def decide(action: FleetAction, record: FleetTicket, config: Config, supervised:
             "fleet.max_cost_usd and start the fleet again",
         )
     return Decision(None, None)  # queued, running, retrying, interrupted by a stop: it runs
+
+
+def why_not(action: FleetAction, record: FleetTicket, config: Config) -> str | None:
+    """None when ``action`` changes the ticket of ``record``, else why it does not: the
+    refusal, or that the ticket is where the action would take it (the dashboard's buttons say
+    it beside a disabled one)."""
+    decision = decide(action, record, config, supervised=True)
+    if decision.refusal is not None or decision.state is not None:
+        return decision.refusal
+    if action == "resume":
+        return f"ticket {record.ticket} is {record.state}, not paused: it runs"
+    return f"ticket {record.ticket} is {record.state} already"
 
 
 def changes(action: FleetAction, record: FleetTicket, state: FleetState) -> dict[str, Any]:

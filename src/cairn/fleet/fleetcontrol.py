@@ -18,11 +18,11 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NamedTuple, get_args
+from typing import Any, NamedTuple
 
 from cairn import tickets
 from cairn.state.layout import Layout
-from cairn.terms import FleetAction
+from cairn.terms import ASKERS, FLEET_ACTIONS, Asker, FleetAction
 from cairn.util import clock, durable
 
 REQUESTS = "requests"
@@ -36,6 +36,7 @@ class Request(NamedTuple):
     action: FleetAction
     at: str  # when it was made (ISO 8601)
     signalled: bool  # its run was sent SIGTERM by a command acting with no supervisor
+    by: Asker = "cli"  # who asked: the command line, the dashboard, the JSON API
 
 
 def requests_dir(layout: Layout) -> Path:
@@ -44,13 +45,13 @@ def requests_dir(layout: Layout) -> Path:
     return path
 
 
-def ask(layout: Layout, ticket: str, action: FleetAction) -> Request:
-    """Write the request to ``action`` ``ticket``."""
+def ask(layout: Layout, ticket: str, action: FleetAction, by: Asker = "cli") -> Request:
+    """Write the request to ``action`` ``ticket``, as ``by`` asked it."""
     directory = requests_dir(layout)
     durable.ensure_dir(directory)
     at = clock.now().isoformat()
     path = directory / f"{time.time_ns():020d}-{os.getpid()}-{tickets.validate(ticket)}.json"
-    request = Request(path, ticket, action, at, False)
+    request = Request(path, ticket, action, at, False, by)
     _write(request)
     return request
 
@@ -64,7 +65,12 @@ def signalled(request: Request) -> Request:
 
 
 def _write(request: Request) -> None:
-    data: dict[str, Any] = {"ticket": request.ticket, "action": request.action, "at": request.at}
+    data: dict[str, Any] = {
+        "ticket": request.ticket,
+        "action": request.action,
+        "at": request.at,
+        "by": request.by,
+    }
     if request.signalled:
         data["signalled"] = True
     durable.atomic_write(request.path, json.dumps(data) + "\n")
@@ -102,10 +108,11 @@ def _read(path: Path) -> Request:
     ticket, action = raw.get("ticket"), raw.get("action")
     if not isinstance(ticket, str) or tickets.problem(ticket) is not None:
         raise ValueError(f"ticket {ticket!r} is not a ticket id")
-    for known in get_args(FleetAction):
+    by: Asker = next((asker for asker in ASKERS if asker == raw.get("by")), "cli")
+    for known in FLEET_ACTIONS:
         if action == known:
             at = str(raw.get("at", ""))
-            return Request(path, ticket, known, at, raw.get("signalled") is True)
+            return Request(path, ticket, known, at, raw.get("signalled") is True, by)
     raise ValueError(f"action {action!r} is not pause, resume, stop or retry")
 
 

@@ -21,7 +21,7 @@ import msgspec
 from msgspec import Meta, Struct
 
 from cairn import tickets
-from cairn.errors import BadInput, CorruptState
+from cairn.errors import BadInput, CorruptState, UnknownTicket
 from cairn.state.layout import FLEET_RECORD, Layout
 from cairn.state.owner import with_offsets
 from cairn.terms import FleetState
@@ -205,14 +205,14 @@ def by_ticket(layout: Layout, warnings: list[str]) -> dict[str, FleetTicket]:
     return {record.ticket: record for record in listing(layout, warnings)}
 
 
-def unknown(asked: list[str], known: list[str]) -> BadInput:
+def unknown(asked: list[str], known: list[str]) -> UnknownTicket:
     """The error for tickets with no fleet record, naming the ones that have one."""
     named = ", ".join(asked)
     which = "no fleet ticket" if len(asked) == 1 else "no fleet tickets"
     if not known:
-        return BadInput(
+        return UnknownTicket(
             f"{which} {named}: the fleet has none yet; cairn fleet start runs the queue"
         )
     shown = ", ".join(known[:KNOWN_SHOWN])
     more = f" and {len(known) - KNOWN_SHOWN} more" if len(known) > KNOWN_SHOWN else ""
-    return BadInput(f"{which} {named}; the fleet's tickets are {shown}{more}")
+    return UnknownTicket(f"{which} {named}; the fleet's tickets are {shown}{more}")

@@ -29,20 +29,26 @@ from cairn.fleet import fleetstate, refusals
 from cairn.state import journal, marker, status
 from cairn.state.layout import JOURNAL, Layout, discover
 from cairn.state.rowcache import Signature, StatCache, signature
-from cairn.terms import FleetState
+from cairn.terms import FLEET_ACTIONS, FleetState
 from cairn.util import clock
 from cairn.util.durations import parse_duration
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from cairn.config.records import Config
     from cairn.git import Repo
     from cairn.git.process import Started
     from cairn.state.marker import Marker
     from cairn.state.status import StatusRow
+    from cairn.terms import FleetAction
+
+    # The dashboard's rule for its buttons: None when the action changes the record's ticket.
+    WhyNot = Callable[[FleetAction, fleetstate.FleetTicket, Config], str | None]
 
 SHORT_SHA = 10
 # Keys of a dashboard row that ``cairn fleet status --json`` does not have.
-DASHBOARD_ONLY = ("usage", "last_error")
+DASHBOARD_ONLY = ("usage", "last_error", "actions")
 
 
 class FleetRow(Struct, kw_only=True):
@@ -121,13 +127,23 @@ class _Read:
 class FleetRows:
     """The rows of one repository's fleet tickets; safe to share between request threads."""
 
-    def __init__(self, repo: Repo, config: Config, layout: Layout) -> None:
+    def __init__(
+        self,
+        repo: Repo,
+        config: Config,
+        layout: Layout,
+        why_not: WhyNot | None = None,
+    ) -> None:
+        """``why_not`` (the dashboard's: ``control.why_not``) gives each row the ``actions``
+        that change its ticket, its buttons."""
         self.repo, self.config, self.layout = repo, config, layout
+        self.why_not = why_not
         self.stale_after = parse_duration(config.marker.stale_after)
         self.max_attempts: int | None = getattr(config.fleet, "max_attempts", None)
         self.lock = threading.Lock()
         self.reads = StatCache(str(layout.root), racy_ns=RACY_NS)
         self.refused: tuple[Signature, list[dict[str, Any]], list[str]] | None = None
+        self.actions: dict[tuple[str, int], list[str]] = {}  # (state, attempt) → the buttons
 
     def rows(self) -> tuple[list[dict[str, Any]], list[str]]:
         """Every fleet ticket's row as JSON-ready dicts (``fleet status --json`` plus ``usage``,
@@ -294,7 +310,24 @@ class FleetRows:
             row["last_event_age_seconds"] = max(0, age)
         if state == "retrying":  # the page shows the retry time live, from next_attempt_at
             row["last_error"] = fleetstate.without_retry_time(detail)
+        if self.why_not is not None:
+            row["actions"] = self._actions(self.why_not, record, state)
         return row
+
+    def _actions(
+        self, why_not: WhyNot, record: fleetstate.FleetTicket, state: FleetState
+    ) -> list[str]:
+        """The actions that change the ticket (its dashboard buttons), which its state and, for
+        one interrupted, its attempts decide: worked out once per pair."""
+        key = (state, record.attempt)
+        found = self.actions.get(key)
+        if found is None:
+            as_now = (
+                record if record.state == state else msgspec.structs.replace(record, state=state)
+            )
+            found = [a for a in FLEET_ACTIONS if why_not(a, as_now, self.config) is None]
+            self.actions[key] = found
+        return list(found)
 
 
 def _last_event(read: _Read, run_dir: Path) -> None:

@@ -12,7 +12,7 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.service import RPCError, RPCStatusCode
 
 from cairn.config.records import TemporalConfig
-from cairn.errors import BadInput
+from cairn.errors import BadInput, NotApplicable, UnknownTicket
 from cairn.scale.messages import TicketInput, workflow_id
 from cairn.scale.workflow import MEMO, TicketWorkflow
 
@@ -40,9 +40,12 @@ async def running(client: Client, key: str) -> list[str]:
     return sorted(wid.removeprefix(prefix) for wid in found)
 
 
-async def act(client: Client, key: str, action: str, tickets: list[str], wait: float) -> list[Done]:
-    """Apply ``action`` to each ticket; every ticket must have a workflow (checked first, so a
-    typo changes nothing)."""
+async def act(
+    client: Client, key: str, action: str, tickets: list[str], wait: float, by: str = "cli"
+) -> list[Done]:
+    """Apply ``action`` to each ticket, as ``by`` asked (noted in its workflow first:
+    ``TicketWorkflow.asked``); every ticket must have a workflow (checked first, so a typo
+    changes nothing)."""
     handles = {t: client.get_workflow_handle(workflow_id(key, t)) for t in tickets}
     states: dict[str, tuple[bool, str]] = {}
     for ticket, handle in handles.items():
@@ -65,6 +68,7 @@ async def act(client: Client, key: str, action: str, tickets: list[str], wait: f
         if (action == "pause" and state == "paused") or (action == "resume" and state != "paused"):
             done.append(Done(ticket, handle.id, state, False))
             continue
+        await handle.signal(TicketWorkflow.asked, args=[action, by])
         if action == "stop":
             await handle.cancel()
         elif action == "pause":
@@ -86,27 +90,91 @@ async def retryable(client: Client, key: str, tickets: list[str]) -> dict[str, s
         except RPCError as exc:
             if exc.status != RPCStatusCode.NOT_FOUND:
                 raise
-            raise BadInput(
+            raise UnknownTicket(
                 f"ticket {ticket} has no workflow, so there is nothing to retry; cairn fleet "
                 "start starts it"
             ) from None
+        why = refusal("retry", ticket, live, state)
+        if why is not None:
+            raise NotApplicable(why)
+        found[ticket] = state
+    return found
+
+
+def refusal(action: str, ticket: str, live: bool, state: str) -> str | None:
+    """Why ``action`` does not apply to a ticket whose workflow is ``live`` (or ended) in
+    ``state``; None when it does, or changes nothing (pause a paused ticket). A retry restarts
+    an ended ticket only; pause, resume and stop act on a live one."""
+    if action == "retry":
         if live:
-            raise BadInput(
+            return (
                 f"ticket {ticket} is {state}, not ended, so there is nothing to retry; cairn "
                 f"fleet stop {ticket} first to restart it"
             )
         if state == "completed":
-            raise BadInput(
+            return (
                 f"ticket {ticket} is completed, so there is nothing to retry; to run its plan "
                 "again, give it a new ticket id"
             )
         if state == "needs_review":
-            raise BadInput(
+            return (
                 f"ticket {ticket} needs review (its run finished), so there is nothing to retry; "
                 f"review its branch cairn/{ticket}"
             )
-        found[ticket] = state
-    return found
+        return None
+    if live:
+        return None
+    later = "cairn fleet start starts it again" if state == "stopped" else None
+    later = later or (
+        f"cairn fleet retry {ticket} runs it again"
+        if state not in ("completed", "needs_review")
+        else "give its plan a new ticket id to run it again"
+    )
+    ended = f"ticket {ticket} is {state} (its workflow has ended)"
+    return f"{ended}, so there is nothing to {action}; {later}"
+
+
+def why_not(action: str, ticket: str, live: bool, state: str) -> str | None:
+    """None when ``action`` changes the ticket, else why it does not (the refusal, or that it
+    is where the action would take it): the dashboard's buttons, as ``control.why_not`` on the
+    embedded engine."""
+    why = refusal(action, ticket, live, state)
+    if why is not None:
+        return why
+    if action == "pause" and state == "paused":
+        return f"ticket {ticket} is paused already"
+    if action == "resume" and state != "paused":
+        return f"ticket {ticket} is {state}, not paused: it runs"
+    return None
+
+
+def row_actions(row: dict[str, Any]) -> dict[str, str | None]:
+    """``why_not`` of each action for a row of the listing (a live workflow has no
+    ``closed_at``)."""
+    ticket, state = str(row["ticket"]), str(row["state"])
+    live = row.get("closed_at") is None
+    return {a: why_not(a, ticket, live, state) for a in (*ACTIONS, "retry")}
+
+
+async def ask(client: Client, key: str, ticket: str, action: str, by: str) -> tuple[bool, str]:
+    """Ask ``action`` of one live ticket for the dashboard, its asker noted in the workflow
+    first (``TicketWorkflow.asked``): whether it changed anything, and the ticket's state.
+    Raises ``UnknownTicket`` or ``NotApplicable``, nothing changed."""
+    handle = client.get_workflow_handle(workflow_id(key, ticket))
+    try:
+        live, state = await state_of(handle)
+    except RPCError as exc:
+        if exc.status != RPCStatusCode.NOT_FOUND:
+            raise
+        raise UnknownTicket(
+            f"ticket {ticket} has no workflow on this task queue's namespace; cairn fleet "
+            "status lists the tickets"
+        ) from None
+    why = refusal(action, ticket, live, state)
+    if why is not None:
+        raise NotApplicable(why)
+    (done,) = await act(client, key, action, [ticket], 0.0, by)
+    return done.changed, done.state
 
 
 async def retry(

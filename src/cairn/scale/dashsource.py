@@ -17,13 +17,15 @@ from typing import Any
 from temporalio.client import Client
 
 from cairn.config.records import Config
+from cairn.errors import NotApplicable
 from cairn.fleet.dashboard.source import View
-from cairn.git import Git, base_runner
+from cairn.git import Git, Repo, base_runner
 from cairn.scale import statecommit
 from cairn.scale.connection import connect
 from cairn.scale.shared import TicketRefs
 from cairn.scale.status import Listing, listing, refused_rows
 from cairn.state.layout import Layout
+from cairn.terms import FLEET_ACTIONS, Asker, FleetAction
 from cairn.util import durable
 
 FRESH = 1.0  # seconds a listing is served before Temporal is asked again
@@ -41,12 +43,15 @@ class TemporalRows:
         objects: Path | None = None,
         local: Layout | None = None,
         key: str = "",
+        repo: Repo | None = None,
     ) -> None:
         """Connects at once: an unreachable Temporal raises here (OSError or RuntimeError).
         ``objects``: the user's object store, borrowed by the scratch repository (only what it
         lacks is fetched); ``local``: the user's state root, where the starter keeps the
-        entries it refused (their rows follow the workflows')."""
+        entries it refused (their rows follow the workflows'); ``repo``: the user's
+        repository, whose queue a retry from the dashboard reads the ticket's plan from."""
         self.config, self.remote, self.base, self.scratch = config, remote, base, scratch
+        self.repo = repo
         self.objects, self.local = objects, local
         self.key = key or remote  # the fleet key the workflow ids start with
         self.loop = asyncio.new_event_loop()
@@ -81,10 +86,23 @@ class TemporalRows:
         if self.error is not None:
             warnings.insert(0, f"{self.error}; the rows are from the last read that worked")
         refused = refused_rows(self.local, warnings) if self.local is not None else []
-        return found.rows + refused, warnings
+        return [self._with_actions(row) for row in found.rows] + refused, warnings
+
+    @staticmethod
+    def _with_actions(row: dict[str, Any]) -> dict[str, Any]:
+        from cairn.scale.control import row_actions
+
+        why = row_actions(row)
+        return row | {"actions": [a for a in FLEET_ACTIONS if why[a] is None]}
+
+    def actions(self, ticket: str, row: dict[str, Any]) -> dict[str, str | None]:
+        from cairn.scale.control import row_actions
+
+        return row_actions(row)
 
     def row(self, ticket: str) -> dict[str, Any] | None:
-        return next((r for r in self._fresh().rows if r["ticket"] == ticket), None)
+        found = next((r for r in self._fresh().rows if r["ticket"] == ticket), None)
+        return None if found is None else self._with_actions(found)
 
     def refresh(self) -> bool:
         with self.lock:
@@ -98,6 +116,33 @@ class TemporalRows:
             "pid": os.getpid(),
             "engine": "temporal",
             "address": self.config.temporal.address,
+        }
+
+    def control(self, ticket: str, action: FleetAction, by: Asker) -> dict[str, Any]:
+        """Ask ``action`` of ``ticket``'s workflow (a retry starts a new run of it), noting who
+        asked in it; the next request reads the rows again."""
+        from cairn.scale import control, retrying
+
+        if action == "retry":
+            if self.repo is None:
+                raise NotApplicable("this dashboard has no repository to read the queue from")
+            work = retrying.retry(self.client, self.repo, self.config, [ticket], False, by)
+            done: retrying.Retried = self._wait(work)
+            changed, state = True, "queued"
+            detail: dict[str, Any] = {"was": done.was[ticket], "config": done.said[ticket]}
+        else:
+            changed, state = self._wait(control.ask(self.client, self.key, ticket, action, by))
+            detail = {}
+        self.refresh()
+        return {
+            "ticket": ticket,
+            "action": action,
+            "by": by,
+            "changed": changed,
+            "pending": False,
+            "state": state,
+            "warnings": [],
+            **detail,
         }
 
     def view(self, ticket: str, row: dict[str, Any]) -> View | None:

@@ -30,6 +30,8 @@ class Carried:
     paused: bool = False
     progress: Progress | None = None
     detail: str = ""
+    # what people asked of the ticket, newest last: {"action", "by", "at"} (the last ASKED_KEPT)
+    asked: list[dict[str, str]] = field(default_factory=list)
 
 
 @dataclass

@@ -226,6 +226,7 @@ def _shape(
             "worker": worker if running(state) else None,
             "started_at": execution.start_time.isoformat(),
             "closed_at": closed.isoformat() if closed else None,
+            "asked": [dict(a) for a in facts.get("asked") or [] if isinstance(a, dict)],
         }
     )
 
@@ -237,9 +238,10 @@ def refused_rows(layout: Layout, warnings: list[str]) -> list[dict[str, Any]]:
     from cairn.fleet import refusals
     from cairn.fleet.fleetstatus import refused_row
 
-    extra = {"engine": "temporal", "workflow_id": None, "run_id": None, "segments": 0}
+    extra: dict[str, Any] = {"engine": "temporal", "workflow_id": None, "run_id": None}
+    extra |= {"segments": 0}
     extra |= {"paused": False, "branch_sha": None, "worker": None}
-    extra |= {"started_at": None, "closed_at": None, "usage": None, "branch": None}
+    extra |= {"started_at": None, "closed_at": None, "usage": None, "branch": None, "asked": []}
     return [refused_row(r) | extra for r in refusals.read(layout, warnings)]
 
 

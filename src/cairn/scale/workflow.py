@@ -39,6 +39,7 @@ with workflow.unsafe.imports_passed_through():
 SEGMENT_LIMIT = timedelta(hours=12)
 FIRST_BACKOFF = 1.0  # seconds before a failed segment's first retry, doubling to max_backoff
 MEMO = "cairn"
+ASKED_KEPT = 20  # the asks a ticket's memo keeps, newest last
 
 
 def retry_policy(task: TicketInput) -> RetryPolicy:
@@ -141,6 +142,14 @@ class TicketWorkflow:
     def resume(self) -> None:
         self.carried.paused = False
 
+    @workflow.signal
+    def asked(self, action: str, by: str) -> None:
+        """Who asked ``action`` of the ticket (``cli``, ``dashboard``, ``api``), sent before the
+        action itself, so the memo's ``asked`` says it beside what the workflow did."""
+        entry = {"action": action, "by": by, "at": workflow.now().isoformat()}
+        self.carried.asked = [*self.carried.asked, entry][-ASKED_KEPT:]
+        workflow.upsert_memo({MEMO: self.status()})
+
     @workflow.query
     def status(self) -> dict[str, Any]:
         progress = self.carried.progress
@@ -156,6 +165,7 @@ class TicketWorkflow:
             "branch": progress.branch if progress else None,
             "marker": dict(progress.marker) if progress else {},
             "detail": self.carried.detail,
+            "asked": list(self.carried.asked),
         }
 
     def _set(self, state: WorkflowState) -> WorkflowState:

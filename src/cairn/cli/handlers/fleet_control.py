@@ -20,27 +20,16 @@ DONE_STATES = {"pause": ("paused",), "stop": ("stopped",), "resume": ("queued", 
 
 def control(action: FleetAction, names: list[str], wait: bool, json: bool, workspace: Path) -> None:
     from cairn import tickets
-    from cairn.errors import BadInput
-    from cairn.fleet import control, fleetcontrol, fleetstate, lease
+    from cairn.fleet import control, fleetcontrol, fleetstate, lease, steer
     from cairn.state.layout import discover
     from cairn.state.status import snapshot_refs
 
     repo, config, layout = discover(workspace)
-    warnings: list[str] = []
-    asked = list(dict.fromkeys(tickets.validate(name) for name in names))
-    records = fleetstate.by_ticket(layout, warnings)
-    _say(warnings)
-    missing = [ticket for ticket in asked if ticket not in records]
-    if missing:
-        raise fleetstate.unknown(missing, sorted(records))
-    supervised = lease.holder(layout) is not None
-    decisions = {t: control.decide(action, records[t], config, supervised) for t in asked}
-    for decision in decisions.values():
-        if decision.refusal is not None:
-            raise BadInput(decision.refusal)
-    requests = {
-        t: fleetcontrol.ask(layout, t, action) for t in asked if decisions[t].state is not None
-    }
+    checked = steer.check(layout, config, action, [tickets.validate(name) for name in names])
+    _say(checked.warnings)
+    asked, records = checked.asked, checked.records
+    requests = steer.file(layout, checked, action, "cli")
+    _say(checked.warnings)
     deadline = time.monotonic() + (WAIT if wait else 0.0)
     while True:
         _say(control.act_alone(layout, config))
@@ -99,23 +88,14 @@ def retry(names: list[str], fresh_config: bool, json: bool, workspace: Path) -> 
     that cannot be retried changes nothing), then with ``--fresh-config`` the base branch's
     ``cairn.toml`` committed onto each ticket branch, then each ticket queued again."""
     from cairn import tickets
-    from cairn.errors import BadInput
-    from cairn.fleet import control, fleetcontrol, fleetstate, lease
+    from cairn.fleet import control, fleetcontrol, fleetstate, lease, steer
     from cairn.fleet import retry as fleet_retry
     from cairn.state.layout import discover
 
     repo, config, layout = discover(workspace)
-    warnings: list[str] = []
-    asked = list(dict.fromkeys(tickets.validate(name) for name in names))
-    records = fleetstate.by_ticket(layout, warnings)
-    _say(warnings)
-    missing = [ticket for ticket in asked if ticket not in records]
-    if missing:
-        raise fleetstate.unknown(missing, sorted(records))
-    for ticket in asked:
-        why = fleet_retry.refusal(records[ticket])
-        if why is not None:
-            raise BadInput(why)
+    checked = steer.check(layout, config, "retry", [tickets.validate(name) for name in names])
+    _say(checked.warnings)
+    asked, records = checked.asked, checked.records
     base = fleet_retry.base_of(repo, config)
     if fresh_config:
         for ticket in asked:
@@ -123,7 +103,8 @@ def retry(names: list[str], fresh_config: bool, json: bool, workspace: Path) -> 
         said = {t: fleet_retry.take_fresh(repo, records[t], base) for t in asked}
     else:
         said = {t: fleet_retry.used(records[t], base) for t in asked}
-    requests = {t: fleetcontrol.ask(layout, t, "retry") for t in asked}
+    requests = steer.file(layout, checked, "retry", "cli")
+    _say(checked.warnings)
     deadline = time.monotonic() + WAIT
     while time.monotonic() < deadline:
         _say(control.act_alone(layout, config))

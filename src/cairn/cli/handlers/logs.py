@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from cairn.errors import BadInput
 
 if TYPE_CHECKING:
-    from cairn.agents.replay import Replay
+    from cairn.agents.replay import LineReader
     from cairn.state.layout import Layout
     from cairn.state.transcripts import Transcript
 
@@ -92,14 +92,12 @@ def _live(layout: Layout, ticket: str, stale_after: float) -> bool:
 
 
 class _Printer:
-    """Readable lines, or the raw events as JSON lines (``--json``), flushed as they come.
-    The transcript being printed is read again by its agent kind's reader (``replay``): the
-    turns are numbered as cairn counted them, and the calls it counted as denied say so."""
+    """Readable lines (``cairn.agents.replay.LineReader``'s), or the raw events as JSON
+    lines (``--json``), flushed as they come."""
 
     def __init__(self, json: bool) -> None:
         self.json = json
-        self.replay: Replay | None = None
-        self.denied: set[str] = set()
+        self.reader: LineReader | None = None
 
     def line(self, text: str) -> None:
         from cairn.cli.output import say
@@ -108,37 +106,24 @@ class _Printer:
         sys.stdout.flush()
 
     def header(self, transcript: Transcript) -> None:
-        self.replay, self.denied = None, set()
+        self.reader = None
         if not self.json:
             name = transcript.path.name
             self.line(f"== dispatch {transcript.number} · {transcript.role} · {name} ==")
 
     def raw(self, lines: list[str]) -> None:
-        from cairn.agents.replay import Replay
-        from cairn.state.transcript_lines import cut, describe
+        from cairn.agents.replay import LineReader
         from cairn.state.transcripts import records
 
-        if self.replay is None:
-            self.replay = Replay()
+        if self.reader is None:
+            self.reader = LineReader()
         for line in lines:
-            for record in records([line]):
-                if self.json:
+            if self.json:
+                for record in records([line]):
                     sys.stdout.write(jsonlib.dumps(record, ensure_ascii=False) + "\n")
-                    continue
-                shown = []
-                for event in self.replay.feed(line):
-                    if event.kind == "turn_started":
-                        shown.append(f"turn {event.turn}")
-                    elif event.kind == "tool_denied":
-                        self.denied.add(str(event.data.get("id")))
-                        target = cut(event.data.get("target") or "")
-                        shown.append(f"  tool {event.data.get('tool')}: {target} (denied)")
-                    elif event.kind == "tool_use" and event.data.get("denied"):
-                        given = event.data.get("input")
-                        if isinstance(given, dict) and given.get("id") is not None:
-                            self.denied.add(str(given["id"]))
-                for text in shown + describe(record, self.denied, self.replay.turns):
-                    self.line(text)
+                continue
+            for shown in self.reader.feed(line):
+                self.line(shown.text)
         sys.stdout.flush()
 
 

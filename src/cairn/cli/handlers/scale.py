@@ -192,54 +192,24 @@ def _remote_sha(repo: Repo, remote: str, ref: str) -> str:
 
 
 def fleet_retry(tickets: list[str], fresh_config: bool, json: bool, workspace: Path) -> ExitCode:
-    """``cairn fleet retry TICKET…`` on the temporal engine: every ticket checked first (a
-    running, completed or unknown one changes nothing), then, with ``--fresh-config``, the base
-    branch's ``cairn.toml`` committed onto each ticket branch, then a new run of each ticket's
-    workflow, resuming from what the shared remote holds."""
+    """``cairn fleet retry TICKET…`` on the temporal engine (``cairn.scale.retrying``)."""
     from cairn import tickets as ticket_ids
     from cairn.config import load
-    from cairn.fleet.trackers import open_tracker
     from cairn.git import Repo
-    from cairn.scale import freshconfig
-    from cairn.scale.messages import workflow_id
-    from cairn.scale.shared import TicketRefs
-    from cairn.state.layout import Layout
 
     repo = Repo.discover(workspace)
     config = load(repo.toplevel)
     _need_temporalio()
     asked = list(dict.fromkeys(ticket_ids.validate(name) for name in tickets))
-    remote = url_of(repo, config.fleet.remote)
-    key = fleet_key(repo, config.fleet.id, config.fleet.remote, config.fleet.base)
-    tracker = open_tracker(repo, config, Layout.for_repo(repo, config))
-    plans = {c.ticket: c for c in tracker.candidates()}
-    missing = [t for t in asked if t not in plans]
-    if missing:
-        raise BadInput(
-            f"no plan for {', '.join(missing)} in the queue ({config.fleet.queue}); put the "
-            "ticket's plan back there to retry it"
-        )
-    base = base_of(repo, remote, config.fleet.base)
-    refs = {t: TicketRefs.of(t, config.snapshot.ref_prefix) for t in asked}
-    from cairn.scale import control
+    from cairn.scale import retrying
     from cairn.scale.connection import connect
-    from cairn.scale.starter import ticket_input
+    from cairn.scale.messages import workflow_id
 
-    async def main() -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+    async def main() -> retrying.Retried:
         client = await connect(config.temporal)
-        was = await control.retryable(client, key, asked)
-        said: dict[str, str] = {}
-        if fresh_config:
-            for t in asked:
-                freshconfig.check(repo, remote, base, refs[t], t)
-            for t in asked:
-                said[t] = freshconfig.take(repo, remote, base, refs[t], t)
-        else:
-            said = {t: freshconfig.used(repo, remote, base, refs[t], t) for t in asked}
-        inputs = [ticket_input(config, plans[t], remote, base) for t in asked]
-        return was, said, await control.retry(client, config.temporal, key, inputs)
+        return await retrying.retry(client, repo, config, asked, fresh_config, "cli")
 
-    was, said, runs = run_async(main(), json, config.temporal.address)
+    done = run_async(main(), json, config.temporal.address)
     for ticket in asked:
         _emit(
             json,
@@ -247,11 +217,11 @@ def fleet_retry(tickets: list[str], fresh_config: bool, json: bool, workspace: P
             "{ticket}: retried ({was}): workflow {workflow_id} runs again, resuming from what "
             "{remote} holds; config: {config}",
             ticket=ticket,
-            was=was[ticket],
-            workflow_id=workflow_id(key, ticket),
-            run_id=runs[ticket],
+            was=done.was[ticket],
+            workflow_id=workflow_id(done.key, ticket),
+            run_id=done.runs[ticket],
             remote=config.fleet.remote,
-            config=said[ticket],
+            config=done.said[ticket],
             fresh_config=fresh_config,
         )
     return ExitCode.OK

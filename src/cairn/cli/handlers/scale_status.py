@@ -119,6 +119,7 @@ def _source(workspace: Path) -> Source:
             repo.common_dir / "objects",
             Layout.for_repo(repo, config),
             fleet_key(repo, config.fleet.id, config.fleet.remote, config.fleet.base),
+            repo,
         )
     except BadInput:
         raise

@@ -18,8 +18,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from cairn import tickets
+from cairn.errors import BadInput, NotApplicable, UnknownTicket
 from cairn.fleet.dashboard.views import Dashboard
-from cairn.terms import ENV_DASHBOARD_TOKEN
+from cairn.terms import ENV_DASHBOARD_TOKEN, FLEET_ACTIONS, Asker
 
 TOKEN_COOKIE = "cairn_dashboard_token"
 NO_STORE = {"Cache-Control": "no-store"}
@@ -79,6 +80,59 @@ def ticket(request: Request) -> JSONResponse:
             404, "unknown_ticket", f"no fleet ticket {name!r}; GET /api/v1/state lists them"
         )
     return JSONResponse(page, headers=NO_STORE)
+
+
+def control(request: Request) -> JSONResponse:
+    """``POST /api/v1/tickets/{id}/{action}``: 202 once asked; 404 for an unknown ticket or
+    action, 409 when the ticket's state does not allow it. A POST carrying an ``Origin`` (the
+    guard let only this page's own through) is the dashboard's; one without, another program's."""
+    name, action = request.path_params["ticket"], request.path_params["action"]
+    why = tickets.problem(name)
+    if why is not None:
+        return error(400, "invalid_ticket", f"{name!r} is not a ticket id: {why}")
+    chosen = next((known for known in FLEET_ACTIONS if known == action), None)
+    if chosen is None:
+        return error(404, "not_found", f"no action {action!r}; POST pause, resume, stop or retry")
+    by: Asker = "dashboard" if request.headers.get("origin") else "api"
+    try:
+        done = _dashboard(request).control(name, chosen, by)
+    except UnknownTicket as exc:
+        return error(404, "unknown_ticket", str(exc))
+    except NotApplicable as exc:
+        return error(409, "not_applicable", str(exc))
+    except BadInput as exc:
+        return error(400, "bad_request", str(exc))
+    return JSONResponse(done, status_code=202, headers=NO_STORE)
+
+
+def transcript(request: Request) -> JSONResponse:
+    """``GET /api/v1/tickets/{id}/transcript[?dispatch=N][&since=K]``."""
+    name = request.path_params["ticket"]
+    why = tickets.problem(name)
+    if why is not None:
+        return error(400, "invalid_ticket", f"{name!r} is not a ticket id: {why}")
+    numbers = {}
+    for key in ("dispatch", "since"):
+        given = request.query_params.get(key)
+        if given is None:
+            continue
+        if not given.isdigit() or (key == "dispatch" and int(given) < 1):
+            least = 1 if key == "dispatch" else 0
+            return error(
+                400, "bad_request", f"{key} must be a whole number ≥ {least}, not {given!r}"
+            )
+        numbers[key] = int(given)
+    try:
+        found = _dashboard(request).transcript(
+            name, numbers.get("dispatch"), numbers.get("since", 0)
+        )
+    except UnknownTicket as exc:
+        return error(404, "unknown_dispatch", str(exc))
+    if found is None:
+        return error(
+            404, "unknown_ticket", f"no fleet ticket {name!r}; GET /api/v1/state lists them"
+        )
+    return JSONResponse(found, headers=NO_STORE)
 
 
 def refresh(request: Request) -> JSONResponse:

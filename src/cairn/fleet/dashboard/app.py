@@ -44,6 +44,8 @@ def make_app(
     routes = [
         Route("/api/v1/state", api.state, methods=["GET"]),
         Route("/api/v1/tickets/{ticket}", api.ticket, methods=["GET"]),
+        Route("/api/v1/tickets/{ticket}/transcript", api.transcript, methods=["GET"]),
+        Route("/api/v1/tickets/{ticket}/{action}", api.control, methods=["POST"]),
         Route("/api/v1/refresh", api.refresh, methods=["POST"]),
         Route("/api/{rest:path}", api.unknown_api),
         _page("index.html"),

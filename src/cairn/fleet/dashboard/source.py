@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
 from cairn.git import Git
+from cairn.terms import Asker, FleetAction
 
 
 class View(NamedTuple):
@@ -41,3 +42,12 @@ class Source(Protocol):
         ...
 
     def view(self, ticket: str, row: dict[str, Any]) -> View | None: ...
+
+    def actions(self, ticket: str, row: dict[str, Any]) -> dict[str, str | None]:
+        """Each action: None when it changes the ticket, else why it does not."""
+        ...
+
+    def control(self, ticket: str, action: FleetAction, by: Asker) -> dict[str, Any]:
+        """Ask ``action`` of ``ticket`` (``Dashboard.control``'s answer); raises
+        ``UnknownTicket`` or ``NotApplicable``, nothing changed."""
+        ...

@@ -12,14 +12,16 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from cairn.errors import BadInput, CairnError
-from cairn.fleet import lease, refusals
+from cairn.fleet import lease, pulls, refusals
 from cairn.fleet.dashboard.source import Source, View
 from cairn.fleet.fleetstatus import FleetRows
 from cairn.git import Git
 from cairn.state import journal
 from cairn.state.layout import SUMMARY_ARTIFACT, SUMMARY_ROLE, discover, latest_artifact
-from cairn.terms import FLEET_STATES
+from cairn.terms import FLEET_ACTIONS, FLEET_STATES, Asker, FleetAction
 from cairn.util import clock, durable
 from cairn.wip.history import chain
 from cairn.wip.naming import wip_ref
@@ -30,6 +32,8 @@ if TYPE_CHECKING:
 DIFF_CAP = 200 * 1024  # bytes of each diff a ticket page gets
 SUMMARY_CAP = 1024 * 1024
 JOURNAL_TAIL = 50
+TRANSCRIPT_CAP = 32 * 1024 * 1024  # bytes of a transcript the page reads
+TRANSCRIPT_LINES = 1000  # lines of it one answer carries (the page asks for the rest)
 SNAPSHOTS = 20  # the newest snapshots listed on a ticket page
 
 
@@ -53,7 +57,12 @@ class Dashboard:
         else:
             self.repo, self.config, self.layout = discover(repo_path)
         self.supervisor = supervisor
-        self.rows: FleetRows | Source = source or FleetRows(self.repo, self.config, self.layout)
+        if source is None:
+            from cairn.fleet.control import why_not
+
+            self.rows: FleetRows | Source = FleetRows(self.repo, self.config, self.layout, why_not)
+        else:
+            self.rows = source
         self.source = source
 
     def warm(self) -> None:
@@ -127,6 +136,35 @@ class Dashboard:
         sup.wake.set()
         return coalesced
 
+    # --- POST /api/v1/tickets/{id}/pause|resume|stop|retry ---------------------------------------
+
+    def control(self, ticket: str, action: FleetAction, by: Asker) -> dict[str, Any]:
+        """Ask ``action`` of ``ticket`` as ``cairn fleet <action> TICKET`` does, without waiting
+        for it to be carried out: the supervisor is woken to act at once; with none (a dashboard
+        of the files only) the records are changed here, and a running orphan's run is sent
+        SIGTERM. Raises ``UnknownTicket`` or ``NotApplicable``, nothing changed."""
+        if self.source is not None:
+            return self.source.control(ticket, action, by)
+        from cairn.fleet import control, fleetcontrol, fleetstate, steer
+
+        checked = steer.check(self.layout, self.config, action, [ticket])
+        requests = steer.file(self.layout, checked, action, by)
+        if self.supervisor is not None:
+            self.supervisor.wake.set()
+        else:
+            checked.warnings.extend(control.act_alone(self.layout, self.config))
+        record = fleetstate.read(self.layout, ticket) or checked.records[ticket]
+        request = requests.get(ticket)
+        return {
+            "ticket": ticket,
+            "action": action,
+            "by": by,
+            "changed": request is not None,
+            "pending": request is not None and fleetcontrol.still_pending(request),
+            "state": fleetstate.live_state(record)[0],
+            "warnings": checked.warnings,
+        }
+
     # --- GET /api/v1/tickets/{id} --------------------------------------------------------------
 
     def ticket(self, ticket: str) -> dict[str, Any] | None:
@@ -134,9 +172,12 @@ class Dashboard:
         if row is None:
             return None
         view = self.source.view(ticket, row) if self.source is not None else self._local(row)
+        actions = self._actions(ticket, row)
+        pull = None if self.source is not None else pulls.read(self.layout, ticket)
         if view is None:
-            return {"ticket": row, "summary": "", "base": "", "branch_diff": "",
-                    "snapshot_diff": "", "journal": [], "snapshots": []}  # fmt: skip
+            return {"ticket": row, "actions": actions, "pull_request": pull, "summary": "",
+                    "base": "", "branch_diff": "", "snapshot_diff": "", "journal": [],
+                    "snapshots": []}  # fmt: skip
         git, run_dir = view.git, view.run_dir
         snapshots = self._snapshots(git, ticket, view.snapshot)
         latest = snapshots[0] if snapshots else None
@@ -147,13 +188,87 @@ class Dashboard:
             snapshot_diff = _diff(git, latest["base"] or "", latest["commit"])
         return {
             "ticket": row,
+            "actions": actions,
+            "pull_request": pull,
             "summary": _summary(run_dir) if run_dir else "",
             "base": view.base_name,
             "branch_diff": branch_diff,
             "snapshot_diff": snapshot_diff,
-            "journal": _journal_tail(run_dir) if run_dir else [],
+            "journal": _with_asks(_journal_tail(run_dir) if run_dir else [], row),
             "snapshots": snapshots,
         }
+
+    # --- GET /api/v1/tickets/{id}/transcript -----------------------------------------------------
+
+    def transcript(self, ticket: str, dispatch: int | None, since: int) -> dict[str, Any] | None:
+        """The ``cairn logs`` lines of one dispatch of the ticket's run (the latest when
+        ``dispatch`` is None) from line ``since`` on, at most ``TRANSCRIPT_LINES`` of them;
+        None for an unknown ticket. Raises ``UnknownTicket`` for a dispatch the run has not."""
+        from cairn.agents.replay import LineReader
+        from cairn.errors import UnknownTicket
+        from cairn.state import transcripts
+
+        row = self.rows.row(ticket)
+        if row is None:
+            return None
+        view = self.source.view(ticket, row) if self.source is not None else self._local(row)
+        run_dir = view.run_dir if view is not None else None
+        found = transcripts.listing(run_dir) if run_dir is not None else []
+        answer: dict[str, Any] = {
+            "ticket": ticket,
+            "run": row.get("run"),
+            "dispatches": [{"number": t.number, "role": t.role} for t in found],
+            "dispatch": None,
+            "role": None,
+            "lines": [],
+            "next": 0,
+            "more": False,
+            "live": row.get("state") in ("running", "pausing", "stopping"),
+        }
+        chosen = [t for t in found if dispatch is None or t.number == dispatch]
+        if dispatch is not None and not chosen:
+            have = ", ".join(str(t.number) for t in found) or "none"
+            raise UnknownTicket(
+                f"ticket {ticket}'s run has no transcript of dispatch {dispatch} (it has: {have})"
+            )
+        if not chosen:
+            return answer
+        picked = chosen[-1]
+        reader = LineReader()
+        lines: list[dict[str, Any]] = []
+        try:
+            with open(picked.path, "rb") as handle:
+                data = handle.read(TRANSCRIPT_CAP)
+        except OSError:
+            data = b""
+        complete = data[: data.rfind(b"\n") + 1]  # a line being written is read next time
+        for raw in complete.decode("utf-8", "replace").splitlines():
+            lines += [line._asdict() for line in reader.feed(raw)]
+        shown = lines[max(0, since) :][:TRANSCRIPT_LINES]
+        start = min(max(0, since), len(lines))
+        answer.update(
+            dispatch=picked.number,
+            role=picked.role,
+            lines=shown,
+            next=start + len(shown),
+            more=start + len(shown) < len(lines),
+        )
+        return answer
+
+    def _actions(self, ticket: str, row: dict[str, Any]) -> dict[str, str | None]:
+        """Each action on the ticket page: None when its button acts, else why it does not."""
+        if self.source is not None:
+            return self.source.actions(ticket, row)
+        from cairn.fleet import fleetstate
+        from cairn.fleet.control import why_not
+
+        record = fleetstate.read(self.layout, ticket)
+        if record is None:
+            return {}
+        state = row["state"]
+        if record.state != state:
+            record = msgspec.structs.replace(record, state=state)
+        return {a: why_not(a, record, self.config) for a in FLEET_ACTIONS}
 
     def _local(self, row: dict[str, Any]) -> View:
         """This repository's refs and its fleet's run directory."""
@@ -228,9 +343,33 @@ def _summary(run_dir: Path) -> str:
     return data.decode("utf-8", "replace") if data is not None else ""
 
 
+def _with_asks(events: list[dict[str, Any]], row: dict[str, Any]) -> list[dict[str, Any]]:
+    """The journal with what people asked of a ticket on Temporal (kept in its workflow's memo,
+    ``asked``, as the run's journal is the workers'), in time order."""
+    asks = row.get("asked")
+    if not asks:
+        return events
+    from cairn.state.journal_text import sentence
+
+    extra = []
+    for ask in asks:
+        event = {
+            "t": ask.get("at"),
+            "event": "asked",
+            "action": ask.get("action"),
+            "by": ask.get("by"),
+        }
+        extra.append({**event, "text": sentence(event)})
+    merged = sorted([*events, *extra], key=lambda e: str(e.get("t") or ""))
+    return merged[-JOURNAL_TAIL:]
+
+
 def _journal_tail(run_dir: Path) -> list[dict[str, Any]]:
+    """The journal's last events, each with its sentence (``text``)."""
+    from cairn.state.journal_text import sentence
+
     try:
         events, _ = journal.read(run_dir)
     except (OSError, CairnError):
         return []
-    return events[-JOURNAL_TAIL:]
+    return [{**event, "text": sentence(event)} for event in events[-JOURNAL_TAIL:]]

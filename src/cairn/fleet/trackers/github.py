@@ -22,7 +22,7 @@ from typing import Any
 
 from cairn.config.records import Config
 from cairn.errors import BadInput
-from cairn.fleet import fleetstate
+from cairn.fleet import fleetstate, pulls
 from cairn.fleet.facts import Facts, PushFailed, facts, push_branch
 from cairn.fleet.github_api import GitHubAPI, GitHubError, RateLimited
 from cairn.fleet.outbox import Outbox
@@ -207,16 +207,18 @@ class GitHubTracker(Tracker):
         elif kind == "pull_request":
             if self.config.fleet.pushes:
                 push_branch(self.repo, self.config, message["ticket"])
-            if self.api.find_pull(message["branch"]) is None:
+            pull = self.api.find_pull(message["branch"])
+            if pull is None:
                 if self._base is None:
                     self._base = self.api.default_branch()
-                self.api.open_pull(
+                pull = self.api.open_pull(
                     title=message["title"],
                     head=message["branch"],
                     base=self._base,
                     body=message["body"],
                     draft=bool(message["draft"]),
                 )
+            pulls.record(self.layout, message["ticket"], pull)
 
     def _put(self, ticket: str, kind: str, **fields: Any) -> None:
         self.outbox.put({"ticket": ticket, "kind": kind, **fields})

@@ -19,10 +19,13 @@
     return path + (path.indexOf("?") < 0 ? "?" : "&") + "token=" + encodeURIComponent(TOKEN);
   }
 
-  function api(method, path) {
+  function api(method, path, body) {
+    var headers = { Accept: "application/json" };
+    if (body !== undefined) headers["Content-Type"] = "application/json";
     return fetch(withToken(path), {
       method: method,
-      headers: { Accept: "application/json" },
+      headers: headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
       cache: "no-store",
     }).then(function (response) {
       return response.text().then(function (text) {
@@ -112,9 +115,57 @@
     setText(live, message);
   }
 
+  /* --- acting on a ticket: POST /api/v1/tickets/{id}/pause|resume|stop|retry --------------- */
+
+  var ACTIONS = ["pause", "resume", "stop", "retry"];
+
+  // the buttons of one ticket, in `parent`; each carries data-action and is enabled by fill
+  function actionButtons(parent) {
+    var buttons = {};
+    ACTIONS.forEach(function (action) {
+      var button = el("button", "act act-" + action, action);
+      button.type = "button";
+      button.dataset.action = action;
+      parent.appendChild(button);
+      buttons[action] = button;
+    });
+    return buttons;
+  }
+
+  // `why`: action → null when it acts, else why not (shown as the disabled button's title)
+  function fillButtons(buttons, why) {
+    ACTIONS.forEach(function (action) {
+      var reason = why[action];
+      var button = buttons[action];
+      var off = reason !== null;
+      if (button.disabled !== off) button.disabled = off;
+      var title = off ? reason : action + " this ticket";
+      if (button.title !== title) button.title = title;
+    });
+  }
+
+  // what the last button did, until the next one (the live status is the poll's)
+  function notice(ok, message) {
+    var node = document.getElementById("notice");
+    node.className = "notice " + (ok ? "ok" : "down");
+    setText(node, message);
+  }
+
+  function act(ticket, action, done) {
+    api("POST", "/api/v1/tickets/" + encodeURIComponent(ticket) + "/" + action)
+      .then(function (answer) {
+        var said = answer.changed ? action + " asked: " + answer.state : "unchanged: " + answer.state;
+        notice(true, ticket + ": " + said + (answer.pending ? " (the supervisor acts on it)" : ""));
+      })
+      .catch(function (err) {
+        notice(false, ticket + ": " + err.message);
+      })
+      .then(done || function () {});
+  }
+
   /* --- the fleet page --------------------------------------------------------------------- */
 
-  var COLUMNS = ["ticket", "state", "phase", "task", "attempt", "turns", "snapshot", "worktree", "last"];
+  var COLUMNS = ["ticket", "state", "phase", "task", "attempt", "turns", "snapshot", "worktree", "last", "actions"];
 
   function cells(row, now) {
     var attempt = fraction(row.attempt, row.max_attempts);
@@ -139,6 +190,7 @@
       last: row.last_event ? row.last_event + " · " + age(row.last_event_age_seconds) : "",
       detail: detail,
       usage: usage,
+      actions: (row.actions || []).join(" "),
     };
   }
 
@@ -168,6 +220,8 @@
       } else if (name === "state") {
         parts[name] = el("span", "state");
         td.appendChild(parts[name]);
+      } else if (name === "actions") {
+        parts.buttons = row.state === "refused" ? null : actionButtons(td);
       } else {
         parts[name] = td;
       }
@@ -187,8 +241,16 @@
     if (key === entry.key) return;
     entry.key = key;
     COLUMNS.forEach(function (name) {
-      if (name !== "ticket") setText(entry.parts[name], values[name]);
+      if (name !== "ticket" && name !== "actions") setText(entry.parts[name], values[name]);
     });
+    if (entry.parts.buttons) {
+      var can = row.actions || [];
+      var why = {};
+      ACTIONS.forEach(function (action) {
+        why[action] = can.indexOf(action) >= 0 ? null : "not applicable while " + row.state + " (the ticket page says why)";
+      });
+      fillButtons(entry.parts.buttons, why);
+    }
     setText(entry.parts.usage, values.usage);
     entry.parts.state.className = "state s-" + row.state;
     if (entry.tr.dataset.state !== row.state) entry.tr.dataset.state = row.state;
@@ -315,6 +377,17 @@
       if (!chip) return;
       stateFilter = stateFilter === chip.dataset.state ? null : chip.dataset.state;
       if (last) render(last);
+    });
+    body.addEventListener("click", function (event) {
+      var button = event.target.closest("button.act");
+      if (!button || button.disabled) return;
+      var tr = button.closest("tr");
+      button.disabled = true;
+      act(tr.dataset.ticket, button.dataset.action, function () {
+        entries.forEach(function (entry) {
+          entry.key = null; // every row filled again at the next poll
+        });
+      });
     });
     document.getElementById("refresh").addEventListener("click", function () {
       api("POST", "/api/v1/refresh")
@@ -492,18 +565,24 @@
     });
   }
 
-  function journal(target, events) {
+  // each event as its sentence (`text`, the server's: cairn run's and catchup's words); with
+  // `raw`, its name and its JSON fields instead
+  function journal(target, events, raw) {
     target.textContent = "";
     (events || []).forEach(function (event) {
       var tr = el("tr");
       var rest = {};
       Object.keys(event).forEach(function (k) {
-        if (k !== "t" && k !== "event") rest[k] = event[k];
+        if (k !== "t" && k !== "event" && k !== "text") rest[k] = event[k];
       });
       var when = event.t ? String(event.t).replace("T", " ").replace(/\.\d+/, "").replace("+00:00", "Z") : "";
       tr.appendChild(el("td", "when", when));
-      tr.appendChild(el("td", "event", event.event));
-      tr.appendChild(el("td", "fields", Object.keys(rest).length ? JSON.stringify(rest) : ""));
+      if (raw) {
+        tr.appendChild(el("td", "event", event.event));
+        tr.appendChild(el("td", "fields", Object.keys(rest).length ? JSON.stringify(rest) : ""));
+      } else {
+        tr.appendChild(el("td", "sentence e-" + event.event, event.text || event.event));
+      }
       target.appendChild(tr);
     });
     if (!target.firstChild) {
@@ -513,10 +592,104 @@
     }
   }
 
+  // the transcript of the dispatch shown, followed while the ticket runs: each poll asks for the
+  // lines after those it has
+  function transcriptView(ticket) {
+    var target = document.getElementById("transcript");
+    var nav = document.getElementById("dispatches");
+    var chosen = null; // null: the latest dispatch
+    var shown = null; // the dispatch whose lines are on the page
+    var next = 0;
+    var busy = false;
+
+    function line(item) {
+      var classes = "t t-" + item.kind + (item.denied ? " denied" : "");
+      var span = el("span", classes, item.text + "\n");
+      if (item.at) span.title = item.at;
+      if (item.tool) span.dataset.tool = item.tool;
+      return span;
+    }
+
+    function tabs(list, current) {
+      var key = JSON.stringify([list, current]);
+      if (nav.dataset.key === key) return;
+      nav.dataset.key = key;
+      nav.textContent = "";
+      list.forEach(function (d) {
+        var b = el("button", "dispatch" + (d.number === current ? " on" : ""), d.number + " · " + d.role);
+        b.type = "button";
+        b.dataset.number = String(d.number);
+        nav.appendChild(b);
+      });
+    }
+
+    function load() {
+      if (busy) return;
+      busy = true;
+      var since = chosen === null || chosen === shown ? next : 0;
+      var query = "?since=" + since + (chosen ? "&dispatch=" + chosen : "");
+      var again = false;
+      api("GET", "/api/v1/tickets/" + encodeURIComponent(ticket) + "/transcript" + query)
+        .then(function (data) {
+          if (data.dispatch !== shown) {
+            target.textContent = "";
+            shown = data.dispatch;
+            next = 0;
+            if (since > 0) {
+              again = true; // a new dispatch began: its lines from the first
+              return;
+            }
+          }
+          tabs(data.dispatches || [], data.dispatch);
+          setText(document.getElementById("transcript-what"), data.dispatch ? "(dispatch " + data.dispatch + " · " + data.role + (data.live ? " · following" : "") + ")" : "");
+          var fragment = document.createDocumentFragment();
+          (data.lines || []).forEach(function (item) {
+            fragment.appendChild(line(item));
+          });
+          var atEnd = target.scrollTop + target.clientHeight >= target.scrollHeight - 4;
+          target.appendChild(fragment);
+          if (atEnd) target.scrollTop = target.scrollHeight;
+          next = data.next;
+          if (!target.firstChild) target.appendChild(el("span", "none", "No transcript yet."));
+          else if (target.firstChild.className === "none" && target.childNodes.length > 1) target.firstChild.remove();
+          again = !!data.more;
+        })
+        .catch(function () {})
+        .then(function () {
+          busy = false;
+          if (again) setTimeout(load, 0);
+        });
+    }
+
+    nav.addEventListener("click", function (event) {
+      var b = event.target.closest("button.dispatch");
+      if (!b) return;
+      chosen = Number(b.dataset.number);
+      shown = null;
+      load();
+    });
+    return load;
+  }
+
   function ticketPage() {
     var parts = location.pathname.split("/").filter(Boolean);
     var ticket = decodeURIComponent(parts[parts.length - 1] || "");
     var seen = {};
+    var loadTranscript = transcriptView(ticket);
+    var buttons = actionButtons(document.getElementById("buttons"));
+    var lastJournal = [];
+    var rawJournal = document.getElementById("raw-journal");
+    rawJournal.addEventListener("change", function () {
+      journal(document.getElementById("journal"), lastJournal, rawJournal.checked);
+    });
+    document.getElementById("buttons").addEventListener("click", function (event) {
+      var button = event.target.closest("button.act");
+      if (!button || button.disabled) return;
+      button.disabled = true;
+      act(ticket, button.dataset.action, function () {
+        seen = {};
+      });
+    });
     setText(document.getElementById("ticket-id"), ticket);
     document.getElementById("back").href = withToken("/");
     document.title = "cairn · " + ticket;
@@ -555,7 +728,33 @@
         diff(document.getElementById("snapshot-diff"), data.snapshot_diff, "Nothing uncommitted in the latest snapshot.");
       }
       if (changed("snapshots", data.snapshots)) snapshots(document.getElementById("snapshots"), data.snapshots);
-      if (changed("journal", data.journal)) journal(document.getElementById("journal"), data.journal);
+      if (changed("journal", data.journal)) {
+        lastJournal = data.journal || [];
+        journal(document.getElementById("journal"), lastJournal, rawJournal.checked);
+      }
+      if (changed("actions", data.actions)) {
+        var why = data.actions || {};
+        var all = {};
+        ACTIONS.forEach(function (action) {
+          all[action] = action in why ? why[action] : "no fleet record";
+        });
+        fillButtons(buttons, all);
+        var list = document.getElementById("why-not");
+        list.textContent = "";
+        ACTIONS.forEach(function (action) {
+          if (all[action] !== null) list.appendChild(el("li", null, action + ": " + all[action]));
+        });
+      }
+      if (changed("pull", data.pull_request)) {
+        var pull = document.getElementById("pull");
+        pull.hidden = !data.pull_request;
+        if (data.pull_request) {
+          pull.href = data.pull_request.url;
+          pull.rel = "noopener noreferrer";
+          setText(pull, "pull request" + (data.pull_request.number ? " #" + data.pull_request.number : ""));
+        }
+      }
+      loadTranscript();
     }
 
     function poll() {

@@ -1,0 +1,84 @@
+"""A person's ask of fleet tickets on the embedded engine (pause, resume, stop, retry), from the
+command line (``cairn fleet pause T``), the dashboard's buttons or its JSON API: one path for the
+three.
+
+``check`` looks at every ticket first: an unknown one raises ``UnknownTicket``, one whose state
+does not allow the action ``NotApplicable`` (``control.decide`` is the rule), and nothing is
+changed then. ``file`` leaves a request for each ticket the action changes
+(``cairn.fleet.fleetcontrol``) and writes the ask in the ticket's journal with who asked. The
+running supervisor carries the requests out within a tick; with none, ``control.act_alone``
+does (the command waits for it, the dashboard returns at once).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from cairn.config.records import Config
+from cairn.errors import CairnError, NotApplicable
+from cairn.fleet import control, fleetcontrol, fleetstate, lease
+from cairn.fleet.fleetcontrol import Request
+from cairn.fleet.fleetstate import FleetTicket
+from cairn.state.layout import Layout
+from cairn.terms import Asker, FleetAction
+
+
+class Checked(NamedTuple):
+    """The tickets asked, in order and without repeats, their records and the decision for
+    each; the warnings met reading the records."""
+
+    asked: list[str]
+    records: dict[str, FleetTicket]
+    decisions: dict[str, control.Decision]
+    warnings: list[str]
+
+    def changing(self) -> list[str]:
+        """The tickets the action changes (the others are where it takes them already)."""
+        return [t for t in self.asked if self.decisions[t].state is not None]
+
+
+def check(layout: Layout, config: Config, action: FleetAction, names: list[str]) -> Checked:
+    """Every ticket in ``names`` (valid ids) checked for ``action``, before anything changes."""
+    warnings: list[str] = []
+    asked = list(dict.fromkeys(names))
+    records = fleetstate.by_ticket(layout, warnings)
+    missing = [ticket for ticket in asked if ticket not in records]
+    if missing:
+        raise fleetstate.unknown(missing, sorted(records))
+    supervised = lease.holder(layout) is not None
+    decisions = {t: control.decide(action, records[t], config, supervised) for t in asked}
+    for decision in decisions.values():
+        if decision.refusal is not None:
+            raise NotApplicable(decision.refusal)
+    return Checked(asked, records, decisions, warnings)
+
+
+def file(layout: Layout, checked: Checked, action: FleetAction, by: Asker) -> dict[str, Request]:
+    """A request for each ticket ``action`` changes, each ask journalled with ``by``; a journal
+    that cannot take it is said in ``checked.warnings`` (the request stands)."""
+    requests = {}
+    for ticket in checked.changing():
+        requests[ticket] = fleetcontrol.ask(layout, ticket, action, by)
+        why = journal_ask(layout, ticket, action, by)
+        if why is not None:
+            checked.warnings.append(why)
+    return requests
+
+
+def journal_ask(layout: Layout, ticket: str, action: FleetAction, by: Asker) -> str | None:
+    """``asked`` in the journal of the ticket's run (the one its marker names, else its latest;
+    a ticket that never ran has none): what was asked and by whom. None once written, else why
+    it could not be."""
+    from cairn.state import marker, runstate
+
+    try:
+        current = marker.read(layout.marker_path(ticket))
+        run_id = current.run if current is not None else None
+        if run_id is None or not layout.run_dir(ticket, run_id).is_dir():
+            run_id = layout.latest_run(ticket)
+        if run_id is None:
+            return None
+        runstate.record(runstate.RunRef(layout, ticket, run_id), "asked", action=action, by=by)
+    except (CairnError, OSError) as exc:
+        return f"ticket {ticket}: the {action} asked is not in its journal ({exc})"
+    return None

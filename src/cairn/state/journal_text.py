@@ -1,0 +1,134 @@
+"""A journal event as one sentence, in the words ``cairn run`` and ``cairn catchup`` use: what
+the dashboard's ticket page shows (its raw JSON stays one toggle away). The fields each event
+carries are docs/state.md's table; an event this release does not know is named as it is."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from cairn.util.text import counted
+
+ASKED_FROM = {
+    "cli": "from the command line",
+    "dashboard": "from the dashboard",
+    "api": "through the API",
+}
+
+
+def sentence(event: dict[str, Any]) -> str:
+    """``event`` (``{"t", "event", …}``) as one line."""
+    name = str(event.get("event", "?"))
+    say = _SAY.get(name)
+    if say is None:
+        return name.replace("_", " ")
+    try:
+        return say(event)
+    except (KeyError, TypeError, ValueError):  # a field of an unexpected shape: named plainly
+        return name.replace("_", " ")
+
+
+def _get(event: dict[str, Any], key: str, default: str = "?") -> str:
+    value = event.get(key)
+    return default if value is None else str(value)
+
+
+def _with(event: dict[str, Any], key: str, before: str = " (", after: str = ")") -> str:
+    value = event.get(key)
+    return f"{before}{value}{after}" if value not in (None, "") else ""
+
+
+def _owner(event: dict[str, Any]) -> str:
+    owner = event.get("owner")
+    if not isinstance(owner, dict) or owner.get("pid") is None:
+        return ""
+    return f" by pid {owner['pid']} on {owner.get('host', '?')}"
+
+
+def _started(event: dict[str, Any]) -> str:
+    how = "resumed" if event.get("resumed") else "started"
+    agent = _with(event, "agent", ", agent ", "")
+    return f"run {_get(event, 'run')} of ticket {_get(event, 'ticket')} {how}{agent}{_owner(event)}"
+
+
+def _dispatch_started(event: dict[str, Any]) -> str:
+    dispatch = event.get("dispatch")
+    if isinstance(dispatch, dict):  # a format 1 journal: the dispatch record itself
+        role, cap = dispatch.get("role"), dispatch.get("max_turns")
+    else:
+        role, cap = event.get("role"), event.get("max_turns")
+    number = f" {dispatch}" if isinstance(dispatch, int) else ""
+    up_to = f", up to {counted(int(cap), 'turn')}" if isinstance(cap, int) else ""
+    return f"dispatch{number} started: {role or '?'}{up_to}"
+
+
+def _dispatch_finished(event: dict[str, Any]) -> str:
+    turns = event.get("turns")
+    after = f" after {counted(int(turns), 'turn')}" if isinstance(turns, int) else ""
+    error = _with(event, "error", ": ", "")
+    cost = (
+        (event.get("usage") or {}).get("cost_usd") if isinstance(event.get("usage"), dict) else None
+    )
+    spent = (
+        f" · ${cost:.2f}"
+        if isinstance(cost, int | float)
+        else (" · usage unknown" if "usage" not in event else "")
+    )
+    return f"{_get(event, 'role')} dispatch ended: {_get(event, 'reason')}{after}{error}{spent}"
+
+
+def _phase(event: dict[str, Any]) -> str:
+    round_ = _with(event, "round", ", round ", "")
+    status = _with(event, "status", ": ", "")
+    return f"phase {_get(event, 'phase')}{round_}{status}"
+
+
+def _asked(event: dict[str, Any]) -> str:
+    by = ASKED_FROM.get(str(event.get("by")), f"by {_get(event, 'by')}")
+    return f"{_get(event, 'action')} asked {by}"
+
+
+def _snapshot(event: dict[str, Any]) -> str:
+    if event.get("error"):
+        return f"snapshot failed ({_get(event, 'reason')}): {event['error']}"
+    return f"snapshot {_get(event, 'commit')[:12]}{_with(event, 'reason')}"
+
+
+def _cut(word: str) -> Callable[[dict[str, Any]], str]:
+    def say(event: dict[str, Any]) -> str:
+        saved = event.get("snapshot")
+        kept = f"; work saved at {str(saved)[:12]}" if saved else ""
+        return f"{word}: {_get(event, 'reason')}{_with(event, 'detail')}{kept}"
+
+    return say
+
+
+_SAY: dict[str, Callable[[dict[str, Any]], str]] = {
+    "run_started": _started,
+    "run_finished": lambda e: f"run finished: {_get(e, 'status').replace('_', ' ')}",
+    "run_interrupted": _cut("run interrupted"),
+    "takeover": lambda e: f"took the ticket over: {_get(e, 'reason')}",
+    "phase": _phase,
+    "dispatch_started": _dispatch_started,
+    "dispatch_finished": _dispatch_finished,
+    "dispatch_retried": lambda e: (
+        f"{_get(e, 'role')} dispatch started again (attempt {_get(e, 'attempt')}"
+        f"{_with(e, 'of', ' of ', '')}){_with(e, 'error', ' after: ', '')}"
+    ),
+    "turn": lambda e: (
+        f"{_get(e, 'role')} turn {_get(e, 'turn')}"
+        + (" (wrap-up directive sent)" if e.get("pressure") else "")
+    ),
+    "task": lambda e: f"task {_get(e, 'task')} {_get(e, 'status')}{_with(e, 'notes', ': ', '')}",
+    "finding": lambda e: (
+        f"finding {_get(e, 'finding')} added: {_get(e, 'title')}"
+        if e.get("action") == "added"
+        else f"finding {_get(e, 'finding')} {_get(e, 'status')}"
+    ),
+    "gate": lambda e: f"gate {_get(e, 'gate')} {_get(e, 'result')}{_with(e, 'reason', ': ', '')}",
+    "deferred": lambda e: f"deferred: {_get(e, 'item')}",
+    "snapshot": _snapshot,
+    "cutoff": _cut("cut off"),
+    "marker_cleared": lambda e: f"marker cleared by {_get(e, 'by')}{_with(e, 'detail', ': ', '')}",
+    "asked": _asked,
+}
