@@ -222,3 +222,27 @@ def test_logs_mark_denied_calls_and_label_errors(finished: Path) -> None:
     assert [line for line in lines if "(denied)" in line] == [curl]
     lines = logs_of(finished, "codex-0.169.0/turn-failed.exec.jsonl")
     assert any(line.startswith("error: ") for line in lines), lines
+
+
+@pytest.mark.parametrize(
+    ("fixture", "denied"),
+    [
+        ("claude-code-2.1.328/permission-denials.stream.jsonl", {"Bash", "Write"}),
+        ("codex-0.169.0/sandbox-refused.exec.jsonl", {"exec"}),
+    ],
+)
+def test_the_line_reader_says_what_each_line_is(fixture: str, denied: set[str]) -> None:
+    """The dashboard's transcript lines are ``cairn logs``'s, each with its kind, its tool and
+    whether cairn counted it denied (one reader for both)."""
+    from cairn.agents.replay import LineReader
+
+    reader = LineReader()
+    lines = [
+        line for raw in (FIXTURES / fixture).read_text().splitlines() for line in reader.feed(raw)
+    ]
+    refused = [line for line in lines if line.denied]
+    assert refused and {line.tool for line in refused} == denied
+    assert all(line.kind == "tool" and "(denied)" in line.text for line in refused)
+    assert all(("(denied)" in line.text) == line.denied for line in lines if line.kind == "tool")
+    assert next(line.text for line in lines if line.kind == "turn") == "turn 1"
+    assert all(line.tool is None for line in lines if line.kind != "tool")
