@@ -747,8 +747,9 @@
       }
       if (changed("pull", data.pull_request)) {
         var pull = document.getElementById("pull");
-        pull.hidden = !data.pull_request;
-        if (data.pull_request) {
+        var linkable = !!data.pull_request && /^https?:\/\//.test(String(data.pull_request.url));
+        pull.hidden = !linkable;
+        if (linkable) {
           pull.href = data.pull_request.url;
           pull.rel = "noopener noreferrer";
           setText(pull, "pull request" + (data.pull_request.number ? " #" + data.pull_request.number : ""));
