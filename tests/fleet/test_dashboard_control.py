@@ -114,6 +114,19 @@ def test_what_does_not_apply_is_409_and_unknown_is_404_and_nothing_changes(ran: 
     )
 
 
+def test_no_cross_origin_request_is_let_in(ran: Path) -> None:
+    """No CORS: a preflight from another origin gets no Access-Control header, so a browser
+    never sends the POST; a POST sent anyway is refused and changes nothing."""
+    client = TestClient(make_app(ran, token=None), base_url=LOCAL)
+    evil = {"Origin": "http://evil.example", "Access-Control-Request-Method": "POST"}
+    preflight = client.options("/api/v1/tickets/NEW-2/pause", headers=evil)
+    assert not [h for h in preflight.headers if h.lower().startswith("access-control-")]
+    posted = client.post("/api/v1/tickets/NEW-2/stop", headers={"Origin": "http://evil.example"})
+    assert_error(posted, 403, "forbidden_origin")
+    assert not [h for h in posted.headers if h.lower().startswith("access-control-")]
+    assert record(ran, "NEW-2")["state"] == "queued"
+
+
 def test_with_a_token_a_post_needs_it(ran: Path) -> None:
     client = TestClient(make_app(ran, token="s3cret"), base_url="http://10.1.2.3")
     assert_error(client.post("/api/v1/tickets/NEW-2/pause"), 401, "unauthorized")
