@@ -36,6 +36,7 @@ class Request(NamedTuple):
     action: FleetAction
     at: str  # when it was made (ISO 8601)
     signalled: bool  # its run was sent SIGTERM by a command acting with no supervisor
+    detail: str | None = None  # the record's detail once done (a fix round: who asked, what)
 
 
 def requests_dir(layout: Layout) -> Path:
@@ -44,13 +45,13 @@ def requests_dir(layout: Layout) -> Path:
     return path
 
 
-def ask(layout: Layout, ticket: str, action: FleetAction) -> Request:
-    """Write the request to ``action`` ``ticket``."""
+def ask(layout: Layout, ticket: str, action: FleetAction, detail: str | None = None) -> Request:
+    """Write the request to ``action`` ``ticket`` (``detail``: the record's, once done)."""
     directory = requests_dir(layout)
     durable.ensure_dir(directory)
     at = clock.now().isoformat()
     path = directory / f"{time.time_ns():020d}-{os.getpid()}-{tickets.validate(ticket)}.json"
-    request = Request(path, ticket, action, at, False)
+    request = Request(path, ticket, action, at, False, detail)
     _write(request)
     return request
 
@@ -67,6 +68,8 @@ def _write(request: Request) -> None:
     data: dict[str, Any] = {"ticket": request.ticket, "action": request.action, "at": request.at}
     if request.signalled:
         data["signalled"] = True
+    if request.detail is not None:
+        data["detail"] = request.detail
     durable.atomic_write(request.path, json.dumps(data) + "\n")
 
 
@@ -105,8 +108,10 @@ def _read(path: Path) -> Request:
     for known in get_args(FleetAction):
         if action == known:
             at = str(raw.get("at", ""))
-            return Request(path, ticket, known, at, raw.get("signalled") is True)
-    raise ValueError(f"action {action!r} is not pause, resume, stop or retry")
+            detail = raw.get("detail")
+            said = detail if isinstance(detail, str) else None
+            return Request(path, ticket, known, at, raw.get("signalled") is True, said)
+    raise ValueError(f"action {action!r} is not one of {', '.join(get_args(FleetAction))}")
 
 
 def done(request: Request) -> None:
