@@ -45,6 +45,8 @@ def make_app(
         Route("/api/v1/state", api.state, methods=["GET"]),
         Route("/api/v1/tickets/{ticket}", api.ticket, methods=["GET"]),
         Route("/api/v1/refresh", api.refresh, methods=["POST"]),
+        Route("/api/v1/tickets/{ticket}/review", api.review, methods=["POST"]),
+        Route("/api/v1/tickets/{ticket}/review", api.review_rounds, methods=["GET"]),
         Route("/api/{rest:path}", api.unknown_api),
         _page("index.html"),
         _page("ticket.html"),
