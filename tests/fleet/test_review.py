@@ -281,3 +281,57 @@ def test_api_through_a_running_supervisor(tmp_path: Path) -> None:
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.communicate(timeout=60)
+
+
+def test_a_comment_is_outdated_only_when_its_line_changed(tmp_path: Path) -> None:
+    from cairn.fleet.comments import diff_lines, moved
+    from cairn.git import Repo
+    from helpers import make_repo
+
+    repo = make_repo(tmp_path / "repo", {"a.txt": "".join(f"line {n}\n" for n in range(1, 8))})
+    git_ = Repo.discover(repo).git
+    first = git(repo, "rev-parse", "HEAD").strip()
+
+    def commit(text: str) -> str:
+        (repo / "a.txt").write_text(text)
+        git(repo, "commit", "-qam", "change")
+        return git(repo, "rev-parse", "HEAD").strip()
+
+    lines = (repo / "a.txt").read_text().splitlines(keepends=True)
+    above = commit("new 1\nnew 2\n" + "".join(lines))  # two lines above line 3
+    assert moved(git_, first, above, "a.txt", 3) == (False, 5)
+    below = commit("new 1\nnew 2\n" + "".join(lines) + "tail\n")  # and one below
+    assert moved(git_, first, below, "a.txt", 3) == (False, 5)
+    assert moved(git_, first, below, "a.txt", 7) == (False, 9)
+    gone = commit("new 1\nnew 2\n" + "".join(lines[:2]) + "".join(lines[3:]))  # line 3 removed
+    assert moved(git_, first, gone, "a.txt", 3) == (True, None)
+    assert moved(git_, first, gone, "a.txt", 4) == (False, 5)
+    changed = commit("".join(lines[:2]) + "line three\n" + "".join(lines[3:]))
+    assert moved(git_, first, changed, "a.txt", 3) == (True, None)
+    assert moved(git_, first, changed, "a.txt", 2) == (False, 2)
+    assert moved(git_, first, first, "a.txt", 3) == (False, 3)
+    git(repo, "rm", "-q", "a.txt")
+    git(repo, "commit", "-qm", "rm")
+    assert moved(git_, first, git(repo, "rev-parse", "HEAD").strip(), "a.txt", 1) == (True, None)
+    # the lines a comment may be on: added and context lines of the diff, by path
+    shown = diff_lines(git_, f"{first}..{changed}", ["a.txt"])
+    assert shown == {"a.txt": {1, 2, 3, 4, 5, 6}}
+
+
+def test_a_persons_review_says_who_and_every_finding_blocks() -> None:
+    from cairn.run import review
+
+    asked = review.Review(
+        ticket="T-1",
+        round=2,
+        by="ann lee",
+        findings=[review.ReviewFinding(id="R1", title="x", location="a.py:3", details="why")],
+    )
+    text = review.render(asked)
+    assert text.splitlines()[0] == "# Review — ticket T-1, round 2 (by ann lee)"
+    assert review.parse(text, "r.md") == asked
+    assert [f.id for f in asked.blocking()] == ["R1"] == [f.id for f in asked.to_fix()]
+    theirs = review.parse(review.render(review.Review(ticket="T-1", round=1)), "r.md")
+    assert theirs.by is None
+    agents = review.Review(ticket="T-1", round=1, findings=asked.findings)
+    assert agents.blocking() == [] and agents.to_fix() == []  # an agent's R is a suggestion

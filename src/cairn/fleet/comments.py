@@ -24,8 +24,9 @@ from cairn.errors import BadInput, CairnError
 from cairn.fleet import fixround, fleetcontrol, fleetstate
 from cairn.fleet.fleetstate import FleetTicket
 from cairn.git import Git
-from cairn.state import journal
+from cairn.state import journal, runstate
 from cairn.state.layout import SUMMARY_ARTIFACT, SUMMARY_ROLE, Layout, artifacts
+from cairn.state.runstate import RunRef
 from cairn.terms import REVIEW_VERDICTS, FleetAction, ReviewVerdict
 
 MAX_COMMENTS = 100
@@ -222,8 +223,8 @@ def submit(git: Git, layout: Layout, ticket: str, asked: Submission) -> dict[str
         return answer
     run_id = layout.latest_run(ticket)
     if run_id is not None:
-        journal.record(
-            layout.run_dir(ticket, run_id),
+        runstate.record(
+            RunRef(layout, ticket, run_id),
             "approved",
             by=asked.by,
             commit=tip,
