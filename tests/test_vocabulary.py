@@ -77,7 +77,8 @@ def test_the_old_word_is_only_read() -> None:
 def test_final_states_are_one_set_of_both_engines() -> None:
     assert set(terms.FLEET_STATES) >= terms.FINAL_STATES
     assert set(terms.FINISHED) <= terms.SETTLED_STATES < terms.FINAL_STATES
-    assert terms.FINAL_STATES - {"completed", "needs_review"} == terms.RETRYABLE_STATES
+    assert terms.FINAL_STATES - {"completed", "needs_review", "approved"} == terms.RETRYABLE_STATES
+    assert {*terms.FINISHED, "approved"} == terms.REVIEWABLE_STATES
     ended = [s for s in terms.WORKFLOW_STATES if s in terms.FINAL_STATES]
     assert ended == ["completed", "needs_review", "interrupted", "failed", "stopped"]
     assert set(terms.FINISHED) <= set(get_args(terms.RunStatus))

@@ -104,7 +104,8 @@ TicketState = Literal["in_progress", "interrupted", "stale", "done", "none", "ne
 
 # Where a ticket stands in the embedded fleet (its fleet record, ``cairn fleet status``):
 # "budget" waits for the fleet's spend to fall under fleet.max_cost_usd (a new supervisor with a
-# higher cap); "paused" and "stopped" are a person's (cairn fleet pause|stop TICKET).
+# higher cap); "paused" and "stopped" are a person's (cairn fleet pause|stop TICKET); "approved"
+# is a person's verdict on a finished ticket's branch (cairn review TICKET --approve).
 FleetState = Literal[
     "queued",
     "running",
@@ -117,6 +118,7 @@ FleetState = Literal[
     "needs_input",
     "completed",
     "failed",
+    "approved",
 ]
 FLEET_STATES: tuple[FleetState, ...] = get_args(FleetState)
 
@@ -142,17 +144,27 @@ WORKFLOW_STATES: tuple[WorkflowState, ...] = get_args(WorkflowState)
 # `cairn fleet start`; the other four are final whatever comes next (SETTLED_STATES). Every final
 # state but a finished run's ("completed", "needs_review") may be retried: cairn fleet retry.
 FINAL_STATES: frozenset[FleetState] = frozenset(
-    {"completed", "needs_review", "needs_input", "failed", "interrupted", "stopped"}
+    {"completed", "needs_review", "needs_input", "failed", "interrupted", "stopped", "approved"}
 )
 SETTLED_STATES: frozenset[FleetState] = FINAL_STATES - {"interrupted", "stopped"}
-RETRYABLE_STATES: frozenset[FleetState] = FINAL_STATES - set(FINISHED)
+RETRYABLE_STATES: frozenset[FleetState] = FINAL_STATES - {*FINISHED, "approved"}
+# A person reviews a ticket whose run finished: its branch is there to read, no run is in flight.
+# A review that requests changes starts a fix round (cairn.fleet.fixround); approving it makes it
+# "approved". The verdicts, as POST /api/v1/tickets/{id}/review and `cairn review` take them.
+REVIEWABLE_STATES: frozenset[FleetState] = frozenset({*FINISHED, "approved"})
+ReviewVerdict = Literal["request_changes", "approve"]
+REVIEW_VERDICTS: tuple[ReviewVerdict, ...] = get_args(ReviewVerdict)
 
 # What runs the fleet's tickets ([fleet] engine): a supervisor here, or workflows on Temporal.
 Engine = Literal["embedded", "temporal"]
 ENGINES: tuple[Engine, ...] = get_args(Engine)
-# What a person asks of one fleet ticket: cairn fleet pause|resume|stop|retry TICKET.
-FleetAction = Literal["pause", "resume", "stop", "retry"]
+# What a person asks of one fleet ticket: cairn fleet pause|resume|stop|retry TICKET; "fix" (a
+# fix round of its finished run, cairn.fleet.fixround) and "approve" (cairn review TICKET).
+FleetAction = Literal["pause", "resume", "stop", "retry", "fix", "approve"]
 FLEET_ACTIONS: tuple[FleetAction, ...] = get_args(FleetAction)
+# The actions of the dashboard's buttons and its POST /api/v1/tickets/{id}/<action>, as
+# cairn fleet pause|resume|stop|retry (a fix round and an approval come from a review).
+CONTROL_ACTIONS: tuple[FleetAction, ...] = ("pause", "resume", "stop", "retry")
 # Who asked it, as the ticket's journal records: the command line, the dashboard's buttons, or
 # another program through the dashboard's JSON API.
 Asker = Literal["cli", "dashboard", "api"]
@@ -180,6 +192,8 @@ JournalEvent = Literal[
     "cutoff",
     "marker_cleared",
     "asked",
+    "fix_round",
+    "approved",
 ]
 JOURNAL_EVENTS: tuple[JournalEvent, ...] = get_args(JournalEvent)
 

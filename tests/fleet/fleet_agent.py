@@ -6,6 +6,10 @@ a test can tell a task done twice. A ticket named in ``$FLEET_AGENT_STALL`` hang
 turn the first time (a stall); one named in ``$FLEET_AGENT_SLOW`` sleeps in each turn; one
 named in ``$FLEET_AGENT_GATE`` waits in each turn until ``$FLEET_AGENT_DIR/<ticket>.go`` exists;
 one named in ``$FLEET_AGENT_FAIL`` exits 1 at once (an agent error).
+
+In a fix round (a review's findings, ``- R1: title (path:line)``) it appends `` # fixed R1`` to
+each finding's line, answers it FIXED (NOT_FIXED when the comment says ``wontfix``) with
+``cairn finding``, and commits.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from pathlib import Path
 
 from cairn.terms import ENV_TICKET
 
+FINDING_LINE = re.compile(r"^- ([A-Z]{1,3}\d+): .*? \((.+):(\d+)\)$")
 TASK_LINE = re.compile(r"^- Task (\d+): .*?(?: \[([a-z ]+)\])?$")
 DONE = ("completed", "skipped", "deferred")
 IDENTITY = {
@@ -68,6 +73,35 @@ def task_to_do(prompt: str) -> int | None:
     return None
 
 
+def fix_round(ticket: str, prompt: str) -> int:
+    """Answer every finding of a fix round's prompt, fixing its line; commit."""
+    lines = prompt.splitlines()
+    for n, line in enumerate(lines):
+        found = FINDING_LINE.match(line)
+        if found is None:
+            continue
+        ident, path, number = found.group(1), found.group(2), int(found.group(3))
+        details = lines[n + 1] if n + 1 < len(lines) else ""
+        log(ticket, event="finding", finding=ident, path=path, line=number)
+        if "wontfix" in details:
+            cairn("finding", ident, "--status", "NOT_FIXED", "--action", "left as it is")
+            continue
+        text = Path(path).read_text().splitlines(keepends=True)
+        text[number - 1] = text[number - 1].rstrip("\n") + f" # fixed {ident}\n"
+        Path(path).write_text("".join(text))
+        cairn("finding", ident, "--status", "FIXED", "--action", f"changed {path}:{number}")
+    env = {**os.environ, **IDENTITY}
+    subprocess.run(["git", "add", "-A"], env=env, capture_output=True, check=False)
+    subprocess.run(
+        ["git", "commit", "-qm", f"{ticket} review fixes"],
+        env=env,
+        capture_output=True,
+        check=False,
+    )
+    print("findings answered")
+    return 0
+
+
 def cairn(*args: str) -> int:
     done = subprocess.run([sys.executable, "-m", "cairn", *args], capture_output=True, check=False)
     return done.returncode
@@ -90,6 +124,8 @@ def main() -> int:
         log(ticket, event="fail")
         print("the agent fails", file=sys.stderr)
         return 1
+    if " fixing review round " in prompt.split("\n", 1)[0]:
+        return fix_round(ticket, prompt)
     number = task_to_do(prompt)
     if number is None:
         print("nothing left to do")

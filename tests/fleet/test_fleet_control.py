@@ -78,6 +78,7 @@ EXPECTED: dict[str, dict[str, str | None]] = {
     "needs_review": {"pause": "refused", "resume": "refused", "stop": "refused"},
     "needs_input": {"pause": "refused", "resume": "refused", "stop": "refused"},
     "completed": {"pause": "refused", "resume": "refused", "stop": "refused"},
+    "approved": {"pause": "refused", "resume": "refused", "stop": "refused"},
     "failed": {"pause": "refused", "resume": "refused", "stop": "refused"},
 }
 

@@ -17,7 +17,9 @@ changes the records itself (``act_alone``). ``decide`` is the rule both follow:
 | completed, needs_review, needs_input, failed, interrupted for good | refused | refused | refused |
 
 ``retry`` (``cairn.fleet.retry``) takes a failed, interrupted, stopped or needs-input ticket to
-``retrying`` with its attempts counted afresh, and refuses every other state.
+``retrying`` with its attempts counted afresh, and refuses every other state. ``fix`` (a fix
+round, ``cairn.fleet.fixround``) takes a completed, needs-review or approved ticket to
+``retrying``, and ``approve`` a completed or needs-review one to ``approved``.
 
 A stopped ticket is started again by the next ``cairn fleet start`` (a new supervisor), as a
 stopped workflow is on Temporal; a paused one waits across restarts until it is resumed.
@@ -34,7 +36,7 @@ from typing import Any, NamedTuple, Protocol
 import msgspec
 
 from cairn.config.records import Config
-from cairn.fleet import fleetcontrol, fleetstate, retry, schedule
+from cairn.fleet import fixround, fleetcontrol, fleetstate, retry, schedule
 from cairn.fleet import lease as fleet_lease
 from cairn.fleet.budget import FleetBudget
 from cairn.fleet.fleetcontrol import Request
@@ -66,13 +68,15 @@ def decide(action: FleetAction, record: FleetTicket, config: Config, supervised:
     """What ``action`` does to the ticket of ``record`` (a record that says running is taken
     as running; the caller cuts its run off for a pause or stop)."""
     state, ticket = record.state, record.ticket
+    if action in ("fix", "approve"):
+        return Decision(*fixround.decide(action, record))
     if action == "retry":
         why = retry.refusal(record)
         return Decision(None, why) if why is not None else Decision("retrying", None)
-    if state == "completed":
+    if state in ("completed", "approved"):
         return Decision(
             None,
-            f"ticket {ticket} is completed, so there is nothing to {action}; to run its plan "
+            f"ticket {ticket} is {state}, so there is nothing to {action}; to run its plan "
             "again, give it a new ticket id",
         )
     if is_finished(record, config):
@@ -120,8 +124,13 @@ def why_not(action: FleetAction, record: FleetTicket, config: Config) -> str | N
     return f"ticket {record.ticket} is {record.state} already"
 
 
-def changes(action: FleetAction, record: FleetTicket, state: FleetState) -> dict[str, Any]:
-    """The record's new fields when ``action`` takes it to ``state`` (not running)."""
+def changes(
+    action: FleetAction, record: FleetTicket, state: FleetState, detail: str | None = None
+) -> dict[str, Any]:
+    """The record's new fields when ``action`` takes it to ``state`` (not running);
+    ``detail``: the request's own, if it has one."""
+    if action in ("fix", "approve"):
+        return fixround.changes(action, state, detail)
     if action == "retry":
         return retry.changes(record)
     detail = "resumed by a person" if action == "resume" else None
@@ -266,7 +275,7 @@ class Controls:
             state = "running" if child is not None else record.state
             host.emit("ticket_unchanged", ticket=ticket, state=state, detail=decision.refusal)
         else:
-            record = host._save(record, **changes(action, record, decision.state))
+            record = host._save(record, **changes(action, record, decision.state, request.detail))
             host.tracker.transition(ticket, decision.state, record.detail)
             if decision.state not in schedule.HELD:
                 host.queue.add(ticket)
@@ -357,6 +366,7 @@ def _act_alone(layout: Layout, config: Config, request: Request) -> None:
         )
     decision = decide(request.action, record, config, supervised=False)
     if decision.state is not None:
-        update = {**changes(request.action, record, decision.state), "updated": clock.now()}
+        new = changes(request.action, record, decision.state, request.detail)
+        update = {**new, "updated": clock.now()}
         fleetstate.write(layout, msgspec.structs.replace(record, **update))
     fleetcontrol.done(request)

@@ -37,6 +37,7 @@ class Request(NamedTuple):
     at: str  # when it was made (ISO 8601)
     signalled: bool  # its run was sent SIGTERM by a command acting with no supervisor
     by: Asker = "cli"  # who asked: the command line, the dashboard, the JSON API
+    detail: str | None = None  # the record's detail once done (a fix round: who asked, what)
 
 
 def requests_dir(layout: Layout) -> Path:
@@ -45,13 +46,20 @@ def requests_dir(layout: Layout) -> Path:
     return path
 
 
-def ask(layout: Layout, ticket: str, action: FleetAction, by: Asker = "cli") -> Request:
-    """Write the request to ``action`` ``ticket``, as ``by`` asked it."""
+def ask(
+    layout: Layout,
+    ticket: str,
+    action: FleetAction,
+    by: Asker = "cli",
+    detail: str | None = None,
+) -> Request:
+    """Write the request to ``action`` ``ticket``, as ``by`` asked it (``detail``: the
+    record's, once done)."""
     directory = requests_dir(layout)
     durable.ensure_dir(directory)
     at = clock.now().isoformat()
     path = directory / f"{time.time_ns():020d}-{os.getpid()}-{tickets.validate(ticket)}.json"
-    request = Request(path, ticket, action, at, False, by)
+    request = Request(path, ticket, action, at, False, by, detail)
     _write(request)
     return request
 
@@ -73,6 +81,8 @@ def _write(request: Request) -> None:
     }
     if request.signalled:
         data["signalled"] = True
+    if request.detail is not None:
+        data["detail"] = request.detail
     durable.atomic_write(request.path, json.dumps(data) + "\n")
 
 
@@ -112,8 +122,11 @@ def _read(path: Path) -> Request:
     for known in FLEET_ACTIONS:
         if action == known:
             at = str(raw.get("at", ""))
-            return Request(path, ticket, known, at, raw.get("signalled") is True, by)
-    raise ValueError(f"action {action!r} is not pause, resume, stop or retry")
+            detail = raw.get("detail")
+            said = detail if isinstance(detail, str) else None
+            signalled = raw.get("signalled") is True
+            return Request(path, ticket, known, at, signalled, by, said)
+    raise ValueError(f"action {action!r} is not one of {', '.join(FLEET_ACTIONS)}")
 
 
 def done(request: Request) -> None:

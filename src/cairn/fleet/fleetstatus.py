@@ -29,7 +29,7 @@ from cairn.fleet import fleetstate, refusals
 from cairn.state import journal, marker, status
 from cairn.state.layout import JOURNAL, Layout, discover
 from cairn.state.rowcache import Signature, StatCache, signature
-from cairn.terms import FLEET_ACTIONS, FleetState
+from cairn.terms import CONTROL_ACTIONS, FleetState
 from cairn.util import clock
 from cairn.util.durations import parse_duration
 
@@ -325,7 +325,7 @@ class FleetRows:
             as_now = (
                 record if record.state == state else msgspec.structs.replace(record, state=state)
             )
-            found = [a for a in FLEET_ACTIONS if why_not(a, as_now, self.config) is None]
+            found = [a for a in CONTROL_ACTIONS if why_not(a, as_now, self.config) is None]
             self.actions[key] = found
         return list(found)
 

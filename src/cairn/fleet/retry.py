@@ -38,6 +38,11 @@ def refusal(record: FleetTicket) -> str | None:
             f"ticket {ticket} needs review (its run finished), so there is nothing to retry; "
             f"review its branch cairn/{ticket}"
         )
+    if state == "approved":
+        return (
+            f"ticket {ticket} is approved (its run finished), so there is nothing to retry; "
+            f"cairn review {ticket} --request-changes asks its agent for changes"
+        )
     if state == "paused":
         return f"ticket {ticket} is paused, not ended; cairn fleet resume {ticket} lets it run"
     if state == "budget":

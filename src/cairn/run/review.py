@@ -11,6 +11,10 @@
 Ids follow the usual scheme: ``F`` blocking (must be fixed), ``W`` warning, ``S``/``R``/``T``
 suggestions; ``AC`` findings are acceptance criteria the evaluator failed. ``F`` and ``AC``
 block. cairn scaffolds the file; the reviewer adds findings with ``cairn finding add``.
+
+A person's review (``by`` set: the header ends ``(by NAME)``, written by ``cairn.fleet.fixround``
+from review comments ``R1``, ``R2``…) is answered whole: each of its findings blocks until the
+coder has answered it, whatever its letter.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from cairn.errors import BadInput
 from cairn.util import durable
 
 ID = re.compile(r"[A-Z]{1,3}[0-9]{1,4}")
+_HEAD = re.compile(r"# Review — ticket (\S+), round (\d+)(?: \(by (.+)\))?")
 _HEADING = re.compile(r"### ([A-Z]{1,3}[0-9]{1,4}): (.+)")
 _FIELD = re.compile(r"- \*\*(Location|Details):\*\* (.*)")
 
@@ -49,9 +54,18 @@ class Review(Struct, kw_only=True):
     ticket: str
     round: int
     findings: list[ReviewFinding] = []
+    by: str | None = None  # a person's review (a fix round asked by them): every finding counts
 
     def blocking(self) -> list[ReviewFinding]:
+        if self.by is not None:
+            return list(self.findings)
         return [f for f in self.findings if f.blocking]
+
+    def to_fix(self) -> list[ReviewFinding]:
+        """The findings a fix round answers: blocking ones and warnings (all of a person's)."""
+        if self.by is not None:
+            return list(self.findings)
+        return [f for f in self.findings if f.to_fix]
 
 
 def _line(text: str) -> str:
@@ -59,7 +73,8 @@ def _line(text: str) -> str:
 
 
 def render(review: Review) -> str:
-    lines = [f"# Review — ticket {review.ticket}, round {review.round}", ""]
+    by = f" (by {_line(review.by)})" if review.by else ""
+    lines = [f"# Review — ticket {review.ticket}, round {review.round}{by}", ""]
     if not review.findings:
         lines += ["(no findings)", ""]
     for finding in review.findings:
@@ -74,12 +89,10 @@ def render(review: Review) -> str:
 
 def parse(text: str, source: str) -> Review:
     lines = text.splitlines()
-    head = (
-        re.fullmatch(r"# Review — ticket (\S+), round (\d+)", lines[0].strip()) if lines else None
-    )
+    head = _HEAD.fullmatch(lines[0].strip()) if lines else None
     if head is None:
         raise BadInput(f"{source}:1: not a cairn review (expected '# Review — ticket T, round R')")
-    review = Review(ticket=head.group(1), round=int(head.group(2)))
+    review = Review(ticket=head.group(1), round=int(head.group(2)), by=head.group(3))
     current: ReviewFinding | None = None
     for number, raw in enumerate(lines[1:], start=2):
         line = raw.rstrip()

@@ -25,7 +25,7 @@ from cairn.scale.connection import connect
 from cairn.scale.shared import TicketRefs
 from cairn.scale.status import Listing, listing, refused_rows
 from cairn.state.layout import Layout
-from cairn.terms import FLEET_ACTIONS, Asker, FleetAction
+from cairn.terms import CONTROL_ACTIONS, Asker, FleetAction
 from cairn.util import durable
 
 FRESH = 1.0  # seconds a listing is served before Temporal is asked again
@@ -93,7 +93,7 @@ class TemporalRows:
         from cairn.scale.control import row_actions
 
         why = row_actions(row)
-        return row | {"actions": [a for a in FLEET_ACTIONS if why[a] is None]}
+        return row | {"actions": [a for a in CONTROL_ACTIONS if why[a] is None]}
 
     def actions(self, ticket: str, row: dict[str, Any]) -> dict[str, str | None]:
         from cairn.scale.control import row_actions

@@ -20,7 +20,7 @@ from starlette.responses import JSONResponse
 from cairn import tickets
 from cairn.errors import BadInput, NotApplicable, UnknownTicket
 from cairn.fleet.dashboard.views import Dashboard
-from cairn.terms import ENV_DASHBOARD_TOKEN, FLEET_ACTIONS, Asker
+from cairn.terms import CONTROL_ACTIONS, ENV_DASHBOARD_TOKEN, Asker
 
 TOKEN_COOKIE = "cairn_dashboard_token"
 NO_STORE = {"Cache-Control": "no-store"}
@@ -90,7 +90,7 @@ def control(request: Request) -> JSONResponse:
     why = tickets.problem(name)
     if why is not None:
         return error(400, "invalid_ticket", f"{name!r} is not a ticket id: {why}")
-    chosen = next((known for known in FLEET_ACTIONS if known == action), None)
+    chosen = next((known for known in CONTROL_ACTIONS if known == action), None)
     if chosen is None:
         return error(404, "not_found", f"no action {action!r}; POST pause, resume, stop or retry")
     by: Asker = "dashboard" if request.headers.get("origin") else "api"
@@ -266,3 +266,74 @@ class Guard:
             given.append(jar[TOKEN_COOKIE].value)
         want = self.token.encode()
         return any(hmac.compare_digest(g.encode(), want) for g in given)
+
+
+# --- a person's review: POST and GET /api/v1/tickets/{id}/review ---------------------------------
+
+
+async def review(request: Request) -> JSONResponse:
+    """Request changes (a fix round of the ticket's run, each comment a finding) or approve;
+    ``cairn.fleet.comments`` checks the body, the ticket and every comment's line first."""
+    from starlette.concurrency import run_in_threadpool
+
+    from cairn.fleet.comments import Invalid
+
+    name = request.path_params["ticket"]
+    why = tickets.problem(name)
+    if why is not None:
+        return error(400, "invalid_ticket", f"{name!r} is not a ticket id: {why}")
+    try:
+        data = await request.json()
+    except ValueError:
+        return error(
+            400, "invalid_review", '(body): not JSON; send {"verdict": …, "comments": […]}'
+        )
+    try:
+        answer = await run_in_threadpool(_review, _dashboard(request), name, data)
+    except Invalid as exc:
+        return error(exc.status, exc.code, str(exc))
+    return JSONResponse(answer, headers=NO_STORE)
+
+
+def _review(dashboard: Dashboard, ticket: str, data: Any) -> dict[str, Any]:
+    from cairn.errors import BadInput
+    from cairn.fleet import comments, control, fleetcontrol
+    from cairn.fleet.comments import Invalid
+
+    if dashboard.source is not None:
+        raise Invalid(409, "unsupported_engine", "reviews run on the embedded engine only")
+    asked = comments.check(data, "dashboard")
+    try:
+        answer = comments.submit(dashboard.repo.git, dashboard.layout, ticket, asked)
+    except Invalid:
+        raise
+    except BadInput as exc:  # the run cannot be reopened (its marker is there): nothing written
+        raise Invalid(409, "not_reviewable", str(exc)) from None
+    sup = dashboard.supervisor
+    if sup is not None:
+        sup.wake.set()  # it carries the request out at its next tick
+    else:
+        control.act_alone(dashboard.layout, dashboard.config)
+    pending = fleetcontrol.pending(dashboard.layout, [])
+    answer["pending"] = any(r.ticket == ticket for r in pending)
+    return answer
+
+
+def review_rounds(request: Request) -> JSONResponse:
+    """Every review of the ticket's run, each comment with its answer and whether it is
+    outdated."""
+    from cairn.fleet import comments, fleetstate
+
+    name = request.path_params["ticket"]
+    why = tickets.problem(name)
+    if why is not None:
+        return error(400, "invalid_ticket", f"{name!r} is not a ticket id: {why}")
+    dashboard = _dashboard(request)
+    record = fleetstate.read(dashboard.layout, name) if dashboard.source is None else None
+    if record is None:
+        return error(
+            404, "unknown_ticket", f"no fleet ticket {name!r}; GET /api/v1/state lists them"
+        )
+    return JSONResponse(
+        comments.rounds(dashboard.repo.git, dashboard.layout, record), headers=NO_STORE
+    )

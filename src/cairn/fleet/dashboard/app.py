@@ -45,6 +45,9 @@ def make_app(
         Route("/api/v1/state", api.state, methods=["GET"]),
         Route("/api/v1/tickets/{ticket}", api.ticket, methods=["GET"]),
         Route("/api/v1/tickets/{ticket}/transcript", api.transcript, methods=["GET"]),
+        Route("/api/v1/tickets/{ticket}/review", api.review, methods=["POST"]),
+        Route("/api/v1/tickets/{ticket}/review", api.review_rounds, methods=["GET"]),
+        # pause, resume, stop, retry: after the routes of their own a ticket has
         Route("/api/v1/tickets/{ticket}/{action}", api.control, methods=["POST"]),
         Route("/api/v1/refresh", api.refresh, methods=["POST"]),
         Route("/api/{rest:path}", api.unknown_api),

@@ -21,7 +21,7 @@ from cairn.fleet.fleetstatus import FleetRows
 from cairn.git import Git
 from cairn.state import journal
 from cairn.state.layout import SUMMARY_ARTIFACT, SUMMARY_ROLE, discover, latest_artifact
-from cairn.terms import FLEET_ACTIONS, FLEET_STATES, Asker, FleetAction
+from cairn.terms import CONTROL_ACTIONS, FLEET_STATES, Asker, FleetAction
 from cairn.util import clock, durable
 from cairn.wip.history import chain
 from cairn.wip.naming import wip_ref
@@ -268,7 +268,7 @@ class Dashboard:
         state = row["state"]
         if record.state != state:
             record = msgspec.structs.replace(record, state=state)
-        return {a: why_not(a, record, self.config) for a in FLEET_ACTIONS}
+        return {a: why_not(a, record, self.config) for a in CONTROL_ACTIONS}
 
     def _local(self, row: dict[str, Any]) -> View:
         """This repository's refs and its fleet's run directory."""

@@ -25,7 +25,7 @@ from cairn.run.orchestrator.outcome import (
 )
 from cairn.run.orchestrator.signals import handling_signals
 from cairn.run.plan import Plan
-from cairn.state import accounting, journal, runstate
+from cairn.state import accounting, journal, layout, runstate
 from cairn.state.lease import Lease
 from cairn.state.runstate import RunRef
 from cairn.terms import RunStatus
@@ -64,6 +64,9 @@ class Orchestrator:
         phases = self.ctx.config.loop.phases
         try:
             with handling_signals(self.ctx):
+                asked = self._persons_review(phase)
+                if asked is not None:
+                    return self._persons_round(round, asked)
                 if phase == "implement" and "implement" in phases:
                     self._implement()
                 if "review" in phases or "evaluate" in phases:
@@ -161,7 +164,7 @@ class Orchestrator:
             self.ctx.ref.ticket,
             self.ctx.ref.run_id,
             round_number,
-            [(f.id, f.title) for f in found.findings if f.to_fix],
+            [(f.id, f.title) for f in found.to_fix()],
             clock.now(),
         )
         runstate.new_summary(self.ctx.ref, scaffold)
@@ -171,6 +174,37 @@ class Orchestrator:
         self._until_resolved(
             lambda _: prompting.fix_prompts(self.ctx, round_number, found), None, None
         )
+
+    # --- a person's fix round: their review comments, answered one by one ----------------------
+
+    def _persons_review(self, phase: str) -> review.Review | None:
+        """The person's review a resumed run in its ``fix`` phase answers (a fix round asked by
+        ``cairn.fleet.fixround``), or None: the run goes on as configured."""
+        if phase != "fix":
+            return None
+        found = layout.latest_artifact(self.ctx.ref.run_dir, "reviewer", "review")
+        if found is None:
+            return None
+        asked = progress.catch_up_review(self.ctx.ref, found.path)
+        return asked if asked.by is not None else None
+
+    def _persons_round(self, round_number: int, asked: review.Review) -> RunOutcome:
+        """Fix every finding of a person's review, whatever ``loop.phases`` and
+        ``loop.max_rounds`` say (they bound the agents' own rounds), then end: ``completed`` when
+        each was answered FIXED or ALREADY_RESOLVED, ``needs_review`` when one was NOT_FIXED (it
+        waits for the person again)."""
+        self.ctx.stats.rounds = round_number
+        current = self.ctx.summary()
+        if current.mode == "review" and current.round == round_number:  # resumed mid-round
+            checkpoints.enter_phase(self.ctx, "fix", round_number)
+            self._fix_dispatches(round_number, asked)
+        else:
+            self._fix(round_number, asked)
+        answers = self.ctx.summary()
+        open_ = [f.id for f in answers.findings if f.status == "NOT_FIXED"]
+        if open_:
+            return finished(self.ctx, "needs_review", f"not fixed: {', '.join(open_)}")
+        return finished(self.ctx, "completed", None)
 
     # --- evaluate and review: one turn of one agent -------------------------------------------
 

@@ -109,9 +109,10 @@ def coder_prompts(ctx: RunContext, handoff_reason: str | None) -> PromptFor:
 def fix_prompts(ctx: RunContext, round_number: int, found: review.Review) -> PromptFor:
     """The coder's prompts in a fix round: the findings to fix (blocking and warnings)."""
     findings = "\n".join(
-        f"- {f.id}: {f.title}" + (f" ({f.location})" if f.location else "")
-        for f in found.findings
-        if f.to_fix
+        f"- {f.id}: {f.title}"
+        + (f" ({f.location})" if f.location else "")
+        + (f"\n    {f.details}" if found.by is not None and f.details else "")
+        for f in found.to_fix()
     )
     text = _render(
         ctx,

@@ -671,6 +671,180 @@
     return load;
   }
 
+  /* --- the ticket page's review: comments on lines of the branch diff, then a verdict ------ */
+
+  function reviewPost(path, body) {
+    return fetch(withToken(path), {
+      method: "POST",
+      headers: { Accept: "application/json", "Content-Type": "application/json" },
+      cache: "no-store",
+      body: JSON.stringify(body),
+    }).then(function (response) {
+      return response.json().then(function (answer) {
+        if (!response.ok) {
+          var error = (answer && answer.error) || {};
+          throw new Error(error.message || "HTTP " + response.status);
+        }
+        return answer;
+      });
+    });
+  }
+
+  // Each line of the branch diff that a comment may be on (an added or a context line) gets
+  // its file and its line number on the branch: data-path, data-line.
+  function reviewLines(target) {
+    var path = null;
+    var line = 0;
+    Array.prototype.forEach.call(target.querySelectorAll(".l"), function (node) {
+      var text = node.textContent.replace(/\n$/, "");
+      if (text.indexOf("+++ ") === 0) {
+        path = text.indexOf("+++ b/") === 0 ? text.slice(6) : null;
+        line = 0;
+        return;
+      }
+      var hunk = /^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@/.exec(text);
+      if (hunk) {
+        line = Number(hunk[1]);
+        return;
+      }
+      if (/^(diff |index |--- )/.test(text)) return;
+      if (path && line && (text.charAt(0) === "+" || text.charAt(0) === " ")) {
+        node.dataset.path = path;
+        node.dataset.line = String(line);
+        node.classList.add("commentable");
+        line += 1;
+      }
+    });
+  }
+
+  function reviewChip(status) {
+    return el("span", "chip r-" + String(status).toLowerCase(), status);
+  }
+
+  function reviewRounds(target, reviews) {
+    target.textContent = "";
+    if (!reviews || !reviews.length) {
+      target.appendChild(el("p", "none", "No review yet."));
+      return;
+    }
+    reviews.forEach(function (review) {
+      var box = el("div", "review-round");
+      var head = review.verdict === "approve" ? "Approved" : "Round " + review.round + ": changes requested";
+      head += " by " + review.by + (review.commit ? " at " + String(review.commit).slice(0, 10) : "");
+      box.appendChild(el("p", "review-head", head));
+      var list = el("ul", "review-list");
+      (review.comments || []).forEach(function (comment) {
+        var item = el("li", "review-comment");
+        item.dataset.comment = comment.id;
+        item.appendChild(el("b", null, comment.id + " "));
+        item.appendChild(el("code", null, comment.path + ":" + comment.line));
+        item.appendChild(document.createTextNode(" "));
+        if (review.verdict !== "approve") item.appendChild(reviewChip(comment.status));
+        if (comment.outdated) item.appendChild(el("span", "chip r-outdated", "outdated"));
+        else if (comment.line_now && comment.line_now !== comment.line) {
+          item.appendChild(el("span", "chip r-moved", "now line " + comment.line_now));
+        }
+        item.appendChild(el("p", "review-body", comment.body));
+        if (comment.action) item.appendChild(el("p", "review-action", "agent: " + comment.action));
+        list.appendChild(item);
+      });
+      box.appendChild(list);
+      target.appendChild(box);
+    });
+  }
+
+  function reviewPanel(ticket) {
+    var url = "/api/v1/tickets/" + encodeURIComponent(ticket) + "/review";
+    var draft = [];
+    var at = null; // the line being commented on: {path, line}
+    var form = document.getElementById("review-form");
+    var body = document.getElementById("review-body");
+    var said = document.getElementById("review-said");
+    var shown = null;
+
+    function showDraft() {
+      var list = document.getElementById("review-draft");
+      list.textContent = "";
+      draft.forEach(function (comment, n) {
+        var item = el("li", "review-comment draft");
+        item.appendChild(el("code", null, comment.path + ":" + comment.line));
+        item.appendChild(el("span", null, " " + comment.body + " "));
+        var drop = el("button", "link", "remove");
+        drop.type = "button";
+        drop.addEventListener("click", function () {
+          draft.splice(n, 1);
+          showDraft();
+        });
+        item.appendChild(drop);
+        list.appendChild(item);
+      });
+    }
+
+    document.getElementById("branch-diff").addEventListener("click", function (event) {
+      var node = event.target.closest ? event.target.closest(".commentable") : null;
+      if (!node) return;
+      Array.prototype.forEach.call(document.querySelectorAll(".l.selected"), function (other) {
+        other.classList.remove("selected");
+      });
+      node.classList.add("selected");
+      at = { path: node.dataset.path, line: Number(node.dataset.line) };
+      setText(document.getElementById("review-where"), "Comment on " + at.path + ":" + at.line);
+      form.hidden = false;
+      body.focus();
+    });
+    document.getElementById("review-add").addEventListener("click", function () {
+      if (!at || !body.value.trim()) return;
+      draft.push({ path: at.path, line: at.line, body: body.value.trim() });
+      body.value = "";
+      form.hidden = true;
+      showDraft();
+    });
+    document.getElementById("review-cancel").addEventListener("click", function () {
+      body.value = "";
+      form.hidden = true;
+    });
+
+    function send(verdict) {
+      setText(said, "sending…");
+      reviewPost(url, { verdict: verdict, comments: draft })
+        .then(function (answer) {
+          draft = [];
+          showDraft();
+          setText(said, verdict === "approve" ? "approved" : "fix round " + answer.round + " asked");
+          refresh();
+        })
+        .catch(function (err) {
+          setText(said, err.message);
+        });
+    }
+    document.getElementById("review-request").addEventListener("click", function () {
+      send("request_changes");
+    });
+    document.getElementById("review-approve").addEventListener("click", function () {
+      send("approve");
+    });
+
+    function refresh() {
+      return api("GET", url)
+        .then(function (data) {
+          var key = JSON.stringify(data.reviews);
+          if (key !== shown) {
+            shown = key;
+            reviewRounds(document.getElementById("review-rounds"), data.reviews);
+          }
+        })
+        .catch(function () {});
+    }
+
+    function poll() {
+      refresh().then(function () {
+        setTimeout(poll, TICKET_POLL_MS);
+      });
+    }
+    poll();
+    return { lines: function () { reviewLines(document.getElementById("branch-diff")); } };
+  }
+
   function ticketPage() {
     var parts = location.pathname.split("/").filter(Boolean);
     var ticket = decodeURIComponent(parts[parts.length - 1] || "");
@@ -693,6 +867,7 @@
     setText(document.getElementById("ticket-id"), ticket);
     document.getElementById("back").href = withToken("/");
     document.title = "cairn · " + ticket;
+    var review = reviewPanel(ticket);
 
     function changed(name, value) {
       var key = JSON.stringify(value === undefined ? null : value);
@@ -723,6 +898,7 @@
       if (changed("branch", [data.branch_diff, row.branch])) {
         setText(document.getElementById("branch-diff-what"), row.branch ? "(" + row.branch + " against its base)" : "");
         diff(document.getElementById("branch-diff"), data.branch_diff, "No commits on the branch yet.");
+        review.lines();
       }
       if (changed("snapshot", data.snapshot_diff)) {
         diff(document.getElementById("snapshot-diff"), data.snapshot_diff, "Nothing uncommitted in the latest snapshot.");
