@@ -64,6 +64,7 @@ class FakeGitHub:
     issues: dict[int, dict[str, Any]] = field(default_factory=dict)
     comments: list[tuple[int, str]] = field(default_factory=list)
     pulls: list[dict[str, Any]] = field(default_factory=list)
+    reviews: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     seen: list[Seen] = field(default_factory=list)
     faults: list[Fault] = field(default_factory=list)
     url: str = ""
@@ -180,6 +181,21 @@ class FakeGitHub:
             pull["html_url"] = f"https://github.test/{self.repo}/pull/{pull['number']}"
             self.pulls.append(pull)
             return 201, pull
+        if path.startswith(f"{base}/pulls/") and path.endswith("/reviews") and method == "POST":
+            number = int(path[len(f"{base}/pulls/") : -len("/reviews")])
+            if not any(p["number"] == number for p in self.pulls):
+                return 404, {"message": "Not Found"}
+            if body.get("event") not in ("APPROVE", "REQUEST_CHANGES", "COMMENT"):
+                return 422, {"message": "Validation Failed", "errors": [{"field": "event"}]}
+            state = {"APPROVE": "APPROVED", "REQUEST_CHANGES": "CHANGES_REQUESTED"}
+            review = {
+                "id": 900 + len(self.reviews),
+                "state": state.get(body["event"], "COMMENTED"),
+                "body": body.get("body", ""),
+                "html_url": f"https://github.test/{self.repo}/pull/{number}#pullrequestreview",
+            }
+            self.reviews.append((number, review))
+            return 200, review
         return 404, {"message": "Not Found"}
 
 

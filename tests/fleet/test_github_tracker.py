@@ -157,6 +157,28 @@ def test_an_outage_keeps_a_tickets_messages_in_order(tmp_path: Path, github: Fak
     assert posts == ["/repos/octo/app/issues/3/labels", "/repos/octo/app/issues/3/comments"]
 
 
+def test_a_fix_round_and_an_approval_are_said_as_what_they_are(
+    tmp_path: Path, github: FakeGitHub
+) -> None:
+    """A ticket sent back for a fix round is not "interrupted": the issue hears what was asked;
+    an approval without a pull request to approve is said, not dropped in silence."""
+    repo = project(tmp_path, github)
+    github.add_issue(4, "Reviewed", TWO_TASKS)
+    tracker, layout = tracker_for(repo)
+    tracker.candidates()
+    detail = "fix round 1 asked by ana: R1"
+    queued(layout, "GH-4", "retrying", attempt=0, last_reason="fix_round", detail=detail)
+    tracker.transition("GH-4", "retrying", detail)
+    [said] = github.comments_on(4)
+    assert said.startswith(f"A fix round was asked for ({detail}): the run of branch `cairn/GH-4`")
+    assert "Interrupted" not in said
+    queued(layout, "GH-4", "approved", detail="approved by ana at 1234567890")
+    tracker.transition("GH-4", "approved", "approved by ana at 1234567890")
+    assert github.reviews == []  # no pull request: nothing to approve there
+    assert any("has no pull request to approve" in w for w in tracker.said())
+    assert outbox(repo) == []
+
+
 def test_without_a_token_fleet_start_is_refused(tmp_path: Path, github: FakeGitHub) -> None:
     repo = project(tmp_path, github)
     result = cairn("fleet", "start", "--once", cwd=repo, env={"GITHUB_TOKEN": "", "GH_TOKEN": ""})
@@ -238,4 +260,18 @@ def test_fleet_start_once_pushes_the_branch_and_opens_the_pull_request(
     assert ended["GH-1"]["branch"] == "cairn/GH-1"
     assert ended["GH-1"]["status_line"].startswith("Completed")
     assert ended["GH-2"]["state"] == "interrupted" and ended["GH-2"]["attempt"] == 2
+
+    # the ticket page links the pull request; approving the ticket approves it on GitHub
+    from cairn.fleet import pulls
+    from cairn.state.layout import discover
+
+    _, _, layout = discover(repo)
+    assert pulls.read(layout, "GH-1") == {"url": pull["html_url"], "number": pull["number"]}
+    approved = cairn("review", "GH-1", "--approve", "--by", "ana", cwd=repo, env=env)
+    assert approved.returncode == 0, (approved.stdout, approved.stderr)
+    assert fleetstate.read(layout, "GH-1").state == "approved"  # type: ignore[union-attr]
+    [(number, review)] = github.reviews
+    assert (number, review["state"]) == (pull["number"], "APPROVED")
+    assert review["body"].startswith("Approved in cairn (approved by ana at ")
+    assert "cairn:done" in github.labels(1) and outbox(repo) == []
     assert ended["GH-2"]["snapshot"]["ref"] == "refs/cairn/wip/GH-2"

@@ -321,12 +321,15 @@ class Controls:
                     child.kill()
 
 
-def act_alone(layout: Layout, config: Config) -> list[str]:
+def act_alone(layout: Layout, config: Config, repo: Repo | None = None) -> list[str]:
     """Carry out the pending requests on the records themselves, while no supervisor runs (under
     the lock a starting supervisor waits for). A running record's live run (an orphan of a
     supervisor that died) is sent SIGTERM, and its request waits until the run has exited.
-    The warnings: the requests that could not be read, and were removed."""
+    With ``repo``, an approval is told to the tracker as the supervisor tells it (GitHub: an
+    approving review on the ticket's pull request). The warnings: the requests that could not
+    be read, and were removed, and what the tracker could not be told."""
     warnings: list[str] = []
+    approved: list[FleetTicket] = []
     with fleetcontrol.locked(layout):
         if fleet_lease.holder(layout) is not None:
             return warnings  # the supervisor acts on them
@@ -334,15 +337,25 @@ def act_alone(layout: Layout, config: Config) -> list[str]:
         for request in fleetcontrol.pending(layout, warnings):
             if request.ticket not in seen:
                 seen.add(request.ticket)
-                _act_alone(layout, config, request)
+                record = _act_alone(layout, config, request)
+                if record is not None and request.action == "approve":
+                    approved.append(record)
+    if approved and repo is not None:
+        from cairn.fleet.trackers import open_tracker
+
+        tracker = open_tracker(repo, config, layout)
+        for record in approved:
+            tracker.transition(record.ticket, record.state, record.detail)
+        warnings += tracker.said()
     return warnings
 
 
-def _act_alone(layout: Layout, config: Config, request: Request) -> None:
+def _act_alone(layout: Layout, config: Config, request: Request) -> FleetTicket | None:
+    """Carry ``request`` out; the record it wrote, if it changed one."""
     record = fleetstate.read(layout, request.ticket)
     if record is None:
         fleetcontrol.done(request)
-        return
+        return None
     if record.state == "running":
         if same_process(record.pid, record.pid_started_at, record.pid_started_since_boot):
             if request.action in schedule.HOLDS and not request.signalled:
@@ -351,9 +364,9 @@ def _act_alone(layout: Layout, config: Config, request: Request) -> None:
                     os.kill(record.pid, signal.SIGTERM)
                 fleetcontrol.signalled(request)
             if request.action in schedule.HOLDS:
-                return  # done once the run has exited
+                return None  # done once the run has exited
             fleetcontrol.done(request)
-            return
+            return None
         # its run is gone: the attempt does not count (as the next supervisor would see it)
         record = msgspec.structs.replace(
             record,
@@ -365,8 +378,10 @@ def _act_alone(layout: Layout, config: Config, request: Request) -> None:
             last_reason=record.last_reason if request.signalled else "crash",
         )
     decision = decide(request.action, record, config, supervised=False)
+    written = None
     if decision.state is not None:
         new = changes(request.action, record, decision.state, request.detail)
-        update = {**new, "updated": clock.now()}
-        fleetstate.write(layout, msgspec.structs.replace(record, **update))
+        written = msgspec.structs.replace(record, **new, updated=clock.now())
+        fleetstate.write(layout, written)
     fleetcontrol.done(request)
+    return written

@@ -139,6 +139,13 @@ class GitHubAPI:
         pull = json_of(self.request("POST", url, json=payload), f"POST {url}")
         return pull if isinstance(pull, dict) else {}
 
+    def approve_pull(self, number: int, body: str) -> dict[str, Any]:
+        """An approving review on pull request ``number`` (``event`` ``APPROVE``)."""
+        url = f"/repos/{self.repo}/pulls/{number}/reviews"
+        payload = {"event": "APPROVE", "body": body}
+        review = json_of(self.request("POST", url, json=payload), f"POST {url}")
+        return review if isinstance(review, dict) else {}
+
     # --- one request, retried -------------------------------------------------------------------
 
     def request(

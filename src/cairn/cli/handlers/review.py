@@ -53,7 +53,7 @@ def review(
         raise BadInput(_FIELD.sub(lambda m: f"--comment {int(m.group(1)) + 1}", str(exc))) from None
     deadline = time.monotonic() + WAIT
     while True:
-        for warning in control.act_alone(layout, config):
+        for warning in control.act_alone(layout, config, repo):
             say_warning(warning)
         waiting = [r for r in fleetcontrol.pending(layout, []) if r.ticket == ticket]
         if not waiting or time.monotonic() >= deadline:

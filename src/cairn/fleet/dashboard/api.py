@@ -313,7 +313,7 @@ def _review(dashboard: Dashboard, ticket: str, data: Any) -> dict[str, Any]:
     if sup is not None:
         sup.wake.set()  # it carries the request out at its next tick
     else:
-        control.act_alone(dashboard.layout, dashboard.config)
+        control.act_alone(dashboard.layout, dashboard.config, dashboard.repo)
     pending = fleetcontrol.pending(dashboard.layout, [])
     answer["pending"] = any(r.ticket == ticket for r in pending)
     return answer

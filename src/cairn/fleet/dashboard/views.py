@@ -152,7 +152,7 @@ class Dashboard:
         if self.supervisor is not None:
             self.supervisor.wake.set()
         else:
-            checked.warnings.extend(control.act_alone(self.layout, self.config))
+            checked.warnings.extend(control.act_alone(self.layout, self.config, self.repo))
         record = fleetstate.read(self.layout, ticket) or checked.records[ticket]
         request = requests.get(ticket)
         return {

@@ -22,7 +22,7 @@ from typing import Any
 
 from cairn.config.records import Config
 from cairn.errors import BadInput
-from cairn.fleet import fleetstate, pulls
+from cairn.fleet import fixround, fleetstate, pulls
 from cairn.fleet.facts import Facts, PushFailed, facts, push_branch
 from cairn.fleet.github_api import GitHubAPI, GitHubError, RateLimited
 from cairn.fleet.outbox import Outbox
@@ -114,6 +114,21 @@ class GitHubTracker(Tracker):
                 ticket,
                 f"Started attempt {attempt} of {most} on branch `cairn/{ticket}`{again}.",
             )
+        elif state == "retrying" and record is not None and record.last_reason == fixround.REASON:
+            why = f" ({record.detail})" if record.detail else ""
+            self._comment(
+                ticket,
+                f"A fix round was asked for{why}: the run of branch `cairn/{ticket}` resumes to "
+                "answer it.",
+            )
+        elif state == "approved":
+            self._put(
+                ticket,
+                "approve",
+                branch=f"cairn/{ticket}",
+                body=f"Approved in cairn{f' ({detail})' if detail else ''}.",
+            )
+            self._labels(ticket, add=[DONE], remove=[REVIEW, RUNNING])
         elif state in ("retrying", "interrupted"):
             told = self._facts(ticket)
             if state == "retrying" and record is not None and record.next_attempt_at:
@@ -219,6 +234,15 @@ class GitHubTracker(Tracker):
                     draft=bool(message["draft"]),
                 )
             pulls.record(self.layout, message["ticket"], pull)
+        elif kind == "approve":
+            pull = self.api.find_pull(message["branch"])
+            if pull is None or not isinstance(pull.get("number"), int):
+                self._warn(
+                    f"{message['ticket']} was approved, but {message['branch']} has no pull "
+                    "request to approve on GitHub"
+                )
+                return
+            self.api.approve_pull(pull["number"], message["body"])
 
     def _put(self, ticket: str, kind: str, **fields: Any) -> None:
         self.outbox.put({"ticket": ticket, "kind": kind, **fields})
