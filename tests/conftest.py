@@ -32,6 +32,7 @@ SLOW_GROUPS = (
     "tests/fleet/test_refused",
     "tests/fleet/test_github_",
     "tests/fleet/test_dashboard_browser",
+    "tests/fleet/test_review_browser",
     "tests/integrations/test_hooks_install",
     "tests/state/test_recovery_broken_config",
     "tests/run/test_run.py",

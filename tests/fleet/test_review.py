@@ -248,6 +248,7 @@ def get(url: str) -> dict[str, Any]:
         return data
 
 
+@pytest.mark.slow
 def test_api_through_a_running_supervisor(tmp_path: Path) -> None:
     repo = fleet_repo(tmp_path, {TICKET: 1})
     env = agent_env(tmp_path)
