@@ -162,6 +162,12 @@ ENGINES: tuple[Engine, ...] = get_args(Engine)
 # fix round of its finished run, cairn.fleet.fixround) and "approve" (cairn review TICKET).
 FleetAction = Literal["pause", "resume", "stop", "retry", "fix", "approve"]
 
+# Who asked for a land of fleet tickets (the journal's ``landed`` event, cairn.fleet.land): the
+# CLI (cairn fleet land), the dashboard's page (a POST with an Origin), the API without one, or
+# the fleet itself (a land that waited for its fix round).
+LandSource = Literal["cli", "dashboard", "api", "fleet"]
+LAND_SOURCES: tuple[LandSource, ...] = get_args(LandSource)
+
 # Whether the owner of a run is still running it (catch-up's "owner_state").
 Liveness = Literal["alive", "dead", "remote", "remote_stale", "unknown"]
 
@@ -185,6 +191,7 @@ JournalEvent = Literal[
     "marker_cleared",
     "fix_round",
     "approved",
+    "landed",
 ]
 JOURNAL_EVENTS: tuple[JournalEvent, ...] = get_args(JournalEvent)
 
