@@ -228,6 +228,19 @@ def test_api_lands_and_refuses_bad_input_changing_nothing(
     ]
     for ticket, status, code, words in cases:
         assert_error(client.post(f"/api/v1/tickets/{ticket}/land"), status, code, words)
+    assert_error(client.get("/api/v1/tickets/NOPE-9/land"), 404, "unknown_ticket", "NOPE-9")
+    shown = client.get(f"/api/v1/tickets/{TWO}/land").json()
+    assert (shown["landable"], shown["landed"], shown["waiting"]) == (False, False, False)
+    assert shown["reason"].startswith(f"ticket {TWO} is failed; only an approved or completed")
+    assert client.get(f"/api/v1/tickets/{ONE}/land").json() == {
+        "ticket": ONE,
+        "base": "main",
+        "branch": f"cairn/{ONE}",
+        "landable": True,
+        "reason": None,
+        "landed": False,
+        "waiting": False,
+    }
     assert state_files(repo) == before
     one = tip(repo, f"cairn/{ONE}")
     answer = client.post(f"/api/v1/tickets/{ONE}/land", headers={"Origin": LOCAL})
@@ -248,6 +261,8 @@ def test_api_lands_and_refuses_bad_input_changing_nothing(
     again = client.post(f"/api/v1/tickets/{ONE}/land").json()
     assert (again["landed"], again["how"]) == (True, "already")
     assert landed_events(repo, ONE)[1]["by"] == "api"
+    shown = client.get(f"/api/v1/tickets/{ONE}/land").json()
+    assert (shown["landable"], shown["landed"]) == (True, True)
 
 
 def post(url: str) -> tuple[int, dict[str, Any]]:

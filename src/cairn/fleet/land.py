@@ -244,3 +244,29 @@ def after_fix_round(
         return None
     (done,) = land(repo, config, layout, [record.ticket], "fleet")
     return done
+
+
+def status(repo: Repo, config: Config, layout: Layout, ticket: str) -> dict[str, Any]:
+    """Whether ``ticket`` can land now, and why not (``GET /api/v1/tickets/{id}/land``, the
+    page's *Land* button); ``Refused`` 404 for an unknown ticket."""
+    try:
+        check(repo, config, layout, [ticket])
+        reason = None
+    except Refused as exc:
+        if exc.status == 404:
+            raise
+        reason = str(exc)
+    record = fleetstate.read(layout, ticket)
+    assert record is not None
+    base, branch = base_of(repo, config), record.branch or f"cairn/{ticket}"
+    tips = [landmerge.tip(repo.git, f"refs/heads/{name}") for name in (branch, base)]
+    landed = None not in tips and landmerge.ancestor(repo.git, str(tips[0]), str(tips[1]))
+    return {
+        "ticket": ticket,
+        "base": base,
+        "branch": branch,
+        "landable": reason is None,
+        "reason": reason,
+        "landed": landed,
+        "waiting": wish_path(layout, ticket).exists(),
+    }

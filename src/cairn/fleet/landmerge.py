@@ -35,7 +35,7 @@ def tip(git: Git, ref: str) -> str | None:
     return found.text or None if found.ok else None
 
 
-def _ancestor(git: Git, older: str, newer: str) -> bool:
+def ancestor(git: Git, older: str, newer: str) -> bool:
     return git.run(["merge-base", "--is-ancestor", older, newer], check=False).returncode == 0
 
 
@@ -44,9 +44,9 @@ def plan(git: Git, base: str, branch: str, message: str) -> Merge:
     commit no ref points to yet)."""
     previous, commit = tip(git, base), tip(git, branch)
     assert previous is not None and commit is not None  # checked by the caller
-    if _ancestor(git, commit, previous):
+    if ancestor(git, commit, previous):
         return Merge("already", previous, commit, previous, [])
-    if _ancestor(git, previous, commit):
+    if ancestor(git, previous, commit):
         return Merge("fast_forward", previous, commit, commit, [])
     args = ["merge-tree", "--write-tree", "--name-only", "-z", "--no-messages"]
     found = git.run([*args, previous, commit], check=False)

@@ -48,6 +48,7 @@ def make_app(
         Route("/api/v1/tickets/{ticket}/review", api.review, methods=["POST"]),
         Route("/api/v1/tickets/{ticket}/review", api.review_rounds, methods=["GET"]),
         Route("/api/v1/tickets/{ticket}/land", landing.land, methods=["POST"]),
+        Route("/api/v1/tickets/{ticket}/land", landing.state, methods=["GET"]),
         Route("/api/{rest:path}", api.unknown_api),
         _page("index.html"),
         _page("ticket.html"),

@@ -1,7 +1,7 @@
 """``POST /api/v1/tickets/{id}/land``: land one ticket's branch on the fleet's base branch
 (``cairn.fleet.land``, as ``cairn fleet land`` does). A POST with an ``Origin`` header is the
 dashboard page's (the guard has checked it is this server's own), one without is ``api``'s; the
-journal's ``landed`` event says which."""
+journal's ``landed`` event says which. ``GET`` of the same path: whether it can land now."""
 
 from __future__ import annotations
 
@@ -32,6 +32,25 @@ async def land(request: Request) -> JSONResponse:
     except Refused as exc:
         return error(exc.status, exc.code, str(exc))
     return JSONResponse(answer, headers=NO_STORE)
+
+
+def state(request: Request) -> JSONResponse:
+    """Whether the ticket can land now, and why not: the page's *Land* button."""
+    from cairn.fleet import land
+    from cairn.fleet.land import Refused
+
+    name = request.path_params["ticket"]
+    why = tickets.problem(name)
+    if why is not None:
+        return error(400, "invalid_ticket", f"{name!r} is not a ticket id: {why}")
+    dashboard: Dashboard = request.app.state.dashboard
+    if dashboard.source is not None:
+        return error(409, "unsupported_engine", "lands run on the embedded engine only")
+    try:
+        found = land.status(dashboard.repo, dashboard.config, dashboard.layout, name)
+    except Refused as exc:
+        return error(exc.status, exc.code, str(exc))
+    return JSONResponse(found, headers=NO_STORE)
 
 
 def _land(dashboard: Dashboard, ticket: str, by: LandSource) -> dict[str, Any]:
