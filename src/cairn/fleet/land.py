@@ -27,8 +27,9 @@ from typing import Any, NamedTuple
 from cairn import summary
 from cairn.config.records import Config
 from cairn.errors import BadInput, GitError
-from cairn.fleet import fixround, fleetcontrol, fleetstate, landmerge
+from cairn.fleet import fixround, fleetcontrol, fleetstate, landmerge, landpull
 from cairn.fleet.fleetstate import FleetTicket
+from cairn.fleet.github_api import GitHubAPI, GitHubError
 from cairn.fleet.retry import base_of
 from cairn.git import Repo
 from cairn.state import journal
@@ -58,6 +59,7 @@ class Target(NamedTuple):
     record: FleetTicket
     base: str  # the base branch's short name
     branch: str  # cairn/<ticket>
+    pull: dict[str, Any] | None = None  # the github tracker: its pull request, merged there
 
 
 def refusal(layout: Layout, record: FleetTicket) -> str | None:
@@ -92,22 +94,42 @@ def open_findings(layout: Layout, ticket: str) -> list[str]:
     return [f.id for f in loaded.findings if f.status in OPEN] if loaded is not None else []
 
 
-def check(repo: Repo, config: Config, layout: Layout, asked: list[str]) -> list[Target]:
-    """Every ticket asked, checked, in order (each once); ``Refused`` at the first problem."""
-    base = base_of(repo, config)
+def check(
+    repo: Repo, config: Config, layout: Layout, asked: list[str], api: GitHubAPI | None = None
+) -> list[Target]:
+    """Every ticket asked, checked, in order (each once); ``Refused`` at the first problem.
+    With ``api`` (the github tracker) each ticket's pull request is checked instead of the
+    local base."""
+    base = _remote_base(api) if api is not None else base_of(repo, config)
     found = []
     for ticket in dict.fromkeys(asked):
-        record = fleetstate.read(layout, ticket)
-        if record is None:
-            known = [r.ticket for r in fleetstate.listing(layout, [])]
-            raise Refused(404, "unknown_ticket", str(fleetstate.unknown([ticket], known)))
-        why = refusal(layout, record)
-        if why is not None:
-            raise Refused(409, "not_landable", why)
-        branch = record.branch or f"cairn/{ticket}"
-        if landmerge.tip(repo.git, f"refs/heads/{branch}") is None:
-            raise Refused(409, "not_landable", f"ticket {ticket} has no branch {branch} to land")
-        found.append(Target(record, base, branch))
+        record, branch = _checked(repo, layout, ticket)
+        try:
+            pull = landpull.find(api, ticket, branch) if api is not None else None
+        except BadInput as exc:
+            raise Refused(409, "not_landable", str(exc)) from None
+        found.append(Target(record, base, branch, pull))
+    if api is None:
+        _check_base(repo, base)
+    return found
+
+
+def _checked(repo: Repo, layout: Layout, ticket: str) -> tuple[FleetTicket, str]:
+    """The ticket's record and branch, when it can land; ``Refused`` when it cannot."""
+    record = fleetstate.read(layout, ticket)
+    if record is None:
+        known = [r.ticket for r in fleetstate.listing(layout, [])]
+        raise Refused(404, "unknown_ticket", str(fleetstate.unknown([ticket], known)))
+    why = refusal(layout, record)
+    if why is not None:
+        raise Refused(409, "not_landable", why)
+    branch = record.branch or f"cairn/{ticket}"
+    if landmerge.tip(repo.git, f"refs/heads/{branch}") is None:
+        raise Refused(409, "not_landable", f"ticket {ticket} has no branch {branch} to land")
+    return record, branch
+
+
+def _check_base(repo: Repo, base: str) -> None:
     if base == "HEAD":
         raise Refused(
             409,
@@ -128,7 +150,6 @@ def check(repo: Repo, config: Config, layout: Layout, asked: list[str]) -> list[
             f"{base} is checked out in {tree} with uncommitted changes ({', '.join(changed[:5])}); "
             "commit or stash them there, then land again",
         )
-    return found
 
 
 def land(
@@ -136,15 +157,56 @@ def land(
 ) -> list[dict[str, Any]]:
     """Check every ticket, then land each in order: what was done to each, as the API answers
     it (``landed`` true, or a conflict and its fix round)."""
-    with durable.locked(layout.fleet_dir / LOCK):
-        return [_one(repo, layout, target, by) for target in check(repo, config, layout, asked)]
+    api = None
+    if config.fleet.tracker == "github":
+        try:
+            api = landpull.open_api(config)
+        except BadInput as exc:
+            raise Refused(409, "not_landable", str(exc)) from None
+    try:
+        with durable.locked(layout.fleet_dir / LOCK):
+            targets = check(repo, config, layout, asked, api)
+            return [_one(repo, config, layout, target, by, api) for target in targets]
+    finally:
+        if api is not None:
+            api.close()
 
 
-def _one(repo: Repo, layout: Layout, target: Target, by: LandSource) -> dict[str, Any]:
-    record, base, branch = target
+def _remote_base(api: GitHubAPI) -> str:
+    try:
+        return api.default_branch()
+    except GitHubError as exc:
+        raise Refused(409, "no_base", f"GitHub's default branch cannot be read ({exc})") from None
+
+
+def _merged(
+    repo: Repo, config: Config, target: Target, message: str, api: GitHubAPI | None
+) -> landmerge.Merge:
+    """How the target lands: locally (``landmerge.plan``), or its pull request merged on
+    GitHub (then ``previous`` is unknown, "")."""
+    base, branch, pull = target.base, target.branch, target.pull
+    if api is None or pull is None:
+        return landmerge.plan(repo.git, f"refs/heads/{base}", f"refs/heads/{branch}", message)
+    commit = landmerge.tip(repo.git, f"refs/heads/{branch}") or ""
+    done = landpull.merge(repo, config, api, pull, branch, message)
+    how: landmerge.How = "conflict" if done.how == "conflict" else "already"
+    if done.how == "pull_request":
+        how = "pull_request"
+    return landmerge.Merge(how, "", commit, done.sha, done.conflicts)
+
+
+def _one(
+    repo: Repo,
+    config: Config,
+    layout: Layout,
+    target: Target,
+    by: LandSource,
+    api: GitHubAPI | None,
+) -> dict[str, Any]:
+    record, base, branch, pull = target
     ticket = record.ticket
     message = f"Land {branch} into {base}\n\ncairn fleet land {ticket} (asked by {by}).\n"
-    merge = landmerge.plan(repo.git, f"refs/heads/{base}", f"refs/heads/{branch}", message)
+    merge = _merged(repo, config, target, message, api)
     answer: dict[str, Any] = {
         "ticket": ticket,
         "base": base,
@@ -153,22 +215,27 @@ def _one(repo: Repo, layout: Layout, target: Target, by: LandSource) -> dict[str
         "previous": merge.previous,
         "how": merge.how,
     }
+    if pull is not None:
+        answer["previous"] = None
+        answer["pull"] = pull.get("number")
     if merge.how == "conflict":
+        onto = base if pull is None else landpull.remote_base(config, base)
         done = fixround.ask(
             layout,
             record,
-            [finding(ticket, branch, base, merge.conflicts)],
+            [finding(ticket, branch, onto, merge.conflicts)],
             by,
             WHY,
             base=base,
-            base_commit=merge.previous,
+            base_commit=merge.previous or None,
             commit=merge.commit,
             conflicts=merge.conflicts,
         )
         wish(layout, ticket, by)
         return {**answer, "landed": False, "conflicts": merge.conflicts, "round": done.round}
     try:
-        landmerge.advance(repo, f"refs/heads/{base}", merge, f"cairn: land {ticket}")
+        if pull is None:
+            landmerge.advance(repo, f"refs/heads/{base}", merge, f"cairn: land {ticket}")
     except GitError as exc:
         raise BadInput(
             f"{base} could not be moved to land {ticket} ({exc}); land it again"
@@ -182,9 +249,10 @@ def _one(repo: Repo, layout: Layout, target: Target, by: LandSource) -> dict[str
             base=base,
             branch=branch,
             commit=merge.commit,
-            previous=merge.previous,
+            previous=merge.previous or None,
             merge=merge.new,
             how=merge.how,
+            pull=answer.get("pull"),
         )
     durable.remove(wish_path(layout, ticket))
     return {**answer, "landed": True, "merge": merge.new}
@@ -248,9 +316,13 @@ def after_fix_round(
 
 def status(repo: Repo, config: Config, layout: Layout, ticket: str) -> dict[str, Any]:
     """Whether ``ticket`` can land now, and why not (``GET /api/v1/tickets/{id}/land``, the
-    page's *Land* button); ``Refused`` 404 for an unknown ticket."""
+    page's *Land* button); ``Refused`` 404 for an unknown ticket. On the github tracker only
+    the local checks (GitHub is asked when it lands), and ``landed`` is about the local base."""
+    base = base_of(repo, config)
     try:
-        check(repo, config, layout, [ticket])
+        _checked(repo, layout, ticket)
+        if config.fleet.tracker != "github":
+            _check_base(repo, base)
         reason = None
     except Refused as exc:
         if exc.status == 404:
@@ -258,7 +330,7 @@ def status(repo: Repo, config: Config, layout: Layout, ticket: str) -> dict[str,
         reason = str(exc)
     record = fleetstate.read(layout, ticket)
     assert record is not None
-    base, branch = base_of(repo, config), record.branch or f"cairn/{ticket}"
+    branch = record.branch or f"cairn/{ticket}"
     tips = [landmerge.tip(repo.git, f"refs/heads/{name}") for name in (branch, base)]
     landed = None not in tips and landmerge.ancestor(repo.git, str(tips[0]), str(tips[1]))
     return {

@@ -19,7 +19,7 @@ from typing import Literal, NamedTuple
 
 from cairn.git import Git, Repo, base_runner
 
-How = Literal["fast_forward", "merge", "already", "conflict"]
+How = Literal["fast_forward", "merge", "already", "conflict", "pull_request"]
 
 
 class Merge(NamedTuple):
