@@ -24,7 +24,7 @@ from starlette.testclient import TestClient
 from cairn.fleet.dashboard.app import make_app
 from fleet.dashboard_setup import LOCAL
 from fleet.fleet_setup import agent_env, fleet_repo, record, supervisor, wait_for, wait_line
-from helpers import assert_one_line_error, cairn, git
+from helpers import assert_one_line_error, cairn, git, make_repo
 
 ONE, TWO = "LAND-1", "LAND-2"
 FILE = f"work/{ONE}-task-1.txt"  # the agent's file on cairn/LAND-1: "LAND-1 task 1"
@@ -299,3 +299,13 @@ def test_api_through_a_running_supervisor_lands_a_conflict_after_its_fix_round(
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.communicate(timeout=60)
+
+
+def test_cli_with_no_fleet_yet_writes_nothing(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"README.md": "hello\n"})
+    for args in (["NOPE-1"], ["NOPE-1", "--json"]):
+        result = cairn("fleet", "land", *args, cwd=repo)
+        assert result.returncode == 2, (result.stdout, result.stderr)
+        assert "no fleet ticket NOPE-1: the fleet has none yet" in result.stdout + result.stderr
+        assert "Traceback" not in result.stderr
+    assert not (repo / ".git" / "cairn").exists()

@@ -33,7 +33,7 @@ def test_land_button_lands_an_approved_branch_and_a_conflict_after_its_fix_round
         page.goto(f"{base}/tickets/{TWO}")
         wait_text(page, "#ticket-state", "completed")
         wait_text(page, "#land-what", f"(cairn/{TWO} into main)")
-        assert page.is_disabled("#land-button") is False  # completed, no open finding
+        page.wait_for_selector("#land-button:not([disabled])")  # completed, no open finding
         approved = cairn("review", TWO, "--approve", "--by", "ann", cwd=repo)
         assert approved.returncode == 0, approved.stderr
         wait_text(page, "#ticket-state", "approved")

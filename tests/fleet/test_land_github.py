@@ -43,7 +43,8 @@ def test_a_land_merges_the_pull_request_and_a_conflict_after_its_fix_round(
     github.add_issue(2, "Two", ONE)
     ran = cairn("fleet", "start", "--once", "--json", cwd=repo, env=env)
     assert ran.returncode == 0, (ran.stdout, ran.stderr)
-    assert [p["head"] for p in github.pulls] == ["cairn/GH-1", "cairn/GH-2"]
+    numbers = {p["head"]: p["number"] for p in github.pulls}
+    assert sorted(numbers) == ["cairn/GH-1", "cairn/GH-2"]
     local_main = git(repo, "rev-parse", "main")
 
     unknown = cairn("fleet", "land", "GH-9", cwd=repo)
@@ -54,12 +55,16 @@ def test_a_land_merges_the_pull_request_and_a_conflict_after_its_fix_round(
     landed = cairn("fleet", "land", "GH-1", "--json", cwd=repo)
     assert landed.returncode == 0, (landed.stdout, landed.stderr)
     answer = json.loads(landed.stdout)
-    assert (answer["landed"], answer["how"], answer["pull"]) == (True, "pull_request", 100)
+    assert (answer["landed"], answer["how"], answer["pull"]) == (
+        True,
+        "pull_request",
+        numbers["cairn/GH-1"],
+    )
     after = git(origin, "rev-parse", "main").strip()
     assert answer["merge"] == after
     tip = git(repo, "rev-parse", "cairn/GH-1").strip()
     assert git(origin, "rev-list", "--parents", "-n1", after).split()[1:] == [before, tip]
-    (put,) = github.requests("PUT", "/pulls/100/merge")
+    (put,) = github.requests("PUT", f"/pulls/{numbers['cairn/GH-1']}/merge")
     assert put.body["sha"] == tip and put.body["merge_method"] == "merge"
     assert git(repo, "rev-parse", "main") == local_main  # the local base is not touched
 
@@ -89,7 +94,11 @@ def test_a_land_merges_the_pull_request_and_a_conflict_after_its_fix_round(
         watchdog.cancel()
         os.killpg(proc.pid, signal.SIGTERM)
         proc.communicate(timeout=60)
-    assert (land["landed"], land["how"], land["pull"]) == (True, "pull_request", 101)
+    assert (land["landed"], land["how"], land["pull"]) == (
+        True,
+        "pull_request",
+        numbers["cairn/GH-2"],
+    )
     assert record(repo, "GH-2")["state"] == "completed"
     final = git(origin, "rev-parse", "main").strip()
     assert final == land["merge"]

@@ -157,6 +157,8 @@ def land(
 ) -> list[dict[str, Any]]:
     """Check every ticket, then land each in order: what was done to each, as the API answers
     it (``landed`` true, or a conflict and its fix round)."""
+    for ticket in asked:  # an unknown one before anything is written (even the lock file)
+        _checked(repo, layout, ticket)
     api = None
     if config.fleet.tracker == "github":
         try:
