@@ -191,10 +191,7 @@ def _merged(
         return landmerge.plan(repo.git, f"refs/heads/{base}", f"refs/heads/{branch}", message)
     commit = landmerge.tip(repo.git, f"refs/heads/{branch}") or ""
     done = landpull.merge(repo, config, api, pull, branch, message)
-    how: landmerge.How = "conflict" if done.how == "conflict" else "already"
-    if done.how == "pull_request":
-        how = "pull_request"
-    return landmerge.Merge(how, "", commit, done.sha, done.conflicts)
+    return landmerge.Merge(done.how, "", commit, done.sha, done.conflicts)
 
 
 def _one(

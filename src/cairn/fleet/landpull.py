@@ -18,13 +18,14 @@ from cairn.errors import BadInput, CairnError
 from cairn.fleet import landmerge
 from cairn.fleet.facts import PushFailed, push_branch
 from cairn.fleet.github_api import GitHubAPI, GitHubError
+from cairn.fleet.landmerge import How
 from cairn.git import Repo
 
 REFUSED = (405, 409)  # GitHub's answers to a merge it will not make
 
 
 class Merged(NamedTuple):
-    how: str  # "already", "pull_request" or "conflict"
+    how: How  # "already", "pull_request" or "conflict"
     sha: str | None  # the merge commit on GitHub
     conflicts: list[str]
 
