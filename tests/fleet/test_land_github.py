@@ -14,7 +14,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from starlette.testclient import TestClient
 
+from cairn.fleet import fleetstate
+from cairn.fleet.dashboard.app import make_app
+from cairn.fleet.fleetstate import FleetTicket
+from cairn.state.layout import discover
+from cairn.util import clock
+from fleet.dashboard_setup import LOCAL
 from fleet.fake_github import TOKEN, FakeGitHub, serve
 from fleet.fleet_setup import agent_env, project, record, supervisor, wait_line
 from helpers import assert_one_line_error, cairn, git
@@ -108,3 +115,27 @@ def test_a_land_merges_the_pull_request_and_a_conflict_after_its_fix_round(
     text = git(origin, "show", f"{final}:work/GH-2-task-1.txt")
     assert text == "GH-2 task 1\nmain's own line\n"
     assert not (repo / ".git/cairn/fleet/landing/GH-2.json").exists()
+
+
+def test_a_land_without_a_pull_request_to_merge_is_refused(
+    tmp_path: Path, github: FakeGitHub
+) -> None:
+    repo = project(tmp_path, github)
+    git(repo, "branch", "cairn/GH-5")
+    _, _, layout = discover(repo)
+    put = FleetTicket(
+        ticket="GH-5", plan="GH-5.md", state="approved", branch="cairn/GH-5", updated=clock.now()
+    )
+    fleetstate.write(layout, put)
+    client = TestClient(make_app(repo, token=None), base_url=LOCAL)
+    answer = client.post("/api/v1/tickets/GH-5/land")
+    assert answer.status_code == 409, answer.text
+    assert answer.json()["error"]["code"] == "not_landable"
+    assert "has no pull request from cairn/GH-5 yet" in answer.json()["error"]["message"]
+    github.pulls.append({"head": "cairn/GH-5", "base": "main", "number": 7, "state": "open"})
+    github.pulls[-1]["draft"] = True
+    result = cairn("fleet", "land", "GH-5", cwd=repo)
+    assert_one_line_error(result)
+    assert "pull request #7 is a draft; mark it ready for review on GitHub" in result.stderr
+    assert not github.requests("PUT")
+    assert not (repo / ".git/cairn/tickets").exists()  # nothing journaled, no fix round
