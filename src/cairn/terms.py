@@ -165,9 +165,10 @@ FLEET_ACTIONS: tuple[FleetAction, ...] = get_args(FleetAction)
 # The actions of the dashboard's buttons and its POST /api/v1/tickets/{id}/<action>, as
 # cairn fleet pause|resume|stop|retry (a fix round and an approval come from a review).
 CONTROL_ACTIONS: tuple[FleetAction, ...] = ("pause", "resume", "stop", "retry")
-# Who asked it, as the ticket's journal records: the command line, the dashboard's buttons, or
-# another program through the dashboard's JSON API.
-Asker = Literal["cli", "dashboard", "api"]
+# Who asked it, as the ticket's journal records: the command line, the dashboard's buttons,
+# another program through the dashboard's JSON API, or the fleet itself (a land that waited for
+# its fix round).
+Asker = Literal["cli", "dashboard", "api", "fleet"]
 ASKERS: tuple[Asker, ...] = get_args(Asker)
 
 # Whether the owner of a run is still running it (catch-up's "owner_state").
@@ -194,6 +195,7 @@ JournalEvent = Literal[
     "asked",
     "fix_round",
     "approved",
+    "landed",
 ]
 JOURNAL_EVENTS: tuple[JournalEvent, ...] = get_args(JournalEvent)
 

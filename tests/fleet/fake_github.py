@@ -1,11 +1,14 @@
 """A fake GitHub REST server on 127.0.0.1 for the github tracker's tests, and a webhook receiver.
 
 It implements only the endpoints cairn calls (issues listed by label, issue comments, issue
-labels added and removed, the repository's default branch, pull requests found and opened),
+labels added and removed, the repository's default branch, pull requests found, opened and
+merged),
 records every request it gets (method, path, query, JSON body, status answered), checks the
 bearer token, and can be told to answer the next matching request with a 502 or a rate limit
 (403 with ``X-RateLimit-Remaining: 0``, or 429 with ``Retry-After``). With ``remote`` (a bare
-repository) it refuses a pull request whose head branch was not pushed there, as GitHub does.
+repository) it refuses a pull request whose head branch was not pushed there, as GitHub does, and
+merges one there (``PUT …/pulls/{n}/merge``: a merge commit with real git, 405 when it
+conflicts, 409 when its head is not the ``sha`` asked).
 
 It can also answer as no GitHub would, for the tracker's hostile-answer tests: ``listing`` is a
 raw answer (status, headers, bytes) to every issue listing while it is set (a proxy's HTML
@@ -196,7 +199,49 @@ class FakeGitHub:
             }
             self.reviews.append((number, review))
             return 200, review
+        if path.startswith(f"{base}/pulls/") and path.endswith("/merge") and method == "PUT":
+            return self._merge(int(path.split("/")[-2]), body)
         return 404, {"message": "Not Found"}
+
+    def _merge(self, number: int, body: Any) -> tuple[int, Any]:
+        pull = next((p for p in self.pulls if p["number"] == number), None)
+        if pull is None:
+            return 404, {"message": "Not Found"}
+        not_mergeable = 405, {"message": "Pull Request is not mergeable"}
+        if pull["state"] != "open" or self.remote is None:
+            return not_mergeable
+        remote = str(self.remote)
+        head = _git(remote, "rev-parse", f"refs/heads/{pull['head']}").strip()
+        if body.get("sha") and body["sha"] != head:
+            return 409, {"message": "Head branch was modified. Review and try the merge again."}
+        ref = f"refs/heads/{pull['base']}"
+        old = _git(remote, "rev-parse", ref).strip()
+        tree = _git(remote, "merge-tree", "--write-tree", old, head, check=False)
+        if tree is None:
+            return not_mergeable
+        message = f"{body.get('commit_title', '')}\n\n{body.get('commit_message', '')}"
+        new = _git(remote, "commit-tree", tree.split()[0], "-p", old, "-p", head, "-m", message)
+        _git(remote, "update-ref", ref, new.strip(), old)
+        pull.update(state="closed", merged=True, merged_at="2026-12-03T10:00:00Z")
+        return 200, {
+            "sha": new.strip(),
+            "merged": True,
+            "message": "Pull Request successfully merged",
+        }
+
+
+def _git(remote: str, *args: str, check: bool = True) -> Any:
+    """``git -C remote args``'s output; None when it fails and ``check`` is off."""
+    identity = {"GIT_AUTHOR_NAME": "GitHub", "GIT_AUTHOR_EMAIL": "noreply@github.test"}
+    env = {**identity, "GIT_COMMITTER_NAME": "GitHub", "GIT_COMMITTER_EMAIL": "noreply@github.test"}
+    done = subprocess.run(
+        ["git", "-C", remote, *args], capture_output=True, text=True, check=False, env=env
+    )
+    if done.returncode != 0:
+        if check:
+            raise RuntimeError(f"git {' '.join(args)}: {done.stderr}")
+        return None
+    return done.stdout
 
 
 def _has_branch(remote: Path, branch: str) -> bool:
@@ -233,7 +278,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    do_GET = do_POST = do_DELETE = do_PATCH = _serve
+    do_GET = do_POST = do_DELETE = do_PATCH = do_PUT = _serve
 
 
 class _Server(ThreadingHTTPServer):

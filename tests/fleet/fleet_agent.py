@@ -9,7 +9,9 @@ one named in ``$FLEET_AGENT_FAIL`` exits 1 at once (an agent error).
 
 In a fix round (a review's findings, ``- R1: title (path:line)``) it appends `` # fixed R1`` to
 each finding's line, answers it FIXED (NOT_FIXED when the comment says ``wontfix``) with
-``cairn finding``, and commits.
+``cairn finding``, and commits. A land's finding (``- L1: rebase cairn/T onto BASE and resolve
+the conflicts``) it fixes by merging BASE into the branch, each conflicting file resolved as
+both sides' lines (the branch's first), and answers FIXED.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from pathlib import Path
 from cairn.terms import ENV_TICKET
 
 FINDING_LINE = re.compile(r"^- ([A-Z]{1,3}\d+): .*? \((.+):(\d+)\)$")
+LAND_LINE = re.compile(r"^- (L\d+): rebase \S+ onto (\S+) and resolve the conflicts$")
 TASK_LINE = re.compile(r"^- Task (\d+): .*?(?: \[([a-z ]+)\])?$")
 DONE = ("completed", "skipped", "deferred")
 IDENTITY = {
@@ -77,6 +80,9 @@ def fix_round(ticket: str, prompt: str) -> int:
     """Answer every finding of a fix round's prompt, fixing its line; commit."""
     lines = prompt.splitlines()
     for n, line in enumerate(lines):
+        landing = LAND_LINE.match(line)
+        if landing is not None:
+            merge_base(ticket, landing.group(1), landing.group(2))
         found = FINDING_LINE.match(line)
         if found is None:
             continue
@@ -100,6 +106,34 @@ def fix_round(ticket: str, prompt: str) -> int:
     )
     print("findings answered")
     return 0
+
+
+def merge_base(ticket: str, ident: str, base: str) -> None:
+    """Merge ``base`` into the branch, resolving each conflict as both sides' lines."""
+    env = {**os.environ, **IDENTITY}
+    merged = subprocess.run(["git", "merge", "-q", "--no-edit", base], env=env, check=False)
+    if merged.returncode != 0:
+        found = subprocess.run(
+            ["git", "diff", "--name-only", "--diff-filter=U"],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        for path in found.stdout.split():
+            ours, theirs = (
+                subprocess.run(
+                    ["git", "show", f":{stage}:{path}"],
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                ).stdout
+                for stage in (2, 3)
+            )
+            Path(path).write_text(ours + theirs)
+            log(ticket, event="resolved", finding=ident, path=path)
+    cairn("finding", ident, "--status", "FIXED", "--action", f"merged {base}")
 
 
 def cairn(*args: str) -> int:

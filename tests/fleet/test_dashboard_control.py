@@ -14,7 +14,7 @@ from starlette.testclient import TestClient
 
 from cairn.fleet import fleetstate, pulls
 from cairn.fleet.dashboard.app import make_app
-from cairn.state import journal
+from cairn.state import journal, journal_text
 from cairn.state.journal_text import sentence
 from cairn.state.layout import discover
 from cairn.terms import JOURNAL_EVENTS
@@ -198,7 +198,7 @@ def test_every_journal_event_of_a_real_run_reads_as_a_sentence(ran: Path) -> Non
         said = sentence(event)
         assert said and "{" not in said and said != event["event"].replace("_", " "), event
     for name in JOURNAL_EVENTS:  # every event this release writes has words of its own
-        assert sentence({"event": name}) != "", name
+        assert name in journal_text._SAY, name
     assert sentence({"event": "from_the_future", "x": 1}) == "from the future"
     assert sentence({"event": "task", "task": 2, "status": "done"}) == "task 2 done"
 

@@ -1,7 +1,8 @@
 """What follows a ticket's end beyond its record: its branch pushed (``fleet.push``, unless the
 tracker pushes it itself before opening a pull request) and the webhooks told
 (``fleet.notify``). The supervisor calls ``Endings.finished`` with the final record, before the
-tracker hears of it; nothing here can fail the ticket or stop the fleet.
+tracker hears of it; nothing here can fail the ticket or stop the fleet. A completed ticket
+whose land waited for its fix round lands (``cairn.fleet.land``).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from cairn.config.records import Config
-from cairn.fleet import notify
+from cairn.fleet import land, notify
 from cairn.fleet.facts import PushFailed, facts, push_branch
 from cairn.fleet.fleetstate import FleetTicket
 from cairn.fleet.trackers.base import Tracker
@@ -54,3 +55,14 @@ class Endings:
                 self.notifier.send(notify.payload(record, told, self.config))
             except Exception as exc:  # a notification never fails the fleet
                 self.emit("notify_failed", ticket=record.ticket, detail=str(exc))
+        if record.state == "completed":
+            self._land(record)
+
+    def _land(self, record: FleetTicket) -> None:
+        try:
+            done = land.after_fix_round(self.repo, self.config, self.layout, record)
+        except Exception as exc:  # the wish stays: a person's land tries again
+            self._warn(f"ticket {record.ticket} did not land after its fix round: {exc}")
+            return
+        if done is not None:
+            self.emit("ticket_land", **done)

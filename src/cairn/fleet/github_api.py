@@ -146,6 +146,16 @@ class GitHubAPI:
         review = json_of(self.request("POST", url, json=payload), f"POST {url}")
         return review if isinstance(review, dict) else {}
 
+    def merge_pull(self, number: int, *, sha: str, title: str, message: str) -> dict[str, Any]:
+        """Merge pull request ``number`` with a merge commit, only while its head is ``sha``
+        (``PUT /repos/{repo}/pulls/{number}/merge``): GitHub's answer, ``{"sha", "merged",
+        "message"}``. A ``GitHubError`` with status 405 (not mergeable) or 409 (its head
+        moved) when GitHub refuses it."""
+        payload = {"commit_title": title, "commit_message": message, "sha": sha}
+        url = f"/repos/{self.repo}/pulls/{number}/merge"
+        found = json_of(self.request("PUT", url, json={**payload, "merge_method": "merge"}), url)
+        return found if isinstance(found, dict) else {}
+
     # --- one request, retried -------------------------------------------------------------------
 
     def request(

@@ -13,6 +13,7 @@ ASKED_FROM = {
     "cli": "from the command line",
     "dashboard": "from the dashboard",
     "api": "through the API",
+    "fleet": "by the fleet",
 }
 
 
@@ -88,6 +89,23 @@ def _asked(event: dict[str, Any]) -> str:
     return f"{_get(event, 'action')} asked {by}"
 
 
+def _fix_round(event: dict[str, Any]) -> str:
+    findings = event.get("findings")
+    count = f": {counted(len(findings), 'finding')}" if isinstance(findings, list) else ""
+    conflicts = event.get("conflicts")
+    files = (
+        f", conflicts in {', '.join(map(str, conflicts))}" if isinstance(conflicts, list) else ""
+    )
+    why = " to land" if event.get("why") == "land" else ""
+    return f"fix round {_get(event, 'round')} asked by {_get(event, 'by')}{why}{count}{files}"
+
+
+def _landed(event: dict[str, Any]) -> str:
+    by = ASKED_FROM.get(str(event.get("by")), f"by {_get(event, 'by')}")
+    how = str(event.get("how") or "?").replace("_", " ")
+    return f"landed on {_get(event, 'base')} ({how}), asked {by}"
+
+
 def _snapshot(event: dict[str, Any]) -> str:
     if event.get("error"):
         return f"snapshot failed ({_get(event, 'reason')}): {event['error']}"
@@ -131,4 +149,9 @@ _SAY: dict[str, Callable[[dict[str, Any]], str]] = {
     "cutoff": _cut("cut off"),
     "marker_cleared": lambda e: f"marker cleared by {_get(e, 'by')}{_with(e, 'detail', ': ', '')}",
     "asked": _asked,
+    "fix_round": _fix_round,
+    "approved": lambda e: (
+        f"approved by {_get(e, 'by')}" + (f" at {str(e['commit'])[:10]}" if e.get("commit") else "")
+    ),
+    "landed": _landed,
 }

@@ -39,6 +39,7 @@ COMMANDS: dict[tuple[str, ...], Command] = {
     ("fleet", "status"): Command(C + "fleet:status", quick=True),
     ("fleet", "prune"): Command(C + "fleet:prune"),
     ("fleet", "dashboard"): Command(C + "fleet:dashboard"),
+    ("fleet", "land"): Command(C + "land:land"),
     ("review",): Command(C + "review:review"),
     ("worker",): Command(C + "worker:worker"),
     # git status, most of a save's time on a big repository, runs while cairn is imported

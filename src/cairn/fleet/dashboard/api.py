@@ -82,6 +82,12 @@ def ticket(request: Request) -> JSONResponse:
     return JSONResponse(page, headers=NO_STORE)
 
 
+def asker(request: Request) -> Asker:
+    """Who a POST is from: the page (it carries an ``Origin``, which the guard lets through only
+    from the page's own origin) or another program (none)."""
+    return "dashboard" if request.headers.get("origin") else "api"
+
+
 def control(request: Request) -> JSONResponse:
     """``POST /api/v1/tickets/{id}/{action}``: 202 once asked; 404 for an unknown ticket or
     action, 409 when the ticket's state does not allow it. A POST carrying an ``Origin`` (the
@@ -93,9 +99,8 @@ def control(request: Request) -> JSONResponse:
     chosen = next((known for known in CONTROL_ACTIONS if known == action), None)
     if chosen is None:
         return error(404, "not_found", f"no action {action!r}; POST pause, resume, stop or retry")
-    by: Asker = "dashboard" if request.headers.get("origin") else "api"
     try:
-        done = _dashboard(request).control(name, chosen, by)
+        done = _dashboard(request).control(name, chosen, asker(request))
     except UnknownTicket as exc:
         return error(404, "unknown_ticket", str(exc))
     except NotApplicable as exc:

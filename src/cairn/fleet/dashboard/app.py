@@ -14,7 +14,7 @@ from starlette.responses import FileResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from cairn.fleet.dashboard import api
+from cairn.fleet.dashboard import api, landing
 from cairn.fleet.dashboard.views import Dashboard
 
 if TYPE_CHECKING:
@@ -47,6 +47,8 @@ def make_app(
         Route("/api/v1/tickets/{ticket}/transcript", api.transcript, methods=["GET"]),
         Route("/api/v1/tickets/{ticket}/review", api.review, methods=["POST"]),
         Route("/api/v1/tickets/{ticket}/review", api.review_rounds, methods=["GET"]),
+        Route("/api/v1/tickets/{ticket}/land", landing.land, methods=["POST"]),
+        Route("/api/v1/tickets/{ticket}/land", landing.state, methods=["GET"]),
         # pause, resume, stop, retry: after the routes of their own a ticket has
         Route("/api/v1/tickets/{ticket}/{action}", api.control, methods=["POST"]),
         Route("/api/v1/refresh", api.refresh, methods=["POST"]),

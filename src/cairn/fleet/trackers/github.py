@@ -24,6 +24,7 @@ from cairn.config.records import Config
 from cairn.errors import BadInput
 from cairn.fleet import fixround, fleetstate, pulls
 from cairn.fleet.facts import Facts, PushFailed, facts, push_branch
+from cairn.fleet.fixround import REASON as FIX_ROUND
 from cairn.fleet.github_api import GitHubAPI, GitHubError, RateLimited
 from cairn.fleet.outbox import Outbox
 from cairn.fleet.trackers.base import Candidate, Rejected, Tracker
@@ -101,7 +102,17 @@ class GitHubTracker(Tracker):
         return record is not None and is_finished(record, self.config)
 
     def claim(self, ticket: str) -> bool:
-        return ticket in self.issues and not self.finished(ticket)
+        if ticket in self.issues:
+            return not self.finished(ticket)
+        return self._fix_round(ticket)
+
+    def _fix_round(self, ticket: str) -> bool:
+        """Whether ``ticket``, whose issue is no longer listed (labelled ``cairn:done``), waits
+        for a fix round a person or a land asked for (``cairn.fleet.fixround``): it runs."""
+        record = fleetstate.read(self.layout, ticket)
+        if record is None or record.last_reason != FIX_ROUND or self.finished(ticket):
+            return False
+        return _TICKET.fullmatch(ticket) is not None
 
     def transition(self, ticket: str, state: str, detail: str | None = None) -> None:
         record = fleetstate.read(self.layout, ticket)

@@ -845,6 +845,60 @@
     return { lines: function () { reviewLines(document.getElementById("branch-diff")); } };
   }
 
+  /* --- the ticket page's land: merge the ticket's branch into the fleet's base ------------- */
+
+  function landSaid(answer) {
+    if (answer.landed) {
+      var how = answer.how === "already" ? "already there" : answer.how === "fast_forward"
+        ? "a fast-forward" : "merge " + String(answer.merge).slice(0, 10);
+      return "landed on " + answer.base + " (" + how + ")";
+    }
+    return "conflicts with " + answer.base + " in " + (answer.conflicts || []).join(", ") +
+      ": fix round " + answer.round + " asked; it lands once that passes";
+  }
+
+  function landPanel(ticket) {
+    var url = "/api/v1/tickets/" + encodeURIComponent(ticket) + "/land";
+    var button = document.getElementById("land-button");
+    var reason = document.getElementById("land-reason");
+    var said = document.getElementById("land-said");
+
+    function show(data) {
+      setText(document.getElementById("land-what"), "(" + data.branch + " into " + data.base + ")");
+      var why = data.reason;
+      if (!why && data.landed) why = data.branch + " is on " + data.base;
+      else if (data.waiting && !data.landable) why = "waits for its fix round: " + (data.reason || "");
+      button.disabled = !data.landable || data.landed;
+      button.title = why || "";
+      setText(reason, why || "");
+    }
+
+    button.addEventListener("click", function () {
+      button.disabled = true;
+      setText(said, "landing…");
+      reviewPost(url, {})
+        .then(function (answer) {
+          setText(said, landSaid(answer));
+          refresh();
+        })
+        .catch(function (err) {
+          setText(said, err.message);
+          refresh();
+        });
+    });
+
+    function refresh() {
+      return api("GET", url).then(show).catch(function () {});
+    }
+
+    function poll() {
+      refresh().then(function () {
+        setTimeout(poll, TICKET_POLL_MS);
+      });
+    }
+    poll();
+  }
+
   function ticketPage() {
     var parts = location.pathname.split("/").filter(Boolean);
     var ticket = decodeURIComponent(parts[parts.length - 1] || "");
@@ -868,6 +922,7 @@
     document.getElementById("back").href = withToken("/");
     document.title = "cairn · " + ticket;
     var review = reviewPanel(ticket);
+    landPanel(ticket);
 
     function changed(name, value) {
       var key = JSON.stringify(value === undefined ? null : value);
