@@ -179,6 +179,26 @@ def test_a_fix_round_and_an_approval_are_said_as_what_they_are(
     assert outbox(repo) == []
 
 
+def test_a_done_issue_whose_ticket_waits_for_a_fix_round_is_a_candidate_again(
+    tmp_path: Path, github: FakeGitHub
+) -> None:
+    """A fix round asked while no supervisor ran (its issue labelled ``cairn:done``): the next
+    supervisor's first listing offers the ticket, so the round runs; a done issue without one is
+    not offered."""
+    repo = project(tmp_path, github)
+    github.add_issue(6, "Reviewed later", TWO_TASKS)
+    first, layout = tracker_for(repo)
+    assert [c.ticket for c in first.candidates()] == ["GH-6"]  # its plan is kept
+    github.issues[6]["labels"].append({"name": "cairn:done"})
+    queued(layout, "GH-6", "completed", attempt=1)
+    done, _ = tracker_for(repo)
+    assert done.candidates() == []
+    queued(layout, "GH-6", "retrying", attempt=0, last_reason="fix_round")
+    later, _ = tracker_for(repo)
+    assert [c.ticket for c in later.candidates()] == ["GH-6"]
+    assert later.claim("GH-6")
+
+
 def test_without_a_token_fleet_start_is_refused(tmp_path: Path, github: FakeGitHub) -> None:
     repo = project(tmp_path, github)
     result = cairn("fleet", "start", "--once", cwd=repo, env={"GITHUB_TOKEN": "", "GH_TOKEN": ""})

@@ -281,7 +281,9 @@ class GitHubTracker(Tracker):
             ticket = f"{PREFIX}{number}"
             labels = issue.get("labels")
             names = {lab.get("name") for lab in labels or [] if isinstance(lab, dict)}
-            if ticket in found or names & ENDED_LABELS:
+            # an ended issue is listed again while its ticket waits for a fix round (a review's
+            # or a land's asked with no supervisor running): the next supervisor runs it
+            if ticket in found or (names & ENDED_LABELS and not self._fix_round(ticket)):
                 continue
             body = issue.get("body")
             text = body.replace("\r\n", "\n").strip() if isinstance(body, str) else ""
