@@ -58,9 +58,11 @@ def boot_time() -> float | None:
 LINUX_BOOT_ID = "/proc/sys/kernel/random/boot_id"
 
 
+@functools.cache
 def boot_id() -> str | None:
     """This boot of the machine: the kernel's boot UUID where it has one (Linux), else the boot
-    time in whole seconds since the epoch, as text; None when neither is known."""
+    time in whole seconds since the epoch, as text; None when neither is known. Read once: a
+    process lives in one boot (the dashboard judges every row's owner with it)."""
     try:
         with open(LINUX_BOOT_ID) as handle:
             return handle.read().strip() or None
@@ -69,6 +71,7 @@ def boot_id() -> str | None:
         return None if booted is None else str(round(booted))
 
 
+@functools.lru_cache(maxsize=64)
 def same_boot(recorded: str, current: str) -> bool:
     """Whether a recorded boot id names this boot. Two UUIDs are one boot when equal; two boot
     times when a second or two apart (the kernel derives them from the clock). A UUID and a

@@ -8,10 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse
 
 from cairn import tickets
-from cairn.fleet.dashboard.api import NO_STORE, asker, error
+from cairn.fleet.dashboard.api import NO_STORE, JSONResponse, asker, error
 from cairn.fleet.dashboard.views import Dashboard
 from cairn.terms import Asker
 

@@ -221,7 +221,10 @@
         parts[name] = el("span", "state");
         td.appendChild(parts[name]);
       } else if (name === "actions") {
-        parts.buttons = row.state === "refused" ? null : actionButtons(td);
+        // its buttons are added after the rows are painted (addButtons): 4,000 buttons in
+        // the first paint of 1,000 rows cost it a third more
+        parts.actions = row.state === "refused" ? null : td;
+        parts.buttons = null;
       } else {
         parts[name] = td;
       }
@@ -243,13 +246,14 @@
     COLUMNS.forEach(function (name) {
       if (name !== "ticket" && name !== "actions") setText(entry.parts[name], values[name]);
     });
-    if (entry.parts.buttons) {
+    if (entry.parts.actions) {
       var can = row.actions || [];
       var why = {};
       ACTIONS.forEach(function (action) {
         why[action] = can.indexOf(action) >= 0 ? null : "not applicable while " + row.state + " (the ticket page says why)";
       });
-      fillButtons(entry.parts.buttons, why);
+      entry.why = why;
+      if (entry.parts.buttons) fillButtons(entry.parts.buttons, why);
     }
     setText(entry.parts.usage, values.usage);
     entry.parts.state.className = "state s-" + row.state;
@@ -333,6 +337,7 @@
         }
       });
       if (target !== body) body.appendChild(target);
+      addButtons();
       entries.forEach(function (entry, key) {
         if (!seen.has(key)) {
           entry.tr.remove();
@@ -353,6 +358,25 @@
           }, 0);
         });
       }
+    }
+
+    // the rows' buttons, 200 rows a task once the rows are on the page, so they never hold up
+    // a paint
+    var adding = false;
+    function addButtons() {
+      if (adding) return;
+      adding = true;
+      setTimeout(function step() {
+        var done = 0;
+        entries.forEach(function (entry) {
+          if (done >= 200 || !entry.parts.actions || entry.parts.buttons) return;
+          entry.parts.buttons = actionButtons(entry.parts.actions);
+          if (entry.why) fillButtons(entry.parts.buttons, entry.why);
+          done += 1;
+        });
+        if (done >= 200) setTimeout(step, 0);
+        else adding = false;
+      }, 0);
     }
 
     function poll() {
