@@ -35,13 +35,28 @@ class NotARepository(BadInput):
     pass
 
 
-class UnknownTicket(BadInput):
-    """No fleet ticket has the id asked for; nothing was changed (the dashboard's 404)."""
+class Refused(BadInput):
+    """A fleet request refused before anything changed, with the HTTP ``status`` and ``code``
+    the dashboard's API answers it with (``{"error": {"code", "message"}}``); the command line
+    exits 2 with the message."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.code = status, code
 
 
-class NotApplicable(BadInput):
-    """The ticket's state does not allow what was asked (pause a completed ticket, land one
-    not approved); nothing was changed (the dashboard's 409)."""
+class UnknownTicket(Refused):
+    """No fleet ticket has the id asked for (404)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(404, "unknown_ticket", message)
+
+
+class NotApplicable(Refused):
+    """The ticket's state does not allow what was asked: pause a completed ticket (409)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(409, "not_applicable", message)
 
 
 class LeaseBusy(BadInput):

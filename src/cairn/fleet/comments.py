@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from cairn import summary
-from cairn.errors import BadInput, CairnError
+from cairn.errors import CairnError, Refused
 from cairn.fleet import fixround, fleetcontrol, fleetstate
 from cairn.fleet.fleetstate import FleetTicket
 from cairn.git import Git
@@ -39,15 +39,6 @@ _HUNK = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 FIELDS = ("path", "line", "body")
 
 
-class Invalid(BadInput):
-    """A review refused: ``status`` and ``code`` as the API answers it; the message names the
-    field (or the ticket) and the fix. The CLI exits 2 with the message."""
-
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(message)
-        self.status, self.code = status, code
-
-
 class Comment(NamedTuple):
     path: str
     line: int
@@ -60,13 +51,13 @@ class Submission(NamedTuple):
     by: str
 
 
-def _bad(field: str, why: str) -> Invalid:
-    return Invalid(400, "invalid_review", f"{field}: {why}")
+def _bad(field: str, why: str) -> Refused:
+    return Refused(400, "invalid_review", f"{field}: {why}")
 
 
 def check(data: Any, default_by: str) -> Submission:
     """The review ``data`` asks for (the API's JSON body, or what the CLI built), checked for
-    its shape only; ``Invalid`` (400) naming the first wrong field."""
+    its shape only; ``Refused`` (400) naming the first wrong field."""
     if not isinstance(data, dict):
         raise _bad("(body)", 'must be a JSON object: {"verdict": …, "comments": […]}')
     unknown = sorted(set(data) - {"verdict", "comments", "by"})
@@ -167,22 +158,22 @@ def _tip(git: Git, ref: str) -> str | None:
 
 
 def submit(git: Git, layout: Layout, ticket: str, asked: Submission) -> dict[str, Any]:
-    """Carry out a checked review of ``ticket``: everything is checked first (``Invalid``:
+    """Carry out a checked review of ``ticket``: everything is checked first (``Refused``:
     404 unknown ticket, 409 a ticket that cannot be reviewed now, 400 a comment off the diff),
     then the fix round or the approval is asked for. What was done, as the API answers it."""
     record = fleetstate.read(layout, ticket)
     if record is None:
         known = [r.ticket for r in fleetstate.listing(layout, [])]
-        raise Invalid(404, "unknown_ticket", str(fleetstate.unknown([ticket], known)))
+        raise Refused(404, "unknown_ticket", str(fleetstate.unknown([ticket], known)))
     verdict_state = "retrying" if asked.verdict == "request_changes" else "approved"
     action: FleetAction = "fix" if asked.verdict == "request_changes" else "approve"
     state, why = fixround.decide(action, record)
     if why is not None:
-        raise Invalid(409, "not_reviewable", why)
+        raise Refused(409, "not_reviewable", why)
     ref = branch_ref(record)
     tip = _tip(git, ref)
     if tip is None:
-        raise Invalid(
+        raise Refused(
             409, "not_reviewable", f"ticket {ticket} has no branch {ref} to review; nothing to do"
         )
     _check_lines(git, ticket, ref, asked.comments)
@@ -249,14 +240,14 @@ def _check_lines(git: Git, ticket: str, ref: str, comments: list[Comment]) -> No
     for n, comment in enumerate(comments):
         lines = shown.get(comment.path)
         if lines is None:
-            raise Invalid(
+            raise Refused(
                 400,
                 "not_in_diff",
                 f"comments[{n}].path: {comment.path} is not a file of ticket {ticket}'s diff "
                 f"(git diff {spec}); comment on a file the diff shows",
             )
         if comment.line not in lines:
-            raise Invalid(
+            raise Refused(
                 400,
                 "not_in_diff",
                 f"comments[{n}].line: {comment.path}:{comment.line} is not a line of ticket "

@@ -26,10 +26,11 @@ from typing import Any, NamedTuple
 
 from cairn import summary
 from cairn.config.records import Config
-from cairn.errors import BadInput, GitError
+from cairn.errors import BadInput, GitError, Refused
 from cairn.fleet import fixround, fleetcontrol, fleetstate, landmerge, landpull
 from cairn.fleet.fleetstate import FleetTicket
 from cairn.fleet.github_api import GitHubAPI, GitHubError
+from cairn.fleet.gitworktree import branch_tip
 from cairn.fleet.retry import base_of
 from cairn.git import Repo
 from cairn.state import runstate
@@ -44,15 +45,6 @@ WHY = "land"  # a fix round asked by a land that conflicted
 FINDING = "L1"
 OPEN = ("pending", "NOT_FIXED")
 READ_LIMIT = 4096
-
-
-class Refused(BadInput):
-    """A land refused before anything changed: ``status`` and ``code`` as the API answers it;
-    the message names the ticket, the problem and the fix. The CLI exits 2 with it."""
-
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(message)
-        self.status, self.code = status, code
 
 
 class Target(NamedTuple):
@@ -124,7 +116,7 @@ def _checked(repo: Repo, layout: Layout, ticket: str) -> tuple[FleetTicket, str]
     if why is not None:
         raise Refused(409, "not_landable", why)
     branch = record.branch or f"cairn/{ticket}"
-    if landmerge.tip(repo.git, f"refs/heads/{branch}") is None:
+    if branch_tip(repo, branch) is None:
         raise Refused(409, "not_landable", f"ticket {ticket} has no branch {branch} to land")
     return record, branch
 
@@ -137,7 +129,7 @@ def _check_base(repo: Repo, base: str) -> None:
             "the fleet has no base branch to land on: the main work tree's HEAD is detached; "
             'set [fleet] base (e.g. base = "main") in cairn.toml',
         )
-    if landmerge.tip(repo.git, f"refs/heads/{base}") is None:
+    if branch_tip(repo, base) is None:
         raise Refused(
             409, "no_base", f"the fleet's base branch {base} does not exist; set [fleet] base"
         )
@@ -189,7 +181,7 @@ def _merged(
     base, branch, pull = target.base, target.branch, target.pull
     if api is None or pull is None:
         return landmerge.plan(repo.git, f"refs/heads/{base}", f"refs/heads/{branch}", message)
-    commit = landmerge.tip(repo.git, f"refs/heads/{branch}") or ""
+    commit = branch_tip(repo, branch) or ""
     done = landpull.merge(repo, config, api, pull, branch, message)
     return landmerge.Merge(done.how, "", commit, done.sha, done.conflicts)
 
@@ -330,7 +322,7 @@ def status(repo: Repo, config: Config, layout: Layout, ticket: str) -> dict[str,
     record = fleetstate.read(layout, ticket)
     assert record is not None
     branch = record.branch or f"cairn/{ticket}"
-    tips = [landmerge.tip(repo.git, f"refs/heads/{name}") for name in (branch, base)]
+    tips = [branch_tip(repo, name) for name in (branch, base)]
     landed = None not in tips and landmerge.ancestor(repo.git, str(tips[0]), str(tips[1]))
     return {
         "ticket": ticket,

@@ -17,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal, NamedTuple
 
+from cairn.fleet.gitworktree import listing
 from cairn.git import Git, Repo, base_runner
 
 How = Literal["fast_forward", "merge", "already", "conflict", "pull_request"]
@@ -65,14 +66,8 @@ def plan(git: Git, base: str, branch: str, message: str) -> Merge:
 def checked_out(repo: Repo, base: str) -> Path | None:
     """The work tree that has ``base`` (a full ref name) checked out, if any (one whose
     directory is gone does not count: nothing there can be surprised)."""
-    listing = repo.git.out(["worktree", "list", "--porcelain"])
-    tree: Path | None = None
-    for line in listing.splitlines():
-        if line.startswith("worktree "):
-            tree = Path(line[len("worktree ") :])
-        elif line == f"branch {base}" and tree is not None and tree.is_dir():
-            return tree
-    return None
+    short = base.removeprefix("refs/heads/")
+    return next((w.path for w in listing(repo) if w.branch == short and w.path.is_dir()), None)
 
 
 def dirty(tree: Path) -> list[str]:

@@ -18,6 +18,7 @@ from cairn.errors import BadInput, CairnError
 from cairn.fleet import landmerge
 from cairn.fleet.facts import PushFailed, push_branch
 from cairn.fleet.github_api import GitHubAPI, GitHubError
+from cairn.fleet.gitworktree import branch_tip
 from cairn.fleet.landmerge import How
 from cairn.git import Repo
 
@@ -78,7 +79,7 @@ def merge(
         push_branch(repo, config, ticket)
     except PushFailed as exc:
         raise BadInput(f"{exc}; fix the remote, then land {ticket} again") from None
-    sha = landmerge.tip(repo.git, f"refs/heads/{branch}")
+    sha = branch_tip(repo, branch)
     assert sha is not None  # checked by the caller
     title, _, body = message.partition("\n\n")
     try:

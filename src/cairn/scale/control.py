@@ -85,15 +85,8 @@ async def retryable(client: Client, key: str, tickets: list[str]) -> dict[str, s
     found: dict[str, str] = {}
     for ticket in tickets:
         handle = client.get_workflow_handle(workflow_id(key, ticket))
-        try:
-            live, state = await state_of(handle)
-        except RPCError as exc:
-            if exc.status != RPCStatusCode.NOT_FOUND:
-                raise
-            raise UnknownTicket(
-                f"ticket {ticket} has no workflow, so there is nothing to retry; cairn fleet "
-                "start starts it"
-            ) from None
+        missing = "so there is nothing to retry; cairn fleet start starts it"
+        live, state = await _known_state(handle, ticket, missing)
         why = refusal("retry", ticket, live, state)
         if why is not None:
             raise NotApplicable(why)
@@ -161,15 +154,8 @@ async def ask(client: Client, key: str, ticket: str, action: str, by: str) -> tu
     first (``TicketWorkflow.asked``): whether it changed anything, and the ticket's state.
     Raises ``UnknownTicket`` or ``NotApplicable``, nothing changed."""
     handle = client.get_workflow_handle(workflow_id(key, ticket))
-    try:
-        live, state = await state_of(handle)
-    except RPCError as exc:
-        if exc.status != RPCStatusCode.NOT_FOUND:
-            raise
-        raise UnknownTicket(
-            f"ticket {ticket} has no workflow on this task queue's namespace; cairn fleet "
-            "status lists the tickets"
-        ) from None
+    missing = "on this task queue's namespace; cairn fleet status lists the tickets"
+    live, state = await _known_state(handle, ticket, missing)
     why = refusal(action, ticket, live, state)
     if why is not None:
         raise NotApplicable(why)
@@ -194,6 +180,19 @@ async def retry(
         )
         started[task.ticket] = handle.result_run_id or ""
     return started
+
+
+async def _known_state(
+    handle: WorkflowHandle[Any, Any], ticket: str, missing: str
+) -> tuple[bool, str]:
+    """``state_of`` the ticket's workflow; ``UnknownTicket`` (``… has no workflow, <missing>``)
+    when it has none."""
+    try:
+        return await state_of(handle)
+    except RPCError as exc:
+        if exc.status != RPCStatusCode.NOT_FOUND:
+            raise
+        raise UnknownTicket(f"ticket {ticket} has no workflow {missing}") from None
 
 
 async def state_of(handle: WorkflowHandle[Any, Any]) -> tuple[bool, str]:

@@ -29,7 +29,7 @@ def review(
     workspace: Path,
 ) -> None:
     from cairn import tickets
-    from cairn.errors import BadInput
+    from cairn.errors import BadInput, Refused
     from cairn.fleet import comments, control, fleetcontrol, lease
     from cairn.state.layout import discover
 
@@ -49,7 +49,7 @@ def review(
     try:
         asked = comments.check(data, "a person")
         answer = comments.submit(repo.git, layout, ticket, asked)
-    except comments.Invalid as exc:  # the API's field names, as this command's options
+    except Refused as exc:  # the API's field names, as this command's options
         raise BadInput(_FIELD.sub(lambda m: f"--comment {int(m.group(1)) + 1}", str(exc))) from None
     deadline = time.monotonic() + WAIT
     while True:

@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse as _StarletteJSON
 
 from cairn import tickets
-from cairn.errors import BadInput, NotApplicable, UnknownTicket
+from cairn.errors import BadInput, Refused
 from cairn.fleet.dashboard.views import Dashboard
 from cairn.terms import CONTROL_ACTIONS, ENV_DASHBOARD_TOKEN, Asker
 
@@ -111,10 +111,8 @@ def control(request: Request) -> JSONResponse:
         return error(404, "not_found", f"no action {action!r}; POST pause, resume, stop or retry")
     try:
         done = _dashboard(request).control(name, chosen, asker(request))
-    except UnknownTicket as exc:
-        return error(404, "unknown_ticket", str(exc))
-    except NotApplicable as exc:
-        return error(409, "not_applicable", str(exc))
+    except Refused as exc:
+        return error(exc.status, exc.code, str(exc))
     except BadInput as exc:
         return error(400, "bad_request", str(exc))
     return JSONResponse(done, status_code=202, headers=NO_STORE)
@@ -141,8 +139,8 @@ def transcript(request: Request) -> JSONResponse:
         found = _dashboard(request).transcript(
             name, numbers.get("dispatch"), numbers.get("since", 0)
         )
-    except UnknownTicket as exc:
-        return error(404, "unknown_dispatch", str(exc))
+    except Refused as exc:
+        return error(exc.status, exc.code, str(exc))
     if found is None:
         return error(
             404, "unknown_ticket", f"no fleet ticket {name!r}; GET /api/v1/state lists them"
@@ -291,8 +289,6 @@ async def review(request: Request) -> JSONResponse:
     ``cairn.fleet.comments`` checks the body, the ticket and every comment's line first."""
     from starlette.concurrency import run_in_threadpool
 
-    from cairn.fleet.comments import Invalid
-
     name = request.path_params["ticket"]
     why = tickets.problem(name)
     if why is not None:
@@ -305,30 +301,24 @@ async def review(request: Request) -> JSONResponse:
         )
     try:
         answer = await run_in_threadpool(_review, _dashboard(request), name, data)
-    except Invalid as exc:
+    except Refused as exc:
         return error(exc.status, exc.code, str(exc))
     return JSONResponse(answer, headers=NO_STORE)
 
 
 def _review(dashboard: Dashboard, ticket: str, data: Any) -> dict[str, Any]:
-    from cairn.errors import BadInput
-    from cairn.fleet import comments, control, fleetcontrol
-    from cairn.fleet.comments import Invalid
+    from cairn.fleet import comments, fleetcontrol
 
     if dashboard.source is not None:
-        raise Invalid(409, "unsupported_engine", "reviews run on the embedded engine only")
+        raise Refused(409, "unsupported_engine", "reviews run on the embedded engine only")
     asked = comments.check(data, "dashboard")
     try:
         answer = comments.submit(dashboard.repo.git, dashboard.layout, ticket, asked)
-    except Invalid:
+    except Refused:
         raise
     except BadInput as exc:  # the run cannot be reopened (its marker is there): nothing written
-        raise Invalid(409, "not_reviewable", str(exc)) from None
-    sup = dashboard.supervisor
-    if sup is not None:
-        sup.wake.set()  # it carries the request out at its next tick
-    else:
-        control.act_alone(dashboard.layout, dashboard.config, dashboard.repo)
+        raise Refused(409, "not_reviewable", str(exc)) from None
+    answer["warnings"] = dashboard.carry_out()
     pending = fleetcontrol.pending(dashboard.layout, [])
     answer["pending"] = any(r.ticket == ticket for r in pending)
     return answer

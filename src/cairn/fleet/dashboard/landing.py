@@ -18,7 +18,7 @@ from cairn.terms import Asker
 async def land(request: Request) -> JSONResponse:
     from starlette.concurrency import run_in_threadpool
 
-    from cairn.fleet.land import Refused
+    from cairn.errors import Refused
 
     name = request.path_params["ticket"]
     why = tickets.problem(name)
@@ -35,8 +35,8 @@ async def land(request: Request) -> JSONResponse:
 
 def state(request: Request) -> JSONResponse:
     """Whether the ticket can land now, and why not: the page's *Land* button."""
+    from cairn.errors import Refused
     from cairn.fleet import land
-    from cairn.fleet.land import Refused
 
     name = request.path_params["ticket"]
     why = tickets.problem(name)
@@ -53,9 +53,8 @@ def state(request: Request) -> JSONResponse:
 
 
 def _land(dashboard: Dashboard, ticket: str, by: Asker) -> dict[str, Any]:
-    from cairn.errors import BadInput
-    from cairn.fleet import control, land
-    from cairn.fleet.land import Refused
+    from cairn.errors import BadInput, Refused
+    from cairn.fleet import land
 
     if dashboard.source is not None:
         raise Refused(409, "unsupported_engine", "lands run on the embedded engine only")
@@ -66,9 +65,5 @@ def _land(dashboard: Dashboard, ticket: str, by: Asker) -> dict[str, Any]:
     except BadInput as exc:  # the base moved meanwhile, its run could not be reopened
         raise Refused(409, "not_landed", str(exc)) from None
     if not answer["landed"]:  # its fix round: the supervisor carries it out, else we do
-        sup = dashboard.supervisor
-        if sup is not None:
-            sup.wake.set()
-        else:
-            control.act_alone(dashboard.layout, dashboard.config)
+        answer["warnings"] = dashboard.carry_out()
     return answer

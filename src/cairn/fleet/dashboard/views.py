@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from cairn.errors import BadInput, CairnError
+from cairn.errors import BadInput, CairnError, Refused
 from cairn.fleet import lease, pulls, refusals
 from cairn.fleet.dashboard.source import Source, View
 from cairn.fleet.fleetstatus import FleetRows
@@ -148,17 +148,14 @@ class Dashboard:
         """Ask ``action`` of ``ticket`` as ``cairn fleet <action> TICKET`` does, without waiting
         for it to be carried out: the supervisor is woken to act at once; with none (a dashboard
         of the files only) the records are changed here, and a running orphan's run is sent
-        SIGTERM. Raises ``UnknownTicket`` or ``NotApplicable``, nothing changed."""
+        SIGTERM. Raises ``Refused`` (404 unknown, 409 not applicable), nothing changed."""
         if self.source is not None:
             return self.source.control(ticket, action, by)
-        from cairn.fleet import control, fleetcontrol, fleetstate, steer
+        from cairn.fleet import fleetcontrol, fleetstate, steer
 
         checked = steer.check(self.layout, self.config, action, [ticket])
         requests = steer.file(self.layout, checked, action, by)
-        if self.supervisor is not None:
-            self.supervisor.wake.set()
-        else:
-            checked.warnings.extend(control.act_alone(self.layout, self.config, self.repo))
+        checked.warnings.extend(self.carry_out())
         record = fleetstate.read(self.layout, ticket) or checked.records[ticket]
         request = requests.get(ticket)
         return {
@@ -204,14 +201,24 @@ class Dashboard:
             "snapshots": snapshots,
         }
 
+    def carry_out(self) -> list[str]:
+        """Have the requests just left carried out: the supervisor serving the page is woken to
+        act at its next tick; with none, they are carried out here (``control.act_alone``).
+        The warnings met."""
+        if self.supervisor is not None:
+            self.supervisor.wake.set()
+            return []
+        from cairn.fleet import control
+
+        return control.act_alone(self.layout, self.config, self.repo)
+
     # --- GET /api/v1/tickets/{id}/transcript -----------------------------------------------------
 
     def transcript(self, ticket: str, dispatch: int | None, since: int) -> dict[str, Any] | None:
         """The ``cairn logs`` lines of one dispatch of the ticket's run (the latest when
         ``dispatch`` is None) from line ``since`` on, at most ``TRANSCRIPT_LINES`` of them;
-        None for an unknown ticket. Raises ``UnknownTicket`` for a dispatch the run has not."""
+        None for an unknown ticket. Raises ``Refused`` (404) for a dispatch the run has not."""
         from cairn.agents.replay import LineReader
-        from cairn.errors import UnknownTicket
         from cairn.state import transcripts
 
         row = self.rows.row(ticket)
@@ -234,8 +241,10 @@ class Dashboard:
         chosen = [t for t in found if dispatch is None or t.number == dispatch]
         if dispatch is not None and not chosen:
             have = ", ".join(str(t.number) for t in found) or "none"
-            raise UnknownTicket(
-                f"ticket {ticket}'s run has no transcript of dispatch {dispatch} (it has: {have})"
+            raise Refused(
+                404,
+                "unknown_dispatch",
+                f"ticket {ticket}'s run has no transcript of dispatch {dispatch} (it has: {have})",
             )
         if not chosen:
             return answer

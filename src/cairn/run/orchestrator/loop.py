@@ -191,8 +191,8 @@ class Orchestrator:
     def _persons_round(self, round_number: int, asked: review.Review) -> RunOutcome:
         """Fix every finding of a person's review, whatever ``loop.phases`` and
         ``loop.max_rounds`` say (they bound the agents' own rounds), then end: ``completed`` when
-        each was answered FIXED or ALREADY_RESOLVED, ``needs_review`` when one was NOT_FIXED (it
-        waits for the person again)."""
+        each was answered FIXED or ALREADY_RESOLVED, ``needs_review`` when one was NOT_FIXED or
+        left unanswered (it waits for the person again)."""
         self.ctx.stats.rounds = round_number
         current = self.ctx.summary()
         if current.mode == "review" and current.round == round_number:  # resumed mid-round
@@ -201,9 +201,12 @@ class Orchestrator:
         else:
             self._fix(round_number, asked)
         answers = self.ctx.summary()
-        open_ = [f.id for f in answers.findings if f.status == "NOT_FIXED"]
-        if open_:
-            return finished(self.ctx, "needs_review", f"not fixed: {', '.join(open_)}")
+        said = []
+        for status, words in (("NOT_FIXED", "not fixed"), ("pending", "not answered")):
+            ids = [f.id for f in answers.findings if f.status == status]
+            said += [f"{words}: {', '.join(ids)}"] if ids else []
+        if said:  # a finding left unanswered is not done either: the person is told which
+            return finished(self.ctx, "needs_review", "; ".join(said))
         return finished(self.ctx, "completed", None)
 
     # --- evaluate and review: one turn of one agent -------------------------------------------
