@@ -84,6 +84,8 @@ CutoffReason = Literal[
     "budget",
     "stall",
     "no_progress",
+    "rate_limit",
+    "usage_limit",
 ]
 CUTOFF_FOR: dict[StopReason, CutoffReason] = {
     "completed": "incomplete",  # the agent stopped, but its tasks are not all done
@@ -94,6 +96,18 @@ CUTOFF_FOR: dict[StopReason, CutoffReason] = {
     "error": "error",
 }
 
+# How an agent's failed dispatch is classified (cairn.agents.limits): the API's rate limit (429,
+# an overload), the plan's quota spent (a usage limit, often with its reset time), refused
+# credentials, or any other error. A limit is where on_limit applies.
+FailureKind = Literal["rate_limit", "usage_limit", "auth", "error"]
+FAILURE_KINDS: tuple[FailureKind, ...] = get_args(FailureKind)
+LimitKind = Literal["rate_limit", "usage_limit"]
+LIMIT_KINDS: tuple[LimitKind, ...] = get_args(LimitKind)
+# agent.on_limit: what a run does when its agent hits a limit: move to the next agent of its
+# fallback chain, wait for the reset, or stop (resumable).
+OnLimit = Literal["failover", "wait", "stop"]
+ON_LIMIT: tuple[OnLimit, ...] = get_args(OnLimit)
+
 # The phases a run's loop can be configured with (loop.phases); a marker also says "done".
 LoopPhase = Literal["implement", "evaluate", "review", "fix"]
 LOOP_PHASES: tuple[LoopPhase, ...] = get_args(LoopPhase)
@@ -103,6 +117,8 @@ LOOP_PHASES: tuple[LoopPhase, ...] = get_args(LoopPhase)
 TicketState = Literal["in_progress", "interrupted", "stale", "done", "none", "needs_input"]
 
 # Where a ticket stands in the embedded fleet (its fleet record, ``cairn fleet status``):
+# "waiting": its run stopped on an agent's usage or rate limit and no fallback was free; it starts
+# again at the reset, and the wait is not an attempt.
 # "budget" waits for the fleet's spend to fall under fleet.max_cost_usd (a new supervisor with a
 # higher cap); "paused" and "stopped" are a person's (cairn fleet pause|stop TICKET); "approved"
 # is a person's verdict on a finished ticket's branch (cairn review TICKET --approve).
@@ -110,6 +126,7 @@ FleetState = Literal[
     "queued",
     "running",
     "retrying",
+    "waiting",
     "budget",
     "paused",
     "interrupted",
@@ -184,6 +201,7 @@ JournalEvent = Literal[
     "dispatch_started",
     "dispatch_finished",
     "dispatch_retried",
+    "agent_switched",
     "turn",
     "task",
     "finding",

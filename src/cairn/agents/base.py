@@ -16,6 +16,10 @@ from typing import Any, ClassVar, Literal
 
 from cairn.terms import AgentPermissions, StopReason
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from cairn.agents.limits import Failure
+
 EventKind = Literal[
     "turn_started",
     "turn_completed",
@@ -92,8 +96,10 @@ class Denial:
 @dataclass(frozen=True)
 class Result:
     """How a dispatch ended. ``detail`` is the agent's own error text for an ``error`` (the
-    API's message, ``turn.failed``, a crash's stderr tail); ``transcript`` the file name, in
-    the run directory, of the agent's raw event stream."""
+    API's message, ``turn.failed``, a crash's stderr tail) and ``failure`` what it was (a rate
+    or usage limit, refused credentials, another error: ``cairn.agents.limits``), set by the
+    adapter for an ``error``; ``transcript`` the file name, in the run directory, of the
+    agent's raw event stream."""
 
     reason: StopReason
     num_turns: int
@@ -105,6 +111,7 @@ class Result:
     denials: tuple[Denial, ...] = ()
     transcript: str | None = None
     session_cost_usd: float | None = None  # the agent session's cost so far, as it counts it
+    failure: Failure | None = None
 
 
 @dataclass
