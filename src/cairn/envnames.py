@@ -14,6 +14,7 @@ ENV_MAX_TURNS = "CAIRN_MAX_TURNS"
 ENV_PRESSURE_TURNS = "CAIRN_PRESSURE_TURNS"
 ENV_TASK = "CAIRN_TASK"
 ENV_TURN = "CAIRN_TURN"
+ENV_AGENT = "CAIRN_AGENT"  # the agent of the run's chain dispatching now (its name)
 # What the embedded fleet's supervisor sets for the attempts it starts: the ticket (a `cairn
 # resume` with it is the fleet's own, not a person's by hand: cairn.fleet.byhand).
 ENV_FLEET_ATTEMPT = "CAIRN_FLEET_ATTEMPT"

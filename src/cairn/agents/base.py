@@ -143,6 +143,7 @@ class DispatchRequest:
     allow: list[str] = field(default_factory=list)
     transcript: Path | None = None
     session_cost_usd: float | None = None
+    agent: str = ""  # the agent's name in the run's chain ([agents.NAME], or its kind)
 
 
 def next_turn(

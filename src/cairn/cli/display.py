@@ -18,7 +18,9 @@ Mode = Literal["live", "plain", "json", "silent"]
 FALLBACK_WIDTH = 100  # columns when stdout is not a terminal and COLUMNS is not set
 
 _LINES = {
-    "run_started": "run {run} of ticket {ticket}: {tasks_text}, agent {agent}{budget_text}",
+    "run_started": (
+        "run {run} of ticket {ticket}: {tasks_text}, agent {agent}{fallback_text}{budget_text}"
+    ),
     "run_resumed": "resuming run {run} of ticket {ticket} at {phase}{budget_text}",
     "phase": "phase {phase}{round_text}",
     "dispatch_started": "dispatch {dispatch}: {role}, up to {max_turns_text}",
@@ -35,6 +37,11 @@ _LINES = {
         "dispatch {dispatch} ended: {reason} after {turns_text}{error_text}{unknown_text}"
     ),
     "denials": "  {message}",
+    "agent_switched": "agent {from} → {to} ({reason_text})",
+    "waiting": (
+        "waiting {seconds}s for the {reason_text} of {agent} to reset ({until}); Ctrl+C stops "
+        "the run, cairn resume continues it"
+    ),
     "warning": "warning: {message}",
     "note": "{message}",
     "run_finished": "run {run} {status} in {elapsed}{usage_suffix}",
@@ -92,6 +99,9 @@ class Display:
             if isinstance(fields.get("tasks"), int)
             else f"{fields.get('tasks')} tasks",
             "budget_text": f"; {fields['budget']}" if fields.get("budget") else "",
+            "fallback_text": f" (then {', '.join(fields['fallback'])})"
+            if fields.get("fallback")
+            else "",
             "pressure_text": " (wrap-up directive sent)" if fields.get("pressure") else "",
             "saved_text": (
                 f"work saved at {fields['snapshot']}"
@@ -109,6 +119,7 @@ class Display:
             if fields.get("resume")
             else "",
             "message_text": f" — {fields['message']}" if fields.get("message") else "",
+            "reason_text": str(fields.get("reason", "")).replace("_", " "),
         }
         try:
             line = template.format(**values)
@@ -150,4 +161,6 @@ class Display:
         table.add_row("turn", f"{turn}/{s.get('max_turns', '?')}" if turn else "-")
         table.add_row("elapsed", f"{time.monotonic() - self.started:.0f}s")
         table.add_row("snapshot", s.get("snapshot") or "-")
+        if s.get("waiting_until"):
+            table.add_row("waiting", f"until {s['waiting_until']} for an agent's limit to reset")
         return table

@@ -14,9 +14,10 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta, Struct, field
 
+from cairn.config.chains import check_chains, named_agents
 from cairn.defaults import CUTOFF_TIMEOUT_MS
 from cairn.errors import BadInput
-from cairn.terms import AgentPermissions, Engine, LoopPhase
+from cairn.terms import AgentPermissions, Engine, LoopPhase, OnLimit
 from cairn.util.durations import parse_duration
 from cairn.util.invalid import problem
 from cairn.util.text import is_branch_name
@@ -121,8 +122,20 @@ class AgentConfig(Section, frozen=True):
     allow: list[str] = []
     api_retries: Annotated[int, Meta(ge=0)] = 2
     api_retry_backoff_seconds: Seconds = 1.0
+    # limits (cairn.run.limits): the agents a run may move to, in order ([agents.NAME] or a
+    # kind), what it does on a usage or rate limit (None: failover with a fallback, else wait
+    # for a known reset within max_wait, else stop), and whether it goes back to this agent
+    fallback: list[str] = []
+    on_limit: OnLimit | None = None
+    max_wait: Duration = "1h"
+    failback: bool = True
 
     def __post_init__(self) -> None:
+        if self.on_limit == "failover" and not self.fallback:
+            raise ValueError(
+                'on_limit = "failover" needs a fallback; list the agents to move to in '
+                'fallback = ["NAME", …], or choose on_limit = "wait" or "stop"'
+            )
         if self.budget_pressure_turns >= self.max_turns:
             raise ValueError(
                 f"budget_pressure_turns ({self.budget_pressure_turns}) must be smaller than "
@@ -310,6 +323,9 @@ class Config(Section, frozen=True, dict=True):
     """The settings; ``source`` and ``given`` (the file and its tables) are in ``__dict__``."""
 
     agent: AgentConfig = field(default_factory=AgentConfig)
+    # named agents: [agents.NAME] takes [agent]'s keys, and has [agent]'s values for the ones it
+    # leaves out (but fallback and on_limit, its own); a fallback chain names them
+    agents: dict[str, AgentConfig] = {}
     roles: dict[str, RoleConfig] = field(default_factory=lambda: dict(DEFAULT_ROLES))
     loop: LoopConfig = field(default_factory=LoopConfig)
     marker: MarkerConfig = field(default_factory=MarkerConfig)
@@ -344,10 +360,21 @@ def _read(kind: Any, data: dict[str, Any], at: str) -> dict[str, Any]:
                 raise msgspec.ValidationError(f"{exc} - at `${where}`") from None
         if kind is Config and key == "roles" and isinstance(value, dict):
             value = {**DEFAULT_ROLES, **{k: _role(v, f"{where}.{k}") for k, v in value.items()}}
+        elif kind is Config and key == "agents" and isinstance(value, dict):
+            value = named_agents(
+                value,
+                data.get("agent"),
+                where,
+                lambda t, w: _read(AgentConfig, _derive_pressure({"agent": t})["agent"], w),
+            )
         elif isinstance(hint, type) and issubclass(hint, Section) and isinstance(value, dict):
             value = _read(hint, value, where)
         out[key] = value
     return out
+
+
+def _agent_table(table: dict[str, Any], where: str) -> dict[str, Any]:
+    return _read(AgentConfig, _derive_pressure({"agent": table})["agent"], where)
 
 
 def _role(table: Any, where: str) -> RoleConfig:  # its errors name the role
@@ -367,4 +394,5 @@ def validate(data: dict[str, Any], path: Path) -> Config:
         key, why = problem(exc, Config)
         raise BadInput(f"{path}: {key or '(top level)'}: {why}; fix or remove it") from None
     config.__dict__.update(source=path, given=data)
+    check_chains(config, path)
     return config

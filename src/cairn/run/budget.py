@@ -12,6 +12,25 @@ from typing import Any
 
 from cairn.util.text import counted
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from cairn.config.records import Config
+    from cairn.run.chain import Agents
+
+
+def session_budget(config: Config, max_turns: int | None, chain: Agents) -> dict[str, Any]:
+    """What a run session's start event says of its budgets (the coder's turn cap, the cost)
+    and its agents (the primary, then its fallback chain)."""
+    primary = chain.primary
+    coder = config.roles.get("coder")
+    if max_turns is None:
+        max_turns = coder.max_turns if coder and coder.max_turns else primary.config.max_turns
+    unpriced = [m.name for m in chain.members if not m.adapter.reports_cost]
+    said = run_budget(max_turns, config.agent.max_cost_usd, ", ".join(unpriced), not unpriced)
+    if len(chain.members) > 1:
+        said["fallback"] = chain.names()[1:]
+    return said
+
 
 def run_budget(max_turns: int, max_cost_usd: float, kind: str, priced: bool) -> dict[str, Any]:
     """A run session's budgets as its start event carries them: the coder's turn cap per

@@ -29,12 +29,14 @@ def resumed_from(ref: RunRef) -> str:
     return "the previous cairn process stopped (the run was resumed with cairn resume)"
 
 
-def session_id(ref: RunRef, role: str) -> str | None:
+def session_id(ref: RunRef, role: str, agent: str) -> str | None:
     """The agent's conversation id (``session_id``) of the run's last dispatch of ``role``, for
-    agents that have one."""
+    agents that have one; None when another agent of the chain made it."""
     events, _ = journal.read(ref.run_dir)
     for event in reversed(events):
         if event.get("event") == "dispatch_finished" and event.get("role") == role:
+            if event.get("agent", agent) != agent:
+                return None
             session_id = event.get("session_id")
             return session_id if isinstance(session_id, str) else None
     return None

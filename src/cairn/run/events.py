@@ -15,7 +15,7 @@ RunEvent = Literal[
     "run_started",  # run, ticket, tasks, agent, max_turns, max_cost_usd, budget
     "run_resumed",  # run, ticket, phase, agent, max_turns, max_cost_usd, budget
     "phase",  # phase, round
-    "dispatch_started",  # dispatch, role, max_turns
+    "dispatch_started",  # dispatch, role, max_turns, agent
     "turn",  # turn, max_turns, pressure
     "session",  # dispatch, role, session_id, resume (the command that continues it by hand)
     "tool",  # dispatch, turn, tool, target: a tool call of the agent
@@ -23,6 +23,8 @@ RunEvent = Literal[
     "message",  # dispatch, turn, text: a message of the agent
     "dispatch_finished",  # dispatch, reason, turns, usage (null: unknown), denials, error
     "denials",  # dispatch, count, denials ({tool, target}), message
+    "agent_switched",  # from, to, reason (usage_limit, rate_limit, failback, reset)
+    "waiting",  # agent, until, seconds, reason: waiting for a limit's reset
     "snapshot",  # commit, reason
     "cutoff",  # reason, role, snapshot, detail
     "evaluation",  # round, status, failed
@@ -42,7 +44,7 @@ class EventSink(Protocol):
 
     def update(self, **state: Any) -> None:
         """Where the run is now, for a live view: any of ``phase``, ``round``, ``task``,
-        ``total``, ``turn``, ``max_turns``, ``snapshot``."""
+        ``total``, ``turn``, ``max_turns``, ``snapshot``, ``waiting_until``."""
 
 
 class NoEvents:

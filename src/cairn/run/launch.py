@@ -8,17 +8,18 @@ orchestrator's loop runs.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from cairn import summary
-from cairn.agents.base import Adapter, DispatchRequest
+from cairn.agents.base import DispatchRequest
 from cairn.config.records import Config, pressure_given
 from cairn.errors import BadInput
 from cairn.git import Repo
 from cairn.run import carried
-from cairn.run.budget import run_budget
+from cairn.run.budget import session_budget
+from cairn.run.chain import Agents, resolve
 from cairn.run.events import EventSink, NoEvents
 from cairn.run.orchestrator import Orchestrator, RunOutcome
 from cairn.run.orchestrator.context import agent_script
@@ -53,9 +54,9 @@ def check_plan_size(path: Path, tasks: int, scaffold: Summary) -> None:
         )
 
 
-def adapter_for(config: Config, kind: str | None, max_turns: int | None) -> tuple[str, Adapter]:
-    from cairn import agents
-
+def agents_for(config: Config, chosen: str | None, max_turns: int | None) -> Agents:
+    """The run's agent (``--agent``: a named agent or a kind; else ``agent.kind``) and its
+    fallback chain."""
     pressure = config.agent.budget_pressure_turns
     if max_turns is not None and max_turns <= pressure and pressure_given(config):
         raise BadInput(
@@ -63,33 +64,31 @@ def adapter_for(config: Config, kind: str | None, max_turns: int | None) -> tupl
             f"({pressure}, set in {config.source}); pass a larger --max-turns, or leave "
             "budget_pressure_turns out (its default stays below the cap)"
         )
-    chosen = kind or config.agent.kind
-    if not chosen:
-        raise BadInput(
-            "no agent kind: set agent.kind in cairn.toml (scripted, command, …) or pass --agent"
-        )
-    return chosen, agents.get(chosen)
+    return resolve(config, chosen)
 
 
-def preflight(adapter: Adapter, repo: Repo, config: Config, plan: Plan) -> None:
-    """Every role the phases need can start; checked before any state is written."""
+def preflight(agents: Agents, repo: Repo, config: Config, plan: Plan) -> None:
+    """Every role the phases need can start on every agent of the chain; checked before any
+    state is written."""
     criteria = any(task.acceptance for task in plan.tasks)
     roles = ["coder"]
     roles += ["evaluator"] if "evaluate" in config.loop.phases and criteria else []
     roles += ["reviewer"] if "review" in config.loop.phases else []
-    script_path = agent_script(repo.toplevel, config)
-    for role in roles:
-        adapter.preflight(
-            DispatchRequest(
-                role=role,
-                workspace=repo.toplevel,
-                run_dir=repo.toplevel,
-                max_turns=1,
-                next_prompt=lambda turn: None,
-                command=config.agent.command,
-                script=script_path,
+    for member in agents.members:
+        script_path = agent_script(repo.toplevel, member.config)
+        for role in roles:
+            member.adapter.preflight(
+                DispatchRequest(
+                    role=role,
+                    workspace=repo.toplevel,
+                    run_dir=repo.toplevel,
+                    max_turns=1,
+                    next_prompt=lambda turn: None,
+                    command=member.config.command,
+                    script=script_path,
+                    agent=member.name,
+                )
             )
-        )
 
 
 def run(
@@ -112,8 +111,9 @@ def run(
     repo, config, state = layout.discover(workspace)
     loaded = plans.load(Path(plan_path))
     ticket = tickets.validate(ticket) if ticket else plans.ticket_for(loaded, Path(plan_path))
-    kind, adapter = adapter_for(config, agent, max_turns)
-    preflight(adapter, repo, config, loaded)
+    chain = agents_for(config, agent, max_turns)
+    kind = chain.primary.name
+    preflight(chain, repo, config, loaded)
     sink = sink or NoEvents()
     pairs = [(t.number, t.title) for t in loaded.tasks]
 
@@ -150,7 +150,7 @@ def run(
             ("orchestrator", "plan", "json", msgspec.json.format(plan_json, indent=2).decode()),
         ],
     )
-    budget = _budget(config, max_turns, kind, adapter)
+    budget = session_budget(config, max_turns, chain)
     sink.event("run_started", run=ref.run_id, ticket=ticket, tasks=len(pairs), agent=kind, **budget)
     _remember_branch(repo, state, ticket, sink)
     if lease.warning is not None:
@@ -163,7 +163,7 @@ def run(
                 f"(cairn resume {ticket} continues the latest run)"
             ),
         )
-    orchestrator = Orchestrator(repo, config, ref, lease, loaded, adapter, sink, max_turns)
+    orchestrator = Orchestrator(repo, config, ref, lease, loaded, chain, sink, max_turns)
     return orchestrator.execute()
 
 
@@ -171,14 +171,6 @@ def _head(repo: Repo) -> str | None:
     """The commit HEAD is at (None on a branch with no commit yet): the run's base."""
     found = repo.git.run(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], check=False)
     return (found.text.strip() or None) if found.ok else None
-
-
-def _budget(config: Config, max_turns: int | None, kind: str, adapter: Adapter) -> dict[str, Any]:
-    """What the session's start event says of its budgets (the coder's turn cap, the cost)."""
-    coder = config.roles.get("coder")
-    if max_turns is None:
-        max_turns = coder.max_turns if coder and coder.max_turns else config.agent.max_turns
-    return run_budget(max_turns, config.agent.max_cost_usd, kind, adapter.reports_cost)
 
 
 def _remember_branch(repo: Repo, state: layout.Layout, ticket: str, sink: EventSink) -> None:
@@ -224,10 +216,11 @@ def resume(
     run_id = _resumable(report, takeover)
     ref = RunRef(state, ticket, run_id)
     max_turns = max_turns if max_turns is not None else carried.max_turns(ref)
-    kind, adapter = adapter_for(config, agent, max_turns)
+    chain = agents_for(config, agent, max_turns)
+    kind = chain.primary.name
     sink = sink or NoEvents()
     loaded = _run_plan(ref)
-    preflight(adapter, repo, config, loaded)
+    preflight(chain, repo, config, loaded)
     runstate.check_writable(state, ticket, run_id)
     if not allow_shared:
         sharing.refuse_shared(state, repo.toplevel, ticket, stale_after, "resume")
@@ -250,15 +243,15 @@ def resume(
     except BaseException:
         lease.release()
         raise
-    budget = _budget(config, max_turns, kind, adapter)
+    budget = session_budget(config, max_turns, chain)
     sink.event("run_resumed", run=ref.run_id, ticket=ticket, phase=phase, agent=kind, **budget)
     if note is not None:
         sink.event("note", message=note)
     if lease.warning is not None:
         sink.event("warning", message=lease.warning)
-    orchestrator = Orchestrator(repo, config, ref, lease, loaded, adapter, sink, max_turns)
+    orchestrator = Orchestrator(repo, config, ref, lease, loaded, chain, sink, max_turns)
     orchestrator.resumed_from = carried.resumed_from(ref)
-    orchestrator.resume_session_id = carried.session_id(ref, "coder")
+    orchestrator.resume_session_id = carried.session_id(ref, "coder", chain.primary.name)
     orchestrator.check_tree(report.snapshot.commit if report.snapshot else None)
     return orchestrator.execute(phase, round_number)
 

@@ -18,7 +18,7 @@ from cairn.state import journal, marker
 from cairn.state.layout import Layout, artifacts, discover, latest_artifact
 from cairn.state.runstate import RunRef, edit_summary, record
 from cairn.summary import Summary
-from cairn.terms import ENV_RUN_DIR, FINDING_RESOLUTIONS, JournalEvent
+from cairn.terms import ENV_AGENT, ENV_RUN_DIR, FINDING_RESOLUTIONS, JournalEvent
 from cairn.util import barrier, clock, durable
 
 if TYPE_CHECKING:
@@ -65,6 +65,7 @@ def task_done(
     outcome: str | None = None,
     notes: str | None = None,
 ) -> Summary:
+    agent = os.environ.get(ENV_AGENT) or None  # the run's agent that reports it
     after = edit_summary(
         ref,
         None,
@@ -74,6 +75,7 @@ def task_done(
         files=files,
         outcome=outcome,
         notes=notes,
+        **({"agent": agent} if agent else {}),
     )
     confirm(ref, f"task {number} completed")  # on a worker: the completion is on the remote
     return after

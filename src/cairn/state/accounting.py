@@ -65,6 +65,7 @@ def dispatches(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
             {
                 "number": len(found) + 1,
                 "role": event.get("role"),
+                "agent": event.get("agent") if isinstance(event.get("agent"), str) else None,
                 "reason": event.get("reason"),
                 "turns": event.get("turns"),
                 # None: the agent reported no usage at all (unknown, not 0)
@@ -75,6 +76,20 @@ def dispatches(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
             }
         )
     return found
+
+
+def by_agent(briefs: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any] | None]:
+    """What each agent of the run used (its dispatches' usage; ``dispatches``' briefs), by the
+    agent's name, in the order they first dispatched; a journal from before agents were named
+    counts under ``"agent"``. An agent none of whose dispatches reported usage maps to None
+    (unknown, never 0)."""
+    found: dict[str, list[Mapping[str, Any] | None]] = {}
+    for brief in briefs:
+        found.setdefault(str(brief.get("agent") or "agent"), []).append(brief.get("usage"))
+    return {
+        name: total(used) if any(u is not None for u in used) else None
+        for name, used in found.items()
+    }
 
 
 def denials_in(event: Mapping[str, Any]) -> list[dict[str, str]]:

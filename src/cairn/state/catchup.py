@@ -81,6 +81,7 @@ class CatchupReport(Struct, kw_only=True):
     error: str | None = None  # the agent's error text that cut the run off
     denials: list[dict[str, str]] = field(default_factory=list)  # the run's, every session
     agent: str | None = None  # the agent kind of the run's latest session
+    usage_by_agent: dict[str, Any] = field(default_factory=dict)  # None values: unknown
     dispatches: list[dict[str, Any]] = field(default_factory=list)
     transcripts: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -173,6 +174,7 @@ def _account(
     report.usage = accounting.total(d["usage"] for d in report.dispatches)
     report.denials = [denial for d in report.dispatches for denial in d["denials"]]
     report.agent = accounting.agent_kind(events)
+    report.usage_by_agent = accounting.by_agent(report.dispatches)
     report.transcripts = [t.path.name for t in transcripts.listing(ref.run_dir)]
     if loaded is not None and loaded.status.state == "interrupted":
         report.error = loaded.status.detail

@@ -133,6 +133,10 @@ _SAY: dict[str, Callable[[dict[str, Any]], str]] = {
         f"{_get(e, 'role')} dispatch started again (attempt {_get(e, 'attempt')}"
         f"{_with(e, 'of', ' of ', '')}){_with(e, 'error', ' after: ', '')}"
     ),
+    "agent_switched": lambda e: (
+        f"moved from agent {_get(e, 'from')} to {_get(e, 'to')}"
+        f"{_with(e, 'reason', ' (', ')').replace('_', ' ')}"
+    ),
     "turn": lambda e: (
         f"{_get(e, 'role')} turn {_get(e, 'turn')}"
         + (" (wrap-up directive sent)" if e.get("pressure") else "")

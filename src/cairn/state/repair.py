@@ -231,8 +231,10 @@ def _task_change(n: int, status: Any, now: datetime, event: dict[str, Any]) -> S
     if status == "in progress":
         return lambda s: summary.start_task(s, n, now)
     if status == "completed":
-        files, outcome = event.get("files"), event.get("outcome")
-        return lambda s: summary.complete_task(s, n, now, files=files, outcome=outcome, notes=notes)
+        files, outcome, agent = event.get("files"), event.get("outcome"), event.get("agent")
+        return lambda s: summary.complete_task(
+            s, n, now, files=files, outcome=outcome, notes=notes, agent=agent
+        )
     if status == "skipped":
         return lambda s: summary.skip_task(s, n, now, notes)
     if status == "deferred":

@@ -37,7 +37,7 @@ SECTIONS: dict[str, tuple[tuple[str, str], ...]] = {
         ("gates", "## Quality gates"),
     ),
 }
-TASK_FIELD = re.compile(r"- \*\*(Files|Outcome|Notes):\*\*")
+TASK_FIELD = re.compile(r"- \*\*(Files|Outcome|Notes|Agent):\*\*")
 FINDING_FIELD = re.compile(r"- \*\*(Action):\*\*")
 FINDING_ID = re.compile(r"[A-Za-z]+[0-9]+(?:-[A-Za-z]+)?")
 GATE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9 _./+-]*")
@@ -189,6 +189,7 @@ class Task(Record, frozen=True, kw_only=True):
     files: list[str] | None = None
     outcome: str | None = None
     notes: str | None = None
+    agent: str | None = None  # the agent that completed it
     prose: list[str] = []
 
     def __post_init__(self) -> None:
@@ -241,8 +242,7 @@ def _float(value: float | None) -> float | None:  # a cost that is not finite is
 
 
 class Usage(Record, frozen=True, kw_only=True):
-    """What the run's dispatches used so far (all its sessions): tokens, and the cost where
-    the agent reports one."""
+    """What the run's dispatches used so far (all its sessions): tokens, and any cost."""
 
     input_tokens: Annotated[int, Meta(ge=0)] = 0
     output_tokens: Annotated[int, Meta(ge=0)] = 0

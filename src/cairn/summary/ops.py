@@ -88,9 +88,16 @@ def complete_task(
     files: Sequence[str] | None = None,
     outcome: str | None = None,
     notes: str | None = None,
+    agent: str | None = None,
 ) -> Summary:
-    """Mark task ``n`` completed; the files, outcome and notes given replace what it held."""
-    given = {"files": list(files) if files else None, "outcome": outcome, "notes": notes}
+    """Mark task ``n`` completed (by ``agent``, when the run names it); the files, outcome and
+    notes given replace what it held."""
+    given = {
+        "files": list(files) if files else None,
+        "outcome": outcome,
+        "notes": notes,
+        "agent": agent,
+    }
     return _move(s, n, now, "completed", {k: v for k, v in given.items() if v is not None})
 
 

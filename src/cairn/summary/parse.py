@@ -341,6 +341,7 @@ class _Parser:
                     self.fail(line, f"Files: {exc}")
         data = dict(number=int(n), title=title, status=status, files=files, prose=prose)
         data.update(outcome=_value(fields, "Outcome"), notes=_value(fields, "Notes"))
+        data.update(agent=_value(fields, "Agent"))
         return self._build(Task, data, number)
 
     def _finding(self, number: int, text: str, lines: list[Line]) -> Finding:

@@ -124,6 +124,7 @@ def _task(task: Task) -> list[str]:
         f"- **Files:** {files}",
         f"- **Outcome:** {_value(task.outcome, task.resolved)}",
         f"- **Notes:** {_value(task.notes, task.resolved)}",
+        *([f"- **Agent:** {escape(task.agent)}"] if task.agent else []),
     ]
 
 

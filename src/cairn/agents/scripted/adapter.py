@@ -222,7 +222,9 @@ class ScriptedAdapter(Adapter):
     def start(self, request: DispatchRequest) -> Dispatch:
         self.preflight(request)
         script_path = Path(str(request.script)).absolute()
-        state_dir = Path(request.run_dir) / STATE_DIR
+        state_dir = Path(request.run_dir) / STATE_DIR  # a fallback agent's: its own, named
+        if request.agent not in ("", "scripted"):
+            state_dir = state_dir.with_name(f"{STATE_DIR}-{request.agent}")
         argv = [
             sys.executable,
             "-m",

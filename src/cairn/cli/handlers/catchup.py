@@ -96,6 +96,12 @@ def _accounting(report: CatchupReport) -> list[str]:
         lines.append(f"  usage: {used} in {dispatches}{lost}")
     elif unknown:
         lines.append(f"  usage: unknown ({dispatches})")
+    if len(report.usage_by_agent) > 1:  # the run moved between agents
+        each = [
+            f"{name} {accounting.usage_text(used) or 'unknown'}"
+            for name, used in report.usage_by_agent.items()
+        ]
+        lines.append(f"  by agent: {'; '.join(each)}")
     if report.transcripts:
         lines.append(f"  transcripts: {', '.join(report.transcripts)} (cairn logs {report.ticket})")
     return lines

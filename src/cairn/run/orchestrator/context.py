@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from cairn.agents.base import Adapter, Dispatch, Result
-from cairn.config.records import Config
+from cairn.config.records import AgentConfig, Config
 from cairn.git import Repo
+from cairn.run.chain import Agents
 from cairn.run.events import EventSink
 from cairn.run.plan import Plan
 from cairn.state.lease import Lease
@@ -88,7 +89,7 @@ class RunContext:
     ref: RunRef
     lease: Lease
     plan: Plan
-    adapter: Adapter
+    agents: Agents  # the run's agent and its fallback chain; ``agents.now`` dispatches
     sink: EventSink
     max_turns_override: int | None = None
     stats: Stats = field(default_factory=Stats)
@@ -107,6 +108,19 @@ class RunContext:
     unknown_usage: int = 0  # the run's dispatches whose usage is unknown (every session)
     # an agent session's cost so far, as the agent counts it (Claude Code's is cumulative)
     session_costs: dict[str, float] = field(default_factory=dict)
+    waits: int = 0  # the waits for a limit's reset in this session
+
+    @property
+    def adapter(self) -> Adapter:
+        """The adapter of the agent dispatching now."""
+        return self.agents.now.adapter
+
+    @property
+    def agent(self) -> AgentConfig:
+        """The settings of the agent dispatching now (``[agent]``, or ``[agents.NAME]``): its
+        command, script, turns and permissions. What bounds the whole run (its cost, its
+        continuations, the cutoff's grace) is ``config.agent``'s."""
+        return self.agents.now.config
 
     @property
     def grace(self) -> float:
@@ -129,12 +143,12 @@ class RunContext:
         configured = self.config.roles.get(role)
         if configured is not None and configured.max_turns is not None:
             return configured.max_turns
-        return self.config.agent.max_turns
+        return self.agent.max_turns
 
 
-def agent_script(toplevel: Path, config: Config) -> Path | None:
-    """The scripted agent's script (``agent.script``, relative to the work tree), if any."""
-    script = config.agent.script
+def agent_script(toplevel: Path, agent: AgentConfig) -> Path | None:
+    """The scripted agent's script (``script``, relative to the work tree), if any."""
+    script = agent.script
     if script is None:
         return None
     path = Path(script).expanduser()

@@ -24,7 +24,7 @@ from cairn.run.orchestrator.prompting import PressuredPrompts, PromptFor
 from cairn.run.orchestrator.todo_list import complete_checked_tasks
 from cairn.state import accounting, runstate
 from cairn.state.marker import DispatchRecord
-from cairn.terms import ENV_RUN_DIR, ENV_TASK, ENV_TICKET
+from cairn.terms import ENV_AGENT, ENV_RUN_DIR, ENV_TASK, ENV_TICKET
 from cairn.util.procs import process_start
 
 LAST_MESSAGE_LIMIT = 2000  # characters of the agent's last message kept for the next handoff
@@ -60,7 +60,10 @@ def dispatch(
 
 
 def transient(result: Result) -> bool:
-    """Whether ``result`` is an API error the agent hit before its first turn, worth a retry."""
+    """Whether ``result`` is an API error the agent hit before its first turn, worth a retry
+    (a usage limit never is: it lasts until its reset)."""
+    if result.failure is not None and result.failure.kind == "usage_limit":
+        return False
     return (
         result.reason == "error"
         and result.num_turns == 0
@@ -84,18 +87,22 @@ class RecordedDispatch:
 
     def run(self, prompt_for: PromptFor, session_id: str | None) -> Result:
         ctx = self.ctx
-        pressure = min(ctx.config.agent.budget_pressure_turns, self.max_turns - 1)
+        pressure = min(ctx.agent.budget_pressure_turns, self.max_turns - 1)
         if self.role == "coder":  # reviewer and evaluator dispatches are single turns
             prompt_for = self.guard = IdleGuard(ctx, prompt_for)
         prompts = PressuredPrompts(
-            ctx, Budget(self.max_turns, pressure, ctx.config.agent.max_seconds), prompt_for
+            ctx, Budget(self.max_turns, pressure, ctx.agent.max_seconds), prompt_for
         )
         ctx.stats.dispatches += 1
         self.number = ctx.stats.dispatches
         request = self._request(prompts, pressure, session_id)
         runstate.update_marker(ctx.ref, "dispatch_started", dispatch=self.record)
         ctx.sink.event(
-            "dispatch_started", dispatch=self.number, role=self.role, max_turns=self.max_turns
+            "dispatch_started",
+            dispatch=self.number,
+            role=self.role,
+            max_turns=self.max_turns,
+            agent=ctx.agents.now.name,
         )
         ctx.sink.update(turn=0, max_turns=self.max_turns)
         attempt = 0
@@ -129,7 +136,7 @@ class RecordedDispatch:
         """After a transient API error before any turn, journal a retry and wait out its
         backoff (``agent.api_retries``, ``agent.api_retry_backoff_seconds`` doubling); False
         when the result stands."""
-        ctx, agent = self.ctx, self.ctx.config.agent
+        ctx, agent = self.ctx, self.ctx.agent
         if attempt >= agent.api_retries or ctx.signalled or not transient(result):
             return False
         delay = agent.api_retry_backoff_seconds * 2**attempt
@@ -162,6 +169,7 @@ class RecordedDispatch:
             ENV_RUN_DIR: str(ctx.ref.run_dir),
             ENV_TICKET: ctx.ref.ticket,
             ENV_TASK: str(item) if isinstance(item, int) else "",
+            ENV_AGENT: ctx.agents.now.name,
             # the agent's `cairn task …` must reach this cairn, whatever else is on PATH
             "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
         }
@@ -172,20 +180,21 @@ class RecordedDispatch:
             max_turns=self.max_turns,
             next_prompt=prompts,
             env=env,
-            command=ctx.config.agent.command,
-            script=agent_script(ctx.repo.toplevel, ctx.config),
+            command=ctx.agent.command,
+            script=agent_script(ctx.repo.toplevel, ctx.agent),
             pressure_turns=pressure,
             session_id=session_id,
             session_cost_usd=ctx.session_costs.get(session_id or ""),
             writable=sorted({ctx.repo.common_dir, ctx.ref.layout.root}),
-            permissions=ctx.config.agent.permissions,
-            allow=list(ctx.config.agent.allow),
+            permissions=ctx.agent.permissions,
+            allow=list(ctx.agent.allow),
             transcript=transcript.claim(ctx.ref.run_dir, self.role),
+            agent=ctx.agents.now.name,
         )
 
     def _timer(self, running: Dispatch) -> threading.Timer | None:
         """The ``agent.max_seconds`` cap: interrupt the dispatch as a ``timeout``."""
-        max_seconds = self.ctx.config.agent.max_seconds
+        max_seconds = self.ctx.agent.max_seconds
         if max_seconds is None:
             return None
         timer = threading.Timer(max_seconds, running.interrupt, ("timeout", self.ctx.grace))
@@ -261,6 +270,7 @@ class RecordedDispatch:
         error = accounting.error_text(result.detail) if result.reason != "completed" else None
         said = {
             "role": self.role,
+            "agent": ctx.agents.now.name,
             "reason": result.reason,
             "turns": result.num_turns,
             "exit_code": result.exit_code,
@@ -272,6 +282,8 @@ class RecordedDispatch:
             "error": result.detail,
             "transcript": result.transcript,
         }
+        if result.failure is not None and result.reason != "completed":
+            said["failure"] = result.failure.kind
         if self.guard is not None:  # a coder's: did it change anything?
             progressed = self.guard.progressed()
             said["progress"] = progressed

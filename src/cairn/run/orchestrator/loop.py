@@ -7,12 +7,13 @@ from collections.abc import Callable
 from functools import partial
 
 from cairn import summary
-from cairn.agents.base import Adapter
+from cairn.agents.base import Result
 from cairn.config.records import Config
 from cairn.git import Repo
 from cairn.run import evaluation, progress, review
+from cairn.run.chain import Agents
 from cairn.run.events import EventSink
-from cairn.run.orchestrator import checkpoints, prompting
+from cairn.run.orchestrator import checkpoints, failover, prompting
 from cairn.run.orchestrator.context import RunContext, Stop
 from cairn.run.orchestrator.dispatch import AfterTurn, dispatch
 from cairn.run.orchestrator.outcome import (
@@ -49,11 +50,11 @@ class Orchestrator:
         ref: RunRef,
         lease: Lease,
         plan: Plan,
-        adapter: Adapter,
+        agents: Agents,
         sink: EventSink,
         max_turns: int | None = None,
     ) -> None:
-        self.ctx = RunContext(repo, config, ref, lease, plan, adapter, sink, max_turns)
+        self.ctx = RunContext(repo, config, ref, lease, plan, agents, sink, max_turns)
         self._earlier_sessions()
         self.resumed_from: str | None = None
         self.resume_session_id: str | None = None
@@ -122,15 +123,21 @@ class Orchestrator:
         Each dispatch that ends short is a cutoff; up to ``max_continuations`` more dispatches
         start from ``first_prompts(reason)``, then the run stops (resumable). After
         ``max_idle_dispatches`` dispatches in a row that changed nothing it stops as
-        ``no_progress`` (the run needs input).
+        ``no_progress`` (the run needs input). A usage or rate limit is not a continuation:
+        the next dispatch goes to another agent, or after a wait (``failover``).
         """
         continuations = 0
         session_id = self.resume_session_id if handoff is not None else None
         while not self._resolved():
+            if failover.choose(self.ctx):
+                session_id = None  # another agent: cairn's handoff, not its session
             result = dispatch(self.ctx, "coder", first_prompts(handoff), after_turn, session_id)
             session_id = result.session_id or session_id
             if self._resolved():
                 return
+            if self._limited(result, "coder"):
+                handoff, session_id = self.ctx.last_error, None
+                continue
             reason = checkpoints.cutoff_reason(self.ctx, result)
             if self._stuck(reason):
                 reason = "no_progress"
@@ -143,6 +150,19 @@ class Orchestrator:
                 raise Stop(reason)
             continuations += 1
             handoff = reason
+
+    def _limited(self, result: Result, role: str) -> bool:
+        """When ``result`` is a usage or rate limit: the dispatch is cut off with it, the limit
+        recorded, and the run moves to another agent or waits for the reset (True), or stops
+        (Stop), as ``agent.on_limit`` says."""
+        limit = failover.limit_of(self.ctx, result.failure)
+        if limit is None:
+            return False
+        self.ctx.last_error = failover.line(self.ctx, limit)
+        failover.note(self.ctx, limit)
+        checkpoints.cutoff(self.ctx, role, failover.kind_of(limit))
+        failover.after_limit(self.ctx, limit)
+        return True
 
     def _stuck(self, reason: str) -> bool:
         """Whether the coder's idle dispatches in a row reached ``agent.max_idle_dispatches``
@@ -237,8 +257,13 @@ class Orchestrator:
         return "completed"
 
     def _single_turn(self, role: str, prompt: str) -> None:
-        """A reviewer or evaluator dispatch: one prompt; anything short of completion stops."""
-        result = dispatch(self.ctx, role, lambda turn: prompt if turn == 1 else None)
+        """A reviewer or evaluator dispatch: one prompt; anything short of completion stops
+        (a limit: the same prompt to the next agent, or after the wait)."""
+        while True:
+            failover.choose(self.ctx)
+            result = dispatch(self.ctx, role, lambda turn: prompt if turn == 1 else None)
+            if result.reason == "completed" or not self._limited(result, role):
+                break
         if result.reason != "completed":
             reason = checkpoints.cutoff_reason(self.ctx, result)
             checkpoints.cutoff(self.ctx, role, reason)

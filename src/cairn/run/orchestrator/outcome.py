@@ -36,6 +36,8 @@ class RunOutcome(Struct, kw_only=True):
     error: str | None = None  # the agent's error text (or the budget's) for a cutoff
     usage: dict[str, Any] = field(default_factory=accounting.usage)  # every session of the run
     usage_unknown: int = 0  # dispatches whose usage is unknown (cut off before any was seen)
+    # each agent's, every session of the run (None: that agent's usage is unknown)
+    usage_by_agent: dict[str, Any] = field(default_factory=dict)
     denials: list[dict[str, str]] = field(default_factory=list)  # every session of the run
     # needs_input: what blocked the idle dispatches (their denials, the agent's last message)
     blocker: dict[str, Any] | None = None
@@ -139,11 +141,27 @@ def write_run_summary(ctx: RunContext, status: RunStatus, reason: str | None) ->
         f"- **Duration:** {stats.elapsed():.1f}s",
         f"- **Snapshots:** {', '.join(s[:12] for s in stats.snapshots) or '(none)'}",
         f"- **Usage:** {_usage_text(ctx) or '(not reported)'}",
+        *_by_agent_lines(ctx),
         f"- **Denied tool calls:** {accounting.denials_text(ctx.denials) or '(none)'}",
         f"- **Change summary:** {ctx.ref.summary_path()}",
         "",
     ]
     runstate.write_artifact(ctx.ref, "orchestrator", "run-summary", "\n".join(lines))
+
+
+def _by_agent(ctx: RunContext) -> dict[str, Any]:
+    from cairn.state import journal
+
+    events, _ = journal.read(ctx.ref.run_dir)
+    return accounting.by_agent(accounting.dispatches(events))
+
+
+def _by_agent_lines(ctx: RunContext) -> list[str]:
+    """The run summary's usage of each agent, when the run had more than one."""
+    used = _by_agent(ctx)
+    if len(used) < 2:
+        return []
+    return [f"- **Usage of {n}:** {accounting.usage_text(u) or 'unknown'}" for n, u in used.items()]
 
 
 def _usage_text(ctx: RunContext) -> str:
@@ -179,6 +197,7 @@ def _outcome(ctx: RunContext, status: RunStatus, reason: str | None, code: ExitC
         error=_detail(ctx, reason),
         usage=usage,
         usage_unknown=ctx.unknown_usage,
+        usage_by_agent=_by_agent(ctx),
         denials=ctx.denials,
         blocker=ctx.idle.blocker() if status == "needs_input" else None,
     )

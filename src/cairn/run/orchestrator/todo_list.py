@@ -31,6 +31,7 @@ def complete_checked_tasks(ctx: RunContext, items: list[dict[str, Any]]) -> None
             status="completed",
             notes=NOTES,
             source="todo_list",
+            agent=ctx.agents.now.name,
         )
 
 

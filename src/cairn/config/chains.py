@@ -1,0 +1,75 @@
+"""Named agents (``[agents.NAME]``) and their fallback chains, as the config reads them: a named
+agent's table over ``[agent]``'s keys, and no chain that comes back to an agent it passed."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from cairn.errors import BadInput
+
+if TYPE_CHECKING:
+    from cairn.config.records import Config
+
+AGENT_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
+OWN_KEYS = ("fallback", "on_limit")  # a named agent's own: never taken from [agent]
+
+
+def named_agents(
+    tables: dict[str, Any],
+    agent: Any,
+    where: str,
+    read: Callable[[dict[str, Any], str], dict[str, Any]],
+) -> dict[str, Any]:
+    """``[agents.NAME]`` tables over ``[agent]``'s keys (``agent``, the table as written), each
+    read as an ``[agent]`` table is (``read``)."""
+    inherited = {k: v for k, v in (agent if isinstance(agent, dict) else {}).items()}
+    for key in OWN_KEYS:
+        inherited.pop(key, None)
+    out: dict[str, Any] = {}
+    for name, table in tables.items():
+        if not AGENT_NAME.fullmatch(name):
+            raise msgspec.ValidationError(
+                f"{name!r} is not an agent name (lower-case letters, digits, ., _, -) - at "
+                f"`${where}`"
+            )
+        if not isinstance(table, dict):
+            raise msgspec.ValidationError(
+                f"Expected `table`, got `{type(table).__name__}` - at `${where}.{name}`"
+            )
+        merged = {**inherited, **table}
+        if "max_turns" in table and "budget_pressure_turns" not in table:
+            merged.pop("budget_pressure_turns", None)
+        out[name] = read(merged, f"{where}.{name}")
+    return out
+
+
+def check_chains(config: Config, path: Path) -> None:
+    """No fallback chain comes back to an agent it passed, and every named agent has a kind;
+    bad input naming the key otherwise. (That a fallback names an agent, ``[agents.NAME]`` or
+    a kind, is checked when a run or the fleet starts: ``cairn.run.chain``.)"""
+    for name, named in config.agents.items():
+        if named.kind is None:
+            raise BadInput(
+                f"{path}: agents.{name}.kind: no kind; set kind (claude-code, codex, …) in "
+                f"[agents.{name}] or [agent]"
+            )
+    tables = [("agent", config.agent), *((f"agents.{n}", a) for n, a in config.agents.items())]
+    for key, agent in tables:
+        start = key.removeprefix("agents.") if key != "agent" else (agent.kind or "agent")
+        _walk(config, [start], agent.fallback, f"{path}: {key}.fallback")
+
+
+def _walk(config: Config, path: list[str], fallback: list[str], where: str) -> None:
+    for entry in fallback:
+        if entry in path:
+            chain = " → ".join([*path, entry])
+            raise BadInput(
+                f"{where}: {chain} is a cycle; list each agent once, never the agent itself"
+            )
+        named = config.agents.get(entry)
+        _walk(config, [*path, entry], named.fallback if named else [], where)
