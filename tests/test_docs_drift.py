@@ -35,7 +35,7 @@ def test_no_page_links_to_itself_by_file_name() -> None:
 
 def test_the_config_example_names_every_agent_kind() -> None:
     (example,) = blocks("cli.md", "toml")
-    (line,) = [line for line in example.splitlines() if re.match(r"#\s*kind\s*=", line)]
+    line = next(line for line in example.splitlines() if re.match(r"#\s*kind\s*=", line))
     assert set(re.findall(r'"([a-z-]+)"', line)) == set(ADAPTERS)
 
 
@@ -46,9 +46,10 @@ def documented_keys() -> set[str]:
         for example in blocks(doc.name, "toml"):
             table = ""
             for line in example.splitlines():
-                header = re.match(r"\s*\[([a-z_.]+)\]", line)
-                if header:
+                header = re.match(r"\s*#?\s*\[([a-z0-9_.-]+)\]", line)
+                if header:  # [agents.NAME] documents the table agents
                     table = header.group(1) + "."
+                    found.add(header.group(1).split(".")[0])
                     continue
                 key = re.match(r"\s*#?\s*([a-z_]+)\s*=", line)
                 if key:

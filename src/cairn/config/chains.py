@@ -6,14 +6,17 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import msgspec
 
 from cairn.errors import BadInput
 
-if TYPE_CHECKING:
-    from cairn.config.records import Config
+
+class Agent(Protocol):  # an [agent] or [agents.NAME] table, read
+    kind: str | None
+    fallback: list[str]
+
 
 AGENT_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
 OWN_KEYS = ("fallback", "on_limit")  # a named agent's own: never taken from [agent]
@@ -48,28 +51,28 @@ def named_agents(
     return out
 
 
-def check_chains(config: Config, path: Path) -> None:
+def check_chains(agent: Agent, agents: dict[str, Any], path: Path) -> None:
     """No fallback chain comes back to an agent it passed, and every named agent has a kind;
     bad input naming the key otherwise. (That a fallback names an agent, ``[agents.NAME]`` or
     a kind, is checked when a run or the fleet starts: ``cairn.run.chain``.)"""
-    for name, named in config.agents.items():
+    for name, named in agents.items():
         if named.kind is None:
             raise BadInput(
                 f"{path}: agents.{name}.kind: no kind; set kind (claude-code, codex, …) in "
                 f"[agents.{name}] or [agent]"
             )
-    tables = [("agent", config.agent), *((f"agents.{n}", a) for n, a in config.agents.items())]
-    for key, agent in tables:
-        start = key.removeprefix("agents.") if key != "agent" else (agent.kind or "agent")
-        _walk(config, [start], agent.fallback, f"{path}: {key}.fallback")
+    tables = [("agent", agent), *((f"agents.{n}", a) for n, a in agents.items())]
+    for key, table in tables:
+        start = key.removeprefix("agents.") if key != "agent" else (table.kind or "agent")
+        _walk(agents, [start], table.fallback, f"{path}: {key}.fallback")
 
 
-def _walk(config: Config, path: list[str], fallback: list[str], where: str) -> None:
+def _walk(agents: dict[str, Any], path: list[str], fallback: list[str], where: str) -> None:
     for entry in fallback:
         if entry in path:
             chain = " → ".join([*path, entry])
             raise BadInput(
                 f"{where}: {chain} is a cycle; list each agent once, never the agent itself"
             )
-        named = config.agents.get(entry)
-        _walk(config, [*path, entry], named.fallback if named else [], where)
+        named = agents.get(entry)
+        _walk(agents, [*path, entry], named.fallback if named else [], where)

@@ -394,5 +394,5 @@ def validate(data: dict[str, Any], path: Path) -> Config:
         key, why = problem(exc, Config)
         raise BadInput(f"{path}: {key or '(top level)'}: {why}; fix or remove it") from None
     config.__dict__.update(source=path, given=data)
-    check_chains(config, path)
+    check_chains(config.agent, config.agents, path)
     return config
