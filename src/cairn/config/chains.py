@@ -14,8 +14,11 @@ from cairn.errors import BadInput
 
 
 class Agent(Protocol):  # an [agent] or [agents.NAME] table, read
-    kind: str | None
-    fallback: list[str]
+    @property
+    def kind(self) -> str | None: ...
+
+    @property
+    def fallback(self) -> list[str]: ...
 
 
 AGENT_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
