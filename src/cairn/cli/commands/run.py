@@ -23,8 +23,9 @@ def _run_options(parser: Parser) -> None:
 
     parser.add_argument(
         "--agent",
-        metavar=f"<{'|'.join(ADAPTERS)}>",
-        help="Agent kind (default: agent.kind in cairn.toml).",
+        metavar=f"<{'|'.join(ADAPTERS)}|NAME>",
+        help="Agent kind, or a named agent ([agents.NAME]) (default: agent.kind in cairn.toml); "
+        "its fallback chain follows it.",
     )
     parser.add_argument(
         "--max-turns", type=integer(minimum=1), metavar="N", help="Turn cap of every dispatch."
