@@ -67,7 +67,7 @@ def test_every_group_lists_its_commands() -> None:
         (("gate",), "--result <pass|fail>"),
         (("ac",), "--result <pass|fail>"),
         (("finding",), "--status <FIXED|NOT_FIXED|ALREADY_RESOLVED>"),
-        (("run",), f"--agent <{'|'.join(ADAPTERS)}>"),
+        (("run",), f"--agent <{'|'.join(ADAPTERS)}|NAME>"),
         (("wip", "prune"), "--older-than <duration>"),
     ],
 )
