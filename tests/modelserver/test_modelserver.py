@@ -325,6 +325,38 @@ def test_error_entries_answer_the_status_with_a_json_error_body() -> None:
     assert error["message"] == "scripted outage" and error["type"] == "server_error"
 
 
+def test_limit_entries_answer_as_the_real_apis_do() -> None:
+    usage = {"limit": "usage", "resets_in": 600}
+    rate = {"limit": "rate", "resets_in": 30, "message": "slow down"}
+    with ModelServer({"responses": [usage, rate]}) as srv:
+        before = int(time.time())
+        answers = [
+            request(srv.url, "POST", "/v1/messages", messages_body()),
+            request(srv.url, "POST", "/v1/messages", messages_body()),
+            request(srv.url, "POST", "/v1/responses", responses_body()),
+            request(srv.url, "POST", "/v1/responses", responses_body()),
+        ]
+        after = int(time.time())
+    assert [status for status, _, _ in answers] == [429] * 4
+    (_, h1, b1), (_, h2, b2), (_, _, b3), (_, h4, b4) = answers
+    # Anthropic: the subscription's window in the unified headers, a plain 429 otherwise
+    assert json.loads(b1)["error"]["type"] == "rate_limit_error"
+    assert h1["anthropic-ratelimit-unified-status"] == "rejected"
+    assert before + 600 <= int(h1["anthropic-ratelimit-unified-reset"]) <= after + 600
+    assert h1["retry-after"] == "600"
+    assert json.loads(b2) == {
+        "type": "error",
+        "error": {"type": "rate_limit_error", "message": "slow down"},
+    }
+    assert h2["retry-after"] == "30" and "anthropic-ratelimit-unified-status" not in h2
+    # OpenAI: ChatGPT's usage_limit_reached with its reset, rate_limit_exceeded otherwise
+    error = json.loads(b3)["error"]
+    assert error["type"] == "usage_limit_reached" and error["plan_type"] == "plus"
+    assert error["resets_in_seconds"] == 600
+    assert before + 600 <= error["resets_at"] <= after + 600
+    assert json.loads(b4)["error"]["code"] == "rate_limit_exceeded" and h4["retry-after"] == "30"
+
+
 def test_exhausted_scenario_answers_done_and_each_api_has_its_own_cursor() -> None:
     scenario = {"responses": [{"text": "first"}], "openai": [{"text": "codex first"}]}
 
@@ -427,6 +459,10 @@ def test_scenario_files_are_validated(tmp_path: Path) -> None:
         {"responses": [{"tool": {"input": {}}}]},
         {"responses": [{"text": "x", "colour": "red"}]},
         {"responses": [{"text": "x", "repeat": 0}]},
+        {"responses": [{"limit": "daily"}]},
+        {"responses": [{"limit": "usage", "text": "x"}]},
+        {"responses": [{"limit": "usage", "resets_in": -1}]},
+        {"responses": [{"text": "x", "resets_in": 5}]},
         {"replies": []},
         ["not a mapping"],
     ]:

@@ -146,6 +146,28 @@ def error_body(status: int, message_text: str | None = None) -> dict[str, Any]:
     }
 
 
+RATE_LIMITED = "This request would exceed your account's rate limit. Please try again later."
+
+
+def refusal(entry: Entry, now: float) -> tuple[int, dict[str, Any], list[tuple[str, str]]]:
+    """A ``limit`` entry's answer at ``now`` (epoch seconds): status, body and headers. A usage
+    limit is the subscription's 429 with its ``anthropic-ratelimit-unified-*`` headers (what
+    Claude Code reads to say when it resets); a rate limit a plain 429 with ``retry-after``."""
+    reset = int(now + entry.resets_in)
+    body = error_body(429, entry.message or RATE_LIMITED)
+    headers = [("retry-after", str(int(entry.resets_in)))]
+    if entry.limit == "usage":
+        headers += [
+            ("anthropic-ratelimit-unified-status", "rejected"),
+            ("anthropic-ratelimit-unified-reset", str(reset)),
+            ("anthropic-ratelimit-unified-representative-claim", "five_hour"),
+            ("anthropic-ratelimit-unified-5h-status", "rejected"),
+            ("anthropic-ratelimit-unified-5h-reset", str(reset)),
+            ("anthropic-ratelimit-unified-5h-utilization", "1.0"),
+        ]
+    return 429, body, headers
+
+
 def count_tokens(body: dict[str, Any]) -> dict[str, Any]:
     """``POST /v1/messages/count_tokens``: answered without using a scenario entry."""
     return {"input_tokens": input_tokens(body)}

@@ -222,6 +222,30 @@ def error_body(status: int, message_text: str | None = None) -> dict[str, Any]:
     }
 
 
+RATE_LIMITED = "Rate limit reached for requests. Please try again later."
+USAGE_LIMITED = "The usage limit has been reached"
+
+
+def refusal(entry: Entry, now: float) -> tuple[int, dict[str, Any], list[tuple[str, str]]]:
+    """A ``limit`` entry's answer at ``now`` (epoch seconds): status, body and headers. A usage
+    limit is ChatGPT's 429 ``usage_limit_reached`` with its reset time (what Codex reads to say
+    when to try again); a rate limit a plain 429 ``rate_limit_exceeded`` with ``retry-after``."""
+    seconds = int(entry.resets_in)
+    if entry.limit == "usage":
+        error = {
+            "type": "usage_limit_reached",
+            "message": entry.message or USAGE_LIMITED,
+            "plan_type": "plus",
+            "resets_at": int(now) + seconds,
+            "eligible_promo": None,
+            "resets_in_seconds": seconds,
+        }
+        return 429, {"error": error}, []
+    body = error_body(429, entry.message or RATE_LIMITED)
+    body["error"]["code"] = "rate_limit_exceeded"
+    return 429, body, [("retry-after", str(seconds))]
+
+
 def _texts(content: Any) -> list[str]:
     if isinstance(content, str):
         return [content]

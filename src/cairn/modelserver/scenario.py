@@ -9,6 +9,16 @@ Format (YAML)::
     openai: [...]                   # optional: a list only for POST /v1/responses
     after_end: "done"               # answer once a list is used up (text, or an entry)
 
+An entry answers text and/or tool calls, an HTTP ``error: STATUS`` (with ``message``), or a
+``limit`` the way the real API says it (``resets_in`` seconds from the answer, default 3600):
+
+- ``limit: usage``: the plan's quota is spent. Anthropic: 429 ``rate_limit_error`` with
+  ``anthropic-ratelimit-unified-status: rejected`` and ``anthropic-ratelimit-unified-reset``
+  (epoch seconds); OpenAI: 429 ``{"error": {"type": "usage_limit_reached", "plan_type": "plus",
+  "resets_at": …, "resets_in_seconds": …}}``.
+- ``limit: rate``: too many requests. Anthropic: 429 ``rate_limit_error``; OpenAI: 429
+  ``rate_limit_exceeded``; both with ``retry-after: <resets_in>``.
+
 Each API family (``anthropic``, ``openai``) has its **own cursor** over its list, so one scenario
 can drive a Claude Code run and a Codex run the same way. Entries are used in order, one per
 model request; nothing is matched by content.
@@ -24,8 +34,10 @@ from typing import Any
 from cairn.util import yaml_io
 
 APIS = ("anthropic", "openai")
-ANSWER_KEYS = ("text", "tool", "tools", "error")
-ENTRY_KEYS = {*ANSWER_KEYS, "sleep", "repeat", "message"}
+ANSWER_KEYS = ("text", "tool", "tools", "error", "limit")
+ENTRY_KEYS = {*ANSWER_KEYS, "sleep", "repeat", "message", "resets_in"}
+LIMITS = ("usage", "rate")
+RESETS_IN = 3600.0
 
 
 class ScenarioError(ValueError):
@@ -40,13 +52,16 @@ class ToolCall:
 
 @dataclass(frozen=True)
 class Entry:
-    """One scripted answer: text and/or tool calls, or an HTTP error; optionally delayed."""
+    """One scripted answer: text and/or tool calls, an HTTP error, or a usage or rate limit
+    (``limit``, resetting ``resets_in`` seconds after the answer); optionally delayed."""
 
     text: str | None = None
     tools: tuple[ToolCall, ...] = ()
     error: int | None = None
-    message: str | None = None  # the error message for ``error`` entries
+    message: str | None = None  # the error message for ``error`` and ``limit`` entries
     sleep: float = 0.0
+    limit: str | None = None  # one of LIMITS
+    resets_in: float = RESETS_IN
 
     @property
     def stop_reason(self) -> str:
@@ -102,13 +117,32 @@ def parse_entry(raw: Any, where: str = "entry") -> Entry:
             raise ScenarioError(f"{where}: `error` must be an HTTP status 400-599")
         if text is not None or tools:
             raise ScenarioError(f"{where}: an `error` entry cannot also answer text or tools")
+    limit = raw.get("limit")
+    if limit is not None:
+        if limit not in LIMITS:
+            raise ScenarioError(f"{where}: `limit` must be one of {', '.join(LIMITS)}")
+        if text is not None or tools or error is not None:
+            raise ScenarioError(f"{where}: a `limit` entry cannot also answer text, tools or error")
+    resets_in = raw.get("resets_in", RESETS_IN)
+    if isinstance(resets_in, bool) or not isinstance(resets_in, int | float) or resets_in < 0:
+        raise ScenarioError(f"{where}: `resets_in` must be a non-negative number of seconds")
+    if "resets_in" in raw and limit is None:
+        raise ScenarioError(f"{where}: `resets_in` goes with `limit`")
     message = raw.get("message")
     if message is not None and not isinstance(message, str):
         raise ScenarioError(f"{where}: `message` must be a string")
     sleep = raw.get("sleep", 0)
     if isinstance(sleep, bool) or not isinstance(sleep, int | float) or sleep < 0:
         raise ScenarioError(f"{where}: `sleep` must be a non-negative number of seconds")
-    return Entry(text=text, tools=tuple(tools), error=error, message=message, sleep=float(sleep))
+    return Entry(
+        text=text,
+        tools=tuple(tools),
+        error=error,
+        message=message,
+        sleep=float(sleep),
+        limit=limit,
+        resets_in=float(resets_in),
+    )
 
 
 def _entries(raw: Any, where: str) -> tuple[Entry, ...]:

@@ -188,7 +188,10 @@ class _Handler(BaseHTTPRequestHandler):
             return
         module = anthropic if api == "anthropic" else openai
         request_id = f"req_{time.time_ns():x}"
-        if entry.error is not None:
+        if entry.limit is not None:
+            status, payload, headers = module.refusal(entry, time.time())
+            self._send_json(status, payload, [("request-id", request_id), *headers])
+        elif entry.error is not None:
             payload = module.error_body(entry.error, entry.message)
             self._send_json(entry.error, payload, [("request-id", request_id)])
         elif body.get("stream"):
