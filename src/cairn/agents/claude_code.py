@@ -7,6 +7,12 @@ work left and turns to spare, the dispatch continues the same session with
 ``--resume <session_id>`` and the continuation prompt. Inside Claude's loop, cairn's
 ``PostToolUse`` hook (passed with ``--settings``, never written into the user's files) adds the
 wrap-up directive once the turns left reach ``budget_pressure_turns``.
+
+An API failure ends with a ``result`` line ``is_error: true`` (its ``subtype`` still
+``success``), ``terminal_reason: api_error``, ``api_error_status`` and the error text in
+``result``; a usage limit of a subscription comes first as a ``rate_limit_event`` whose
+``status`` is ``rejected`` with ``resetsAt`` (epoch seconds). The dispatch's ``failure`` is
+``cairn.agents.limits.classify`` of that text, status and reset time.
 """
 
 from __future__ import annotations
@@ -16,9 +22,10 @@ import shlex
 import sys
 import uuid
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import Any
 
-from cairn.agents import permissions, process
+from cairn.agents import limits, permissions, process
 from cairn.agents.base import Denial, DispatchRequest, Event, Usage
 from cairn.agents.streaming import StreamingAdapter, StreamingDispatch
 from cairn.terms import CLAUDE_SYNTHETIC_MODEL, ENV_DISPATCH_ID, ENV_MAX_TURNS, ENV_PRESSURE_TURNS
@@ -27,6 +34,7 @@ from cairn.util.text import one_line, tool_target
 PROGRAM = "claude"
 MINIMUM_VERSION = (2, 1, 0)
 FILE_TOOLS = {"Write", "Edit", "MultiEdit", "NotebookEdit"}
+REFUSED = ("rejected", "denied")  # a rate_limit_event's status when the plan's window is spent
 
 
 def hook_settings(extra: dict[str, Any] | None = None) -> str:
@@ -61,6 +69,9 @@ class StreamState:
     malformed: int = 0
     usage: Usage | None = None  # the assistant messages' usage (a cut-off invocation's)
     denied: list[Denial] = field(default_factory=list)  # its permission_denied events
+    api_status: int | None = None  # the HTTP status of the API error it reported
+    resets_at: datetime | None = None  # when the usage limit it was refused on resets
+    retrying: str | None = None  # the API error Claude is retrying now (its api_retry line)
     _message: str | None = field(default=None, repr=False)
     _calls: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)  # by id
 
@@ -84,17 +95,42 @@ class StreamState:
             return self._assistant(data)
         elif kind == "user" and not data.get("parent_tool_use_id"):
             return self._close_turn()
+        elif kind == "system" and data.get("subtype") == "api_retry":
+            self.retrying = str(data.get("error") or "api error")
+            self._api_error({"api_error_status": data.get("error_status")})
+        elif kind == "rate_limit_event":
+            self._rate_limit(data.get("rate_limit_info"))
         elif kind == "result":
             self.result = data
             self.session_id = data.get("session_id") or self.session_id
+            self._api_error(data)
             return self._close_turn()
         return []
+
+    def _rate_limit(self, info: Any) -> None:
+        """A ``rate_limit_event``: refused (``rejected``) until ``resetsAt``, or just a notice."""
+        if not isinstance(info, dict) or info.get("status") not in REFUSED:
+            return
+        reset = info.get("resetsAt")
+        if isinstance(reset, int | float) and not isinstance(reset, bool) and reset > 0:
+            self.resets_at = datetime.fromtimestamp(reset, UTC)
+
+    def _api_error(self, data: dict[str, Any]) -> None:
+        status = data.get("api_error_status")
+        if isinstance(status, int) and not isinstance(status, bool):
+            self.api_status = status
+
+    def failure(self, text: str | None) -> limits.Failure:
+        """What the failure whose error text is ``text`` was, with what the stream said."""
+        return limits.classify(text, status=self.api_status, resets_at=self.resets_at)
 
     def _assistant(self, data: dict[str, Any]) -> list[Event]:
         message = data.get("message") or {}
         if message.get("model") == CLAUDE_SYNTHETIC_MODEL:
+            self._api_error(data)
             return []  # Claude's own note (an API error's text), not a model call
         ident = message.get("id") or data.get("uuid")
+        self.retrying = None
         events = []
         if ident != self._message:
             events += self._close_turn()
@@ -185,15 +221,20 @@ class ClaudeDispatch(StreamingDispatch):
             if state.usage is not None:
                 self._used(state.usage)
             self._denials += state.denied
-        if self._interrupt is not None:
-            self._set(self._interrupt)
+        if self._interrupt is not None:  # stopped, perhaps while Claude waited out a limit
+            failure = state.failure(state.retrying) if state.retrying else None
+            self._set(self._interrupt, failure=failure if failure and failure.limit else None)
             return False
         if result is None:
             reason = process.classify(returncode, None) or "error"
             detail = f"claude {process.describe_exit(returncode)} with no result line"
             if state.malformed:
                 detail += f" ({state.malformed} malformed stream lines)"
-            self._set(reason, returncode if returncode > 0 else None, child.with_stderr(detail))
+            failure = state.failure(child.stderr_tail() or detail)
+            if reason != "error" and not failure.limit:
+                failure = None
+            code = returncode if returncode > 0 else None
+            self._set(reason, code, child.with_stderr(detail), failure)
             return False
         subtype = result.get("subtype")
         if subtype == "error_max_turns" or result.get("terminal_reason") == "max_turns":
@@ -201,9 +242,12 @@ class ClaudeDispatch(StreamingDispatch):
             return False
         if subtype != "success" or result.get("is_error"):
             errors = result.get("errors") or [result.get("result") or subtype]
+            said = "; ".join(str(e) for e in errors)
             what = "reported an error" if subtype == "success" else f"ended with {subtype}"
-            detail = f"claude {what}: {'; '.join(str(e) for e in errors)[:300]}"
-            self._set("error", returncode if returncode > 0 else None, detail)
+            detail = f"claude {what}: {said[:300]}"
+            code = result.get("api_error")  # e.g. usage_limit_reached, when its words are not
+            failure = state.failure(f"{code}\n{said}" if isinstance(code, str) else said)
+            self._set("error", returncode if returncode > 0 else None, detail, failure)
             return False
         if isinstance(result.get("result"), str):
             self._final = result["result"]

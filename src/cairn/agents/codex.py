@@ -5,6 +5,11 @@ a completed command, file change, tool call or message item. When the count reac
 ``max_turns`` while Codex is still working, cairn stops it (SIGTERM to its process group) and
 the dispatch ends as ``max_turns``. ``todo_list`` items become ``plan_updated`` events.
 
+A failed turn is a ``turn.failed`` (after an ``error`` event) with the error's text, e.g.
+``You’ve hit your usage limit. … try again at 10:28 AM.`` (local time) or ``exceeded retry
+limit, last status: 429 Too Many Requests``; the dispatch's ``failure`` is
+``cairn.agents.limits.classify`` of it (of the end of stderr when the stream said nothing).
+
 ``agent.command`` is the command up to and including ``exec`` and its options (default
 ``codex exec``), for example ``["codex", "exec", "--full-auto", "-m", "gpt-5-codex"]``.
 """
@@ -16,7 +21,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from cairn.agents import permissions, process
+from cairn.agents import limits, permissions, process
 from cairn.agents.base import Denial, DispatchRequest, Event, Usage
 from cairn.agents.streaming import StreamingAdapter, StreamingDispatch
 from cairn.util.text import one_line
@@ -196,9 +201,11 @@ class CodexDispatch(StreamingDispatch):
             detail = state.failure or f"codex {process.describe_exit(returncode)} mid-turn"
             if state.malformed:
                 detail += f" ({state.malformed} malformed stream lines)"
+            failure = limits.classify(state.failure or child.stderr_tail() or detail)
             if state.failure is None:
                 detail = child.with_stderr(detail)
-            self._set(reason, returncode if returncode > 0 else None, detail)
+            code = returncode if returncode > 0 else None
+            self._set(reason, code, detail, failure if reason == "error" or failure.limit else None)
             return False
         if state.turns == 0:
             self._set("error", None, "codex finished a turn without a single step")

@@ -7,8 +7,10 @@ process group, with ``os.environ`` + the request's env (the orchestrator's ``CAI
 ``CAIRN_TICKET``, ``CAIRN_TASK``) + ``CAIRN_TURN`` (the turn number, 1-based).
 
 Exit 0 ends the turn (``turn_completed``) and the next prompt is asked for; a non-zero exit ends
-the dispatch as ``error`` (with ``exit_code``), a signal as ``crashed``. Every non-empty stdout line
-is relayed as a ``message`` event; the last one of the last turn is the final message.
+the dispatch as ``error`` (with ``exit_code``), a signal as ``crashed``; what the end of its
+stderr says is the result's ``failure`` (a usage or rate limit, refused credentials:
+``cairn.agents.limits``). Every non-empty stdout line is relayed as a ``message`` event; the
+last one of the last turn is the final message.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from cairn.agents import process
+from cairn.agents import limits, process
 from cairn.agents.base import (
     Adapter,
     Dispatch,
@@ -123,10 +125,13 @@ class CommandDispatch(process.ChildDispatch):
             self._final = last
             reason = process.classify(returncode, self._interrupt)
             if reason is not None:
-                detail = None
+                detail = failure = None
                 if self._interrupt is None:
                     detail = child.with_stderr(f"{argv[0]} {process.describe_exit(returncode)}")
-                self._set(reason, exit_code=returncode if returncode > 0 else None, detail=detail)
+                    failure = limits.classify(child.stderr_tail() or detail)
+                    failure = failure if reason == "error" or failure.limit else None
+                code = returncode if returncode > 0 else None
+                self._set(reason, exit_code=code, detail=detail, failure=failure)
                 return
             yield Event("turn_completed", n, {"exit_code": 0})
             n += 1

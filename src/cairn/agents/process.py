@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
-from cairn.agents import transcript
+from cairn.agents import limits, transcript
 from cairn.agents.base import Denial, Dispatch, DispatchRequest, Event, Result, Usage
 from cairn.terms import StopReason
 from cairn.util.procs import kill_group, signal_group
@@ -282,8 +282,16 @@ class ChildDispatch(Dispatch):
         """The agent's events; sets ``result`` (through ``_set``) before it returns."""
 
     def _set(
-        self, reason: StopReason, exit_code: int | None = None, detail: str | None = None
+        self,
+        reason: StopReason,
+        exit_code: int | None = None,
+        detail: str | None = None,
+        failure: limits.Failure | None = None,
     ) -> None:
+        """The result. ``failure``: what the adapter knows the failure was; an ``error``
+        without one is classified from ``detail``."""
+        if failure is None and reason == "error":
+            failure = limits.classify(detail)
         self.result = Result(
             reason=reason,
             num_turns=self._turns,
@@ -295,6 +303,7 @@ class ChildDispatch(Dispatch):
             denials=tuple(self._denials),
             transcript=self._transcript_name(),
             session_cost_usd=self._session_cost,
+            failure=failure,
         )
 
     def _transcript_name(self) -> str | None:

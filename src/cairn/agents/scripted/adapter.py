@@ -32,6 +32,7 @@ from cairn.agents.base import (
     Usage,
     next_turn,
 )
+from cairn.agents.limits import Failure
 from cairn.errors import BadInput
 from cairn.terms import StopReason
 from cairn.util import yaml_io
@@ -309,9 +310,13 @@ class ScriptedDispatch(process.ChildDispatch):
             self._error = str(record.get("text"))
 
     def _set(
-        self, reason: StopReason, exit_code: int | None = None, detail: str | None = None
+        self,
+        reason: StopReason,
+        exit_code: int | None = None,
+        detail: str | None = None,
+        failure: Failure | None = None,
     ) -> None:
-        super()._set(reason, exit_code, self._error or detail)
+        super()._set(reason, exit_code, self._error or detail, failure)
 
     def _finish_gracefully(self, reason: StopReason) -> None:
         """Close the agent's stdin (it exits 0) and record ``reason``."""
