@@ -4,6 +4,7 @@ adapter's ``Result.failure`` from the streams captured from the real CLIs
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -11,6 +12,8 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from agents.test_agents import command, run, scripted
+from cairn.agents import get
+from cairn.agents.base import DispatchRequest
 from cairn.agents.limits import Failure, classify, describe
 from cairn.terms import FailureKind
 from helpers import FakeCli, play_dispatch, result_of
@@ -287,3 +290,28 @@ def test_command_stderr_is_classified(tmp_path: Path) -> None:
     _events, result = run("command", command(tmp_path, ["sh", "-c", "echo boom >&2; exit 3"]))
     assert result.failure is not None and result.failure.kind == "error"
     assert result.failure.text == "boom"
+
+
+def test_claude_stopped_while_it_retries_a_429_is_a_rate_limit(tmp_path: Path) -> None:
+    """Claude waits out a 429 itself (``api_retry`` lines); a timeout then names the limit."""
+    lines = (CLAUDE / "rate-limit-retried.stream.jsonl").read_text().splitlines()[:2]
+    assert '"subtype":"api_retry"' in lines[1]
+    env = FakeCli(tmp_path, "claude", "2.1.328 (Claude Code)")([{"lines": lines, "hang": True}])
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    request = DispatchRequest(
+        role="coder",
+        workspace=workspace,
+        run_dir=tmp_path,
+        max_turns=3,
+        next_prompt=lambda n: "go" if n == 1 else None,
+        env=env,
+    )
+    session = get("claude-code").start(request)
+    timer = threading.Timer(1.0, session.interrupt, ("timeout", 0.5))
+    timer.start()
+    assert list(session.events()) == []  # no turn: Claude was still waiting
+    timer.join()
+    result = result_of(session)
+    assert result.reason == "timeout" and result.failure is not None
+    assert (result.failure.kind, result.failure.status) == ("rate_limit", 429)
