@@ -37,7 +37,8 @@ def codex_bin() -> Path:
 def real(tmp_path: Path) -> Iterator[Callable[..., Real]]:
     """A factory: ``real(kind, scenario, **agent keys)``. ``scenario`` is a mapping, or a
     function of the repository path (Claude Code's ``Write`` wants absolute paths); ``agent``
-    adds ``[agent]`` keys, ``no_command`` leaves ``agent.command`` out."""
+    adds ``[agent]`` keys, ``no_command`` leaves ``agent.command`` out, ``tables`` is more of
+    the config (``[agents.NAME]`` tables)."""
     made: list[Real] = []
 
     def build(
@@ -53,6 +54,7 @@ def real(tmp_path: Path) -> Iterator[Callable[..., Real]]:
         cutoff_timeout_ms: int = 3000,
         no_command: bool = False,
         agent: dict[str, Any] | None = None,
+        tables: str = "",
     ) -> Real:
         venv_has_cairn()
         tmp = tmp_path.resolve()
@@ -74,7 +76,7 @@ def real(tmp_path: Path) -> Iterator[Callable[..., Real]]:
         if no_command:  # what a new user tries first: cairn's permission preset decides
             del keys["command"]
         config = "[agent]\n" + "".join(f"{k} = {toml_value(v)}\n" for k, v in keys.items())
-        config += '\n[loop]\nphases = ["implement"]\n'
+        config += '\n[loop]\nphases = ["implement"]\n' + tables
         make_repo(repo, {"README.md": "hello\n", "cairn.toml": config}, branch=branch)
         git(repo, "config", "user.name", "Real Agent")
         git(repo, "config", "user.email", "agent@example.com")

@@ -47,7 +47,11 @@ def named_agents(
             raise msgspec.ValidationError(
                 f"Expected `table`, got `{type(table).__name__}` - at `${where}.{name}`"
             )
-        merged = {**inherited, **table}
+        own = dict(inherited)
+        if own.get("kind") not in (None, table.get("kind", own.get("kind"))):  # another kind's
+            own.pop("command", None)
+            own.pop("script", None)
+        merged = {**own, **table}
         if "max_turns" in table and "budget_pressure_turns" not in table:
             merged.pop("budget_pressure_turns", None)
         out[name] = read(merged, f"{where}.{name}")

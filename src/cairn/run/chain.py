@@ -97,7 +97,7 @@ def resolve(config: Config, chosen: str | None) -> Agents:
         primary = Member(chosen, config.agents[chosen])
     elif chosen is not None:
         agents.get(chosen)  # an unknown kind: BadInput naming the known ones
-        primary = Member(chosen, msgspec.structs.replace(config.agent, kind=chosen))
+        primary = Member(chosen, _as_kind(config, chosen, config.agent.fallback))
     elif config.agent.kind:
         primary = Member(config.agent.kind, config.agent)
     else:
@@ -127,5 +127,18 @@ def _follow(config: Config, fallback: list[str], members: list[Member], key: str
             members.append(Member(name, named))
             _follow(config, named.fallback, members, name)
         else:
-            kind = msgspec.structs.replace(config.agent, kind=name, fallback=[], on_limit=None)
-            members.append(Member(name, kind))
+            members.append(Member(name, _as_kind(config, name, [])))
+
+
+def _as_kind(config: Config, kind: str, fallback: list[str]) -> AgentConfig:
+    """``[agent]``'s settings for an agent of ``kind``: its program and script only when it is
+    ``[agent]``'s own kind, or ``[agent]`` names none (they are that kind's)."""
+    same = config.agent.kind in (None, kind)
+    return msgspec.structs.replace(
+        config.agent,
+        kind=kind,
+        command=config.agent.command if same else None,
+        script=config.agent.script if same else None,
+        fallback=fallback,
+        on_limit=config.agent.on_limit if fallback else None,
+    )
