@@ -183,13 +183,13 @@ def test_without_a_fallback_or_a_known_reset_the_run_stops_resumable_naming_the_
     assert held is not None and not held.reset_known
 
 
-def test_on_limit_stop_never_waits_and_a_later_run_waits_for_the_reset_another_saw(
+def test_on_limit_stop_never_waits_and_a_resume_before_the_reset_stops_again(
     tmp_path: Path,
 ) -> None:
     script = {
         "coder": [
             [{"write": {"path": "one.txt", "content": "1\n"}}, done(1, "one.txt")],
-            [{"fail": epoch_text(2)}],
+            [{"fail": epoch_text(600)}],
             [{"write": {"path": "two.txt", "content": "2\n"}}, done(2, "two.txt")],
         ]
     }
