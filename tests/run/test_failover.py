@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -282,3 +282,37 @@ def test_ctrl_c_while_waiting_for_a_reset_stops_the_run_resumable(tmp_path: Path
     assert time.monotonic() - sent < 10  # not after the reset
     last = json.loads(rest.strip().splitlines()[-1])
     assert last["status"] == "interrupted" and last["next_command"] == f"cairn resume {TICKET}"
+
+
+def test_a_run_started_while_its_agent_is_at_a_limit_goes_to_the_fallback_at_once(
+    tmp_path: Path,
+) -> None:
+    primary = {"coder": [[{"write": {"path": "one.txt", "content": "1\n"}}, done(1), done(2)]]}
+    backup = {"coder": [[{"write": {"path": "two.txt", "content": "2\n"}}, done(1), done(2)]]}
+    repo, plan = project(
+        tmp_path, {"first": primary, "backup": backup}, {"fallback": ["backup"]}, tasks=("A", "B")
+    )
+    seen = datetime.now(UTC)
+    limited.note(
+        layout(repo),
+        limited.Held(
+            agent="scripted",
+            kind="scripted",
+            limit="usage_limit",
+            resets_at=seen + timedelta(hours=1),
+            reset_known=True,
+            seen_at=seen,
+            text="You've hit your session limit · resets 11am",
+            ticket="OTHER-1",
+        ),
+    )
+    sink = Recorder()
+    outcome = launch.run(repo, plan, sink=sink)
+
+    assert outcome.status == "completed"
+    assert sink.named("agent_switched") == [
+        {"from": "scripted", "to": "backup", "reason": "usage_limit"}
+    ]
+    finished = [e for e in events(repo) if e["event"] == "dispatch_finished"]
+    assert [e["agent"] for e in finished] == ["backup"]  # never a dispatch on the held agent
+    assert not (repo / "one.txt").exists() and (repo / "two.txt").exists()

@@ -100,15 +100,15 @@ def choose(ctx: RunContext) -> bool:
     free = agents.first_free(ctx.ref.layout, now, warnings=warnings)
     for message in warnings:
         ctx.sink.event("warning", message=message)
+    held = limited.holding(ctx.ref.layout, agents.now.name, now)
     if free is not None and (free < before and agents.primary.config.failback):
         switch(ctx, free, "failback")
-    elif limited.holding(ctx.ref.layout, agents.now.name, now) is not None:
-        held = limited.holding(ctx.ref.layout, agents.now.name, now)
-        assert held is not None
+    elif held is not None:
         if free is not None and _policy_for(ctx, held.reset_known, held.resets_at) == "failover":
             switch(ctx, free, held.limit)
         else:
-            failure = Failure(held.limit, held.text, resets_at=held.resets_at)
+            known = held.resets_at if held.reset_known else None  # a guess is not a reset
+            failure = Failure(held.limit, held.text, resets_at=known)
             ctx.last_error = line(ctx, failure)
             after_limit(ctx, failure)
     return agents.current != before
