@@ -316,3 +316,28 @@ def test_a_run_started_while_its_agent_is_at_a_limit_goes_to_the_fallback_at_onc
     finished = [e for e in events(repo) if e["event"] == "dispatch_finished"]
     assert [e["agent"] for e in finished] == ["backup"]  # never a dispatch on the held agent
     assert not (repo / "one.txt").exists() and (repo / "two.txt").exists()
+
+
+def test_a_rate_limit_without_a_fallback_is_waited_out_for_a_minute(tmp_path: Path) -> None:
+    script = {
+        "coder": [
+            [{"write": {"path": "one.txt", "content": "1\n"}}, done(1, "one.txt")],
+            [{"fail": "API Error: 429 rate_limit_error: Number of requests exceeds your rate"}],
+        ]
+    }
+    repo, plan = project(tmp_path, {"solo": script}, {}, tasks=("One", "Two"))
+    child = subprocess.Popen(
+        [sys.executable, "-m", "cairn", "run", str(plan), "--json"],
+        cwd=repo,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None
+    waited = next(e for e in map(json.loads, child.stdout) if e["event"] == "waiting")
+    child.send_signal(signal.SIGINT)
+    child.stdout.read()
+    assert child.wait(timeout=30) == 3
+    assert waited["reason"] == "rate_limit" and 50 <= waited["seconds"] <= 60
+    (cut,) = [e for e in events(repo) if e["event"] == "cutoff"]
+    assert cut["reason"] == "rate_limit"
+    assert cut["detail"].startswith("rate limit of scripted; resets at an unknown time: API Error")
