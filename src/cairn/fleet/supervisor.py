@@ -2,9 +2,11 @@
 
 It takes tickets from the tracker, gives each its worktree and runs it as a child ``cairn run``
 (first attempt) or ``cairn resume`` (every later one), at most ``concurrency`` at once; it
-retries interrupted runs after a backoff, stops stalled ones with the stall signal, and on a stop
-(SIGINT, SIGTERM, ``cairn fleet stop``) stops every run with a snapshot. A person's pause, resume
-or stop of one ticket, and the fleet's budget, are ``fleet.control``'s and ``fleet.budget``'s.
+retries interrupted runs after a backoff, holds tickets whose agents are all at a usage or
+rate limit as ``waiting`` until the soonest reset, stops stalled ones with the stall signal,
+and on a stop (SIGINT, SIGTERM, ``cairn fleet stop``) stops every run with a snapshot. A
+person's pause, resume or stop of one ticket, and the fleet's budget, are ``fleet.control``'s
+and ``fleet.budget``'s.
 It never holds the only copy of anything: each change of a ticket is written to its fleet
 record before the loop goes on, so a new supervisor continues where a killed one was.
 """
@@ -37,6 +39,8 @@ from cairn.fleet.trackers import Tracker, open_tracker
 from cairn.fleet.watch import Adopted, Attempt, Watched, outcome_on_disk
 from cairn.fleet.workspaces import ensure, run_hook
 from cairn.git import Repo
+from cairn.run import chain
+from cairn.state import limited
 from cairn.state.layout import Layout, discover
 from cairn.terms import FleetState, finished
 from cairn.util import clock
@@ -59,6 +63,8 @@ class Supervisor(recovery.Recovering):
         self.repo: Repo = repo
         self.config: Config = config
         self.layout: Layout = layout
+        # the agents every ticket's run may use (BadInput: a fallback that names no agent)
+        self.chain: list[str] = chain.resolve(config, None).names()
         self.fleet = config.fleet
         self.once = once
         self.concurrency = concurrency or self.fleet.concurrency
@@ -207,10 +213,47 @@ class Supervisor(recovery.Recovering):
         ]
         if not due or self.controls.hold_back(due, spent):
             return
+        if self._limited(due, now):
+            return
         due.sort(key=lambda r: (r.ticket not in self.first, *schedule.order(r)))
         for record in due[:free]:
             if self.tracker.claim(record.ticket):
                 self._start(record)
+
+    def _limited(self, due: list[FleetTicket], now: datetime) -> bool:
+        """Whether every agent of the chain is at a limit now: then the ``due`` tickets wait
+        as ``waiting`` until the soonest reset (none starts only to run into the limit)."""
+        held = schedule.blocked(self.chain, limited.all_held(self.layout, now))
+        if held is None:
+            return False
+        detail = schedule.limit_detail(held, now)
+        for record in due:
+            self._wait(record, held.resets_at, detail, reason=held.limit, agent=held.agent)
+        return True
+
+    def _wait(
+        self,
+        record: FleetTicket,
+        until: datetime | None,
+        detail: str | None,
+        *,
+        reason: str | None,
+        agent: str | None,
+    ) -> FleetTicket:
+        """``record``'s ticket waits for an agent's limit to reset: told to the tracker and
+        said (``ticket_waiting``)."""
+        record = self._save(record, state="waiting", next_attempt_at=until, detail=detail)
+        self.tracker.transition(record.ticket, "waiting", detail)
+        self.emit(
+            "ticket_waiting",
+            ticket=record.ticket,
+            attempt=record.attempt,
+            reason=reason,
+            agent=agent,
+            next_attempt_at=_iso(until),
+            detail=detail,
+        )
+        return record
 
     def _start(self, record: FleetTicket) -> None:
         ticket = record.ticket
@@ -332,11 +375,14 @@ class Supervisor(recovery.Recovering):
         disk = schedule.disk_note(self.fleet, self.controls.disks)
         if schedule.out_of_space(exit_code, reason, detail, disk):
             reason = "disk_full"
+        now = clock.now()
+        held = schedule.soonest(self.chain, limited.all_held(self.layout, now))
         verdict = schedule.after_attempt(
-            *(self.fleet, record, exit_code, reason, detail, needs_input, clock.now()),
+            *(self.fleet, record, exit_code, reason, detail, needs_input, now),
             held=self.controls.held(record.ticket),
             budget=self.budget.note(),
             disk=disk,
+            reset=held.resets_at if held is not None else None,
         )
         attempt = record.attempt if verdict.counted else record.attempt - 1
         record = self._save(
@@ -364,6 +410,12 @@ class Supervisor(recovery.Recovering):
                 next_attempt_at=_iso(verdict.next_attempt_at),
                 detail=verdict.detail,
             )
+        elif verdict.state == "waiting":  # its run stopped on a limit: not an attempt
+            agent = held.agent if held is not None else None
+            record = self._wait(
+                record, verdict.next_attempt_at, verdict.detail, reason=reason, agent=agent
+            )
+            self.endings.waiting(record)
         else:
             self._finish(record, verdict.state, detail=verdict.detail)
         self.controls.settled(record.ticket)
