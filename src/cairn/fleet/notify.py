@@ -16,14 +16,13 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 
 from cairn import __version__
 from cairn.config.records import Config
 from cairn.errors import CairnError
 from cairn.fleet.facts import Facts
-from cairn.fleet.fleetstate import FleetTicket
+from cairn.fleet.fleetstate import FleetTicket, iso
 from cairn.fleet.schedule import STOPPED
 from cairn.state.layout import Layout
 from cairn.terms import FINAL_STATES
@@ -48,7 +47,7 @@ def payload(record: FleetTicket, facts: Facts, config: Config) -> dict[str, Any]
         "state": record.state,
         "status_line": facts.status_line,
         "detail": record.detail,  # waiting: the limit, as the run's error line says it
-        "next_attempt_at": _iso(record.next_attempt_at),
+        "next_attempt_at": iso(record.next_attempt_at),
         "attempt": record.attempt,
         "max_attempts": config.fleet.max_attempts,
         "branch": facts.branch,
@@ -59,10 +58,6 @@ def payload(record: FleetTicket, facts: Facts, config: Config) -> dict[str, Any]
         "dashboard": f"http://127.0.0.1:{port}/tickets/{record.ticket}" if port else None,
         "sent_at": clock.now().isoformat(),
     }
-
-
-def _iso(when: datetime | None) -> str | None:
-    return when.isoformat() if when is not None else None
 
 
 class Notifier:

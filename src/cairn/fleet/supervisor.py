@@ -2,13 +2,12 @@
 
 It takes tickets from the tracker, gives each its worktree and runs it as a child ``cairn run``
 (first attempt) or ``cairn resume`` (every later one), at most ``concurrency`` at once; it
-retries interrupted runs after a backoff, holds tickets whose agents are all at a usage or
-rate limit as ``waiting`` until the soonest reset, stops stalled ones with the stall signal,
-and on a stop (SIGINT, SIGTERM, ``cairn fleet stop``) stops every run with a snapshot. A
-person's pause, resume or stop of one ticket, and the fleet's budget, are ``fleet.control``'s
-and ``fleet.budget``'s.
-It never holds the only copy of anything: each change of a ticket is written to its fleet
-record before the loop goes on, so a new supervisor continues where a killed one was.
+retries interrupted runs after a backoff, stops stalled ones with the stall signal, and on a
+stop (SIGINT, SIGTERM, ``cairn fleet stop``) stops every run with a snapshot. A person's pause,
+resume or stop of one ticket, the fleet's budget and the agents' usage and rate limits
+(``waiting``) are ``fleet.control``'s, ``fleet.budget``'s and ``fleet.limitwait``'s. It never
+holds the only copy of anything: each change of a ticket is written to its fleet record before
+the loop goes on, so a new supervisor continues where a killed one was.
 """
 
 from __future__ import annotations
@@ -18,7 +17,6 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -34,13 +32,12 @@ from cairn.fleet.endings import Endings
 from cairn.fleet.fleetstate import FleetTicket
 from cairn.fleet.hooks import set_up
 from cairn.fleet.intake import Intake
+from cairn.fleet.limitwait import LimitWaiting, agents_of
 from cairn.fleet.retry import RETRIED
 from cairn.fleet.trackers import Tracker, open_tracker
 from cairn.fleet.watch import Adopted, Attempt, Watched, outcome_on_disk
 from cairn.fleet.workspaces import ensure, run_hook
 from cairn.git import Repo
-from cairn.run import chain
-from cairn.state import limited
 from cairn.state.layout import Layout, discover
 from cairn.terms import FleetState, finished
 from cairn.util import clock
@@ -50,7 +47,7 @@ TICK = 0.5  # at most this long between two looks at the children, the stop file
 Emit = Callable[..., None]  # emit(kind, **fields): one line of output, one JSON object
 
 
-class Supervisor(recovery.Recovering):
+class Supervisor(recovery.Recovering, LimitWaiting):
     def __init__(
         self,
         workspace: Path | str,
@@ -63,8 +60,7 @@ class Supervisor(recovery.Recovering):
         self.repo: Repo = repo
         self.config: Config = config
         self.layout: Layout = layout
-        # the agents every ticket's run may use (BadInput: a fallback that names no agent)
-        self.chain: list[str] = chain.resolve(config, None).names()
+        self.chain: list[str] = agents_of(config)  # BadInput: a fallback naming no agent
         self.fleet = config.fleet
         self.once = once
         self.concurrency = concurrency or self.fleet.concurrency
@@ -220,41 +216,6 @@ class Supervisor(recovery.Recovering):
             if self.tracker.claim(record.ticket):
                 self._start(record)
 
-    def _limited(self, due: list[FleetTicket], now: datetime) -> bool:
-        """Whether every agent of the chain is at a limit now: then the ``due`` tickets wait
-        as ``waiting`` until the soonest reset (none starts only to run into the limit)."""
-        held = schedule.blocked(self.chain, limited.all_held(self.layout, now))
-        if held is None:
-            return False
-        detail = schedule.limit_detail(held, now)
-        for record in due:
-            self._wait(record, held.resets_at, detail, reason=held.limit, agent=held.agent)
-        return True
-
-    def _wait(
-        self,
-        record: FleetTicket,
-        until: datetime | None,
-        detail: str | None,
-        *,
-        reason: str | None,
-        agent: str | None,
-    ) -> FleetTicket:
-        """``record``'s ticket waits for an agent's limit to reset: told to the tracker and
-        said (``ticket_waiting``)."""
-        record = self._save(record, state="waiting", next_attempt_at=until, detail=detail)
-        self.tracker.transition(record.ticket, "waiting", detail)
-        self.emit(
-            "ticket_waiting",
-            ticket=record.ticket,
-            attempt=record.attempt,
-            reason=reason,
-            agent=agent,
-            next_attempt_at=_iso(until),
-            detail=detail,
-        )
-        return record
-
     def _start(self, record: FleetTicket) -> None:
         ticket = record.ticket
         self.first.discard(ticket)
@@ -376,7 +337,7 @@ class Supervisor(recovery.Recovering):
         if schedule.out_of_space(exit_code, reason, detail, disk):
             reason = "disk_full"
         now = clock.now()
-        held = schedule.soonest(self.chain, limited.all_held(self.layout, now))
+        held = self._reset_of(now)
         verdict = schedule.after_attempt(
             *(self.fleet, record, exit_code, reason, detail, needs_input, now),
             held=self.controls.held(record.ticket),
@@ -407,15 +368,11 @@ class Supervisor(recovery.Recovering):
                 ticket=record.ticket,
                 attempt=record.attempt,
                 reason=reason,
-                next_attempt_at=_iso(verdict.next_attempt_at),
+                next_attempt_at=fleetstate.iso(verdict.next_attempt_at),
                 detail=verdict.detail,
             )
         elif verdict.state == "waiting":  # its run stopped on a limit: not an attempt
-            agent = held.agent if held is not None else None
-            record = self._wait(
-                record, verdict.next_attempt_at, verdict.detail, reason=reason, agent=agent
-            )
-            self.endings.waiting(record)
+            self._stopped_on_limit(record, verdict, reason, held)
         else:
             self._finish(record, verdict.state, detail=verdict.detail)
         self.controls.settled(record.ticket)
@@ -436,7 +393,3 @@ class Supervisor(recovery.Recovering):
             reason=record.last_reason,
             detail=detail,
         )
-
-
-def _iso(when: datetime | None) -> str | None:
-    return when.isoformat() if when is not None else None

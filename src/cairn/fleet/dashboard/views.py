@@ -103,20 +103,10 @@ class Dashboard:
             "usage": {"total_tokens": tokens, "cost_usd": round(cost, 6) if costed else None},
             "next_poll_at": self._next_poll(),
             "counts": counts,
-            "held": self._held(),
+            "held": [] if self.source is not None else held_now(self.layout, clock.now()),
             "tickets": rows,
             "warnings": warnings,
         }
-
-    def _held(self) -> list[dict[str, Any]]:
-        """The agents at a usage or rate limit now (``fleetstatus.held_now``); none from
-        another source (the temporal engine's runs record theirs on the workers)."""
-        if self.source is not None:
-            return []
-        try:
-            return held_now(self.layout, clock.now())
-        except OSError:
-            return []
 
     def _supervisor(self) -> dict[str, Any]:
         if self.source is not None:
