@@ -71,6 +71,7 @@ EXPECTED: dict[str, dict[str, str | None]] = {
     "queued": {"pause": "paused", "resume": None, "stop": "stopped"},
     "running": {"pause": "paused", "resume": None, "stop": "stopped"},
     "retrying": {"pause": "paused", "resume": None, "stop": "stopped"},
+    "waiting": {"pause": "paused", "resume": None, "stop": "stopped"},
     "budget": {"pause": "paused", "resume": "refused", "stop": "stopped"},
     "paused": {"pause": None, "resume": "retrying", "stop": "stopped"},
     "interrupted": {"pause": "refused", "resume": "refused", "stop": "refused"},  # attempts spent

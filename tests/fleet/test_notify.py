@@ -99,6 +99,7 @@ def test_completed_needs_review_and_interrupted_reach_the_receiver(
         "state",
         "status_line",
         "detail",
+        "next_attempt_at",
         "attempt",
         "max_attempts",
         "branch",

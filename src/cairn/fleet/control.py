@@ -9,7 +9,7 @@ changes the records itself (``act_alone``). ``decide`` is the rule both follow:
 
 | state | pause | resume | stop |
 |---|---|---|---|
-| queued, retrying, interrupted by a stop | paused | unchanged | stopped |
+| queued, retrying, waiting, interrupted by a stop | paused | unchanged | stopped |
 | budget | paused | refused (raise the cap) | stopped |
 | running | its run cut off: paused | unchanged | its run cut off: stopped |
 | paused | unchanged | queued or retrying | stopped |
@@ -109,7 +109,7 @@ def decide(action: FleetAction, record: FleetTicket, config: Config, supervised:
             f"ticket {ticket} waits for the fleet's budget, not a person; raise "
             "fleet.max_cost_usd and start the fleet again",
         )
-    return Decision(None, None)  # queued, running, retrying, interrupted by a stop: it runs
+    return Decision(None, None)  # queued, running, retrying, waiting, interrupted by a stop
 
 
 def why_not(action: FleetAction, record: FleetTicket, config: Config) -> str | None:

@@ -1,7 +1,8 @@
 """What follows a ticket's end beyond its record: its branch pushed (``fleet.push``, unless the
 tracker pushes it itself before opening a pull request) and the webhooks told
 (``fleet.notify``). The supervisor calls ``Endings.finished`` with the final record, before the
-tracker hears of it; nothing here can fail the ticket or stop the fleet. A completed ticket
+tracker hears of it, and ``Endings.waiting`` when a run stopped on its agents' limit (the
+webhooks are told that too); nothing here can fail the ticket or stop the fleet. A completed ticket
 whose land waited for its fix round lands (``cairn.fleet.land``).
 """
 
@@ -49,14 +50,22 @@ class Endings:
                 self.emit("ticket_push_failed", ticket=record.ticket, detail=str(exc))
             else:
                 self.emit("ticket_pushed", ticket=record.ticket, branch=branch)
+        self._notify(record)
+        if record.state == "completed":
+            self._land(record)
+
+    def waiting(self, record: FleetTicket) -> None:
+        """``record``'s run stopped on a usage or rate limit and the ticket waits for the
+        reset: the webhooks hear of it (the limit, and when the ticket starts again)."""
+        self._notify(record)
+
+    def _notify(self, record: FleetTicket) -> None:
         if self.notifier is not None and notify.wanted(record):
             try:
                 told = facts(self.repo, self.config, self.layout, record.ticket)
                 self.notifier.send(notify.payload(record, told, self.config))
             except Exception as exc:  # a notification never fails the fleet
                 self.emit("notify_failed", ticket=record.ticket, detail=str(exc))
-        if record.state == "completed":
-            self._land(record)
 
     def _land(self, record: FleetTicket) -> None:
         try:

@@ -61,7 +61,7 @@ def refusal(record: FleetTicket) -> str | None:
     if record.state in REVIEWABLE_STATES:
         return None
     ticket = record.ticket
-    if record.state in ("queued", "running", "retrying"):
+    if record.state in ("queued", "running", "retrying", "waiting"):
         return (
             f"ticket {ticket} is {record.state}: its run is not finished; wait until it is "
             "completed or needs review"

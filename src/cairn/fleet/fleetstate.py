@@ -62,6 +62,11 @@ class FleetTicket(Struct, frozen=True, kw_only=True):
 RETRY_IN = "; retry in "
 
 
+def iso(when: datetime | None) -> str | None:
+    """A record's time as its JSON and the supervisor's events say it; None stays None."""
+    return when.isoformat() if when is not None else None
+
+
 def without_retry_time(detail: str | None) -> str | None:
     """``detail`` without its written ``; retry in Ns``: one retry time per row, the live one."""
     head, sep, wait = (detail or "").rpartition(RETRY_IN)

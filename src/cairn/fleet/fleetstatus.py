@@ -76,6 +76,24 @@ class FleetRow(Struct, kw_only=True):
     run: str | None = None
     run_state: str | None = None  # the run's own state, as `cairn status` gives it
     updated: datetime
+    held: list[dict[str, Any]] | None = None  # a waiting ticket's: the agents at a limit now
+
+
+def held_now(layout: Layout, now: datetime) -> list[dict[str, Any]]:
+    """The agents at a usage or rate limit now (``state.limited``), the soonest reset first:
+    each's name, kind, limit and reset (``reset_known`` False: cairn's guess)."""
+    from cairn.state import limited
+
+    return [
+        {
+            "agent": held.agent,
+            "kind": held.kind,
+            "limit": held.limit,
+            "resets_at": held.resets_at.isoformat(),
+            "reset_known": held.reset_known,
+        }
+        for held in limited.all_held(layout, now)
+    ]
 
 
 def refused_row(refusal: refusals.Refusal) -> dict[str, Any]:
@@ -162,9 +180,10 @@ class FleetRows:
             raise
         warnings = [read.warning for read in reads if read.warning is not None]
         snapshots = _snapshot_refs(self.config, refs)
+        held = held_now(self.layout, now) if any(_waits(r) for r in reads) else []
         for i, read in enumerate(reads):
             if read.record is not None:
-                rows.append(self._row(read, read.record, snapshots.get(names[i]), now))
+                rows.append(self._row(read, read.record, snapshots.get(names[i]), now, held))
         rows += self._refused(warnings)
         return rows, warnings
 
@@ -194,7 +213,8 @@ class FleetRows:
             read = self._read(ticket, now, self._dirs())
         if read.record is None:
             return None
-        return self._row(read, read.record, snapshots.get(ticket), now)
+        held = held_now(self.layout, now) if _waits(read) else []
+        return self._row(read, read.record, snapshots.get(ticket), now, held)
 
     # --- reading -------------------------------------------------------------------------------
 
@@ -292,9 +312,11 @@ class FleetRows:
         record: fleetstate.FleetTicket,
         snapshot: tuple[str, int] | None,
         now: datetime,
+        held: list[dict[str, Any]],
     ) -> dict[str, Any]:
         """``read.base`` with what the clock changes: the state of a record whose process may
-        be gone, the marker's liveness, the ages."""
+        be gone, the marker's liveness, the ages, a waiting ticket's agents at a limit now
+        (``held``)."""
         assert read.base is not None
         row = dict(read.base)
         state, detail = fleetstate.live_state(record)
@@ -310,6 +332,8 @@ class FleetRows:
             row["last_event_age_seconds"] = max(0, age)
         if state == "retrying":  # the page shows the retry time live, from next_attempt_at
             row["last_error"] = fleetstate.without_retry_time(detail)
+        if state == "waiting":
+            row["held"] = [dict(h) for h in held]
         if self.why_not is not None:
             row["actions"] = self._actions(self.why_not, record, state)
         return row
@@ -328,6 +352,10 @@ class FleetRows:
             found = [a for a in CONTROL_ACTIONS if why_not(a, as_now, self.config) is None]
             self.actions[key] = found
         return list(found)
+
+
+def _waits(read: _Read) -> bool:
+    return read.record is not None and read.record.state == "waiting"
 
 
 def _last_event(read: _Read, run_dir: Path) -> None:

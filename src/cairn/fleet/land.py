@@ -59,7 +59,7 @@ def refusal(layout: Layout, record: FleetTicket) -> str | None:
     ticket, state = record.ticket, record.state
     if state not in ("approved", "completed"):
         said = state.replace("_", " ")
-        if state in ("queued", "running", "retrying", "paused", "budget"):
+        if state in ("queued", "running", "retrying", "waiting", "paused", "budget"):
             fix = "wait until its run is completed, then approve or land it"
         elif state == "needs_review":
             fix = f"review it (cairn review {ticket} --approve, or --request-changes)"

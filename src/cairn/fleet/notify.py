@@ -1,7 +1,8 @@
 """Webhook notifications (``fleet.notify``): one JSON POST to each URL when a ticket ends in a
 state that needs a person or is done — completed, needs review, needs input, failed, or left
 interrupted with its attempts spent — never per turn, and not for a ticket a stop interrupted
-(the next start resumes it).
+(the next start resumes it); and one (event ``ticket_waiting``) when a ticket's run stopped on
+its agents' usage or rate limit and it waits for the reset (``next_attempt_at``).
 
 Each POST is sent from a thread of its own, so a slow receiver never holds the supervisor up;
 a failure (no answer, 5xx, 429) is tried again twice, after 1 s and 2 s, then given up. Every
@@ -21,13 +22,13 @@ from cairn import __version__
 from cairn.config.records import Config
 from cairn.errors import CairnError
 from cairn.fleet.facts import Facts
-from cairn.fleet.fleetstate import FleetTicket
+from cairn.fleet.fleetstate import FleetTicket, iso
 from cairn.fleet.schedule import STOPPED
 from cairn.state.layout import Layout
 from cairn.terms import FINAL_STATES
 from cairn.util import clock, durable
 
-NOTIFIED = FINAL_STATES - {"stopped"}  # a person's stop is not news to them
+NOTIFIED = (FINAL_STATES - {"stopped"}) | {"waiting"}  # a person's stop is not news to them
 _LOG_LOCK = threading.Lock()
 
 
@@ -41,11 +42,12 @@ def payload(record: FleetTicket, facts: Facts, config: Config) -> dict[str, Any]
     usage = facts.usage or {}
     port = config.fleet.dashboard_port
     return {
-        "event": "ticket_ended",
+        "event": "ticket_waiting" if record.state == "waiting" else "ticket_ended",
         "ticket": record.ticket,
         "state": record.state,
         "status_line": facts.status_line,
-        "detail": record.detail,
+        "detail": record.detail,  # waiting: the limit, as the run's error line says it
+        "next_attempt_at": iso(record.next_attempt_at),
         "attempt": record.attempt,
         "max_attempts": config.fleet.max_attempts,
         "branch": facts.branch,

@@ -50,6 +50,11 @@ def refusal(record: FleetTicket) -> str | None:
             f"ticket {ticket} waits for the fleet's budget; raise fleet.max_cost_usd and start "
             "the fleet again"
         )
+    if state == "waiting":
+        return (
+            f"ticket {ticket} waits for its agents' limit to reset, not ended; the fleet starts "
+            "it again at the reset (cairn fleet status shows when)"
+        )
     return f"ticket {ticket} is {state}, not ended, so there is nothing to retry"
 
 

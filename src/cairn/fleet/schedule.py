@@ -1,6 +1,6 @@
 """The supervisor's rules: the retry backoff, which ticket goes next, what a finished attempt
-means for its ticket, and the free-memory and free-disk caps (the only things here that look
-at the machine)."""
+means for its ticket, when the agents' limits hold tickets back (``waiting``), and the
+free-memory and free-disk caps (the only things here that look at the machine)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,12 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import NamedTuple
 
+from cairn.agents import limits
 from cairn.config.records import FleetConfig
 from cairn.fleet.fleetstate import RETRY_IN, FleetTicket
+from cairn.state.limited import Held
 from cairn.state.runstate import MIN_FREE_BYTES
-from cairn.terms import FleetAction, FleetState
+from cairn.terms import LIMIT_KINDS, FleetAction, FleetState
 from cairn.util import durable
 from cairn.util.durations import parse_duration
 
@@ -52,10 +54,12 @@ def after_attempt(
     held: FleetAction | None = None,
     budget: str | None = None,
     disk: str | None = None,
+    reset: datetime | None = None,
 ) -> Verdict:
     """Where a ticket stands once an attempt has ended with ``exit_code`` (None: killed).
     ``held``: a person's pause or stop cut it off; ``budget``: the fleet's spend reached its
-    cap and the run was told so; ``disk``: free disk space is under fleet.min_free_disk now."""
+    cap and the run was told so; ``disk``: free disk space is under fleet.min_free_disk now;
+    ``reset``: the soonest reset of the run's agents at a limit now (``soonest``)."""
     if exit_code == 0:
         return Verdict("completed", None, None)
     if exit_code == 1 and reason == "needs_review":
@@ -71,6 +75,9 @@ def after_attempt(
     if reason == STOPPED:
         detail = "stopped with the fleet; the next start resumes it"
         return Verdict("interrupted", None, detail, False)
+    if reason in LIMIT_KINDS:  # the run's agents are at a limit: not an attempt, it waits
+        wait = backoff(config, max(1, record.attempt))  # none held any more: soon
+        return Verdict("waiting", reset or now + timedelta(seconds=wait), detail or reason, False)
     why = reason or ("crash" if exit_code is None or exit_code < 0 else f"exit {exit_code}")
     if why == "disk_full" and disk is not None:  # no attempt is spent while the disk is full
         wait = backoff(config, max(1, record.attempt))
@@ -93,16 +100,39 @@ def runnable(config: FleetConfig, record: FleetTicket, now: datetime) -> bool:
     """Whether a ticket not running now may start an attempt now."""
     if record.state == "queued":
         return True
-    if record.state == "retrying":
+    if record.state in ("retrying", "waiting"):
         return record.next_attempt_at is None or record.next_attempt_at <= now
     return record.state == "interrupted" and record.last_reason == STOPPED
 
 
 def pending(config: FleetConfig, record: FleetTicket) -> bool:
-    """Whether a ticket still has an attempt ahead of it (now or after its backoff)."""
-    return record.state in ("queued", "retrying") or (
+    """Whether a ticket still has an attempt ahead of it (now, after its backoff, or after its
+    agents' limits reset)."""
+    return record.state in ("queued", "retrying", "waiting") or (
         record.state == "interrupted" and record.last_reason == STOPPED
     )
+
+
+def soonest(chain: list[str], held: list[Held]) -> Held | None:
+    """The limit of the chain's agents ``chain`` that resets first, among those ``held`` now
+    (``state.limited.all_held``); None when none is."""
+    found = [h for h in held if h.agent in chain]
+    return min(found, key=lambda h: h.resets_at) if found else None
+
+
+def blocked(chain: list[str], held: list[Held]) -> Held | None:
+    """``soonest`` when every agent of the chain is at a limit now (a ticket started now would
+    run into one), else None: a free agent takes the ticket's run."""
+    names = {h.agent for h in held}
+    return soonest(chain, held) if chain and all(n in names for n in chain) else None
+
+
+def limit_detail(held: Held, now: datetime) -> str:
+    """Why a ticket waits for ``held``'s reset, in one line: ``waiting: every agent is at a
+    limit; usage limit of claude-code; resets 14:00 UTC``."""
+    failure = limits.Failure(held.limit, held.text, resets_at=held.resets_at)
+    guess = "" if held.reset_known else " (a guess: the agent did not say when)"
+    return f"waiting: every agent is at a limit; {limits.describe(failure, held.agent, now)}{guess}"
 
 
 HOLDS: dict[FleetAction, FleetState] = {"pause": "paused", "stop": "stopped"}
@@ -145,8 +175,9 @@ def out_of_space(
 
 
 def order(record: FleetTicket) -> tuple[int, str]:
-    """Resumed work first (stopped, then retries due), then new tickets, by ticket id."""
-    rank = {"interrupted": 0, "retrying": 1}.get(record.state, 2)
+    """Resumed work first (stopped, then retries and waits due), then new tickets, by ticket
+    id."""
+    rank = {"interrupted": 0, "retrying": 1, "waiting": 1}.get(record.state, 2)
     return rank, record.ticket
 
 

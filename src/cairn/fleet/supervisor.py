@@ -2,11 +2,12 @@
 
 It takes tickets from the tracker, gives each its worktree and runs it as a child ``cairn run``
 (first attempt) or ``cairn resume`` (every later one), at most ``concurrency`` at once; it
-retries interrupted runs after a backoff, stops stalled ones with the stall signal, and on a stop
-(SIGINT, SIGTERM, ``cairn fleet stop``) stops every run with a snapshot. A person's pause, resume
-or stop of one ticket, and the fleet's budget, are ``fleet.control``'s and ``fleet.budget``'s.
-It never holds the only copy of anything: each change of a ticket is written to its fleet
-record before the loop goes on, so a new supervisor continues where a killed one was.
+retries interrupted runs after a backoff, stops stalled ones with the stall signal, and on a
+stop (SIGINT, SIGTERM, ``cairn fleet stop``) stops every run with a snapshot. A person's pause,
+resume or stop of one ticket, the fleet's budget and the agents' usage and rate limits
+(``waiting``) are ``fleet.control``'s, ``fleet.budget``'s and ``fleet.limitwait``'s. It never
+holds the only copy of anything: each change of a ticket is written to its fleet record before
+the loop goes on, so a new supervisor continues where a killed one was.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from cairn.fleet.endings import Endings
 from cairn.fleet.fleetstate import FleetTicket
 from cairn.fleet.hooks import set_up
 from cairn.fleet.intake import Intake
+from cairn.fleet.limitwait import LimitWaiting, agents_of
 from cairn.fleet.retry import RETRIED
 from cairn.fleet.trackers import Tracker, open_tracker
 from cairn.fleet.watch import Adopted, Attempt, Watched, outcome_on_disk
@@ -46,7 +47,7 @@ TICK = 0.5  # at most this long between two looks at the children, the stop file
 Emit = Callable[..., None]  # emit(kind, **fields): one line of output, one JSON object
 
 
-class Supervisor(recovery.Recovering):
+class Supervisor(recovery.Recovering, LimitWaiting):
     def __init__(
         self,
         workspace: Path | str,
@@ -59,6 +60,7 @@ class Supervisor(recovery.Recovering):
         self.repo: Repo = repo
         self.config: Config = config
         self.layout: Layout = layout
+        self.chain: list[str] = agents_of(config)  # BadInput: a fallback naming no agent
         self.fleet = config.fleet
         self.once = once
         self.concurrency = concurrency or self.fleet.concurrency
@@ -207,6 +209,8 @@ class Supervisor(recovery.Recovering):
         ]
         if not due or self.controls.hold_back(due, spent):
             return
+        if self._limited(due, now):
+            return
         due.sort(key=lambda r: (r.ticket not in self.first, *schedule.order(r)))
         for record in due[:free]:
             if self.tracker.claim(record.ticket):
@@ -332,11 +336,14 @@ class Supervisor(recovery.Recovering):
         disk = schedule.disk_note(self.fleet, self.controls.disks)
         if schedule.out_of_space(exit_code, reason, detail, disk):
             reason = "disk_full"
+        now = clock.now()
+        held = self._reset_of(now)
         verdict = schedule.after_attempt(
-            *(self.fleet, record, exit_code, reason, detail, needs_input, clock.now()),
+            *(self.fleet, record, exit_code, reason, detail, needs_input, now),
             held=self.controls.held(record.ticket),
             budget=self.budget.note(),
             disk=disk,
+            reset=held.resets_at if held is not None else None,
         )
         attempt = record.attempt if verdict.counted else record.attempt - 1
         record = self._save(
@@ -361,9 +368,11 @@ class Supervisor(recovery.Recovering):
                 ticket=record.ticket,
                 attempt=record.attempt,
                 reason=reason,
-                next_attempt_at=_iso(verdict.next_attempt_at),
+                next_attempt_at=fleetstate.iso(verdict.next_attempt_at),
                 detail=verdict.detail,
             )
+        elif verdict.state == "waiting":  # its run stopped on a limit: not an attempt
+            self._stopped_on_limit(record, verdict, reason, held)
         else:
             self._finish(record, verdict.state, detail=verdict.detail)
         self.controls.settled(record.ticket)
@@ -384,7 +393,3 @@ class Supervisor(recovery.Recovering):
             reason=record.last_reason,
             detail=detail,
         )
-
-
-def _iso(when: datetime | None) -> str | None:
-    return when.isoformat() if when is not None else None

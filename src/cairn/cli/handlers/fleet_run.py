@@ -26,6 +26,7 @@ _LINES = {
     "ticket_started": "{ticket}: attempt {attempt} ({command}) in {worktree}",
     "ticket_stalled": "{ticket}: no progress for {idle}s; stopping it as a stall",
     "ticket_retrying": "{ticket}: attempt {attempt} interrupted ({detail})",
+    "ticket_waiting": "{ticket}: waiting until {next_attempt_at} ({detail})",
     "ticket_finished": "{ticket}: {state}{detail_text}",
     "waiting": "{message}",
     "ticket_pause": "{ticket}: {state} (asked by cairn fleet pause)",

@@ -24,10 +24,14 @@ def status(
 
 def embedded(json: bool, workspace: Path) -> ExitCode | None:
     """The embedded engine's rows, read from this repository's fleet files."""
-    from cairn.fleet.fleetstatus import fleet_status
+    from cairn.fleet.fleetstatus import fleet_status, held_now
     from cairn.fleet.refusals import REFUSED
+    from cairn.state.layout import discover
+    from cairn.util import clock
 
-    rows, warnings = fleet_status(workspace)
+    discovered = discover(workspace)
+    rows, warnings = fleet_status(workspace, discovered)
+    held = held_now(discovered[2], clock.now())
     for warning in warnings:  # on stderr: stdout stays the table or the JSON array
         say_warning(warning)
     if json:
@@ -37,6 +41,8 @@ def embedded(json: bool, workspace: Path) -> ExitCode | None:
         return None
     if not rows:
         say("no fleet tickets: `cairn fleet start` runs the plans in the queue")
+        for line in _held_lines(held):
+            say(line)
         return None
     from cairn.state.status import age_text
 
@@ -80,14 +86,33 @@ def embedded(json: bool, workspace: Path) -> ExitCode | None:
         for line in table
     ]
     details = [f"  {row['ticket'] or row['plan']}: {note}" for row in rows if (note := _note(row))]
-    sys.stdout.write("\n".join(lines + details) + "\n")
+    sys.stdout.write("\n".join(lines + details + _held_lines(held)) + "\n")
     return None
 
 
+def _held_lines(held: list[dict[str, Any]]) -> list[str]:
+    """The agents at a limit now, a line each: ``scripted: usage limit, resets 14:00 UTC``."""
+    if not held:
+        return []
+    from datetime import datetime
+
+    from cairn.agents.limits import when
+    from cairn.util import clock
+
+    now = clock.now()
+    lines = ["agents at a limit now (no run starts on them before the reset):"]
+    for h in held:
+        at = when(datetime.fromisoformat(h["resets_at"]), now)
+        guess = "" if h["reset_known"] else " (a guess: the agent did not say)"
+        lines.append(f"  {h['agent']}: {h['limit'].replace('_', ' ')}, resets {at}{guess}")
+    return lines
+
+
 def _note(row: dict[str, Any]) -> str | None:
-    """The line under the table: the row's detail, and when a retrying ticket starts again."""
+    """The line under the table: the row's detail, and when a retrying or waiting ticket starts
+    again."""
     parts = [row["detail"]] if row["detail"] else []
-    if row["state"] == "retrying" and row["next_attempt_at"] is not None:
+    if row["state"] in ("retrying", "waiting") and row["next_attempt_at"] is not None:
         from datetime import datetime
 
         from cairn.fleet.fleetstate import without_retry_time

@@ -17,7 +17,7 @@ import msgspec
 from cairn.errors import BadInput, CairnError, Refused
 from cairn.fleet import lease, pulls, refusals
 from cairn.fleet.dashboard.source import Source, View
-from cairn.fleet.fleetstatus import FleetRows
+from cairn.fleet.fleetstatus import FleetRows, held_now
 from cairn.git import Git
 from cairn.state import journal
 from cairn.state.layout import SUMMARY_ARTIFACT, SUMMARY_ROLE, discover, latest_artifact
@@ -103,6 +103,7 @@ class Dashboard:
             "usage": {"total_tokens": tokens, "cost_usd": round(cost, 6) if costed else None},
             "next_poll_at": self._next_poll(),
             "counts": counts,
+            "held": [] if self.source is not None else held_now(self.layout, clock.now()),
             "tickets": rows,
             "warnings": warnings,
         }

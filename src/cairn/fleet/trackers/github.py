@@ -140,6 +140,16 @@ class GitHubTracker(Tracker):
                 body=f"Approved in cairn{f' ({detail})' if detail else ''}.",
             )
             self._labels(ticket, add=[DONE], remove=[REVIEW, RUNNING])
+        elif state == "waiting":  # an agent's limit: the next attempt starts at its reset
+            then = "its agent's reset"
+            if record is not None and record.next_attempt_at:
+                then = record.next_attempt_at.strftime("%Y-%m-%d %H:%M:%S UTC")
+            why = f": {detail}" if detail else ""
+            self._comment(
+                ticket,
+                f"Waiting for an agent's limit to reset{why}.\n\nThe fleet starts it again at "
+                f"{then} (the wait does not count as an attempt).",
+            )
         elif state in ("retrying", "interrupted"):
             told = self._facts(ticket)
             if state == "retrying" and record is not None and record.next_attempt_at:

@@ -170,7 +170,7 @@
   function cells(row, now) {
     var attempt = fraction(row.attempt, row.max_attempts);
     var detail = row.detail || "";
-    if (row.state === "retrying") {
+    if (row.state === "retrying" || row.state === "waiting") {
       attempt += " · next try " + inTime(row.next_attempt_at, now);
       detail = row.last_error || row.detail || row.last_reason || "";
     }
@@ -287,6 +287,11 @@
       setText(document.getElementById("next-poll"), sup.running ? inTime(state.next_poll_at, now) : "–");
       setText(document.getElementById("supervisor"), sup.running ? "running (pid " + sup.pid + ")" : "not running");
       document.getElementById("refresh").disabled = !sup.running;
+      var held = state.held || [];
+      document.getElementById("held-box").hidden = !held.length;
+      setText(document.getElementById("held"), held.map(function (h) {
+        return h.agent + " (" + h.limit.replace("_", " ") + ", resets " + inTime(h.resets_at, now) + ")";
+      }).join(", "));
       var counts = document.getElementById("counts");
       var wanted = Object.keys(state.counts || {}).filter(function (k) {
         return state.counts[k] > 0;
@@ -553,7 +558,7 @@
       ["run", row.run ? row.run + (row.run_state ? " (" + row.run_state + ")" : "") : null],
       ["last event", row.last_event ? row.last_event + " · " + age(row.last_event_age_seconds) + " ago" : null],
       ["last exit", row.last_exit === null || row.last_exit === undefined ? null : row.last_exit + (row.last_reason ? " (" + row.last_reason + ")" : "")],
-      ["next try", row.state === "retrying" ? inTime(row.next_attempt_at, now) : null],
+      ["next try", row.state === "retrying" || row.state === "waiting" ? inTime(row.next_attempt_at, now) : null],
       ["tokens", row.usage ? number(row.usage.total_tokens) : null],
       ["cost", row.usage && row.usage.cost_usd !== null && row.usage.cost_usd !== undefined ? money(row.usage.cost_usd) : null],
     ];
