@@ -12,6 +12,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from cairn.config.records import Config, FleetConfig
 from cairn.fleet import notify, schedule
 from cairn.fleet.facts import Facts
@@ -277,3 +279,27 @@ def test_a_waiting_ticket_is_notified_with_its_limit_and_reset() -> None:
     body = notify.payload(waiting, facts, Config())
     assert (body["event"], body["state"], body["detail"]) == ("ticket_waiting", "waiting", line)
     assert body["next_attempt_at"] == reset.isoformat()
+
+
+def test_a_resume_by_hand_that_stops_on_a_limit_leaves_the_ticket_waiting() -> None:
+    from cairn.fleet.byhand import _after
+    from cairn.run.orchestrator import RunOutcome
+
+    line = "usage limit of claude-code; resets 13:00 UTC: You've hit your session limit"
+    stopped = RunOutcome(
+        ticket="T-1",
+        run="20261203-120000Z",
+        status="interrupted",
+        reason="usage_limit",
+        exit_code=3,
+        run_dir="/x",
+        error=line,
+    )
+    before = ticket("waiting", attempt=2, next_attempt_at=NOW)
+    reset = NOW + timedelta(hours=1)
+    after = _after(FleetConfig(max_attempts=2), before, stopped, reset)
+    assert (after.state, after.next_attempt_at, after.detail) == ("waiting", reset, line)
+    assert after.attempt == 2 and after.last_reason == "usage_limit"  # not an attempt
+    # another cutoff of the same resume is an attempt, as before
+    cut = RunOutcome(**{**msgspec.structs.asdict(stopped), "reason": "max_turns"})
+    assert _after(FleetConfig(max_attempts=2), before, cut, None).state == "retrying"

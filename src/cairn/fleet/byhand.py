@@ -16,12 +16,13 @@ The supervisor's own attempts (``ENV_FLEET_ATTEMPT`` names their ticket) resume 
 from __future__ import annotations
 
 import os
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from cairn.config.records import FleetConfig
+from cairn.config.records import Config, FleetConfig
 from cairn.errors import BadInput
 from cairn.fleet import fleetstate, lease, schedule
 from cairn.fleet.fleetstate import FleetTicket
@@ -30,8 +31,8 @@ from cairn.fleet.watch import outcome_on_disk
 from cairn.fleet.workspaces import ensure
 from cairn.run import launch
 from cairn.run.orchestrator import RunOutcome
-from cairn.state.layout import discover
-from cairn.terms import ENV_FLEET_ATTEMPT, FleetState
+from cairn.state.layout import Layout, discover
+from cairn.terms import ENV_FLEET_ATTEMPT, LIMIT_KINDS, FleetState
 from cairn.util import clock
 from cairn.util.procs import process_start
 
@@ -96,16 +97,41 @@ def resume(workspace: Path | str, ticket: str | None, **options: Any) -> RunOutc
     except BaseException:
         fleetstate.write(layout, msgspec.structs.replace(before, updated=clock.now()))
         raise
-    fleetstate.write(layout, _after(config.fleet, before, outcome))
+    fleetstate.write(layout, _after(config.fleet, before, outcome, _reset(config, layout)))
     return outcome
 
 
-def _after(fleet: FleetConfig, before: FleetTicket, outcome: RunOutcome) -> FleetTicket:
+def _reset(config: Config, layout: Layout) -> datetime | None:
+    """When the soonest limit of the fleet's agents resets (None: none is held)."""
+    from cairn.fleet.limitwait import agents_of
+    from cairn.state import limited
+
+    now = clock.now()
+    held = schedule.soonest(agents_of(config), limited.all_held(layout, now))
+    return held.resets_at if held is not None else None
+
+
+def _after(
+    fleet: FleetConfig, before: FleetTicket, outcome: RunOutcome, reset: datetime | None
+) -> FleetTicket:
     """The ticket's record once the run by hand has ended with ``outcome``: completed, needs
-    review or input; interrupted again, back where the fleet had it (held, or due again),
-    else ``interrupted``."""
+    review or input; stopped on an agent's limit, ``waiting`` until ``reset`` (not an attempt);
+    interrupted again, back where the fleet had it (held, or due again), else ``interrupted``."""
     state: FleetState | None = None if outcome.status == "interrupted" else outcome.status
     detail = outcome.error if state == "needs_input" else None
+    if state is None and outcome.reason in LIMIT_KINDS and before.state not in schedule.HELD:
+        return msgspec.structs.replace(
+            before,
+            state="waiting",
+            next_attempt_at=reset or clock.now(),
+            pid=None,
+            pid_started_at=None,
+            pid_started_since_boot=None,
+            last_exit=outcome.exit_code,
+            last_reason=outcome.reason,
+            detail=outcome.error,
+            updated=clock.now(),
+        )
     if state is None:
         if before.state in schedule.HELD:
             state = before.state
