@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from agents.real_agents import find_cli
 from helpers import assert_one_line_error, cairn, git, make_repo, state_root, write
 
 pytestmark = pytest.mark.slow
@@ -87,6 +88,21 @@ def test_quick_campaign_finds_nothing(name: str, tmp_path_factory: pytest.TempPa
     assert data, output
     assert data["figures"][data["unit"]] == data["cases"], output  # every case ran
     assert code == 0, explain(data, output)
+
+
+def test_quick_failover_campaign_loses_nothing(tmp_path: Path) -> None:
+    """``failover.py`` drives the real Claude Code and Codex CLIs: one run (not ``--quick``'s
+    two, to stay under 20 s), its direction and its cut drawn from a fresh seed."""
+    for name in ("claude", "codex"):
+        find_cli(name)
+    seed = random.randrange(2**32)
+    first = random.choice(["claude-code", "codex"])
+    args = ("--runs", "1", "--seed", str(seed), "--first", first)
+    code, data, output = run_campaign("failover", *args, out=tmp_path)
+    assert data, output
+    assert data["figures"]["runs"] == 1, output
+    assert code == 0, f"--first {first}; {explain(data, output)}"
+    assert data["figures"]["switches"] == data["figures"]["completed runs"] == 1, output
 
 
 # --- the defects the campaigns found, at the instant that shows each ---------------------------
