@@ -341,3 +341,17 @@ def test_a_rate_limit_without_a_fallback_is_waited_out_for_a_minute(tmp_path: Pa
     (cut,) = [e for e in events(repo) if e["event"] == "cutoff"]
     assert cut["reason"] == "rate_limit"
     assert cut["detail"].startswith("rate limit of scripted; resets at an unknown time: API Error")
+
+
+def test_a_task_reported_again_by_the_fallback_keeps_the_agent_that_completed_it(
+    tmp_path: Path,
+) -> None:
+    primary = {"coder": [[done(1)], [{"fail": epoch_text(3600)}]]}
+    backup = {"coder": [[done(1, outcome="again"), done(2)]]}
+    repo, plan = project(
+        tmp_path, {"first": primary, "backup": backup}, {"fallback": ["backup"]}, tasks=("A", "B")
+    )
+    assert launch.run(repo, plan, sink=Recorder()).status == "completed"
+    tasks = {t.number: t for t in latest_summary(repo).tasks}
+    assert (tasks[1].agent, tasks[1].outcome) == ("scripted", "again")
+    assert tasks[2].agent == "backup"

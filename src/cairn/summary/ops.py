@@ -91,7 +91,11 @@ def complete_task(
     agent: str | None = None,
 ) -> Summary:
     """Mark task ``n`` completed (by ``agent``, when the run names it); the files, outcome and
-    notes given replace what it held."""
+    notes given replace what it held. A task reported again keeps the agent that completed it
+    first."""
+    done = s.task(n)
+    if done is not None and done.status == "completed" and done.agent:
+        agent = done.agent
     given = {
         "files": list(files) if files else None,
         "outcome": outcome,
