@@ -50,3 +50,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.nodeid.startswith(SLOW_GROUPS):
             item.add_marker(pytest.mark.slow)
+    # the modules holding a slow test run first (each module kept whole, so its module fixtures
+    # are built once; the order otherwise unchanged): under `-n 2` the run then ends on many
+    # short tests rather than on one worker finishing a long property test or campaign alone
+    # while the other idles
+    slow_modules = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.nodeid.split("::")[0] not in slow_modules)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from cairn.fleet import fleetstate
 from cairn.fleet.fleetstate import FleetTicket
@@ -56,6 +57,14 @@ def record(repo: Path, ticket: str, state: Any, **fields: Any) -> None:
 def run(root: Path, repo: Path, plan: Path, ticket: str, script: dict[str, Any]) -> int:
     (root / "agent-script.yaml").write_text(json.dumps(script))
     return cairn("run", str(plan), "--ticket", ticket, cwd=repo).returncode
+
+
+def in_dispatch_of_task_2(marker: Path) -> bool:
+    try:
+        data = yaml.safe_load(marker.read_text())
+    except (OSError, yaml.YAMLError):
+        return False
+    return isinstance(data, dict) and data.get("task") == 2 and bool(data.get("dispatch"))
 
 
 def rows(repo: Path, **env: str) -> dict[str, dict[str, Any]]:
@@ -200,10 +209,8 @@ def test_a_running_ticket_then_its_owner_killed(tmp_path: Path) -> None:
     try:
         marker = repo / ".git/cairn/tickets/R-1/.in-progress.yaml"
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            text = marker.read_text() if marker.exists() else ""
-            if "dispatch:" in text and "task: 2" in text:
-                break
+        while not in_dispatch_of_task_2(marker):  # the marker is JSON, which YAML reads too
+            assert time.monotonic() < deadline, "the run never dispatched task 2"
             time.sleep(0.05)
         started = process_start(child.pid)
         assert started is not None

@@ -237,9 +237,14 @@ def started(seen: list[dict[str, Any]]) -> dict[str, int]:
 TWO_TASKS = "## Task 1: Step 1\r\n\r\nDo step 1.\r\n\r\n## Task 2: Step 2\r\n\r\nDo step 2.\r\n"
 
 
-def project(tmp_path: Path, github: FakeGitHub, notify: list[str] | None = None) -> Path:
-    """A repository whose fleet reads ``github``'s issues, runs the fleet agent (one task a
-    turn, committed), and pushes to a bare ``origin``."""
+def project(
+    tmp_path: Path,
+    github: FakeGitHub,
+    notify: list[str] | None = None,
+    poll_interval: str = "1s",
+) -> Path:
+    """A repository whose fleet reads ``github``'s issues (every ``poll_interval``), runs the
+    fleet agent (one task a turn, committed), and pushes to a bare ``origin``."""
     config = (
         "[agent]\n"
         'kind = "command"\n'
@@ -248,7 +253,7 @@ def project(tmp_path: Path, github: FakeGitHub, notify: list[str] | None = None)
         "cutoff_timeout_ms = 3000\n\n"
         '[loop]\nphases = ["implement"]\n\n'
         '[fleet]\ntracker = "github"\nconcurrency = 2\nmax_attempts = 2\nretry_backoff = "1s"\n'
-        'poll_interval = "1s"\nmin_free_memory = "1MiB"\n'
+        f'poll_interval = "{poll_interval}"\nmin_free_memory = "1MiB"\n'
         f"notify = {json.dumps(notify or [])}\n\n"
         f'[fleet.github]\nrepo = "octo/app"\napi_url = "{github.url}"\n'
     )

@@ -64,26 +64,38 @@ def chromium() -> str:
     return found
 
 
-@pytest.fixture
-def browser_page(tmp_path: Path) -> Iterator[Any]:
-    """A Chromium page; every Content-Security-Policy violation it logs is kept in
-    ``page.csp_violations``, and a test that leaves one there fails (the dashboard runs its own
-    files only: no inline script, style or handler)."""
+@pytest.fixture(scope="module")
+def chromium_browser() -> Iterator[Any]:
+    """One Chromium for a module's tests (its start is the slow part); each test gets a page of
+    its own in a fresh browser context (``browser_page``)."""
     executable = chromium()
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as driver:
         browser = driver.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
         try:
-            page: Any = browser.new_page(viewport={"width": 1280, "height": 640})
-            page.set_default_timeout(30_000)
-            page.csp_violations = []
-            page.on("console", lambda message: _keep_csp(page, message.text))
-            page.on("pageerror", lambda error: _keep_csp(page, str(error)))
-            yield page
-            assert page.csp_violations == [], "the page broke its Content-Security-Policy"
+            yield browser
         finally:
             browser.close()
+
+
+@pytest.fixture
+def browser_page(chromium_browser: Any) -> Iterator[Any]:
+    """A Chromium page in a context of its own (no cookies, storage or cache from another
+    test); every Content-Security-Policy violation it logs is kept in ``page.csp_violations``,
+    and a test that leaves one there fails (the dashboard runs its own files only: no inline
+    script, style or handler)."""
+    context = chromium_browser.new_context(viewport={"width": 1280, "height": 640})
+    try:
+        page: Any = context.new_page()
+        page.set_default_timeout(30_000)
+        page.csp_violations = []
+        page.on("console", lambda message: _keep_csp(page, message.text))
+        page.on("pageerror", lambda error: _keep_csp(page, str(error)))
+        yield page
+        assert page.csp_violations == [], "the page broke its Content-Security-Policy"
+    finally:
+        context.close()
 
 
 def _keep_csp(page: Any, text: str) -> None:

@@ -181,7 +181,7 @@ def test_a_long_running_supervisor_outlives_hostile_listings(
 ) -> None:
     """Every hostile answer in turn, one poll each: the supervisor lives on, refuses the odd
     issue alone, and stops as asked (exit 3), no traceback."""
-    repo = project(tmp_path, github)
+    repo = project(tmp_path, github, poll_interval="0.5s")  # the supervisor's floor: its tick
     github.odd = [ODD["negative-number"][0]]
     proc = supervisor(repo, {"GITHUB_TOKEN": TOKEN})
     try:

@@ -12,7 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from fleet.fleet_setup import agent_env, fleet_repo, supervisor, wait_line
-from fleet.test_dashboard_browser import browser_page, chromium  # noqa: F401 (fixtures)
+from fleet.test_dashboard_browser import (  # noqa: F401 (fixtures)
+    browser_page,
+    chromium,
+    chromium_browser,
+)
 from fleet.test_land import ancestor, move_main, state_of, tip
 from fleet.test_review_browser import wait_text
 from helpers import cairn

@@ -159,7 +159,7 @@ def test_a_refused_entry_beside_a_ticket_that_runs(tmp_path: Path) -> None:
 
 
 def test_a_polling_supervisor_says_each_refusal_once_per_change(tmp_path: Path) -> None:
-    repo = fleet_repo(tmp_path, {})
+    repo = fleet_repo(tmp_path, {}, poll_interval="0.5s")
     queue = repo / "cairn-queue"
     queue.mkdir()
     bad = queue / "fix the login.md"
@@ -174,7 +174,7 @@ def test_a_polling_supervisor_says_each_refusal_once_per_change(tmp_path: Path) 
         assert [(r["state"], r["plan"]) for r in rows] == [
             ("refused", "cairn-queue/fix the login.md")
         ]
-        time.sleep(3.5)  # more polls (poll_interval 1s): nothing said again
+        time.sleep(1.75)  # more polls (poll_interval 0.5s): nothing said again
         assert status.stat().st_mtime_ns == first  # nor written again
         before = json.loads(status.read_text())["refused"][0]["version"]
         bad.write_text(PLAN + "\n## Task 2: More\n")  # the entry changed: said again

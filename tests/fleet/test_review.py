@@ -22,7 +22,7 @@ from starlette.testclient import TestClient
 from cairn.fleet.dashboard.app import make_app
 from fleet.dashboard_setup import LOCAL
 from fleet.fleet_setup import agent_env, fleet_repo, record, supervisor, wait_for, wait_line
-from helpers import assert_one_line_error, cairn, git
+from helpers import assert_one_line_error, cairn, git, isolate_git_env
 
 TICKET = "REV-1"
 FILE = f"work/{TICKET}-task-1.txt"  # the agent's file: one line, "REV-1 task 1"
@@ -39,8 +39,7 @@ def state_files(repo: Path) -> dict[str, str]:
     return found
 
 
-@pytest.fixture
-def done(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+def completed_fleet(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     """A fleet whose ticket REV-1 (two tasks) completed under ``cairn fleet start --once``."""
     repo = fleet_repo(tmp_path, {TICKET: 2})
     env = agent_env(tmp_path)
@@ -48,6 +47,19 @@ def done(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     assert result.returncode == 0, (result.stdout, result.stderr)
     assert record(repo, TICKET)["state"] == "completed"
     return repo, env
+
+
+@pytest.fixture
+def done(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    return completed_fleet(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def done_shared(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """``done`` once for the module: only for tests that show they write nothing."""
+    with pytest.MonkeyPatch.context() as patch:  # built before the autouse isolation applies
+        isolate_git_env(patch, tmp_path_factory.mktemp("home"))
+        return completed_fleet(tmp_path_factory.mktemp("review"))
 
 
 def state_of(repo: Path) -> str | None:
@@ -141,9 +153,9 @@ def test_cli_request_changes_runs_a_fix_round_the_agent_answers(
     ],
 )
 def test_cli_bad_input_is_one_line_exit_2_and_writes_nothing(
-    done: tuple[Path, dict[str, str]], args: list[str], words: str
+    done_shared: tuple[Path, dict[str, str]], args: list[str], words: str
 ) -> None:
-    repo, _ = done
+    repo, _ = done_shared
     before = state_files(repo)
     result = cairn("review", TICKET, *args, cwd=repo)
     assert_one_line_error(result)
