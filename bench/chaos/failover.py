@@ -274,7 +274,7 @@ def make_run(number: int, seed: int, root: Path, first: str = CLAUDE) -> Run:
 def heredoc(draft: Draft) -> str:
     folder = str(Path(draft.path).parent)
     mkdir = f"mkdir -p '{folder}' && " if folder != "." else ""
-    return f"{mkdir}cat > '{draft.path}' <<'CAIRN_EOF'\n{draft.content}CAIRN_EOF"
+    return f"{mkdir}cat > '{draft.path}' <<'END_OF_DRAFT'\n{draft.content}END_OF_DRAFT"
 
 
 def shell(agent: str, command: str) -> dict[str, Any]:

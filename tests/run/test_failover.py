@@ -318,7 +318,9 @@ def test_a_run_started_while_its_agent_is_at_a_limit_goes_to_the_fallback_at_onc
     assert not (repo / "one.txt").exists() and (repo / "two.txt").exists()
 
 
-def test_a_rate_limit_without_a_fallback_is_waited_out_for_a_minute(tmp_path: Path) -> None:
+def test_a_rate_limit_without_a_fallback_or_a_reset_stops_the_run_and_holds_the_agent(
+    tmp_path: Path,
+) -> None:
     script = {
         "coder": [
             [{"write": {"path": "one.txt", "content": "1\n"}}, done(1, "one.txt")],
@@ -326,21 +328,12 @@ def test_a_rate_limit_without_a_fallback_is_waited_out_for_a_minute(tmp_path: Pa
         ]
     }
     repo, plan = project(tmp_path, {"solo": script}, {}, tasks=("One", "Two"))
-    child = subprocess.Popen(
-        [sys.executable, "-m", "cairn", "run", str(plan), "--json"],
-        cwd=repo,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert child.stdout is not None
-    waited = next(e for e in map(json.loads, child.stdout) if e["event"] == "waiting")
-    child.send_signal(signal.SIGINT)
-    child.stdout.read()
-    assert child.wait(timeout=30) == 3
-    assert waited["reason"] == "rate_limit" and 50 <= waited["seconds"] <= 60
-    (cut,) = [e for e in events(repo) if e["event"] == "cutoff"]
-    assert cut["reason"] == "rate_limit"
-    assert cut["detail"].startswith("rate limit of scripted; resets at an unknown time: API Error")
+    outcome = launch.run(repo, plan, sink=Recorder())
+    assert outcome.status == "interrupted" and outcome.reason == "rate_limit"
+    assert str(outcome.error).startswith("rate limit of scripted; resets at an unknown time: ")
+    held = limited.holding(layout(repo), "scripted", datetime.now(UTC))
+    assert held is not None and held.limit == "rate_limit" and not held.reset_known
+    assert (held.resets_at - held.seen_at).total_seconds() == limited.UNKNOWN_HOLD["rate_limit"]
 
 
 def test_a_task_reported_again_by_the_fallback_keeps_the_agent_that_completed_it(

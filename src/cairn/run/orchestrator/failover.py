@@ -124,9 +124,6 @@ def switch(ctx: RunContext, to: int, reason: str) -> None:
 
 
 def _policy(ctx: RunContext, failure: Failure) -> OnLimit:
-    if failure.resets_at is None and failure.kind == "rate_limit":  # short by nature
-        guess = limited.hold_until("rate_limit", None, clock.now())
-        return _policy_for(ctx, True, guess)
     return _policy_for(ctx, failure.resets_at is not None, failure.resets_at)
 
 
@@ -151,8 +148,7 @@ def _wait_for_reset(ctx: RunContext, kind: LimitKind) -> bool:
         return False
     now = clock.now()
     held = [limited.holding(ctx.ref.layout, m.name, now) for m in ctx.agents.members]
-    # a guessed reset is not waited for, but a rate limit's minute is
-    known = [h for h in held if h is not None and (h.reset_known or h.limit == "rate_limit")]
+    known = [h for h in held if h is not None and h.reset_known]  # a guessed reset: not waited
     if not known:
         return False
     soonest = min(known, key=lambda h: h.resets_at)
