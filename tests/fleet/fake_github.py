@@ -306,6 +306,7 @@ def serve(fake: FakeGitHub) -> Iterator[FakeGitHub]:
 @dataclass
 class Receiver:
     posts: list[dict[str, Any]] = field(default_factory=list)
+    keys: list[str | None] = field(default_factory=list)  # each post's Idempotency-Key header
     failures: list[int] = field(default_factory=list)  # statuses to answer first, in order
     answered: list[int] = field(default_factory=list)
     url: str = ""
@@ -327,6 +328,7 @@ class _HookHandler(BaseHTTPRequestHandler):
             receiver.answered.append(status)
             if status < 300:
                 receiver.posts.append(body)
+                receiver.keys.append(self.headers.get("Idempotency-Key"))
         self.send_response(status)
         self.send_header("Content-Length", "0")
         self.end_headers()

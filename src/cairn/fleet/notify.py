@@ -4,6 +4,11 @@ interrupted with its attempts spent — never per turn, and not for a ticket a s
 (the next start resumes it); and one (event ``ticket_waiting``) when a ticket's run stopped on
 its agents' usage or rate limit and it waits for the reset (``next_attempt_at``).
 
+Each notification carries an idempotency key, the same for every delivery of the same
+transition whatever the attempt (``key``: the ticket, its run, its state, and for ``waiting`` the
+reset it waits for), in the body and in the ``Idempotency-Key`` header, so a receiver can drop
+a repeat (a retried POST whose answer was lost, a supervisor that died before it logged it).
+
 Each POST is sent from a thread of its own, so a slow receiver never holds the supervisor up;
 a failure (no answer, 5xx, 429) is tried again twice, after 1 s and 2 s, then given up. Every
 outcome is one line in ``<state root>/fleet/notify.log``; a failure also warns on stderr. Never
@@ -38,10 +43,20 @@ def wanted(record: FleetTicket) -> bool:
     return record.state in NOTIFIED and not stopped
 
 
+def key(record: FleetTicket, run: str | None) -> str:
+    """The notification's idempotency key: ``cairn:<ticket>:<run>:<state>[:<reset>]``, one
+    for a transition however often it is told."""
+    parts = ["cairn", record.ticket, run or "-", record.state]
+    if record.state == "waiting":
+        parts.append(iso(record.next_attempt_at) or "-")
+    return ":".join(parts)
+
+
 def payload(record: FleetTicket, facts: Facts, config: Config) -> dict[str, Any]:
     usage = facts.usage or {}
     port = config.fleet.dashboard_port
     return {
+        "key": key(record, facts.run),
         "event": "ticket_waiting" if record.state == "waiting" else "ticket_ended",
         "ticket": record.ticket,
         "state": record.state,
@@ -99,7 +114,11 @@ class Notifier:
                     url,
                     json=body,
                     timeout=self.timeout,
-                    headers={"User-Agent": f"cairn/{__version__}", "X-Cairn-Event": body["event"]},
+                    headers={
+                        "User-Agent": f"cairn/{__version__}",
+                        "X-Cairn-Event": body["event"],
+                        "Idempotency-Key": body["key"],
+                    },
                 )
             except httpx.HTTPError as exc:
                 error = f"{type(exc).__name__}: {exc}"
