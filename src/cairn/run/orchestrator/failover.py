@@ -8,7 +8,8 @@ the fleet's supervisor keep off an agent until its reset. A switch is journalled
 ``agent_switched`` (from, to, reason) and starts the next agent with cairn's handoff prompt in
 the same work tree. Without ``on_limit``: ``failover`` when the chain has a fallback, else
 ``wait`` when the reset time is known and within ``agent.max_wait``, else ``stop``. A run of the
-fleet never sleeps in its slot: it stops, and the supervisor holds the ticket as ``waiting``.
+fleet never sleeps in its slot: it stops, and the supervisor holds the ticket as ``waiting`` (a
+segment on Temporal stops the same way; its workflow starts the next one after its backoff).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from cairn.agents import limits
 from cairn.agents.limits import Failure
 from cairn.run.orchestrator.context import RunContext, Stop
 from cairn.state import limited, runstate
-from cairn.terms import ENV_FLEET_ATTEMPT, LimitKind, OnLimit
+from cairn.terms import ENV_CHECKPOINT_DIR, ENV_FLEET_ATTEMPT, LimitKind, OnLimit
 from cairn.util import clock
 
 WAIT_STEP = 0.2  # seconds between looks at a signal while waiting for a reset
@@ -142,8 +143,8 @@ def _wait_for_reset(ctx: RunContext, kind: LimitKind) -> bool:
     ``max_wait`` (and the run is not the fleet's: it stops, the supervisor waits); then the
     agent whose limit reset dispatches. False when there is nothing to wait for; Stop on a
     signal (exit 3, resumable)."""
-    if os.environ.get(ENV_FLEET_ATTEMPT):
-        return False
+    if os.environ.get(ENV_FLEET_ATTEMPT) or os.environ.get(ENV_CHECKPOINT_DIR):
+        return False  # a fleet's run (embedded, or a Temporal segment) frees its slot
     if ctx.waits > ctx.config.agent.max_continuations:  # a limit that keeps coming back
         return False
     now = clock.now()
