@@ -40,6 +40,8 @@ COMMANDS: dict[tuple[str, ...], Command] = {
     ("fleet", "prune"): Command(C + "fleet:prune"),
     ("fleet", "dashboard"): Command(C + "fleet:dashboard"),
     ("fleet", "land"): Command(C + "land:land"),
+    ("fleet", "service", "install"): Command(C + "service:install"),
+    ("fleet", "service", "uninstall"): Command(C + "service:uninstall"),
     ("review",): Command(C + "review:review"),
     ("worker",): Command(C + "worker:worker"),
     # git status, most of a save's time on a big repository, runs while cairn is imported
@@ -72,6 +74,7 @@ COMMANDS: dict[tuple[str, ...], Command] = {
 GROUPS: dict[tuple[str, ...], str] = {
     (): "Interruption-proof runs for AI coding agents.",
     ("fleet",): "Run the tickets of a queue, each in its own worktree, with retries.",
+    ("fleet", "service"): "The fleet supervisor as a service: started at login or boot.",
     ("wip",): "Snapshots of uncommitted work under refs/cairn/wip/<ticket>.",
     ("task",): "Report progress on a plan task.",
     ("config",): "The effective configuration.",
