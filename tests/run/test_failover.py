@@ -138,7 +138,7 @@ def test_without_a_fallback_a_known_reset_is_waited_for_then_the_run_goes_on(
     script = {
         "coder": [
             [{"write": {"path": "one.txt", "content": "1\n"}}, done(1, "one.txt")],
-            [{"fail": epoch_text(5)}],
+            [{"fail": epoch_text(8)}],
             [{"write": {"path": "two.txt", "content": "2\n"}}, done(2, "two.txt")],
         ]
     }
@@ -150,7 +150,7 @@ def test_without_a_fallback_a_known_reset_is_waited_for_then_the_run_goes_on(
     assert outcome.status == "completed", outcome
     (waited,) = sink.named("waiting")
     assert waited["agent"] == "scripted" and waited["reason"] == "usage_limit"
-    assert 0 < waited["seconds"] <= 6
+    assert 0 < waited["seconds"] <= 9
     assert time.monotonic() - started >= 1  # it slept until the reset
     assert not [e for e in events(repo) if e["event"] == "agent_switched"]
     cut = [e for e in events(repo) if e["event"] == "cutoff"]
