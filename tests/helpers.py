@@ -451,11 +451,12 @@ def scripted_project(
     script: dict[str, Any],
     tasks: tuple[str, ...] = ("One", "Two"),
     ticket: str = "T-1",
+    tables: str = "",
     **agent: Any,
 ) -> tuple[Path, Path]:
     """A repository whose committed ``cairn.toml`` runs the scripted agent on ``script``
-    (implement phase only, no continuations unless ``agent`` says), and its plan file:
-    ``(repo, plan)``."""
+    (implement phase only, no continuations unless ``agent`` says; ``tables``: more of the
+    config, such as ``[agents.NAME]``), and its plan file: ``(repo, plan)``."""
     script_path = root / "agent-script.yaml"
     script_path.write_text(json.dumps(script, indent=1))
     keys = {
@@ -468,7 +469,7 @@ def scripted_project(
         **agent,
     }
     config = "[agent]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in keys.items())
-    config += '\n[loop]\nphases = ["implement"]\n'
+    config += '\n[loop]\nphases = ["implement"]\n' + tables
     repo = make_repo(root / "repo", {"README.md": "hello\n", "cairn.toml": config})
     git(repo, "config", "user.name", "Scripted Agent")
     git(repo, "config", "user.email", "agent@example.com")

@@ -304,3 +304,14 @@ def test_a_resume_by_hand_that_stops_on_a_limit_leaves_the_ticket_waiting() -> N
     # another cutoff of the same resume is an attempt, as before
     cut = RunOutcome(**{**msgspec.structs.asdict(stopped), "reason": "max_turns"})
     assert _after(FleetConfig(max_attempts=2), before, cut, None).state == "retrying"
+
+
+def test_an_unreadable_limit_record_is_said_not_dropped_silently(tmp_path: Path) -> None:
+    repo = project(tmp_path, {"coder": [task(1)]})
+    where = limited.directory(layout(repo))
+    where.mkdir(parents=True)
+    (where / "scripted.json").write_text("{not json")
+    shown = cairn("fleet", "status", cwd=repo)
+    assert shown.returncode == 0
+    assert "scripted.json could not be read" in shown.stderr and "remove it" in shown.stderr
+    assert limited.all_held(layout(repo), NOW) == []  # it holds nothing

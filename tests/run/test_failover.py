@@ -17,7 +17,7 @@ from typing import Any
 from cairn.run import launch
 from cairn.state import journal, limited
 from cairn.state.layout import Layout
-from helpers import cairn, git, make_repo
+from helpers import cairn, scripted_project
 from run.run_setup import Recorder, done, latest_summary, run_dir
 
 TICKET = "T-1"
@@ -35,40 +35,18 @@ def project(
     root: Path,
     scripts: dict[str, dict[str, Any]],
     agent: dict[str, Any],
-    named: dict[str, dict[str, Any]] | None = None,
     tasks: tuple[str, ...] = ("One", "Two", "Three"),
 ) -> tuple[Path, Path]:
     """A repository with one scripted agent per script (``[agent]`` is the first; the others
     ``[agents.NAME]``) and a plan of ``tasks``."""
-    paths = {}
-    for name, script in scripts.items():
-        path = root / f"{name}.yaml"
-        path.write_text(json.dumps(script))
-        paths[name] = path
     first, *others = scripts
-    keys = {
-        "kind": "scripted",
-        "script": str(paths[first]),
-        "max_turns": 5,
-        "budget_pressure_turns": 1,
-        "max_continuations": 1,
-        "cutoff_timeout_ms": 3000,
-        **agent,
-    }
-    config = "[agent]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in keys.items())
+    tables = ""
     for name in others:
-        table = {"kind": "scripted", "script": str(paths[name]), **(named or {}).get(name, {})}
-        config += f"\n[agents.{name}]\n" + "".join(
-            f"{k} = {json.dumps(v)}\n" for k, v in table.items()
-        )
-    config += '\n[loop]\nphases = ["implement"]\n'
-    repo = make_repo(root / "repo", {"README.md": "hello\n", "cairn.toml": config})
-    git(repo, "config", "user.name", "Scripted Agent")
-    git(repo, "config", "user.email", "agent@example.com")
-    plan = root / f"{TICKET}.md"
-    sections = [f"### Task {n}: {title}\n\nDo {title}.\n" for n, title in enumerate(tasks, 1)]
-    plan.write_text("# Plan: test plan\n\n" + "\n".join(sections))
-    return repo, plan
+        path = root / f"{name}.yaml"
+        path.write_text(json.dumps(scripts[name]))
+        tables += f'\n[agents.{name}]\nkind = "scripted"\nscript = {json.dumps(str(path))}\n'
+    keys = {"max_continuations": 1, **agent}
+    return scripted_project(root, scripts[first], tasks, TICKET, tables, **keys)
 
 
 def events(repo: Path) -> list[dict[str, Any]]:
@@ -348,3 +326,16 @@ def test_a_task_reported_again_by_the_fallback_keeps_the_agent_that_completed_it
     tasks = {t.number: t for t in latest_summary(repo).tasks}
     assert (tasks[1].agent, tasks[1].outcome) == ("scripted", "again")
     assert tasks[2].agent == "backup"
+
+
+def test_a_limit_whose_reset_is_already_past_is_never_prompted_again_and_again(
+    tmp_path: Path,
+) -> None:
+    past = epoch_text(-60)  # an agent that says its limit reset a minute ago, every time
+    script = {"coder": [[done(1)], *[[{"fail": past}]] * 10]}
+    repo, plan = project(tmp_path, {"solo": script}, {"max_continuations": 5}, tasks=("A", "B"))
+    outcome = launch.run(repo, plan, sink=Recorder())
+    assert outcome.status == "interrupted" and outcome.reason == "usage_limit"
+    assert outcome.dispatches == 1  # not one dispatch after another into the same limit
+    held = limited.holding(layout(repo), "scripted", datetime.now(UTC))
+    assert held is not None and not held.reset_known  # the past reset is no reset: a guess

@@ -79,9 +79,12 @@ class FleetRow(Struct, kw_only=True):
     held: list[dict[str, Any]] | None = None  # a waiting ticket's: the agents at a limit now
 
 
-def held_now(layout: Layout, now: datetime) -> list[dict[str, Any]]:
+def held_now(
+    layout: Layout, now: datetime, warnings: list[str] | None = None
+) -> list[dict[str, Any]]:
     """The agents at a usage or rate limit now (``state.limited``), the soonest reset first:
-    each's name, kind, limit and reset (``reset_known`` False: cairn's guess)."""
+    each's name, kind, limit and reset (``reset_known`` False: cairn's guess); a limit record
+    that cannot be read is a line in ``warnings``."""
     from cairn.state import limited
 
     return [
@@ -92,7 +95,7 @@ def held_now(layout: Layout, now: datetime) -> list[dict[str, Any]]:
             "resets_at": held.resets_at.isoformat(),
             "reset_known": held.reset_known,
         }
-        for held in limited.all_held(layout, now)
+        for held in limited.all_held(layout, now, warnings)
     ]
 
 
@@ -180,7 +183,7 @@ class FleetRows:
             raise
         warnings = [read.warning for read in reads if read.warning is not None]
         snapshots = _snapshot_refs(self.config, refs)
-        held = held_now(self.layout, now) if any(_waits(r) for r in reads) else []
+        held = held_now(self.layout, now, warnings) if any(_waits(r) for r in reads) else []
         for i, read in enumerate(reads):
             if read.record is not None:
                 rows.append(self._row(read, read.record, snapshots.get(names[i]), now, held))

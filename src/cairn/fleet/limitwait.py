@@ -42,17 +42,33 @@ class LimitWaiting:
     endings: Endings
     emit: Callable[..., None]
 
+    limit_warned: set[str]
+
     def _save(self, record: FleetTicket, **changes: Any) -> FleetTicket:
         raise NotImplementedError
 
+    def _warn(self, warnings: list[tuple[str | None, str]]) -> None:
+        raise NotImplementedError
+
+    def _held(self, now: datetime) -> list[Held]:
+        """The agents at a limit now; a limit record that cannot be read is said once (it
+        holds nothing)."""
+        unread: list[str] = []
+        found = limited.all_held(self.layout, now, unread)
+        fresh = [message for message in unread if message not in self.limit_warned]
+        self.limit_warned.update(fresh)
+        if fresh:
+            self._warn([(None, message) for message in fresh])
+        return found
+
     def _reset_of(self, now: datetime) -> Held | None:
         """The limit of the chain's agents that resets first, among those held now."""
-        return schedule.soonest(self.chain, limited.all_held(self.layout, now))
+        return schedule.soonest(self.chain, self._held(now))
 
     def _limited(self, due: list[FleetTicket], now: datetime) -> bool:
         """Whether every agent of the chain is at a limit now: then the ``due`` tickets wait
         as ``waiting`` until the soonest reset (none starts only to run into the limit)."""
-        held = schedule.blocked(self.chain, limited.all_held(self.layout, now))
+        held = schedule.blocked(self.chain, self._held(now))
         if held is None:
             return False
         detail = schedule.limit_detail(held, now)

@@ -77,6 +77,7 @@ class Supervisor(recovery.Recovering, LimitWaiting):
         self.stopping = 0  # how many stop requests (signals or the stop file) were acted on
         self.unreadable: set[str] = set()
         self.noted: dict[str, list[str]] = {}
+        self.limit_warned: set[str] = set()  # unreadable limit records said once
         self.next_poll = 0.0  # time.monotonic() of the next tracker poll; 0 asks for one now
         self.controls = Controls(self)
         self.budget = FleetBudget(self.fleet, layout)

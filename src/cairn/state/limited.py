@@ -77,14 +77,15 @@ def holding(
     return held if held is not None and held.resets_at > now else None
 
 
-def all_held(layout: Layout, now: datetime) -> list[Held]:
-    """Every agent at a limit now, the soonest reset first."""
+def all_held(layout: Layout, now: datetime, warnings: list[str] | None = None) -> list[Held]:
+    """Every agent at a limit now, the soonest reset first (a file that cannot be read: a line
+    in ``warnings``)."""
     where = directory(layout)
     try:
         names = sorted(n[:-5] for n in os.listdir(where) if n.endswith(".json"))
     except FileNotFoundError:
         return []
-    found = [h for n in names if (h := holding(layout, n, now)) is not None]
+    found = [h for n in names if (h := holding(layout, n, now, warnings)) is not None]
     return sorted(found, key=lambda h: h.resets_at)
 
 

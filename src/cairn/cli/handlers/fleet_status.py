@@ -31,8 +31,8 @@ def embedded(json: bool, workspace: Path) -> ExitCode | None:
 
     discovered = discover(workspace)
     rows, warnings = fleet_status(workspace, discovered)
-    held = held_now(discovered[2], clock.now())
-    for warning in warnings:  # on stderr: stdout stays the table or the JSON array
+    held = held_now(discovered[2], clock.now(), warnings)
+    for warning in dict.fromkeys(warnings):  # on stderr: stdout stays the table or the JSON array
         say_warning(warning)
     if json:
         from cairn.cli.output import json_text

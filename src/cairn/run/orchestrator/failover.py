@@ -54,14 +54,15 @@ def note(ctx: RunContext, failure: Failure) -> None:
     now = clock.now()
     member = ctx.agents.now
     kind = kind_of(failure)
+    said = failure.resets_at if failure.resets_at and failure.resets_at > now else None
     limited.note(
         ctx.ref.layout,
         limited.Held(
             agent=member.name,
             kind=member.kind,
             limit=kind,
-            resets_at=limited.hold_until(kind, failure.resets_at, now),
-            reset_known=failure.resets_at is not None,
+            resets_at=limited.hold_until(kind, said, now),  # a reset already past: a guess
+            reset_known=said is not None,
             seen_at=now,
             text=failure.text[:500],
             ticket=ctx.ref.ticket,
@@ -80,14 +81,22 @@ def after_limit(ctx: RunContext, failure: Failure) -> None:
         if free is not None:
             switch(ctx, free, kind)
             return
-    if (
-        policy != "stop"
-        and limited.holding(ctx.ref.layout, ctx.agents.now.name, clock.now()) is None
-    ):
+    if policy == "stop" or not _another_wait(ctx):
+        raise Stop(kind)
+    if limited.holding(ctx.ref.layout, ctx.agents.now.name, clock.now()) is None:
         return  # its reset has passed already: it goes on
-    if policy != "stop" and _wait_for_reset(ctx, kind):
+    if _wait_for_reset(ctx, kind):
         return
     raise Stop(kind)
+
+
+def _another_wait(ctx: RunContext) -> bool:
+    """Whether the run may wait (or go on after a reset) once more: waits count as
+    continuations, so a limit that keeps coming back ends the run instead of re-prompting."""
+    if ctx.waits > ctx.config.agent.max_continuations:
+        return False
+    ctx.waits += 1
+    return True
 
 
 def choose(ctx: RunContext) -> bool:
@@ -145,8 +154,6 @@ def _wait_for_reset(ctx: RunContext, kind: LimitKind) -> bool:
     signal (exit 3, resumable)."""
     if os.environ.get(ENV_FLEET_ATTEMPT) or os.environ.get(ENV_CHECKPOINT_DIR):
         return False  # a fleet's run (embedded, or a Temporal segment) frees its slot
-    if ctx.waits > ctx.config.agent.max_continuations:  # a limit that keeps coming back
-        return False
     now = clock.now()
     held = [limited.holding(ctx.ref.layout, m.name, now) for m in ctx.agents.members]
     known = [h for h in held if h is not None and h.reset_known]  # a guessed reset: not waited
@@ -166,7 +173,6 @@ def _wait_for_reset(ctx: RunContext, kind: LimitKind) -> bool:
         reason=kind,
     )
     ctx.sink.update(waiting_until=soonest.resets_at.isoformat())
-    ctx.waits += 1
     deadline = time.monotonic() + max(0.0, seconds)
     while time.monotonic() < deadline:
         if ctx.signalled:
