@@ -54,15 +54,14 @@ def note(ctx: RunContext, failure: Failure) -> None:
     now = clock.now()
     member = ctx.agents.now
     kind = kind_of(failure)
-    said = failure.resets_at if failure.resets_at and failure.resets_at > now else None
     limited.note(
         ctx.ref.layout,
         limited.Held(
             agent=member.name,
             kind=member.kind,
             limit=kind,
-            resets_at=limited.hold_until(kind, said, now),  # a reset already past: a guess
-            reset_known=said is not None,
+            resets_at=limited.hold_until(kind, failure.resets_at, now),
+            reset_known=failure.resets_at is not None,
             seen_at=now,
             text=failure.text[:500],
             ticket=ctx.ref.ticket,
