@@ -34,6 +34,9 @@ ENV_FAST = "CAIRN_FAST"  # 0: every command through the full command line parser
 # What only tests set: fault injection, and the test suite's own switches.
 ENV_TEMPORAL_RECONNECT_CAP = "CAIRN_TEMPORAL_RECONNECT_CAP"  # seconds between reconnects
 ENV_KILL_SEED = "CAIRN_KILL_SEED"  # the seed of the kill test's random cut points
+# Fault injection (cairn.faults): crash points are read only while ENV_FAULT_INJECTION is "1".
+ENV_FAULT_INJECTION = "CAIRN_FAULT_INJECTION"
+ENV_CRASH_AT = "CAIRN_CRASH_AT"  # <point>[@<n>]: SIGKILL the process the n-th time it gets there
 ENV_REQUIRE_BROWSER = "CAIRN_REQUIRE_BROWSER"  # set: no Chromium fails the browser test
 ENV_REQUIRE_AGENT_CLIS = "CAIRN_REQUIRE_AGENT_CLIS"  # 1: a missing agent CLI fails its tests
 ENV_UPDATE_SCREENSHOT = "CAIRN_UPDATE_SCREENSHOT"  # set: the browser test rewrites its image

@@ -217,6 +217,26 @@ JournalEvent = Literal[
 ]
 JOURNAL_EVENTS: tuple[JournalEvent, ...] = get_args(JournalEvent)
 
+# Named crash points (cairn.faults, docs/reliability.md "Crash points"): where a test or a
+# chaos campaign kills the process, the way databases test recovery. Each names what is done
+# when the process dies there, and what is not.
+CrashPoint = Literal[
+    "run.snapshot",  # the run's last snapshot taken; its summary not written
+    "run.summary",  # the run summary written; the end not journaled
+    "run.ended",  # the end journaled and the marker removed; the lease not released
+    "fleet.record",  # a ticket's new state written; the tracker and webhooks not told
+    "fleet.told",  # the tracker's messages and the webhooks' in the outbox; nothing sent
+    "fleet.sending",  # a message marked as being sent; its request not made
+    "fleet.push",  # the ticket's branch pushed; no pull request looked for
+    "fleet.pull_request",  # the pull request opened or adopted; not recorded as sent
+    "fleet.comment",  # a comment posted; not recorded as sent
+    "fleet.labels",  # the labels changed; not recorded as sent
+    "fleet.approve",  # the approving review posted; not recorded as sent
+    "fleet.notify",  # a webhook delivered; not recorded as sent
+    "fleet.worktree_removed",  # prune: the worktree removed; its record not updated
+]
+CRASH_POINTS: tuple[CrashPoint, ...] = get_args(CrashPoint)
+
 # --- agents' own words ---------------------------------------------------------------------------
 # The model Claude Code names on a message of its own in its stream (an API error's text).
 CLAUDE_SYNTHETIC_MODEL = "<synthetic>"

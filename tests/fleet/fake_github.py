@@ -19,6 +19,8 @@ issue without a number, with a negative or string number, a bare string).
 from __future__ import annotations
 
 import json
+import re
+import socket
 import subprocess
 import threading
 import time
@@ -30,6 +32,8 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 TOKEN = "ghp_fake_token_for_tests"
+LOST = -1  # a fault's status: the request is done and its answer never sent
+_KEY = re.compile(r"\n?<!-- (cairn:[^ ]+) -->")
 PREFIX = "/api/v3"  # the API's base path, as on GitHub Enterprise
 
 
@@ -92,6 +96,11 @@ class FakeGitHub:
     def fail_once(self, method: str, path_part: str, status: int = 502) -> None:
         self.faults.append(Fault(method, path_part, status, {}, "Bad Gateway"))
 
+    def lose_answer_once(self, method: str, path_part: str) -> None:
+        """The next matching request is carried out, and its answer lost: the connection is
+        closed before a byte of it is sent (what a dropped network does to a client)."""
+        self.faults.append(Fault(method, path_part, LOST, {}, "answer lost"))
+
     def rate_limit_once(self, method: str, path_part: str, *, retry_after: int | None = 1) -> None:
         """The next matching request is rate-limited: 429 with ``Retry-After`` when given, else
         a primary rate limit (403, remaining 0, reset a minute away)."""
@@ -119,7 +128,18 @@ class FakeGitHub:
         return sorted(label["name"] for label in self.issues[number]["labels"])
 
     def comments_on(self, number: int) -> list[str]:
-        return [body for n, body in self.comments if n == number]
+        """Issue ``number``'s comments as a person reads them: without cairn's hidden key."""
+        return [_KEY.sub("", body) for n, body in self.comments if n == number]
+
+    def keys_on(self, number: int) -> list[str]:
+        """The idempotency keys hidden in issue ``number``'s comments, one per comment
+        (``-`` for a comment without one)."""
+        keys = []
+        for n, body in self.comments:
+            if n == number:
+                found = _KEY.search(body)
+                keys.append(found.group(1) if found else "-")
+        return keys
 
     # --- answering -----------------------------------------------------------------------------
 
@@ -131,6 +151,10 @@ class FakeGitHub:
             for fault in self.faults:
                 if fault.method == method and fault.path_part in path:
                     self.faults.remove(fault)
+                    if fault.status == LOST:  # done, and its answer lost
+                        status, _ = self._route(method, path, query, body)
+                        self.seen.append(Seen(method, path, query, body, status))
+                        return LOST, {}, None
                     self.seen.append(Seen(method, path, query, body, fault.status))
                     return fault.status, fault.headers, {"message": fault.message}
             if self.listing is not None and method == "GET" and path.endswith("/issues"):
@@ -162,6 +186,13 @@ class FakeGitHub:
             if rest[1:] == ["comments"] and method == "POST":
                 self.comments.append((number, body["body"]))
                 return 201, {"id": len(self.comments), "body": body["body"]}
+            if rest[1:] == ["comments"] and method == "GET":
+                listed = [
+                    {"id": i, "body": text, "user": {"login": "cairn-bot"}}
+                    for i, (n, text) in enumerate(self.comments, 1)
+                    if n == number
+                ]
+                return 200, _page(listed, query)
             if rest[1:] == ["labels"] and method == "POST":
                 names = {label["name"] for label in issue["labels"]}
                 for name in body["labels"]:
@@ -184,6 +215,9 @@ class FakeGitHub:
             pull["html_url"] = f"https://github.test/{self.repo}/pull/{pull['number']}"
             self.pulls.append(pull)
             return 201, pull
+        if path.startswith(f"{base}/pulls/") and path.endswith("/reviews") and method == "GET":
+            number = int(path[len(f"{base}/pulls/") : -len("/reviews")])
+            return 200, _page([r for n, r in self.reviews if n == number], query)
         if path.startswith(f"{base}/pulls/") and path.endswith("/reviews") and method == "POST":
             number = int(path[len(f"{base}/pulls/") : -len("/reviews")])
             if not any(p["number"] == number for p in self.pulls):
@@ -230,6 +264,13 @@ class FakeGitHub:
         }
 
 
+def _page(entries: list[Any], query: dict[str, str]) -> list[Any]:
+    """One page of a listing, as ``per_page`` and ``page`` ask (GitHub's defaults: 30, 1)."""
+    size = int(query.get("per_page", "30"))
+    first = (int(query.get("page", "1")) - 1) * size
+    return entries[first : first + size]
+
+
 def _git(remote: str, *args: str, check: bool = True) -> Any:
     """``git -C remote args``'s output; None when it fails and ``check`` is off."""
     identity = {"GIT_AUTHOR_NAME": "GitHub", "GIT_AUTHOR_EMAIL": "noreply@github.test"}
@@ -268,6 +309,10 @@ class _Handler(BaseHTTPRequestHandler):
             status, headers, payload = 401, {}, {"message": "Bad credentials"}
         else:
             status, headers, payload = self.server.fake.answer(self.command, self.path, body)
+            if status == LOST:
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return
         data = payload.data if isinstance(payload, Raw) else json.dumps(payload).encode()
         self.send_response(status)
         if not isinstance(payload, Raw) or "Content-Type" not in headers:

@@ -279,7 +279,7 @@ def test_a_waiting_ticket_is_notified_with_its_limit_and_reset() -> None:
     body = notify.payload(waiting, facts, Config())
     assert (body["event"], body["state"], body["detail"]) == ("ticket_waiting", "waiting", line)
     assert body["next_attempt_at"] == reset.isoformat()
-    assert body["key"] == f"cairn:T-1:-:waiting:{reset.isoformat()}"  # a new reset, a new key
+    assert body["key"] == f"cairn:T-1:1:waiting:{reset.isoformat()}"  # a new reset, a new key
 
 
 def test_a_resume_by_hand_that_stops_on_a_limit_leaves_the_ticket_waiting() -> None:

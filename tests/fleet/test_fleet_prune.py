@@ -287,3 +287,28 @@ def test_an_unknown_ticket_is_bad_input_naming_the_fleets(repo: Path) -> None:
     assert_one_line_error(typo)
     assert "no fleet ticket T-9 here; pass one of: T-1, T-2" in typo.stderr
     assert fingerprint(repo) == before
+
+
+def test_a_prune_killed_after_removing_the_worktree_is_finished_by_the_next(repo: Path) -> None:
+    """Killed at ``fleet.worktree_removed`` (the worktree gone, the record still naming it):
+    nothing is lost, and the next prune finishes the job."""
+    from cairn.terms import ENV_CRASH_AT, ENV_FAULT_INJECTION
+
+    found, cfg, layout = setup(repo)
+    ws = workspaces.ensure(found, cfg, "T-1")
+    write(ws.path, "notes.txt", "left uncommitted\n")
+    finished(layout, "T-1", ws.path)
+    crash = {ENV_FAULT_INJECTION: "1", ENV_CRASH_AT: "fleet.worktree_removed"}
+    killed = cairn("fleet", "prune", "T-1", cwd=repo, env=crash)
+    assert killed.returncode == -9, (killed.stdout, killed.stderr)
+    assert not ws.path.exists()
+    assert snapshot_files(repo, "refs/cairn/wip/T-1")["notes.txt"] == b"left uncommitted\n"
+    record = fleetstate.read(layout, "T-1")
+    assert record is not None and record.worktree == str(ws.path)  # not updated: killed first
+    shown = cairn("fleet", "status", "--json", cwd=repo)
+    assert shown.returncode == 0, shown.stderr
+    again = cairn("fleet", "prune", "T-1", "--json", cwd=repo)
+    assert again.returncode == 0, (again.stdout, again.stderr)
+    record = fleetstate.read(layout, "T-1")
+    assert record is not None and record.worktree is None
+    assert "notes.txt" not in git(repo, "status", "--porcelain")

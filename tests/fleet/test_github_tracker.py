@@ -89,14 +89,23 @@ def test_a_502_and_rate_limits_mid_run_are_retried_and_nothing_is_lost(
     tracker.candidates()
     queued(layout, "GH-7", attempt=1)
 
-    # a 502 on the comment and a 429 (Retry-After: 1) on the labels: retried in place
-    github.fail_once("POST", "/issues/7/comments", 502)
+    # a 429 (Retry-After: 1) on the labels is retried in place: GitHub did not act on it
     github.rate_limit_once("POST", "/issues/7/labels", retry_after=1)
+    # a 502 on the comment is not: GitHub may have posted it. It stays in the outbox, its
+    # outcome unknown
+    github.fail_once("POST", "/issues/7/comments", 502)
     tracker.transition("GH-7", "running")
-    assert [s.status for s in github.requests("POST", "/issues/7/comments")] == [502, 201]
     assert [s.status for s in github.requests("POST", "/issues/7/labels")] == [429, 200]
+    assert [s.status for s in github.requests("POST", "/issues/7/comments")] == [502]
+    [unsure] = outbox(repo)
+    assert unsure["kind"] == "comment" and unsure["sending"] and unsure["tries"] == 1
+    # the next poll looks for it first (it is not there), then posts it, once
+    tracker.flush()
+    assert [s.status for s in github.requests("GET", "/issues/7/comments")] == [200]
+    assert [s.status for s in github.requests("POST", "/issues/7/comments")] == [502, 201]
     assert github.labels(7) == ["cairn", "cairn:running"]
     assert github.comments_on(7) == ["Started attempt 1 of 2 on branch `cairn/GH-7`.\n\n— cairn"]
+    assert github.keys_on(7) == ["cairn:GH-7:1:running:comment"]
     assert outbox(repo) == []
 
     # a primary rate limit (reset a minute away) is not slept through: the comment waits in
@@ -123,10 +132,9 @@ def test_a_502_and_rate_limits_mid_run_are_retried_and_nothing_is_lost(
     assert said.startswith("Interrupted: Interrupted — max_turns")
     assert "Attempt 2 of 2 starts at" in said
 
-    # GitHub down for longer than the retries: the messages stay on disk, in order, and the
-    # next supervisor's tracker sends them at its first poll
-    for _ in range(4):
-        github.fail_once("POST", "/issues/7/comments", 500)
+    # a 500 on a comment: the message stays on disk, in order, and the next supervisor's
+    # tracker looks for it and sends it at its first poll
+    github.fail_once("POST", "/issues/7/comments", 500)
     tracker.transition("GH-7", "interrupted", "stopped")
     kinds = [m["kind"] for m in outbox(repo)]
     assert kinds == ["comment"]  # the labels went; the comment waits

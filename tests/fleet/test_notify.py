@@ -114,7 +114,7 @@ def test_completed_needs_review_and_interrupted_reach_the_receiver(
     assert first["event"] == "ticket_ended" and first["branch"] == "cairn/PROJ-1"
     # one key a transition, in the body and the header, whatever the attempt
     assert receiver.keys == [p["key"] for p in receiver.posts]
-    assert first["key"] == "cairn:PROJ-1:-:completed"
+    assert first["key"] == "cairn:PROJ-1:1:completed"
     assert third["key"].startswith("cairn:PROJ-3:") and third["key"].endswith(":interrupted")
     assert first["dashboard"] == "http://127.0.0.1:8765/tickets/PROJ-1"
     assert second["detail"] == "2 blocking findings"

@@ -156,6 +156,8 @@ class Host(Protocol):
     stopping: int
 
     def _save(self, record: FleetTicket, **changes: Any) -> FleetTicket: ...
+    def _tell(self, record: FleetTicket) -> FleetTicket: ...
+    def _quiet(self, record: FleetTicket, **changes: Any) -> FleetTicket: ...
 
 
 class Controls:
@@ -179,8 +181,7 @@ class Controls:
         host = self.host
         if spent is not None:
             for record in due:
-                record = host._save(record, state="budget", next_attempt_at=None, detail=spent)
-                host.tracker.transition(record.ticket, "budget", spent)
+                host._tell(host._save(record, state="budget", next_attempt_at=None, detail=spent))
             return True
         fleet = host.config.fleet
         note = schedule.memory_note(fleet) or schedule.disk_note(fleet, self.disks)
@@ -203,11 +204,11 @@ class Controls:
             if record.state == "stopped":
                 state = schedule.released(msgspec.structs.replace(record, attempt=0))
                 detail = "stopped before; started again by this fleet start"
-                host._save(record, state=state, attempt=0, next_attempt_at=None, detail=detail)
+                host._quiet(record, state=state, attempt=0, next_attempt_at=None, detail=detail)
                 host.emit("ticket_restarted", ticket=record.ticket, state=state)
             elif record.state == "budget" and spent is None:
                 state = schedule.released(record)
-                host._save(record, state=state, next_attempt_at=None, detail=None)
+                host._quiet(record, state=state, next_attempt_at=None, detail=None)
         self.tick()
 
     def write(self, record: FleetTicket) -> None:
@@ -276,7 +277,7 @@ class Controls:
             host.emit("ticket_unchanged", ticket=ticket, state=state, detail=decision.refusal)
         else:
             record = host._save(record, **changes(action, record, decision.state, request.detail))
-            host.tracker.transition(ticket, decision.state, record.detail)
+            host._tell(record)
             if decision.state not in schedule.HELD:
                 host.queue.add(ticket)
             host.emit(f"ticket_{action}", ticket=ticket, state=decision.state)
@@ -344,8 +345,10 @@ def act_alone(layout: Layout, config: Config, repo: Repo | None = None) -> list[
         from cairn.fleet.trackers import open_tracker
 
         tracker = open_tracker(repo, config, layout)
-        for record in approved:
+        for record in approved:  # told, then written as told (else the next supervisor tells it)
             tracker.transition(record.ticket, record.state, record.detail)
+            told = msgspec.structs.replace(record, told=fleetstate.key_of(record))
+            fleetstate.write(layout, told)
         warnings += tracker.said()
     return warnings
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from cairn.config.records import Config
-from cairn.fleet import land, notify
+from cairn.fleet import land, notify, schedule
 from cairn.fleet.facts import PushFailed, facts, push_branch
 from cairn.fleet.fleetstate import FleetTicket
 from cairn.fleet.trackers.base import Tracker
@@ -40,6 +40,27 @@ class Endings:
 
     def _warn(self, message: str) -> None:
         self.emit("ticket_warning", ticket=None, message=message)
+
+    def tell(self, record: FleetTicket) -> None:
+        """Tell the webhooks and the tracker of ``record``'s state, as ``finished`` or
+        ``waiting`` and a transition, or an end: the one way a state leaves the fleet. Every
+        message is keyed by the state (``fleetstate.key_of``), so a state told again (its
+        supervisor died before it recorded telling it) has its effects once."""
+        state = record.state
+        if state == "waiting":
+            self.waiting(record)
+        elif state not in ("running", "approved"):
+            self.finished(record)  # push, notify: before the tracker opens a pull request
+        if state in ("running", "approved", "waiting") or schedule.ahead(self.config.fleet, record):
+            self.tracker.transition(record.ticket, state, record.detail)
+        else:
+            self.tracker.finish(record.ticket, state)
+
+    def flush(self) -> None:
+        """Deliver the webhooks' messages a killed supervisor left (the tracker's are sent at
+        its next poll)."""
+        if self.notifier is not None:
+            self.notifier.flush()
 
     def finished(self, record: FleetTicket) -> None:
         pushes = self.config.fleet.pushes and not self.tracker.pushes_branch

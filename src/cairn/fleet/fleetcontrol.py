@@ -15,8 +15,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -152,3 +154,24 @@ def locked(layout: Layout) -> Iterator[None]:
     durable.ensure_dir(directory)
     with durable.locked(directory / LOCK):
         yield
+
+
+@contextlib.contextmanager
+def signals_counted(count: Callable[[], None]) -> Iterator[None]:
+    """While the block runs, SIGINT and SIGTERM call ``count`` (the supervisor's graceful
+    stop counts them) instead of their default action; in the main thread only."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        count()
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for signum, old in previous.items():
+            # A stop signal that comes after the loop (a second SIGTERM while the process
+            # exits) must not kill it with the default action and lose the exit code.
+            signal.signal(signum, signal.SIG_IGN if old == signal.SIG_DFL else old)

@@ -48,6 +48,11 @@ class FleetTicket(Struct, frozen=True, kw_only=True):
     last_exit: int | None = None
     last_reason: str | None = None  # cutoff reason of the last attempt (max_turns, stall, …)
     detail: str | None = None  # one line: why failed / needs_input / interrupted
+    # The key (``key_of``) of the last state the tracker and the webhooks were told of: a
+    # record whose key differs was written and not told yet (its supervisor was killed in
+    # between), and the next supervisor tells it. None: a record from before keys, never told
+    # again.
+    told: str | None = None
     updated: datetime
 
     def __post_init__(self) -> None:
@@ -60,6 +65,24 @@ class FleetTicket(Struct, frozen=True, kw_only=True):
 # How a retrying record's detail ends (``stall; retry in 20s``): the wait as it was when the
 # attempt ended. Where the time is shown live from ``next_attempt_at`` it is left out.
 RETRY_IN = "; retry in "
+
+
+def key_of(record: FleetTicket) -> str:
+    """The idempotency key of ``record``'s state, the same however often it is told and by
+    whichever supervisor: ``cairn:<ticket>:<attempt>:<state>``, with the reset a ``waiting``
+    ticket waits for and the reason of a ``retrying`` one (a fix round is not a retry).
+    Each message of the transition adds its kind (``…:comment``)."""
+    parts = ["cairn", record.ticket, str(record.attempt), record.state]
+    if record.state == "waiting":
+        parts.append(iso(record.next_attempt_at) or "-")
+    elif record.state == "retrying" and record.last_reason:
+        parts.append(record.last_reason)
+    return ":".join(parts)
+
+
+def untold(record: FleetTicket) -> bool:
+    """Whether ``record``'s state was written and the tracker not told of it."""
+    return record.told is not None and record.told != key_of(record) and record.state != "queued"
 
 
 def iso(when: datetime | None) -> str | None:

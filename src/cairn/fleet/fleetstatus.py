@@ -25,7 +25,7 @@ from msgspec import Struct
 
 from cairn import tickets
 from cairn.errors import BadInput, CairnError
-from cairn.fleet import fleetstate, refusals
+from cairn.fleet import fleetstate, outbox, refusals
 from cairn.state import journal, marker, status
 from cairn.state.layout import JOURNAL, Layout, discover
 from cairn.state.rowcache import Signature, StatCache, signature
@@ -100,9 +100,8 @@ def held_now(
 
 
 def refused_row(refusal: refusals.Refusal) -> dict[str, Any]:
-    """A refused entry as a row of ``cairn fleet status --json`` and the dashboard: every key
-    of a ticket's row, ``state`` ``refused``, ``plan`` the entry, ``detail`` why and the fix,
-    ``ticket`` the id it would have (null when it names none)."""
+    """A refused entry as a ticket's row: ``state`` ``refused``, ``plan`` the entry, ``detail``
+    why and the fix, ``ticket`` the id it would have (null when it names none)."""
     row: dict[str, Any] = dict.fromkeys(FleetRow.__struct_fields__)
     row.update(
         ticket=refusal.ticket,
@@ -121,7 +120,8 @@ def fleet_status(
     """The rows of ``cairn fleet status --json`` of the repository at ``workspace``
     (``discovered``: it, already read): every fleet ticket's, then the refused entries'; and
     the warnings for what could not be read."""
-    rows, warnings = FleetRows(*(discovered or discover(workspace))).rows()
+    rows, warnings = (found := FleetRows(*(discovered or discover(workspace)))).rows()
+    outbox.annotate(found.layout, rows)  # what the tracker and the webhooks are still to hear
     for row in rows:
         for key in DASHBOARD_ONLY:
             row.pop(key, None)

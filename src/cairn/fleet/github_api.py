@@ -4,6 +4,11 @@ Every call is retried with backoff when GitHub answers 5xx, 429 or a rate-limit 
 connection fails: it waits what ``Retry-After`` or ``X-RateLimit-Reset`` says, else 0.5 s,
 1 s, 2 s. A wait longer than ``max_wait`` is not slept through: ``RateLimited`` says until
 when, and the caller (the outbox) tries again after that.
+
+A call that creates something (a comment, a pull request, a review) is retried in place only
+when GitHub cannot have acted on it: the connection was never made, or a rate limit refused
+it. After a 5xx, a timeout or a lost answer its outcome is unknown, and it raises: the outbox
+keeps the message, and looks for it before it sends it again.
 """
 
 from __future__ import annotations
@@ -96,7 +101,32 @@ class GitHubAPI:
         return found
 
     def comment(self, number: int, body: str) -> None:
-        self.request("POST", f"/repos/{self.repo}/issues/{number}/comments", json={"body": body})
+        url = f"/repos/{self.repo}/issues/{number}/comments"
+        self.request("POST", url, json={"body": body}, creates=True)
+
+    def comments(self, number: int) -> list[dict[str, Any]]:
+        """Issue ``number``'s comments, oldest first (every page, up to ``PAGE_LIMIT``)."""
+        return self._pages(f"/repos/{self.repo}/issues/{number}/comments", "comments")
+
+    def reviews(self, number: int) -> list[dict[str, Any]]:
+        """Pull request ``number``'s reviews, oldest first."""
+        return self._pages(f"/repos/{self.repo}/pulls/{number}/reviews", "reviews")
+
+    def _pages(self, first: str, what: str) -> list[dict[str, Any]]:
+        url: str | None = first
+        params: dict[str, Any] | None = {"per_page": 100}
+        found: list[dict[str, Any]] = []
+        for _ in range(PAGE_LIMIT):
+            if url is None:
+                break
+            response = self.request("GET", url, params=params)
+            page = json_of(response, f"GET {url}")
+            if not isinstance(page, list):
+                raise GitHubError(f"GET {url}: the answer is not a list of {what}")
+            found += [entry for entry in page if isinstance(entry, dict)]
+            match = _NEXT.search(response.headers.get("link", ""))
+            url, params = (match.group(1) if match else None), None
+        return found
 
     def add_labels(self, number: int, labels: list[str]) -> None:
         self.request("POST", f"/repos/{self.repo}/issues/{number}/labels", json={"labels": labels})
@@ -136,14 +166,14 @@ class GitHubAPI:
     ) -> dict[str, Any]:
         payload = {"title": title, "head": head, "base": base, "body": body, "draft": draft}
         url = f"/repos/{self.repo}/pulls"
-        pull = json_of(self.request("POST", url, json=payload), f"POST {url}")
+        pull = json_of(self.request("POST", url, json=payload, creates=True), f"POST {url}")
         return pull if isinstance(pull, dict) else {}
 
     def approve_pull(self, number: int, body: str) -> dict[str, Any]:
         """An approving review on pull request ``number`` (``event`` ``APPROVE``)."""
         url = f"/repos/{self.repo}/pulls/{number}/reviews"
         payload = {"event": "APPROVE", "body": body}
-        review = json_of(self.request("POST", url, json=payload), f"POST {url}")
+        review = json_of(self.request("POST", url, json=payload, creates=True), f"POST {url}")
         return review if isinstance(review, dict) else {}
 
     def merge_pull(self, number: int, *, sha: str, title: str, message: str) -> dict[str, Any]:
@@ -165,7 +195,9 @@ class GitHubAPI:
         *,
         json: Any = None,
         params: dict[str, Any] | None = None,
+        creates: bool = False,
     ) -> httpx.Response:
+        """One call, retried; ``creates``: retried only when GitHub cannot have acted on it."""
         import httpx2 as httpx
 
         for attempt in range(self.attempts):
@@ -173,7 +205,8 @@ class GitHubAPI:
             try:
                 response = self.client.request(method, url, json=json, params=params)
             except httpx.TransportError as exc:
-                if last:
+                unsent = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout)
+                if last or (creates and not unsent):
                     raise GitHubError(f"{method} {url}: {exc or type(exc).__name__}") from None
                 self.sleep(self.backoff * 2**attempt)
                 continue
@@ -188,7 +221,7 @@ class GitHubAPI:
                 return response
             wait, limited = self._retry_wait(response, attempt)
             error = _error(method, url, response, limited, wait)
-            if wait is None or last or wait > self.max_wait:
+            if wait is None or last or wait > self.max_wait or (creates and not limited):
                 raise error
             self.sleep(wait)
         raise AssertionError("unreachable")  # pragma: no cover

@@ -47,6 +47,9 @@ class LimitWaiting:
     def _save(self, record: FleetTicket, **changes: Any) -> FleetTicket:
         raise NotImplementedError
 
+    def _tell(self, record: FleetTicket) -> FleetTicket:
+        raise NotImplementedError
+
     def _warn(self, warnings: list[tuple[str | None, str]]) -> None:
         raise NotImplementedError
 
@@ -83,8 +86,7 @@ class LimitWaiting:
         ticket waits, and the webhooks hear of it."""
         agent = held.agent if held is not None else None
         detail = verdict.detail
-        record = self._wait(record, verdict.next_attempt_at, detail, reason=reason, agent=agent)
-        self.endings.waiting(record)
+        self._wait(record, verdict.next_attempt_at, detail, reason=reason, agent=agent)
 
     def _wait(
         self,
@@ -96,9 +98,9 @@ class LimitWaiting:
         agent: str | None,
     ) -> FleetTicket:
         """``record``'s ticket waits for an agent's limit to reset: told to the tracker and
-        said (``ticket_waiting``)."""
+        the webhooks, and said (``ticket_waiting``)."""
         record = self._save(record, state="waiting", next_attempt_at=until, detail=detail)
-        self.tracker.transition(record.ticket, "waiting", detail)
+        record = self._tell(record)
         self.emit(
             "ticket_waiting",
             ticket=record.ticket,

@@ -24,6 +24,7 @@ from msgspec.structs import replace
 from cairn import tickets
 from cairn.config.records import Config
 from cairn.errors import BadInput
+from cairn.faults import crash_at
 from cairn.fleet import fleetstate, gitworktree, hooks, workspaces
 from cairn.fleet.gitworktree import Worktree, branch_of, same_path
 from cairn.fleet.trackers.dir import is_finished
@@ -86,6 +87,8 @@ def prune(
         if entry is None:
             if not dry_run:
                 gitworktree.prune_records(repo)  # only records whose directory is gone
+                if layout is not None:  # a prune killed after the removal left it named
+                    _forget_worktree(layout, ticket)
             return base
         report = replace(base, worktree=str(entry.path))
         try:
@@ -120,6 +123,7 @@ def prune(
         before = _disk_use(entry.path) + _disk_use(_git_dir(entry.path))
         main = gitworktree.main_toplevel(repo)
         gitworktree.remove(repo._replace(git=repo.git.replace(cwd=main)), entry.path)
+        crash_at("fleet.worktree_removed")
         after = _disk_use(entry.path)
         if layout is not None:
             _forget_worktree(layout, ticket)
@@ -355,5 +359,5 @@ def _disk_use(path: Path | None) -> int:
 
 def _forget_worktree(layout: Layout, ticket: str) -> None:
     record = fleetstate.read(layout, ticket)
-    if record is not None and record.worktree is not None:
+    if record is not None and record.worktree is not None and not Path(record.worktree).exists():
         fleetstate.write(layout, replace(record, worktree=None, updated=datetime.now(UTC)))

@@ -15,6 +15,7 @@ import msgspec
 from cairn import tickets
 from cairn.config.records import Config
 from cairn.fleet import fleetstate
+from cairn.fleet.endings import Endings
 from cairn.fleet.fleetstate import FleetTicket
 from cairn.fleet.watch import Adopted, Watched, outcome_on_disk
 from cairn.git import Repo
@@ -163,9 +164,26 @@ class Recovering:
     noted: dict[str, list[str]]  # what was set right, for the detail of its next attempt
 
     emit: Callable[..., None]
+    endings: Endings
 
     def _save(self, record: FleetTicket, **changes: Any) -> FleetTicket:
         raise NotImplementedError
+
+    def _tell(self, record: FleetTicket) -> FleetTicket:
+        raise NotImplementedError
+
+    def _quiet(self, record: FleetTicket, **changes: Any) -> FleetTicket:
+        raise NotImplementedError
+
+    def _retell(self) -> None:
+        """Tell what a killed supervisor wrote and did not tell (``fleetstate.untold``), and
+        deliver the webhooks it left: each state reaches the tracker once."""
+        self.endings.flush()
+        for ticket in sorted(self.records):
+            record = self.records[ticket]
+            if fleetstate.untold(record):
+                self.records[ticket] = self._tell(record)
+                self.emit("ticket_told", ticket=ticket, state=record.state)
 
     def _recover(self) -> None:
         """What a killed supervisor left: a run still alive is adopted (watched until it ends),
@@ -176,6 +194,7 @@ class Recovering:
         self._warn(found.warnings)
         self.unreadable |= found.skipped
         self.records.update(found.records)
+        self._retell()
         for ticket, child in found.adopted.items():
             self.queue.add(ticket)
             self.running[ticket] = child
@@ -183,8 +202,8 @@ class Recovering:
         for record in found.dead:
             self.queue.add(record.ticket)
             self.first.add(record.ticket)
-            self._save(
-                record,
+            self._quiet(
+                self.records[record.ticket],
                 state="retrying",
                 attempt=max(0, record.attempt - 1),
                 next_attempt_at=None,

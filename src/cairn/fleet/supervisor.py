@@ -16,7 +16,7 @@ import contextlib
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ import msgspec
 
 from cairn.config.records import Config
 from cairn.errors import CairnError, ExitCode
+from cairn.faults import crash_at
 from cairn.fleet import fleetcontrol, fleetstate, recovery, schedule, watch
 from cairn.fleet import lease as fleet_lease
 from cairn.fleet.budget import FleetBudget
@@ -90,7 +91,7 @@ class Supervisor(recovery.Recovering, LimitWaiting):
         try:
             fleet_lease.take_stop_request(self.layout)  # meant for a supervisor before this one
             fleetcontrol.wait_unlocked(self.layout)  # a command changing records alone is done
-            with self._signals():
+            with fleetcontrol.signals_counted(self._signal):
                 self.emit(
                     "fleet_started", pid=held.me.pid, concurrency=self.concurrency, once=self.once
                 )
@@ -135,25 +136,10 @@ class Supervisor(recovery.Recovering, LimitWaiting):
                 return self._exit_code()
         return None
 
-    @contextlib.contextmanager
-    def _signals(self) -> Iterator[None]:
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-
-        def count(signum: int, frame: object) -> None:
-            # no wake.set() here: the handler runs in the main thread, which may hold the
-            # event's lock at that instant; the loop sees the count within a tick
-            self.signals += 1
-
-        previous = {s: signal.signal(s, count) for s in (signal.SIGINT, signal.SIGTERM)}
-        try:
-            yield
-        finally:
-            for signum, old in previous.items():
-                # A stop signal that comes after the loop (a second SIGTERM while the process
-                # exits) must not kill it with the default action and lose the exit code.
-                signal.signal(signum, signal.SIG_IGN if old == signal.SIG_DFL else old)
+    def _signal(self) -> None:
+        # no wake.set() here: the handler runs in the main thread, which may hold the event's
+        # lock at that instant; the loop sees the count within a tick
+        self.signals += 1
 
     # --- tickets -------------------------------------------------------------------------------
 
@@ -162,6 +148,20 @@ class Supervisor(recovery.Recovering, LimitWaiting):
         self.records[updated.ticket] = updated
         self.controls.write(updated)  # on a full disk, kept and written when there is room
         return updated
+
+    def _tell(self, record: FleetTicket) -> FleetTicket:
+        """``record``, just written with a new state, told to the webhooks and the tracker
+        (``Endings.tell``), then written as told. A supervisor killed in between leaves it
+        untold, and the next one tells it (``_recover``): its effects are keyed, so once."""
+        crash_at("fleet.record")
+        self.endings.tell(record)
+        return self._save(record, told=fleetstate.key_of(record))
+
+    def _quiet(self, record: FleetTicket, **changes: Any) -> FleetTicket:
+        """``record`` changed as ``changes`` say, with nothing to tell (the recovery of a run
+        killed with its supervisor, a stopped ticket let go): written as told."""
+        changed = msgspec.structs.replace(record, **changes)
+        return self._save(changed, told=fleetstate.key_of(changed))
 
     def _poll_tracker(self) -> None:
         self._mend_records()
@@ -173,7 +173,7 @@ class Supervisor(recovery.Recovering, LimitWaiting):
                 with contextlib.suppress(ValueError):
                     plan = plan.relative_to(self.repo.toplevel)
                 record = FleetTicket(
-                    ticket=ticket, plan=str(plan), state="queued", updated=clock.now()
+                    ticket=ticket, plan=str(plan), state="queued", told="", updated=clock.now()
                 )
                 fleetstate.write(self.layout, record)
                 self.emit("ticket_queued", ticket=ticket, plan=str(plan))
@@ -258,7 +258,7 @@ class Supervisor(recovery.Recovering, LimitWaiting):
             attempt.cancel()  # it ends at once, as if cut off; the disk-full rules follow
         else:
             attempt.go()  # only now: a supervisor killed before this leaves no unrecorded run
-        self.tracker.transition(ticket, "running", record.detail)
+        record = self._tell(record)
         self.emit(
             "ticket_started",
             ticket=ticket,
@@ -357,13 +357,14 @@ class Supervisor(recovery.Recovering, LimitWaiting):
             pid_started_since_boot=None,
         )
         if verdict.state == "retrying":
-            self._save(
-                record,
-                state="retrying",
-                next_attempt_at=verdict.next_attempt_at,
-                detail=verdict.detail,
+            self._tell(
+                self._save(
+                    record,
+                    state="retrying",
+                    next_attempt_at=verdict.next_attempt_at,
+                    detail=verdict.detail,
+                )
             )
-            self.tracker.transition(record.ticket, "retrying", verdict.detail)
             self.emit(
                 "ticket_retrying",
                 ticket=record.ticket,
@@ -381,11 +382,7 @@ class Supervisor(recovery.Recovering, LimitWaiting):
 
     def _finish(self, record: FleetTicket, state: FleetState, detail: str | None) -> None:
         record = self._save(record, state=state, detail=detail, next_attempt_at=None, pid=None)
-        self.endings.finished(record)  # push, notify: before the tracker opens a pull request
-        if schedule.ahead(self.fleet, record):  # held, or interrupted by a stop: not the end
-            self.tracker.transition(record.ticket, state, detail)
-        else:
-            self.tracker.finish(record.ticket, state)
+        record = self._tell(record)
         self.emit(
             "ticket_finished",
             ticket=record.ticket,

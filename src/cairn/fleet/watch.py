@@ -32,7 +32,14 @@ from cairn.fleet import fleetstate
 from cairn.fleet.fleetstate import same_process
 from cairn.state import journal, marker
 from cairn.state.layout import JOURNAL, Layout
-from cairn.terms import ENV_DEBUG, ENV_FLEET_ATTEMPT, ENV_PREFIX, run_status
+from cairn.terms import (
+    ENV_CRASH_AT,
+    ENV_DEBUG,
+    ENV_FAULT_INJECTION,
+    ENV_FLEET_ATTEMPT,
+    ENV_PREFIX,
+    run_status,
+)
 from cairn.util import durable
 from cairn.util.procs import process_start
 
@@ -49,7 +56,7 @@ __all__ = [
 STDERR_LINES = 20
 CHUNK = 1024 * 1024  # the most of the child's output read at one look
 # What the child must not inherit from the supervisor's environment: its run is its own.
-INHERITED_CAIRN = (ENV_DEBUG,)
+INHERITED_CAIRN = (ENV_DEBUG, ENV_FAULT_INJECTION, ENV_CRASH_AT)  # and a test's faults
 GO = b"go\n"
 # Waits for GO on stdin, then becomes the child cairn (same pid, same start time).
 GATE = 'IFS= read -r go && [ "$go" = go ] && exec "$@" </dev/null'

@@ -86,8 +86,28 @@ def embedded(json: bool, workspace: Path) -> ExitCode | None:
         for line in table
     ]
     details = [f"  {row['ticket'] or row['plan']}: {note}" for row in rows if (note := _note(row))]
-    sys.stdout.write("\n".join(lines + details + _held_lines(held)) + "\n")
+    sys.stdout.write("\n".join(lines + details + _held_lines(held) + _outbox(rows)) + "\n")
     return None
+
+
+def _outbox(rows: list[dict[str, Any]]) -> list[str]:
+    """The messages not sent yet to the tracker and the webhooks, a line per ticket."""
+    from cairn.util.text import counted
+
+    lines = []
+    for row in rows:
+        waiting = row.get("outbox") or {}
+        if waiting.get("pending"):
+            unsure = waiting["unknown"]
+            also = (
+                f" ({unsure} unknown: the request went out and its answer was lost; looked "
+                "for before it is sent again)"
+                if unsure
+                else ""
+            )
+            many = counted(waiting["pending"], "message")
+            lines.append(f"  {row['ticket']}: {many} to send{also}")
+    return ["not told yet (sent at the next poll):", *lines] if lines else []
 
 
 def _held_lines(held: list[dict[str, Any]]) -> list[str]:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from cairn.errors import BadInput, CairnError, Refused
-from cairn.fleet import lease, pulls, refusals
+from cairn.fleet import lease, outbox, pulls, refusals
 from cairn.fleet.dashboard.source import Source, View
 from cairn.fleet.fleetstatus import FleetRows, held_now
 from cairn.git import Git
@@ -85,6 +85,7 @@ class Dashboard:
 
     def state(self) -> dict[str, Any]:
         rows, warnings = self.rows.rows()
+        outbox.annotate(self.layout, rows)
         counts = dict.fromkeys((*FLEET_STATES, refusals.REFUSED), 0)
         tokens, cost, costed = 0, 0.0, False
         for row in rows:
@@ -175,6 +176,7 @@ class Dashboard:
         row = self.rows.row(ticket)
         if row is None:
             return None
+        outbox.annotate(self.layout, [row])
         view = self.source.view(ticket, row) if self.source is not None else self._local(row)
         actions = self._actions(ticket, row)
         pull = None if self.source is not None else pulls.read(self.layout, ticket)

@@ -13,23 +13,24 @@ or ``cairn:needs-review`` is not offered again (take the label off to run it ane
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import re
 import time
 from typing import Any
 
+import msgspec
+
 from cairn.config.records import Config
 from cairn.errors import BadInput
+from cairn.faults import crash_at
 from cairn.fleet import fixround, fleetstate, pulls
 from cairn.fleet.facts import Facts, PushFailed, facts, push_branch
 from cairn.fleet.fixround import REASON as FIX_ROUND
 from cairn.fleet.github_api import GitHubAPI, GitHubError, RateLimited
-from cairn.fleet.outbox import Outbox
+from cairn.fleet.outbox import Outbox, hidden, unknown
 from cairn.fleet.trackers.base import Candidate, Rejected, Tracker
 from cairn.fleet.trackers.dir import is_finished
-from cairn.fleet.trackers.github_refused import Refusals
+from cairn.fleet.trackers.github_refused import Refusals, digest, nameless, number_of, url_of
 from cairn.git import Repo
 from cairn.state.layout import Layout
 from cairn.util import durable
@@ -75,6 +76,7 @@ class GitHubTracker(Tracker):
         self._base: str | None = None
         self._listed = False  # whether the issues were listed (or tried) once
         self.refusals = Refusals(layout, self.outbox)
+        self._key: str | None = None  # the transition being told
 
     # --- the interface -------------------------------------------------------------------------
 
@@ -116,6 +118,7 @@ class GitHubTracker(Tracker):
 
     def transition(self, ticket: str, state: str, detail: str | None = None) -> None:
         record = fleetstate.read(self.layout, ticket)
+        self._key = _key(record, state)
         attempt = record.attempt if record is not None else 0
         most = self.config.fleet.max_attempts
         if state == "running":
@@ -160,10 +163,11 @@ class GitHubTracker(Tracker):
                 self._labels(ticket, add=[], remove=[RUNNING])
             said = f"{_headline('Interrupted', told, detail)}\n\n{_snapshot(told)}\n\n{next_step}"
             self._comment(ticket, said)
-        self.flush()
+        self._told()
 
     def finish(self, ticket: str, state: str) -> None:
         record = fleetstate.read(self.layout, ticket)
+        self._key = _key(record, state)
         detail = record.detail if record is not None else None
         told = self._facts(ticket)
         number = issue_number(ticket)
@@ -199,16 +203,22 @@ class GitHubTracker(Tracker):
                 text += f"\n\n`cairn resume {ticket}` continues it."
             self._comment(ticket, text)
             self._labels(ticket, add=[REVIEW], remove=[RUNNING])
-        self.flush()
+        self._told()
 
     # --- the outbox ----------------------------------------------------------------------------
 
     def _warn(self, message: str) -> None:
         self.warnings.append(f"github: {message}")
 
+    def _told(self) -> None:  # the transition's messages are in the outbox: now sent
+        self._key = None
+        crash_at("fleet.told")
+        self.flush()
+
     def flush(self) -> None:
         """Send what the outbox holds, oldest first; a ticket whose message fails keeps its
-        later ones back (they stay in order), and a rate limit stops the round."""
+        later ones back (they stay in order), and a rate limit stops the round. A message
+        whose outcome is unknown is looked for first, and adopted when it is there."""
         held: set[str] = set()
         for path, message in self.outbox.pending():
             ticket = message["ticket"]
@@ -217,7 +227,9 @@ class GitHubTracker(Tracker):
             if ticket in held:
                 continue
             try:
-                self._send(message)
+                looked = unknown(message)
+                self.outbox.sending(path, message)
+                self._send(message, looked)
             except (GitHubError, PushFailed) as exc:
                 message["tries"] = int(message.get("tries", 0)) + 1
                 message["last_error"] = str(exc)
@@ -228,21 +240,29 @@ class GitHubTracker(Tracker):
                     f"{message['kind']} for {ticket} failed ({exc}); sent again at the next poll"
                 )
             else:
-                self.outbox.sent(path)
+                self.outbox.sent(path, message)
 
-    def _send(self, message: dict[str, Any]) -> None:
+    def _send(self, message: dict[str, Any], looked: bool) -> None:
+        """Send ``message``; when ``looked`` (its outcome is unknown), only if it is not there
+        already. Labels are set by name and a pull request found by its branch either way."""
         number = issue_number(message["ticket"])
         kind = message["kind"]
         if kind == "comment":
+            if looked and self._posted(self.api.comments(number), message):
+                self._warn(f"a comment on {message['ticket']} had been posted; adopted")
+                return
             self.api.comment(number, message["body"])
+            crash_at("fleet.comment")
         elif kind == "labels":
             if message["add"]:
                 self.api.add_labels(number, message["add"])
             for label in message["remove"]:
                 self.api.remove_label(number, label)
+            crash_at("fleet.labels")
         elif kind == "pull_request":
             if self.config.fleet.pushes:
                 push_branch(self.repo, self.config, message["ticket"])
+                crash_at("fleet.push")
             pull = self.api.find_pull(message["branch"])
             if pull is None:
                 if self._base is None:
@@ -255,6 +275,7 @@ class GitHubTracker(Tracker):
                     draft=bool(message["draft"]),
                 )
             pulls.record(self.layout, message["ticket"], pull)
+            crash_at("fleet.pull_request")
         elif kind == "approve":
             pull = self.api.find_pull(message["branch"])
             if pull is None or not isinstance(pull.get("number"), int):
@@ -263,9 +284,28 @@ class GitHubTracker(Tracker):
                     "request to approve on GitHub"
                 )
                 return
+            if looked and self._posted(self.api.reviews(pull["number"]), message):
+                self._warn(f"the approval of {message['ticket']} had been posted; adopted")
+                return
             self.api.approve_pull(pull["number"], message["body"])
+            crash_at("fleet.approve")
+
+    @staticmethod
+    def _posted(found: list[dict[str, Any]], message: dict[str, Any]) -> bool:
+        """Whether one of ``found`` (comments, reviews) carries ``message``'s key."""
+        key = message.get("key")
+        if not isinstance(key, str):
+            return False
+        mark = hidden(key)
+        return any(isinstance(c.get("body"), str) and mark in c["body"] for c in found)
 
     def _put(self, ticket: str, kind: str, **fields: Any) -> None:
+        """Keep a message of the transition being told (its key: the transition's and
+        ``kind``); a comment or review carries its key hidden at its end."""
+        if self._key is not None:
+            fields["key"] = f"{self._key}:{kind}"
+            if "body" in fields and kind in ("comment", "approve"):
+                fields["body"] = f"{fields['body']}\n{hidden(fields['key'])}"
         self.outbox.put({"ticket": ticket, "kind": kind, **fields})
 
     def _comment(self, ticket: str, text: str) -> None:
@@ -284,9 +324,9 @@ class GitHubTracker(Tracker):
         found: dict[str, dict[str, Any]] = {}
         rejected: list[Rejected] = []
         for index, issue in enumerate(self.api.open_issues(self.config.fleet.github.label), 1):
-            number, why = _number(issue)
+            number, why = number_of(issue)
             if number is None:
-                rejected.append(_nameless(issue, index, why))
+                rejected.append(nameless(issue, index, why))
                 continue
             ticket = f"{PREFIX}{number}"
             labels = issue.get("labels")
@@ -301,8 +341,8 @@ class GitHubTracker(Tracker):
             started = record is not None and record.state != "queued"  # its plan is kept
             problem = None if started else self.refusals.problem(number, body, text)
             if problem is not None:
-                where = _url(issue) or f"{self.config.fleet.github.repo} issue #{number}"
-                version = _digest(body)
+                where = url_of(issue) or f"{self.config.fleet.github.repo} issue #{number}"
+                version = digest(body)
                 rejected.append(Rejected(where, problem, ticket, version))
                 self.refusals.tell(ticket, problem, version)
                 continue
@@ -336,37 +376,11 @@ class GitHubTracker(Tracker):
         return facts(self.repo, self.config, self.layout, ticket)
 
 
-def _number(issue: Any) -> tuple[int | None, str]:
-    """The issue's number, or None and what is wrong with it."""
-    if not isinstance(issue, dict):
-        return None, f"it is a JSON {type(issue).__name__}, not an issue"
-    number = issue.get("number")
-    if number is None:
-        return None, "it has no number"
-    if type(number) is not int or number <= 0:
-        return None, f"its number {number!r} is not a positive whole number"
-    return number, ""
-
-
-def _nameless(issue: Any, index: int, why: str) -> Rejected:
-    """An entry of the listing that has no number: refused alone, never commented on."""
-    where = _url(issue) or f"entry {index} of the issue listing"
-    return Rejected(
-        where,
-        f"{where}: {why}; cairn skips it (check that [fleet.github] api_url is GitHub's API)",
-        None,
-        _digest(json.dumps(issue, sort_keys=True, default=str)),
-    )
-
-
-def _url(issue: Any) -> str | None:
-    url = issue.get("html_url") if isinstance(issue, dict) else None
-    return url if isinstance(url, str) and url and len(url) < 300 and url.isprintable() else None
-
-
-def _digest(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, default=str)
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+def _key(record: fleetstate.FleetTicket | None, state: str) -> str | None:
+    """The key of ``record``'s transition to ``state`` (None: a ticket with no record)."""
+    if record is None:
+        return None
+    return fleetstate.key_of(msgspec.structs.replace(record, state=state))
 
 
 def _headline(what: str, told: Facts, detail: str | None) -> str:

@@ -1,19 +1,23 @@
-"""The issues the ``github`` tracker refuses: a body that is not a plan (empty, not text, over
-the plan size limit, not in a format ``cairn run`` reads), and the one comment each gets.
+"""The issues the ``github`` tracker refuses: an entry of the listing that is no issue (no
+number, a bad one), a body that is not a plan (empty, not text, over the plan size limit, not
+in a format ``cairn run`` reads), and the one comment each issue gets.
 
 The comment goes through the outbox like every other report, once per body: which body of
 which issue was told is kept in ``<state root>/fleet/github/refused.json``, so neither this
 supervisor's next poll nor the next supervisor says it again; an edited body that is still
-refused is told again.
+refused is told again. The comment's key (``cairn:<ticket>:refused:<body's digest>``) is
+hidden in it, as in every comment cairn posts.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
 from cairn.errors import BadInput
-from cairn.fleet.outbox import Outbox
+from cairn.fleet.outbox import Outbox, hidden
+from cairn.fleet.refusals import Rejected
 from cairn.state.layout import Layout
 from cairn.util import durable
 
@@ -42,15 +46,13 @@ class Refusals:
         told = self._load()
         if told.get(ticket) == version:
             return
-        key = f"{ticket}:{version}"
-        if not any(message.get("refusal") == key for _, message in self.outbox.pending()):
-            text = (
-                f"cairn cannot run this issue: {problem}\n\n"
-                "The fleet reads the issue again at each poll, so editing its body is enough."
-            )
-            self.outbox.put(
-                {"ticket": ticket, "kind": "comment", "body": f"{text}\n\n— cairn", "refusal": key}
-            )
+        key = f"cairn:{ticket}:refused:{version}:comment"  # once per body (outbox.put)
+        text = (
+            f"cairn cannot run this issue: {problem}\n\n"
+            "The fleet reads the issue again at each poll, so editing its body is enough."
+        )
+        body = f"{text}\n\n— cairn\n{hidden(key)}"
+        self.outbox.put({"ticket": ticket, "kind": "comment", "body": body, "key": key})
         told[ticket] = version
         self._save(told)
 
@@ -100,3 +102,36 @@ def _problem(number: int, body: Any, text: str) -> str | None:
     except BadInput as exc:
         return str(exc)
     return None
+
+
+def number_of(issue: Any) -> tuple[int | None, str]:
+    """The issue's number, or None and what is wrong with it."""
+    if not isinstance(issue, dict):
+        return None, f"it is a JSON {type(issue).__name__}, not an issue"
+    number = issue.get("number")
+    if number is None:
+        return None, "it has no number"
+    if type(number) is not int or number <= 0:
+        return None, f"its number {number!r} is not a positive whole number"
+    return number, ""
+
+
+def nameless(issue: Any, index: int, why: str) -> Rejected:
+    """An entry of the listing that has no number: refused alone, never commented on."""
+    where = url_of(issue) or f"entry {index} of the issue listing"
+    return Rejected(
+        where,
+        f"{where}: {why}; cairn skips it (check that [fleet.github] api_url is GitHub's API)",
+        None,
+        digest(json.dumps(issue, sort_keys=True, default=str)),
+    )
+
+
+def url_of(issue: Any) -> str | None:
+    url = issue.get("html_url") if isinstance(issue, dict) else None
+    return url if isinstance(url, str) and url and len(url) < 300 and url.isprintable() else None
+
+
+def digest(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]

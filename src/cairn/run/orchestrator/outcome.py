@@ -10,6 +10,7 @@ from typing import Any
 from msgspec import Struct, field
 
 from cairn.errors import ExitCode
+from cairn.faults import crash_at
 from cairn.run.orchestrator.checkpoints import DETAILED, snapshot
 from cairn.run.orchestrator.context import RunContext
 from cairn.state import accounting, runstate
@@ -47,11 +48,14 @@ def finished(ctx: RunContext, status: RunStatus, reason: str | None) -> RunOutco
     """The run's work is over (completed, or blocking findings left for a person): a last
     snapshot, the run summary, the marker removed and the lease released."""
     snapshot(ctx, "run finished")
+    crash_at("run.snapshot")
     code = ExitCode.OK if status == "completed" else ExitCode.FAILURE
     if status == "completed":
         runstate.update_marker(ctx.ref, "phase", phase="done", round=None)
     write_run_summary(ctx, status, reason)
+    crash_at("run.summary")
     runstate.end(ctx.ref, status)
+    crash_at("run.ended")
     ctx.lease.release()
     return _outcome(ctx, status, reason, code)
 
@@ -60,7 +64,9 @@ def interrupted(ctx: RunContext, reason: CutoffReason) -> RunOutcome:
     """The run stops before its work is over: the summary says where and why, the marker stays
     (without an owner) for ``cairn resume``, the lease is released."""
     write_run_summary(ctx, "interrupted", reason)
+    crash_at("run.summary")
     runstate.interrupt(ctx.ref, ctx.lease, reason, ctx.last_snapshot, _detail(ctx, reason))
+    crash_at("run.ended")
     return _outcome(ctx, "interrupted", reason, ExitCode.INTERRUPTED)
 
 

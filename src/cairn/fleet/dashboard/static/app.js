@@ -174,6 +174,10 @@
       attempt += " · next try " + inTime(row.next_attempt_at, now);
       detail = row.last_error || row.detail || row.last_reason || "";
     }
+    if (row.outbox && row.outbox.pending) {  // what the tracker and the webhooks have not heard yet
+      detail += (detail ? " · " : "") + row.outbox.pending + " messages not told yet" +
+        (row.outbox.unknown ? " (" + row.outbox.unknown + " unknown: looked for before sent again)" : "");
+    }
     var usage = row.usage && row.usage.total_tokens ? number(row.usage.total_tokens) + " tokens" : "";
     if (usage && row.usage.cost_usd !== null && row.usage.cost_usd !== undefined) {
       usage += " · " + money(row.usage.cost_usd);
