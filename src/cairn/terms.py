@@ -211,6 +211,7 @@ JournalEvent = Literal[
     "cutoff",
     "marker_cleared",
     "asked",
+    "answered",
     "fix_round",
     "approved",
     "landed",

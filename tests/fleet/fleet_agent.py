@@ -5,7 +5,9 @@ It logs every task it starts and finishes to ``$FLEET_AGENT_DIR/<ticket>.jsonl``
 a test can tell a task done twice. A ticket named in ``$FLEET_AGENT_STALL`` hangs in its first
 turn the first time (a stall); one named in ``$FLEET_AGENT_SLOW`` sleeps in each turn; one
 named in ``$FLEET_AGENT_GATE`` waits in each turn until ``$FLEET_AGENT_DIR/<ticket>.go`` exists;
-one named in ``$FLEET_AGENT_FAIL`` exits 1 at once (an agent error).
+one named in ``$FLEET_AGENT_FAIL`` exits 1 at once (an agent error); one named in
+``$FLEET_AGENT_ASK`` asks a question and does nothing until its prompt carries a person's answer
+(``cairn answer``), which it logs.
 
 In a fix round (a review's findings, ``- R1: title (path:line)``) it appends `` # fixed R1`` to
 each finding's line, answers it FIXED (NOT_FIXED when the comment says ``wontfix``) with
@@ -27,6 +29,7 @@ from pathlib import Path
 from cairn.terms import ENV_TICKET
 
 FINDING_LINE = re.compile(r"^- ([A-Z]{1,3}\d+): .*? \((.+):(\d+)\)$")
+ANSWER = re.compile(r"^> (.+)$", re.MULTILINE)  # the first line of a person's answer
 LAND_LINE = re.compile(r"^- (L\d+): rebase \S+ onto (\S+) and resolve the conflicts$")
 TASK_LINE = re.compile(r"^- Task (\d+): .*?(?: \[([a-z ]+)\])?$")
 DONE = ("completed", "skipped", "deferred")
@@ -158,6 +161,13 @@ def main() -> int:
         log(ticket, event="fail")
         print("the agent fails", file=sys.stderr)
         return 1
+    if named("FLEET_AGENT_ASK", ticket):  # it needs an answer before it can work
+        said = ANSWER.search(prompt)
+        if said is None:
+            log(ticket, event="asked")
+            print("I need to know which endpoint to call; I cannot continue without it.")
+            return 0
+        log(ticket, event="answered", answer=said.group(1))
     if " fixing review round " in prompt.split("\n", 1)[0]:
         return fix_round(ticket, prompt)
     number = task_to_do(prompt)

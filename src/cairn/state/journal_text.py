@@ -153,6 +153,11 @@ _SAY: dict[str, Callable[[dict[str, Any]], str]] = {
     "cutoff": _cut("cut off"),
     "marker_cleared": lambda e: f"marker cleared by {_get(e, 'by')}{_with(e, 'detail', ': ', '')}",
     "asked": _asked,
+    "answered": lambda e: (
+        f"answered by {_get(e, 'by')}"
+        + (f" after {e['waited_s']}s" if isinstance(e.get("waited_s"), int) else "")
+        + f": {' '.join(str(e.get('text', '')).split())[:200]}"
+    ),
     "fix_round": _fix_round,
     "approved": lambda e: (
         f"approved by {_get(e, 'by')}" + (f" at {str(e['commit'])[:10]}" if e.get("commit") else "")

@@ -27,6 +27,7 @@ C = "cairn.cli.commands."
 COMMANDS: dict[tuple[str, ...], Command] = {
     ("run",): Command(C + "run:run"),
     ("resume",): Command(C + "run:resume"),
+    ("answer",): Command(C + "run:answer"),
     ("catchup",): Command(C + "catchup:catchup", quick=True),
     ("status",): Command(C + "status:status", quick=True),
     ("logs",): Command(C + "logs:logs", quick=True),

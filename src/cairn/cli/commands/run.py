@@ -96,6 +96,38 @@ def resume(parser: Parser) -> int:
     )
 
 
+def answer(parser: Parser) -> int:
+    """Answer what a ticket's agent stopped for (its run ended needs input), then resume the
+    run with the answer in the agent's prompt (a fleet ticket's in its worktree)."""
+    parser.add_argument("ticket", help="Ticket id.")
+    parser.add_argument("text", help="The answer, as the agent will read it.")
+    parser.add_argument("--by", help="Who answers (default: git config user.name).")
+    _run_options(parser)
+    args = parser.parse()
+    from cairn import tickets
+    from cairn.fleet import byhand
+    from cairn.run import answers
+    from cairn.state.layout import discover
+
+    repo, _, layout = discover(args.workspace)
+    ticket = tickets.validate(args.ticket)
+    by = args.by or answers.who(repo)
+    answers.record(layout, ticket, args.text, by)
+    return _drive(
+        args.json,
+        args.quiet,
+        lambda sink: byhand.resume(
+            args.workspace,
+            ticket,
+            agent=args.agent,
+            max_turns=args.max_turns,
+            takeover=args.takeover,
+            allow_shared=args.allow_shared,
+            sink=sink,
+        ),
+    )
+
+
 def _drive(json: bool, quiet: bool, start: Callable[[EventSink], RunOutcome]) -> int:
     from cairn.cli.display import Display, pick_mode
     from cairn.run.orchestrator.signals import ignore_stall_signal
@@ -134,7 +166,8 @@ def needs_input_lines(outcome: RunOutcome) -> list[str]:
     elif any(d.get("tool") == "exec" for d in denials):
         lines.append(f"{accounting.denial_hint('codex')}; {then}")
     else:
-        lines.append(f"Give it what it needs (answer it in the plan, fix the blocker), {then}")
+        lines.append(f"Give it what it needs (fix the blocker), {then}")
+        lines.append(f'or answer it: cairn answer {outcome.ticket} "what it needs" (resumes it)')
     return lines
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from cairn import summary
 from cairn.errors import BadInput
-from cairn.run import evaluation, prompts, review
+from cairn.run import answers, evaluation, prompts, review
 from cairn.run.budget import Budget
 from cairn.run.orchestrator import checkpoints
 from cairn.run.orchestrator.context import RunContext
@@ -103,6 +103,9 @@ def coder_prompts(ctx: RunContext, handoff_reason: str | None) -> PromptFor:
         last_message=ctx.last_message or "(none)",
         **values,
     )
+    answered = answers.given(ctx.ref.run_dir)  # a person's answers to a stop for input
+    if answered:
+        text += "\n" + answers.prompt_block(answered)
     return turn_prompts(ctx, text)
 
 

@@ -1,0 +1,97 @@
+"""``cairn answer TICKET "text"``: a run that stopped for input (its agent asked, and made no
+progress) is answered and resumed, the answer in the agent's prompt; a fleet ticket the same, in
+its worktree. The agent is the fleet's test agent (a real subprocess, ``kind = "command"``), told
+to ask until its prompt carries an answer."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from cairn.state import journal
+from cairn.state.journal_text import sentence
+from cairn.state.layout import discover
+from fleet.fleet_setup import agent_env, agent_log, fleet_repo, record
+from helpers import assert_one_line_error, cairn, git
+
+ENDPOINT = "https://api.example.test/v2"
+
+
+def asking_repo(tmp_path: Path) -> Path:
+    """The fleet's test repository, with continuations so an idle agent ends needs_input."""
+    repo = fleet_repo(tmp_path, {"ASK-1": 2})
+    toml = repo / "cairn.toml"
+    toml.write_text(toml.read_text().replace("max_continuations = 0", "max_continuations = 3"))
+    git(repo, "commit", "-qam", "continuations")
+    return repo
+
+
+def events_of(repo: Path, ticket: str) -> list[dict[str, object]]:
+    _, _, layout = discover(repo)
+    run = layout.latest_run(ticket)
+    assert run is not None
+    found, _ = journal.read(layout.run_dir(ticket, run))
+    return found
+
+
+def test_an_answer_resumes_the_run_with_it_in_the_agents_prompt(tmp_path: Path) -> None:
+    repo = asking_repo(tmp_path)
+    env = agent_env(tmp_path, ask="ASK-1")
+    plan = str(repo / "cairn-queue/ASK-1.md")
+    asked = cairn("run", plan, "--ticket", "ASK-1", cwd=repo, env=env)
+    assert asked.returncode == 1, (asked.stdout, asked.stderr)
+    assert "needs input" in asked.stdout
+    assert 'cairn answer ASK-1 "what it needs"' in asked.stdout
+    assert [e["event"] for e in agent_log(env, "ASK-1")] == ["asked", "asked"]  # then stopped
+
+    # bad input: nothing written
+    before = len(events_of(repo, "ASK-1"))
+    assert_one_line_error(cairn("answer", "ASK-1", "  ", cwd=repo, env=env))
+    assert_one_line_error(cairn("answer", "NONE-1", "x", cwd=repo, env=env))
+    assert_one_line_error(cairn("answer", "ASK-1", "y" * 20_000, cwd=repo, env=env))
+    assert len(events_of(repo, "ASK-1")) == before
+
+    done = cairn("answer", "ASK-1", ENDPOINT, "--by", "ana", cwd=repo, env=env)
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    assert "completed: ticket ASK-1" in done.stdout
+    log = agent_log(env, "ASK-1")
+    assert {"event": "answered", "answer": ENDPOINT} in [
+        {k: v for k, v in e.items() if k in ("event", "answer")} for e in log
+    ]
+    assert [e["task"] for e in log if e["event"] == "start"] == [1, 2]
+    [answered] = [e for e in events_of(repo, "ASK-1") if e["event"] == "answered"]
+    assert answered["text"] == ENDPOINT and answered["by"] == "ana"
+    assert isinstance(answered["waited_s"], int) and answered["waited_s"] >= 0
+    # its run finished: nothing waits for an answer now
+    again = cairn("answer", "ASK-1", "more", cwd=repo, env=env)
+    assert_one_line_error(again)
+    assert "does not wait for an answer" in again.stderr
+    # the dashboard's timeline says it
+    shown = sentence(answered)
+    assert shown == f"answered by ana after {answered['waited_s']}s: {ENDPOINT}"
+
+
+def test_a_fleet_ticket_waiting_for_input_is_answered_in_its_worktree(tmp_path: Path) -> None:
+    repo = asking_repo(tmp_path)
+    env = agent_env(tmp_path, ask="ASK-1")
+    fleet = subprocess.run(
+        [sys.executable, "-m", "cairn", "fleet", "start", "--once", "--json"],
+        cwd=repo,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert fleet.returncode == 1, (fleet.stdout, fleet.stderr)
+    assert record(repo, "ASK-1")["state"] == "needs_input"
+    done = cairn("answer", "ASK-1", ENDPOINT, "--json", cwd=repo, env=env)
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    assert json.loads(done.stdout.splitlines()[-1])["status"] == "completed"
+    saved = record(repo, "ASK-1")
+    assert saved["state"] == "completed" and saved["attempt"] == 2
+    worktree = Path(saved["worktree"])
+    assert (worktree / "work/ASK-1-task-2.txt").exists()  # the work is in its worktree
