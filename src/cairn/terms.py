@@ -172,6 +172,36 @@ REVIEWABLE_STATES: frozenset[FleetState] = frozenset({*FINISHED, "approved"})
 ReviewVerdict = Literal["request_changes", "approve"]
 REVIEW_VERDICTS: tuple[ReviewVerdict, ...] = get_args(ReviewVerdict)
 
+# Whom a notified state is for ([fleet] notify_attention, docs/fleet.md "Notifications"): a
+# person must act ("needs_you": a question, a review, the budget, a failure, a usage limit no
+# fallback agent can take over, attempts spent) or it is news (done, retrying, started). The
+# states that always need a person; "waiting" does on a usage limit (a rate limit passes by
+# itself) and "interrupted" once its attempts are spent (which is when it is final):
+# ``cairn.fleet.notify.attention`` decides.
+Attention = Literal["needs_you", "news"]
+NEEDS_YOU_STATES: frozenset[FleetState] = frozenset(
+    {"needs_input", "needs_review", "budget", "failed", "waiting", "interrupted"}
+)
+NEWS_STATES: frozenset[FleetState] = frozenset({"completed", "retrying", "running"})
+# What a person does about each need, as the message says it ({ticket}: the ticket).
+TO_DO: dict[FleetState, str] = {
+    "needs_input": 'answer in cairn: cairn answer {ticket} "…" / cairn resume {ticket}',
+    "needs_review": (
+        "approve or request changes: cairn review {ticket} --approve | --request-changes"
+    ),
+    "budget": "raise the budget: [fleet] max_cost_usd in cairn.toml, then cairn fleet start",
+    "failed": "see why: cairn catchup {ticket}, then cairn fleet retry {ticket}",
+    "waiting": (
+        "nothing, it starts again at the reset; to go on sooner, add a fallback agent "
+        "([agent] fallback) or raise the plan's limit"
+    ),
+    "interrupted": "see why: cairn catchup {ticket}, then cairn fleet retry {ticket}",
+}
+# A webhook's message format ([fleet] notify entries): each chat service's native message, or
+# cairn's own JSON.
+ChatFormat = Literal["slack", "discord", "teams", "json"]
+CHAT_FORMATS: tuple[ChatFormat, ...] = get_args(ChatFormat)
+
 # What runs the fleet's tickets ([fleet] engine): a supervisor here, or workflows on Temporal.
 Engine = Literal["embedded", "temporal"]
 ENGINES: tuple[Engine, ...] = get_args(Engine)

@@ -109,6 +109,10 @@ def test_completed_needs_review_and_interrupted_reach_the_receiver(
         "tokens",
         "cost_usd",
         "dashboard",
+        "pull_request",
+        "issue",
+        "attention",
+        "to_do",
         "sent_at",
     }
     assert first["event"] == "ticket_ended" and first["branch"] == "cairn/PROJ-1"
@@ -172,7 +176,7 @@ def test_a_failing_receiver_is_tried_again_then_given_up_never_fatal(
     # a receiver that refuses the message (4xx but 429) is not asked again
     receiver.failures, receiver.answered = [400], []
     made = endings(repo)
-    made.notifier.urls = [receiver.url]  # type: ignore[union-attr]
+    made.notifier.routes = notify.routes(made.config.fleet)[:1]  # type: ignore[union-attr]
     sent(made, record("PROJ-2", "failed"))
     assert receiver.answered == [400]
 

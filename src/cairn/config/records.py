@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta, Struct, field
 
+from cairn.config import webhooks
 from cairn.config.chains import check_chains, named_agents
 from cairn.defaults import CUTOFF_TIMEOUT_MS
 from cairn.errors import BadInput
@@ -216,8 +217,10 @@ class FleetConfig(Section, frozen=True):
     id: str | None = None  # the fleet's name in Temporal's workflow ids (default: the root commit)
     base: str | None = None  # the branch cairn/<ticket> starts from (default: HEAD / the remote's)
     push: bool | None = None  # None: false for the dir tracker, true for github
-    notify: list[str] = []  # webhook URLs
+    notify: list[webhooks.NotifyEntry] = []  # webhook URLs, or {url, format} tables
+    notify_attention: list[webhooks.NotifyEntry] | None = None  # None: the notify entries
     dashboard_port: Annotated[int, Meta(ge=1)] | None = None
+    dashboard_url: str | None = None  # the dashboard's address as people reach it, for links
     queue: str = "cairn-queue"
     concurrency: Annotated[int, Meta(ge=1)] = 2
     workspace_root: str | None = None
@@ -248,9 +251,7 @@ class FleetConfig(Section, frozen=True):
             raise ValueError(f"id {self.id!r} is not a fleet id; give one such as acme-app")
         if self.base is not None and not is_branch_name(self.base):
             raise ValueError(f"base {self.base!r} is not a branch name; give one such as main")
-        for url in self.notify:
-            if not url.startswith(("https://", "http://")):
-                raise ValueError(f"notify: {url!r} is not an http(s) URL; give webhook URLs")
+        webhooks.check(self.notify, self.notify_attention, self.dashboard_url)
         if self.dashboard_port is not None and self.dashboard_port > 65535:
             raise ValueError(f"dashboard_port {self.dashboard_port} is not a port (1-65535)")
         if not self.queue.strip():

@@ -35,8 +35,8 @@ class Endings:
             tracker,
             emit,
         )
-        urls = config.fleet.notify
-        self.notifier = notify.Notifier(urls, layout, self._warn) if urls else None
+        routes = notify.routes(config.fleet)
+        self.notifier = notify.Notifier(routes, layout, self._warn) if routes else None
 
     def _warn(self, message: str) -> None:
         self.emit("ticket_warning", ticket=None, message=message)
@@ -84,7 +84,7 @@ class Endings:
         if self.notifier is not None and notify.wanted(record):
             try:
                 told = facts(self.repo, self.config, self.layout, record.ticket)
-                self.notifier.send(notify.payload(record, told, self.config))
+                self.notifier.send(notify.payload(record, told, self.config, self.layout))
             except Exception as exc:  # a notification never fails the fleet
                 self.emit("notify_failed", ticket=record.ticket, detail=str(exc))
 

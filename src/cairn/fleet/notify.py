@@ -16,32 +16,88 @@ Each POST is sent from a thread of its own, so a slow receiver never holds the s
 a failure (no answer, 5xx, 429) is tried again twice, after 1 s and 2 s, then given up. Every
 outcome is one line in ``<state root>/fleet/notify.log``; a failure also warns on stderr. Never
 fatal.
+
+Each URL gets its service's native message (``cairn.fleet.chatformats``: Slack, Discord,
+Microsoft Teams), as ``[fleet] notify`` sets or its host says (``cairn.config.webhooks``), or
+this JSON. What needs a person (``attention``: ``cairn.terms.NEEDS_YOU_STATES``) goes to
+``[fleet] notify_attention`` (the ``notify`` URLs when it is not set), with what to do; the
+rest (news) to ``notify``; a URL in both gets each transition once (``routes``). A 429 waits
+for its ``Retry-After`` (or Discord's ``retry_after``); a webhook its service says is gone
+(Slack's 404 and 410, Discord's 404) is given up for this supervisor, warned once.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from cairn import __version__
-from cairn.config.records import Config
+from cairn.config import webhooks
+from cairn.config.records import Config, FleetConfig
 from cairn.errors import CairnError
 from cairn.faults import crash_at
+from cairn.fleet import chatformats, pulls
 from cairn.fleet.facts import Facts
 from cairn.fleet.fleetstate import FleetTicket, iso, key_of
 from cairn.fleet.outbox import Outbox, digest
 from cairn.fleet.schedule import STOPPED
 from cairn.state.layout import Layout
-from cairn.terms import FINAL_STATES
+from cairn.terms import FINAL_STATES, NEEDS_YOU_STATES, TO_DO, Attention, ChatFormat
 from cairn.util import clock, durable
 
-NOTIFIED = (FINAL_STATES - {"stopped"}) | {"waiting"}  # a person's stop is not news to them
+# a person's stop is not news to them; a ticket held for the fleet's budget needs them
+NOTIFIED = (FINAL_STATES - {"stopped"}) | {"waiting", "budget"}
 _LOG_LOCK = threading.Lock()
 Entry = tuple[Path, dict[str, Any]]  # a message in the outbox: its file, and what it holds
+GONE: dict[ChatFormat, frozenset[int]] = {  # the answers that mean the webhook is no more
+    "slack": frozenset({404, 410}),
+    "discord": frozenset({404}),
+}
+RETRY_AFTER_CAP = 60.0  # seconds: the longest a 429's Retry-After is waited for
+USAGE_LIMIT = "usage limit"  # as a waiting ticket's detail names it (limits.describe)
+ALL: frozenset[Attention] = frozenset({"needs_you", "news"})
+
+
+class Route(NamedTuple):
+    """A webhook, its message format, and the kinds of notification it gets."""
+
+    url: str
+    format: ChatFormat
+    kinds: frozenset[Attention]
+
+
+def routes(fleet: FleetConfig) -> list[Route]:
+    """Where each notification goes: every kind to the ``notify`` URLs when
+    ``notify_attention`` is not set; else the news to ``notify`` and the needs to
+    ``notify_attention``. A URL listed twice is one route (the format of its first entry)."""
+    attention = fleet.notify_attention
+    news: frozenset[Attention] = ALL if attention is None else frozenset({"news"})
+    listed = [(entry, news) for entry in fleet.notify]
+    listed += [(entry, frozenset({"needs_you"})) for entry in attention or []]
+    found: dict[str, Route] = {}
+    for entry, kinds in listed:
+        url, format = webhooks.target(entry)
+        known = found.get(url)
+        found[url] = (
+            Route(url, format, kinds)
+            if known is None
+            else known._replace(kinds=known.kinds | kinds)
+        )
+    return list(found.values())
+
+
+def attention(record: FleetTicket) -> Attention:
+    """Whether ``record``'s state needs a person or is news: a ``waiting`` ticket needs one
+    on a usage limit (no fallback agent could take over; a rate limit passes by itself)."""
+    if record.state == "waiting":
+        limit = record.last_reason == "usage_limit" or USAGE_LIMIT in (record.detail or "")
+        return "needs_you" if limit else "news"
+    return "needs_you" if record.state in NEEDS_YOU_STATES else "news"
 
 
 def wanted(record: FleetTicket) -> bool:
@@ -50,9 +106,33 @@ def wanted(record: FleetTicket) -> bool:
     return record.state in NOTIFIED and not stopped
 
 
-def payload(record: FleetTicket, facts: Facts, config: Config) -> dict[str, Any]:
+def dashboard_link(config: Config, ticket: str) -> str | None:
+    """The ticket's dashboard page: under ``dashboard_url`` when set, else on 127.0.0.1."""
+    base, port = config.fleet.dashboard_url, config.fleet.dashboard_port
+    if base:
+        return f"{base.rstrip('/')}/tickets/{ticket}"
+    return f"http://127.0.0.1:{port}/tickets/{ticket}" if port else None
+
+
+def issue_link(config: Config, ticket: str) -> str | None:
+    """The tracker's issue of ``ticket``: GitHub's ``GH-N`` on ``[fleet.github] repo``."""
+    github = config.fleet.github
+    number = re.fullmatch(r"GH-(\d+)", ticket)
+    if config.fleet.tracker != "github" or github.repo is None or number is None:
+        return None
+    api = github.api_url.rstrip("/")
+    site = "https://github.com" if api == "https://api.github.com" else api.removesuffix("/api/v3")
+    return f"{site}/{github.repo}/issues/{number.group(1)}"
+
+
+def payload(
+    record: FleetTicket, facts: Facts, config: Config, layout: Layout | None = None
+) -> dict[str, Any]:
+    """The notification of ``record``'s state: every fact a message of any format says."""
     usage = facts.usage or {}
-    port = config.fleet.dashboard_port
+    pull = pulls.read(layout, record.ticket) if layout is not None else None
+    need = attention(record)
+    to_do = TO_DO.get(record.state) if need == "needs_you" else None
     return {
         "key": key_of(record),
         "event": "ticket_waiting" if record.state == "waiting" else "ticket_ended",
@@ -68,18 +148,22 @@ def payload(record: FleetTicket, facts: Facts, config: Config) -> dict[str, Any]
         "run": facts.run,
         "tokens": usage.get("total_tokens"),
         "cost_usd": usage.get("cost_usd"),
-        "dashboard": f"http://127.0.0.1:{port}/tickets/{record.ticket}" if port else None,
+        "dashboard": dashboard_link(config, record.ticket),
+        "pull_request": pull["url"] if pull is not None else None,
+        "issue": issue_link(config, record.ticket),
+        "attention": need,
+        "to_do": to_do.format(ticket=record.ticket) if to_do else None,
         "sent_at": clock.now().isoformat(),
     }
 
 
 class Notifier:
-    """POSTs a ticket's ending to ``urls``; a delivery that fails is said through ``warn``
-    (the supervisor's ``ticket_warning`` event)."""
+    """POSTs a ticket's ending to its ``routes``; a delivery that fails is said through
+    ``warn`` (the supervisor's ``ticket_warning`` event)."""
 
     def __init__(
         self,
-        urls: list[str],
+        routes: list[Route],
         layout: Layout | None,
         warn: Callable[[str], None],
         *,
@@ -87,18 +171,23 @@ class Notifier:
         backoff: float = 1.0,
         timeout: float = 10.0,
     ) -> None:
-        self.urls = list(urls)
+        self.routes = list(routes)
+        self.gone: set[str] = set()  # webhooks their service said are no more
         self.log = layout.fleet_dir / "notify.log" if layout is not None else None
         self.outbox = Outbox(layout, [], "webhooks") if layout is not None else None
         self.attempts, self.backoff, self.timeout = attempts, backoff, timeout
         self.warn = warn
 
     def send(self, body: dict[str, Any]) -> list[threading.Thread]:
-        """POST ``body`` to every URL not told of it yet, each from its own (non-daemon)
-        thread: the process waits for them before it exits, at most ``attempts`` timeouts
-        and backoffs."""
+        """POST ``body`` to every route of its kind not told of it yet, each from its own
+        (non-daemon) thread: the process waits for them before it exits, at most ``attempts``
+        timeouts and backoffs."""
         threads = []
-        for url in self.urls:
+        kind = body.get("attention") or "needs_you"
+        for route in self.routes:
+            url = route.url
+            if kind not in route.kinds or url in self.gone:
+                continue
             message = {
                 "ticket": body["ticket"],
                 "kind": "notify",
@@ -110,7 +199,7 @@ class Notifier:
             if self.outbox is not None and path is None:
                 continue  # this URL was told of this transition, or is being told
             entry = (path, message) if path is not None else None
-            threads.append(self._thread(url, body, entry))
+            threads.append(self._thread(route, body, entry))
         return threads
 
     def flush(self) -> list[threading.Thread]:
@@ -119,36 +208,45 @@ class Notifier:
         threads: list[threading.Thread] = []
         if self.outbox is None:
             return threads
+        by_url = {route.url: route for route in self.routes}
         for path, message in self.outbox.pending():
             url, body = message.get("url"), message.get("body")
-            if url not in self.urls or not isinstance(body, dict):
+            route = by_url.get(str(url))
+            if route is None or not isinstance(body, dict):
                 self.outbox.drop(path)
-                self.warn(f"notify: {path.name} is for {url}, not in [fleet] notify; dropped")
+                self.warn(
+                    f"notify: {path.name} is for {url}, not in [fleet] notify or "
+                    "notify_attention; dropped"
+                )
                 continue
-            threads.append(self._thread(str(url), body, (path, message)))
+            threads.append(self._thread(route, body, (path, message)))
         for warning in self.outbox.warnings:
             self.warn(warning)
         self.outbox.warnings.clear()
         return threads
 
-    def _thread(self, url: str, body: dict[str, Any], entry: Entry | None) -> threading.Thread:
-        thread = threading.Thread(target=self.deliver, args=(url, body, entry), name="cairn-notify")
+    def _thread(self, route: Route, body: dict[str, Any], entry: Entry | None) -> threading.Thread:
+        args = (route, body, entry)
+        thread = threading.Thread(target=self.deliver, args=args, name="cairn-notify")
         thread.start()
         return thread
 
-    def deliver(self, url: str, body: dict[str, Any], entry: Entry | None = None) -> bool:
-        """POST ``body`` to ``url``, tried again on a failure; ``entry``: its message in the
-        outbox, marked sending first and recorded sent (or dropped) after."""
+    def deliver(self, route: Route, body: dict[str, Any], entry: Entry | None = None) -> bool:
+        """POST ``body``, in ``route``'s format, to its URL, tried again on a failure;
+        ``entry``: its message in the outbox, marked sending first and recorded sent (or
+        dropped) after."""
         import httpx2 as httpx
 
         if entry is not None and self.outbox is not None:
             self.outbox.sending(*entry)
-        error = ""
+        url, error, gone = route.url, "", False
+        posted = chatformats.render(route.format, body)
         for attempt in range(1, self.attempts + 1):
+            wait = self.backoff * 2 ** (attempt - 1)
             try:
                 response = httpx.post(
                     url,
-                    json=body,
+                    json=posted,
                     timeout=self.timeout,
                     headers={
                         "User-Agent": f"cairn/{__version__}",
@@ -165,14 +263,26 @@ class Notifier:
                     if entry is not None and self.outbox is not None:
                         self.outbox.sent(*entry)
                     return True
-                error = f"HTTP {response.status_code}"
-                if response.status_code < 500 and response.status_code != 429:
+                code = response.status_code
+                error = f"HTTP {code}"
+                if code == 429:
+                    wait = max(wait, retry_after(response))
+                elif code < 500:
+                    gone = code in GONE.get(route.format, ())
                     break  # the receiver refuses it; asking again would not change that
             if attempt < self.attempts:
-                time.sleep(self.backoff * 2 ** (attempt - 1))
+                time.sleep(wait)
         self._record(url, body, "failed", attempt, error)
         if entry is not None and self.outbox is not None:
             self.outbox.drop(entry[0])
+        if gone:
+            if url not in self.gone:  # said once; the webhook is not asked again
+                self.gone.add(url)
+                self.warn(
+                    f"notify {url}: {route.format} says the webhook is gone ({error}); no more "
+                    "messages to it until the next fleet start; fix [fleet] notify"
+                )
+            return False
         self.warn(
             f"notify {url} of {body['ticket']} {body['state']} failed "
             f"({error}) after {attempt} tries; the fleet goes on"
@@ -200,3 +310,20 @@ class Notifier:
                 durable.append_line(self.log, json.dumps(line), what="notify log")
         except (OSError, ValueError, CairnError):
             pass  # the log is a convenience; a full disk must not stop the fleet
+
+
+def retry_after(response: Any) -> float:
+    """How long a 429 asks to wait, in seconds: its ``Retry-After`` header, or the
+    ``retry_after`` of Discord's JSON body; at most ``RETRY_AFTER_CAP``, 0 when it says none."""
+    said: Any = response.headers.get("Retry-After")
+    if said is None:
+        try:
+            found = response.json()
+        except ValueError:
+            found = None
+        said = found.get("retry_after") if isinstance(found, dict) else None
+    try:
+        seconds = float(said)
+    except (TypeError, ValueError):
+        return 0.0
+    return min(max(seconds, 0.0), RETRY_AFTER_CAP)
