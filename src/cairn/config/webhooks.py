@@ -5,6 +5,7 @@ An entry that is not one is bad input naming it and the formats (docs/fleet.md
 
 from __future__ import annotations
 
+import re
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
@@ -14,6 +15,7 @@ from cairn.terms import CHAT_FORMATS, ChatFormat
 
 FORMATS_SAID = ", ".join(CHAT_FORMATS)
 # Microsoft Teams' Workflows (Power Automate) webhook hosts: these, and any under these domains.
+DISCORD_PATH = re.compile(r"/api/(?:v\d+/)?webhooks/")  # /api/v10/webhooks/{id}/{token}
 TEAMS_HOSTS = ("api.powerautomate.com", "flow.microsoft.com")
 TEAMS_DOMAINS = (".logic.azure.com", ".environment.api.powerplatform.com")
 
@@ -64,7 +66,7 @@ def detect(url: str) -> ChatFormat:
     discord = host in ("discord.com", "discordapp.com") or host.endswith(
         (".discord.com", ".discordapp.com")
     )
-    if discord and parts.path.startswith("/api/webhooks/"):
+    if discord and DISCORD_PATH.match(parts.path):
         return "discord"
     if host in TEAMS_HOSTS or host.endswith(TEAMS_DOMAINS):
         return "teams"
