@@ -89,7 +89,11 @@ def check(
     """A URL string that is not http(s): a ValueError naming its key and the entry."""
     keyed = [("notify", entry) for entry in notify]
     keyed += [("notify_attention", entry) for entry in attention or []]
-    keyed += [("dashboard_url", dashboard)] if dashboard is not None else []
     for key, entry in keyed:
         if isinstance(entry, str) and (why := url_problem(entry)):
             raise ValueError(f"{key}: {why}")
+    if dashboard is not None and url_problem(dashboard):
+        raise ValueError(
+            f"dashboard_url: {dashboard!r} is not an http(s) URL; give the dashboard's address "
+            "as people reach it, e.g. https://cairn.example.com"
+        )
