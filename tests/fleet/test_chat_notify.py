@@ -27,7 +27,7 @@ from cairn.state.layout import discover
 from cairn.terms import CHAT_FORMATS
 from cairn.util import clock
 from fleet.chat_shapes import VALIDATE, ChatReceiver, serve
-from helpers import make_repo
+from helpers import git, make_repo
 
 RESET = datetime(2026, 12, 3, 14, 0, tzinfo=UTC)
 USAGE = "waiting: every agent is at a limit; usage limit of claude; resets 14:00 UTC"
@@ -312,3 +312,29 @@ def _facts() -> Any:
     from cairn.fleet.facts import Facts
 
     return Facts("PROJ-1", "cairn/PROJ-1", None, None, None, None, "refs/cairn/wip/PROJ-1", None)
+
+
+def test_a_fleet_start_sends_the_news_to_slack_and_the_need_to_notify_attention(
+    tmp_path: Path, chat: ChatReceiver
+) -> None:
+    from fleet.fleet_setup import agent_env, finish, supervisor
+    from fleet.fleet_setup import fleet_repo as queue_repo
+
+    repo = queue_repo(tmp_path, {"DONE-1": 1, "LONG-1": 5}, max_turns=2, max_attempts=1)
+    with (repo / "cairn.toml").open("a") as toml:
+        toml.write(f'notify = [{{url = "{chat.url("slack")}", format = "slack"}}]\n')
+        toml.write(f'notify_attention = ["{chat.url("json", "needs")}"]\n')
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "the fleet")
+    _, lines = finish(supervisor(repo, agent_env(tmp_path), "--once"), timeout=120)
+    ended = {e["ticket"]: e["state"] for e in lines if e.get("event") == "ticket_finished"}
+    assert ended == {"DONE-1": "completed", "LONG-1": "interrupted"}, lines
+    (news,) = chat.at("slack")  # the supervisor waited for its deliveries before it exited
+    assert VALIDATE["slack"](news) == [] and news["text"].startswith("DONE-1 completed")
+    (need,) = chat.at("json", "needs")
+    assert (need["ticket"], need["state"], need["attention"]) == (
+        "LONG-1",
+        "interrupted",
+        "needs_you",
+    )
+    assert need["to_do"] == "see why: cairn catchup LONG-1, then cairn fleet retry LONG-1"
