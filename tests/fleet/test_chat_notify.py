@@ -210,6 +210,10 @@ def test_a_table_sets_the_format_and_a_string_is_detected() -> None:
     config = validate(tomllib.loads(text), Path("cairn.toml"))
     found = [(route.format, route.kinds) for route in notify.routes(config.fleet)]
     assert found == [("slack", notify.ALL), ("json", notify.ALL), ("teams", notify.ALL)]
+    from cairn.cli.commands.config import effective  # config show: a table shown as one
+
+    shown = dict((key, value) for key, value, _ in effective(config))["fleet.notify"]
+    assert shown[1] == {"url": "https://hooks.slack.com/services/b", "format": "json"}
 
 
 def body_of(**changes: Any) -> dict[str, Any]:

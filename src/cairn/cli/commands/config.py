@@ -38,7 +38,7 @@ def effective(config: Config) -> list[tuple[str, Any, str]]:
     source = str(config.source) if config.source else "default"
     rows: list[tuple[str, Any, str]] = []
 
-    from msgspec import Struct
+    from msgspec import Struct, to_builtins
 
     def walk(node: Struct, prefix: str, given: dict[str, Any] | None) -> None:
         for name in node.__struct_fields__:
@@ -57,8 +57,9 @@ def effective(config: Config) -> list[tuple[str, Any, str]]:
                 for sub, item in sorted(value.items()):
                     inner = table.get(sub) if table is not None else None
                     walk(item, f"{key}.{sub}.", inner if isinstance(inner, dict) else None)
-            else:
-                rows.append((key, value, source if here else "default"))
+            else:  # a list may hold tables ([fleet] notify's {url, format}): shown as tables
+                shown = to_builtins(value) if isinstance(value, list) else value
+                rows.append((key, shown, source if here else "default"))
 
     walk(config, "", config.given if config.source is not None else None)
     return rows
