@@ -307,6 +307,10 @@ def test_the_waiting_reset_is_said_and_a_rate_limit_is_news() -> None:
     usage = record("PROJ-1", "waiting", next_attempt_at=RESET, detail=USAGE)
     rate = record("PROJ-1", "waiting", next_attempt_at=RESET + timedelta(hours=1), detail=RATE)
     assert (notify.attention(usage), notify.attention(rate)) == ("needs_you", "news")
+    # the detail says the limit waited for now; without it, the run's cutoff reason
+    stale = record("PROJ-1", "waiting", detail=RATE, last_reason="usage_limit")
+    bare = record("PROJ-1", "waiting", detail="usage_limit", last_reason="usage_limit")
+    assert (notify.attention(stale), notify.attention(bare)) == ("news", "needs_you")
     told = chatformats.card(notify.payload(usage, _facts(), Config()))
     assert ("Starts again", RESET.isoformat()) in told.fields
     assert told.to_do is not None and "fallback agent" in told.to_do

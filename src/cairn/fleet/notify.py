@@ -59,7 +59,8 @@ GONE: dict[ChatFormat, frozenset[int]] = {  # the answers that mean the webhook 
     "discord": frozenset({404}),
 }
 RETRY_AFTER_CAP = 60.0  # seconds: the longest a 429's Retry-After is waited for
-USAGE_LIMIT = "usage limit"  # as a waiting ticket's detail names it (limits.describe)
+# a waiting ticket's limit, as its detail names it (cairn.agents.limits.describe)
+LIMIT_WORDS: dict[str, str] = {"usage limit": "usage_limit", "rate limit": "rate_limit"}
 ALL: frozenset[Attention] = frozenset({"needs_you", "news"})
 
 
@@ -94,9 +95,10 @@ def routes(fleet: FleetConfig) -> list[Route]:
 def attention(record: FleetTicket) -> Attention:
     """Whether ``record``'s state needs a person or is news: a ``waiting`` ticket needs one
     on a usage limit (no fallback agent could take over; a rate limit passes by itself)."""
-    if record.state == "waiting":
-        limit = record.last_reason == "usage_limit" or USAGE_LIMIT in (record.detail or "")
-        return "needs_you" if limit else "news"
+    if record.state == "waiting":  # the detail says the limit waited for now; else the cutoff
+        said = [kind for words, kind in LIMIT_WORDS.items() if words in (record.detail or "")]
+        limit = said[0] if said else record.last_reason
+        return "needs_you" if limit == "usage_limit" else "news"
     return "needs_you" if record.state in NEEDS_YOU_STATES else "news"
 
 
