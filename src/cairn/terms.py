@@ -213,9 +213,9 @@ FLEET_ACTIONS: tuple[FleetAction, ...] = get_args(FleetAction)
 # cairn fleet pause|resume|stop|retry (a fix round and an approval come from a review).
 CONTROL_ACTIONS: tuple[FleetAction, ...] = ("pause", "resume", "stop", "retry")
 # Who asked it, as the ticket's journal records: the command line, the dashboard's buttons,
-# another program through the dashboard's JSON API, or the fleet itself (a land that waited for
-# its fix round).
-Asker = Literal["cli", "dashboard", "api", "fleet"]
+# another program through the dashboard's JSON API, the fleet itself (a land that waited for
+# its fix round), or a person's `/cairn …` comment on the tracker's issue.
+Asker = Literal["cli", "dashboard", "api", "fleet", "tracker"]
 ASKERS: tuple[Asker, ...] = get_args(Asker)
 
 # Whether the owner of a run is still running it (catch-up's "owner_state").

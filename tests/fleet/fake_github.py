@@ -70,6 +70,9 @@ class FakeGitHub:
     remote: Path | None = None
     issues: dict[int, dict[str, Any]] = field(default_factory=dict)
     comments: list[tuple[int, str]] = field(default_factory=list)
+    # each comment's author, their association with the repository, and when it was made,
+    # by its id (its place in ``comments``, from 1)
+    authors: dict[int, tuple[str, str, str]] = field(default_factory=dict)
     pulls: list[dict[str, Any]] = field(default_factory=list)
     reviews: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     seen: list[Seen] = field(default_factory=list)
@@ -92,6 +95,13 @@ class FakeGitHub:
             "labels": [{"name": name} for name in labels],
             "html_url": f"https://github.test/{self.repo}/issues/{number}",
         }
+
+    def say(self, number: int, body: str, login: str = "ana", association: str = "OWNER") -> None:
+        """A person comments on issue ``number`` (``association``: GitHub's
+        ``author_association``, ``OWNER`` … ``NONE``)."""
+        with self.lock:
+            self.comments.append((number, body))
+            self.authors[len(self.comments)] = (login, association, _now())
 
     def fail_once(self, method: str, path_part: str, status: int = 502) -> None:
         self.faults.append(Fault(method, path_part, status, {}, "Bad Gateway"))
@@ -185,10 +195,17 @@ class FakeGitHub:
             issue = self.issues[number]
             if rest[1:] == ["comments"] and method == "POST":
                 self.comments.append((number, body["body"]))
+                self.authors[len(self.comments)] = ("cairn-bot", "NONE", _now())
                 return 201, {"id": len(self.comments), "body": body["body"]}
             if rest[1:] == ["comments"] and method == "GET":
                 listed = [
-                    {"id": i, "body": text, "user": {"login": "cairn-bot"}}
+                    {
+                        "id": i,
+                        "body": text,
+                        "user": {"login": self.authors.get(i, ("cairn-bot", "", ""))[0]},
+                        "author_association": self.authors.get(i, ("", "NONE", ""))[1],
+                        "created_at": self.authors.get(i, ("", "", _now()))[2],
+                    }
                     for i, (n, text) in enumerate(self.comments, 1)
                     if n == number
                 ]
@@ -262,6 +279,11 @@ class FakeGitHub:
             "merged": True,
             "message": "Pull Request successfully merged",
         }
+
+
+def _now() -> str:
+    """Now as GitHub writes times: ``2026-12-03T13:45:00Z``."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def _page(entries: list[Any], query: dict[str, str]) -> list[Any]:

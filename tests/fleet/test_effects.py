@@ -126,10 +126,11 @@ def test_killed_at_a_crash_point_the_effects_happen_once(
     assert [s.status for s in github.requests("POST", "/pulls")] == [201]  # never opened twice
     origin = tmp_path / "origin.git"
     assert git(origin, "rev-parse", "cairn/GH-1") == git(repo, "rev-parse", "cairn/GH-1")
-    # the webhook: its transition's key; a second delivery, same key, only when the answer
-    # to the first was what the kill lost (a webhook cannot be asked whether it got it)
+    # the webhook: its transition's key; a second delivery, same key, only when the kill
+    # came after a delivery and before it was recorded (a webhook cannot be asked whether it
+    # got it): always at fleet.notify, and at a tracker point that raced the webhook's thread
     assert set(receiver.keys) == {"cairn:GH-1:1:completed"}
-    assert len(receiver.keys) == (2 if point == "fleet.notify" else 1)
+    assert len(receiver.keys) == 2 if point == "fleet.notify" else len(receiver.keys) in (1, 2)
     # the one task was done once, and nothing waits to be told
     assert [e["task"] for e in agent_log(logs, "GH-1") if e["event"] == "start"] == [1]
     assert outbox_left(repo) == []

@@ -130,9 +130,10 @@ def changes(
     """The record's new fields when ``action`` takes it to ``state`` (not running);
     ``detail``: the request's own, if it has one."""
     if action in ("fix", "approve"):
-        return fixround.changes(action, state, detail)
+        afresh = {"restarts": record.restarts + 1} if action == "fix" else {}
+        return fixround.changes(action, state, detail) | afresh
     if action == "retry":
-        return retry.changes(record)
+        return retry.changes(record) | {"restarts": record.restarts + 1}
     detail = "resumed by a person" if action == "resume" else None
     return {
         "state": state,
@@ -204,7 +205,14 @@ class Controls:
             if record.state == "stopped":
                 state = schedule.released(msgspec.structs.replace(record, attempt=0))
                 detail = "stopped before; started again by this fleet start"
-                host._quiet(record, state=state, attempt=0, next_attempt_at=None, detail=detail)
+                host._quiet(
+                    record,
+                    state=state,
+                    attempt=0,
+                    restarts=record.restarts + 1,
+                    next_attempt_at=None,
+                    detail=detail,
+                )
                 host.emit("ticket_restarted", ticket=record.ticket, state=state)
             elif record.state == "budget" and spent is None:
                 state = schedule.released(record)

@@ -53,6 +53,9 @@ class FleetTicket(Struct, frozen=True, kw_only=True):
     # between), and the next supervisor tells it. None: a record from before keys, never told
     # again.
     told: str | None = None
+    # How often its attempts were counted afresh (a person's retry, a fix round, a stopped
+    # ticket started again): with the attempt, it tells one start from another in its keys.
+    restarts: Annotated[int, Meta(ge=0)] = 0
     updated: datetime
 
     def __post_init__(self) -> None:
@@ -69,10 +72,12 @@ RETRY_IN = "; retry in "
 
 def key_of(record: FleetTicket) -> str:
     """The idempotency key of ``record``'s state, the same however often it is told and by
-    whichever supervisor: ``cairn:<ticket>:<attempt>:<state>``, with the reset a ``waiting``
+    whichever supervisor: ``cairn:<ticket>:<attempt>:<state>`` (the attempt ``r<n>.<attempt>``
+    once its attempts were counted afresh ``n`` times), with the reset a ``waiting``
     ticket waits for and the reason of a ``retrying`` one (a fix round is not a retry).
     Each message of the transition adds its kind (``…:comment``)."""
-    parts = ["cairn", record.ticket, str(record.attempt), record.state]
+    attempt = f"r{record.restarts}.{record.attempt}" if record.restarts else str(record.attempt)
+    parts = ["cairn", record.ticket, attempt, record.state]
     if record.state == "waiting":
         parts.append(iso(record.next_attempt_at) or "-")
     elif record.state == "retrying" and record.last_reason:

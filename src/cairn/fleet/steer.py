@@ -19,6 +19,7 @@ from cairn.errors import CairnError, NotApplicable
 from cairn.fleet import control, fleetcontrol, fleetstate, lease
 from cairn.fleet.fleetcontrol import Request
 from cairn.fleet.fleetstate import FleetTicket
+from cairn.fleet.trackers.base import Command
 from cairn.state.layout import Layout
 from cairn.terms import Asker, FleetAction
 
@@ -82,3 +83,50 @@ def journal_ask(layout: Layout, ticket: str, action: FleetAction, by: Asker) -> 
     except (CairnError, OSError) as exc:
         return f"ticket {ticket}: the {action} asked is not in its journal ({exc})"
     return None
+
+
+def answer(
+    layout: Layout, config: Config, ticket: str, text: str, who: str, by: Asker
+) -> dict[str, Request]:
+    """A person's answer to a fleet ticket that stopped for input (``needs_input``): written in
+    its run's journal (``cairn.run.answers``), then its run resumed as ``retry`` asks, where
+    the supervisor (or ``control.act_alone``) resumes it with the answer in its prompt. Checked
+    first: a ticket the fleet cannot retry, or whose run does not wait for input, is refused and
+    nothing is written."""
+    from cairn.run import answers
+
+    checked = check(layout, config, "retry", [ticket])
+    record = checked.records[ticket]
+    if record.state != "needs_input":
+        raise NotApplicable(
+            f"ticket {ticket} is {record.state.replace('_', ' ')}, not waiting for input; "
+            f"there is nothing to answer"
+        )
+    answers.record(layout, ticket, text, who)
+    return file(layout, checked, "retry", by)
+
+
+# A `/cairn` command's verbs (cairn.fleet.slash), and the fleet actions two of them are.
+VERBS = ("answer", "retry", "stop")
+ACTIONS: dict[str, FleetAction] = {"retry": "retry", "stop": "stop"}
+
+
+def carry_out(layout: Layout, config: Config, command: Command) -> str:
+    """Do a person's ``/cairn`` ``command`` (``cairn.fleet.slash``); the reply that says what
+    was done, or why not."""
+    ticket = command.ticket
+    if not command.allowed:
+        return f"@{command.who}: only people who can write to the repository can steer cairn."
+    if command.verb not in VERBS:
+        known = ", ".join(f"`/cairn {v}`" for v in VERBS)
+        return f"@{command.who}: `/cairn {command.verb}` is not a command; the commands: {known}."
+    try:
+        if command.verb == "answer":
+            answer(layout, config, ticket, command.text, command.who, "tracker")
+            return f"@{command.who}: answered; the run of {ticket} resumes with your answer."
+        action = ACTIONS[command.verb]
+        file(layout, check(layout, config, action, [ticket]), action, "tracker")
+    except (CairnError, OSError) as exc:
+        return f"@{command.who}: `/cairn {command.verb}` was not done: {exc}"
+    then = {"retry": "its run resumes", "stop": "its run stops with a snapshot"}[command.verb]
+    return f"@{command.who}: {command.verb} asked; {then}."

@@ -25,7 +25,7 @@ import msgspec
 from cairn.config.records import Config
 from cairn.errors import CairnError, ExitCode
 from cairn.faults import crash_at
-from cairn.fleet import fleetcontrol, fleetstate, recovery, schedule, watch
+from cairn.fleet import fleetcontrol, fleetstate, recovery, schedule, steer, watch
 from cairn.fleet import lease as fleet_lease
 from cairn.fleet.budget import FleetBudget
 from cairn.fleet.control import Controls
@@ -165,6 +165,11 @@ class Supervisor(recovery.Recovering, LimitWaiting):
 
     def _poll_tracker(self) -> None:
         self._mend_records()
+        for command in self.tracker.commands():  # a person's `/cairn …` on an issue: as asked
+            said = steer.carry_out(self.layout, self.config, command)
+            self.tracker.reply(command.ticket, said, f"cairn:{command.ticket}:cmd:{command.ref}")
+            self.emit("ticket_command", ticket=command.ticket, verb=command.verb, said=said)
+            self.controls.tick()  # its request carried out now (before a --once exit)
         for candidate in self.intake.poll():
             ticket = candidate.ticket
             record = self.records.get(ticket) or fleetstate.read(self.layout, ticket)

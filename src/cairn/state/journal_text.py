@@ -5,6 +5,7 @@ carries are docs/state.md's table; an event this release does not know is named 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from cairn.util.text import counted
@@ -164,3 +165,30 @@ _SAY: dict[str, Callable[[dict[str, Any]], str]] = {
     ),
     "landed": _landed,
 }
+
+
+def tail(
+    run_dir: Path | None, asked: list[dict[str, Any]] | None, most: int
+) -> list[dict[str, Any]]:
+    """The last ``most`` events of the run's journal (none without ``run_dir``), each with its
+    sentence (``text``), with what people ``asked`` of a ticket on Temporal (kept in its
+    workflow's memo, as the run's journal is the workers'), in time order."""
+    from cairn.errors import CairnError
+    from cairn.state import journal
+
+    events: list[dict[str, Any]] = []
+    if run_dir is not None:
+        try:
+            events = journal.read(run_dir)[0][-most:]
+        except (OSError, CairnError):
+            events = []
+    shown = [{**event, "text": sentence(event)} for event in events]
+    for ask in asked or []:
+        event = {
+            "t": ask.get("at"),
+            "event": "asked",
+            "action": ask.get("action"),
+            "by": ask.get("by"),
+        }
+        shown.append({**event, "text": sentence(event)})
+    return sorted(shown, key=lambda e: str(e.get("t") or ""))[-most:] if asked else shown

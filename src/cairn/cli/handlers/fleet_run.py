@@ -23,6 +23,7 @@ _LINES = {
     "ticket_queued": "{ticket}: queued ({plan})",
     "ticket_adopted": "{ticket}: still running (pid {pid}) from the supervisor before; watching it",
     "ticket_recovered": "{ticket}: its supervisor died mid-attempt; it is resumed first",
+    "ticket_command": "{ticket}: /cairn {verb} on its issue — {said}",
     "ticket_told": "{ticket}: {state}, told now (its supervisor died before it told it)",
     "ticket_started": "{ticket}: attempt {attempt} ({command}) in {worktree}",
     "ticket_stalled": "{ticket}: no progress for {idle}s; stopping it as a stall",

@@ -118,6 +118,34 @@ def control(request: Request) -> JSONResponse:
     return JSONResponse(done, status_code=202, headers=NO_STORE)
 
 
+async def answer(request: Request) -> JSONResponse:
+    """``POST /api/v1/tickets/{id}/answer`` ``{"text": …, "by"?: …}``: a person's answer to a
+    ticket waiting for input, and its run resumed with it (``steer.answer``); 202 once asked,
+    409 when the ticket does not wait for input, 400 for a bad body."""
+    from starlette.concurrency import run_in_threadpool
+
+    name = request.path_params["ticket"]
+    why = tickets.problem(name)
+    if why is not None:
+        return error(400, "invalid_ticket", f"{name!r} is not a ticket id: {why}")
+    try:
+        data = await request.json()
+    except ValueError:
+        data = None
+    text = data.get("text") if isinstance(data, dict) else None
+    who = data.get("by") if isinstance(data, dict) else None
+    if not isinstance(text, str) or not (who is None or isinstance(who, str)):
+        return error(400, "invalid_answer", '(body): send {"text": "the answer", "by": "who"}')
+    dashboard = _dashboard(request)
+    try:
+        done = await run_in_threadpool(dashboard.answer, name, text, who, asker(request))
+    except Refused as exc:
+        return error(exc.status, exc.code, str(exc))
+    except BadInput as exc:
+        return error(400, "invalid_answer", str(exc))
+    return JSONResponse(done, status_code=202, headers=NO_STORE)
+
+
 def transcript(request: Request) -> JSONResponse:
     """``GET /api/v1/tickets/{id}/transcript[?dispatch=N][&since=K]``."""
     name = request.path_params["ticket"]

@@ -49,6 +49,7 @@ def make_app(
         Route("/api/v1/tickets/{ticket}/review", api.review_rounds, methods=["GET"]),
         Route("/api/v1/tickets/{ticket}/land", landing.land, methods=["POST"]),
         Route("/api/v1/tickets/{ticket}/land", landing.state, methods=["GET"]),
+        Route("/api/v1/tickets/{ticket}/answer", api.answer, methods=["POST"]),
         # pause, resume, stop, retry: after the routes of their own a ticket has
         Route("/api/v1/tickets/{ticket}/{action}", api.control, methods=["POST"]),
         Route("/api/v1/refresh", api.refresh, methods=["POST"]),

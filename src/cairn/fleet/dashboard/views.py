@@ -19,7 +19,7 @@ from cairn.fleet import lease, outbox, pulls, refusals
 from cairn.fleet.dashboard.source import Source, View
 from cairn.fleet.fleetstatus import FleetRows, held_now
 from cairn.git import Git
-from cairn.state import journal
+from cairn.state import journal_text
 from cairn.state.layout import SUMMARY_ARTIFACT, SUMMARY_ROLE, discover, latest_artifact
 from cairn.terms import CONTROL_ACTIONS, FLEET_STATES, Asker, FleetAction
 from cairn.util import clock, durable
@@ -153,12 +153,29 @@ class Dashboard:
         SIGTERM. Raises ``Refused`` (404 unknown, 409 not applicable), nothing changed."""
         if self.source is not None:
             return self.source.control(ticket, action, by)
-        from cairn.fleet import fleetcontrol, fleetstate, steer
+        from cairn.fleet import steer
 
         checked = steer.check(self.layout, self.config, action, [ticket])
         requests = steer.file(self.layout, checked, action, by)
-        checked.warnings.extend(self.carry_out())
-        record = fleetstate.read(self.layout, ticket) or checked.records[ticket]
+        return self._asked(ticket, action, by, requests, checked.warnings)
+
+    def answer(self, ticket: str, text: str, who: str | None, by: Asker) -> dict[str, Any]:
+        """``POST …/answer``: a person's answer to ``ticket`` waiting for input, and its run
+        resumed with it (``steer.answer``), as ``control``'s retry."""
+        if self.source is not None:
+            raise Refused(409, "unsupported_engine", "answers run on the embedded engine only")
+        from cairn.fleet import steer
+
+        requests = steer.answer(self.layout, self.config, ticket, text, who or by, by)
+        return self._asked(ticket, "retry", by, requests, [])
+
+    def _asked(
+        self, ticket: str, action: FleetAction, by: Asker, requests: Any, warnings: list[str]
+    ) -> dict[str, Any]:
+        from cairn.fleet import fleetcontrol, fleetstate
+
+        warnings += self.carry_out()
+        record = fleetstate.read(self.layout, ticket)
         request = requests.get(ticket)
         return {
             "ticket": ticket,
@@ -166,8 +183,8 @@ class Dashboard:
             "by": by,
             "changed": request is not None,
             "pending": request is not None and fleetcontrol.still_pending(request),
-            "state": fleetstate.live_state(record)[0],
-            "warnings": checked.warnings,
+            "state": fleetstate.live_state(record)[0] if record is not None else None,
+            "warnings": warnings,
         }
 
     # --- GET /api/v1/tickets/{id} --------------------------------------------------------------
@@ -200,7 +217,7 @@ class Dashboard:
             "base": view.base_name,
             "branch_diff": branch_diff,
             "snapshot_diff": snapshot_diff,
-            "journal": _with_asks(_journal_tail(run_dir) if run_dir else [], row),
+            "journal": journal_text.tail(run_dir, row.get("asked"), JOURNAL_TAIL),
             "snapshots": snapshots,
         }
 
@@ -359,35 +376,3 @@ def _summary(run_dir: Path) -> str:
     except (OSError, BadInput):
         return ""
     return data.decode("utf-8", "replace") if data is not None else ""
-
-
-def _with_asks(events: list[dict[str, Any]], row: dict[str, Any]) -> list[dict[str, Any]]:
-    """The journal with what people asked of a ticket on Temporal (kept in its workflow's memo,
-    ``asked``, as the run's journal is the workers'), in time order."""
-    asks = row.get("asked")
-    if not asks:
-        return events
-    from cairn.state.journal_text import sentence
-
-    extra = []
-    for ask in asks:
-        event = {
-            "t": ask.get("at"),
-            "event": "asked",
-            "action": ask.get("action"),
-            "by": ask.get("by"),
-        }
-        extra.append({**event, "text": sentence(event)})
-    merged = sorted([*events, *extra], key=lambda e: str(e.get("t") or ""))
-    return merged[-JOURNAL_TAIL:]
-
-
-def _journal_tail(run_dir: Path) -> list[dict[str, Any]]:
-    """The journal's last events, each with its sentence (``text``)."""
-    from cairn.state.journal_text import sentence
-
-    try:
-        events, _ = journal.read(run_dir)
-    except (OSError, CairnError):
-        return []
-    return [{**event, "text": sentence(event)} for event in events[-JOURNAL_TAIL:]]

@@ -13,12 +13,23 @@ from typing import NamedTuple
 
 from cairn.fleet.refusals import Rejected
 
-__all__ = ["Candidate", "Rejected", "Tracker"]
+__all__ = ["Candidate", "Command", "Rejected", "Tracker"]
 
 
 class Candidate(NamedTuple):
     ticket: str  # the plan's `ticket:` front matter, or the file stem (validated by cairn.tickets)
     plan: Path  # absolute path of the plan file
+
+
+class Command(NamedTuple):
+    """A ``/cairn`` command a person wrote on a ticket's issue (``cairn.fleet.slash``)."""
+
+    ticket: str
+    verb: str
+    text: str  # the answer (empty for retry and stop)
+    who: str  # the commenter's login
+    ref: str  # the comment's id: its reply's key
+    allowed: bool  # whether the commenter may write to the repository
 
 
 class Tracker(ABC):
@@ -62,3 +73,13 @@ class Tracker(ABC):
     def finish(self, ticket: str, state: str) -> None:
         """Record that ``ticket`` is done for good: completed, needs_review, interrupted (its
         attempts spent), needs_input or failed. It is not listed again."""
+
+    def commands(self) -> list[Command]:
+        """The new ``/cairn`` commands people wrote on the tickets' issues (``cairn.fleet.
+        slash``); none for a tracker without comments."""
+        return []
+
+    def reply(self, ticket: str, text: str, key: str) -> None:
+        """Answer a command on ``ticket``'s issue (``key``: the message's idempotency key);
+        only a tracker whose ``commands`` finds any is asked."""
+        raise NotImplementedError(f"{type(self).__name__} has no comments to reply in")

@@ -14,7 +14,6 @@ or ``cairn:needs-review`` is not offered again (take the label off to run it ane
 from __future__ import annotations
 
 import os
-import re
 import time
 from typing import Any
 
@@ -22,14 +21,15 @@ import msgspec
 
 from cairn.config.records import Config
 from cairn.errors import BadInput
-from cairn.faults import crash_at
-from cairn.fleet import fixround, fleetstate, pulls
-from cairn.fleet.facts import Facts, PushFailed, facts, push_branch
+from cairn.fleet import fixround, fleetstate, slash
+from cairn.fleet.facts import Facts, facts
 from cairn.fleet.fixround import REASON as FIX_ROUND
 from cairn.fleet.github_api import GitHubAPI, GitHubError, RateLimited
-from cairn.fleet.outbox import Outbox, hidden, unknown
-from cairn.fleet.trackers.base import Candidate, Rejected, Tracker
+from cairn.fleet.outbox import Outbox
+from cairn.fleet.retry import RETRIED
+from cairn.fleet.trackers.base import Candidate, Command, Rejected, Tracker
 from cairn.fleet.trackers.dir import is_finished
+from cairn.fleet.trackers.github_outbox import TICKET_ID, Sending, issue_number
 from cairn.fleet.trackers.github_refused import Refusals, digest, nameless, number_of, url_of
 from cairn.git import Repo
 from cairn.state.layout import Layout
@@ -38,19 +38,10 @@ from cairn.util import durable
 PREFIX = "GH-"
 RUNNING, DONE, REVIEW = "cairn:running", "cairn:done", "cairn:needs-review"
 ENDED_LABELS = frozenset({DONE, REVIEW})
-_TICKET = re.compile(r"GH-(\d+)")
-SIGNATURE = "— cairn"
 REFUSING = frozenset({401, 403, 404})  # the first listing's answers that mean the set-up is wrong
 
 
-def issue_number(ticket: str) -> int:
-    match = _TICKET.fullmatch(ticket)
-    if match is None:
-        raise ValueError(f"{ticket!r} is not a GitHub ticket (GH-<number>)")
-    return int(match.group(1))
-
-
-class GitHubTracker(Tracker):
+class GitHubTracker(Sending, Tracker):
     pushes_branch = True
 
     def __init__(
@@ -77,6 +68,7 @@ class GitHubTracker(Tracker):
         self._listed = False  # whether the issues were listed (or tried) once
         self.refusals = Refusals(layout, self.outbox)
         self._key: str | None = None  # the transition being told
+        self.seen = slash.Seen(layout, "github")
 
     # --- the interface -------------------------------------------------------------------------
 
@@ -99,6 +91,24 @@ class GitHubTracker(Tracker):
             if not self.finished(t)
         ]
 
+    def commands(self) -> list[Command]:
+        if time.time() < self.blocked_until:
+            return []
+        try:
+            return slash.read(self.layout, self.seen, self._comments_of, PREFIX)
+        except GitHubError as exc:
+            self._held(exc)
+            self._warn(f"reading the issues' comments for /cairn commands failed ({exc})")
+            return []
+
+    def _comments_of(self, ticket: str) -> list[dict[str, Any]]:
+        return self.api.comments(issue_number(ticket))
+
+    def reply(self, ticket: str, text: str, key: str) -> None:
+        self._key = key
+        self._comment(ticket, text)
+        self._told()
+
     def finished(self, ticket: str) -> bool:
         record = fleetstate.read(self.layout, ticket)
         return record is not None and is_finished(record, self.config)
@@ -109,12 +119,15 @@ class GitHubTracker(Tracker):
         return self._fix_round(ticket)
 
     def _fix_round(self, ticket: str) -> bool:
-        """Whether ``ticket``, whose issue is no longer listed (labelled ``cairn:done``), waits
-        for a fix round a person or a land asked for (``cairn.fleet.fixround``): it runs."""
+        """Whether ``ticket``, whose issue is no longer listed (labelled ``cairn:done`` or
+        ``cairn:needs-review``), waits for a fix round a person or a land asked for
+        (``cairn.fleet.fixround``), or for the run a person retried (``cairn fleet retry``, a
+        ``/cairn`` answer): it runs."""
         record = fleetstate.read(self.layout, ticket)
-        if record is None or record.last_reason != FIX_ROUND or self.finished(ticket):
+        asked = record is not None and record.last_reason in (FIX_ROUND, RETRIED)
+        if record is None or not asked or self.finished(ticket):
             return False
-        return _TICKET.fullmatch(ticket) is not None
+        return TICKET_ID.fullmatch(ticket) is not None
 
     def transition(self, ticket: str, state: str, detail: str | None = None) -> None:
         record = fleetstate.read(self.layout, ticket)
@@ -204,119 +217,6 @@ class GitHubTracker(Tracker):
             self._comment(ticket, text)
             self._labels(ticket, add=[REVIEW], remove=[RUNNING])
         self._told()
-
-    # --- the outbox ----------------------------------------------------------------------------
-
-    def _warn(self, message: str) -> None:
-        self.warnings.append(f"github: {message}")
-
-    def _told(self) -> None:  # the transition's messages are in the outbox: now sent
-        self._key = None
-        crash_at("fleet.told")
-        self.flush()
-
-    def flush(self) -> None:
-        """Send what the outbox holds, oldest first; a ticket whose message fails keeps its
-        later ones back (they stay in order), and a rate limit stops the round. A message
-        whose outcome is unknown is looked for first, and adopted when it is there."""
-        held: set[str] = set()
-        for path, message in self.outbox.pending():
-            ticket = message["ticket"]
-            if time.time() < self.blocked_until:
-                return
-            if ticket in held:
-                continue
-            try:
-                looked = unknown(message)
-                self.outbox.sending(path, message)
-                self._send(message, looked)
-            except (GitHubError, PushFailed) as exc:
-                message["tries"] = int(message.get("tries", 0)) + 1
-                message["last_error"] = str(exc)
-                self.outbox.update(path, message)
-                held.add(ticket)
-                self._held(exc)
-                self._warn(
-                    f"{message['kind']} for {ticket} failed ({exc}); sent again at the next poll"
-                )
-            else:
-                self.outbox.sent(path, message)
-
-    def _send(self, message: dict[str, Any], looked: bool) -> None:
-        """Send ``message``; when ``looked`` (its outcome is unknown), only if it is not there
-        already. Labels are set by name and a pull request found by its branch either way."""
-        number = issue_number(message["ticket"])
-        kind = message["kind"]
-        if kind == "comment":
-            if looked and self._posted(self.api.comments(number), message):
-                self._warn(f"a comment on {message['ticket']} had been posted; adopted")
-                return
-            self.api.comment(number, message["body"])
-            crash_at("fleet.comment")
-        elif kind == "labels":
-            if message["add"]:
-                self.api.add_labels(number, message["add"])
-            for label in message["remove"]:
-                self.api.remove_label(number, label)
-            crash_at("fleet.labels")
-        elif kind == "pull_request":
-            if self.config.fleet.pushes:
-                push_branch(self.repo, self.config, message["ticket"])
-                crash_at("fleet.push")
-            pull = self.api.find_pull(message["branch"])
-            if pull is None:
-                if self._base is None:
-                    self._base = self.api.default_branch()
-                pull = self.api.open_pull(
-                    title=message["title"],
-                    head=message["branch"],
-                    base=self._base,
-                    body=message["body"],
-                    draft=bool(message["draft"]),
-                )
-            pulls.record(self.layout, message["ticket"], pull)
-            crash_at("fleet.pull_request")
-        elif kind == "approve":
-            pull = self.api.find_pull(message["branch"])
-            if pull is None or not isinstance(pull.get("number"), int):
-                self._warn(
-                    f"{message['ticket']} was approved, but {message['branch']} has no pull "
-                    "request to approve on GitHub"
-                )
-                return
-            if looked and self._posted(self.api.reviews(pull["number"]), message):
-                self._warn(f"the approval of {message['ticket']} had been posted; adopted")
-                return
-            self.api.approve_pull(pull["number"], message["body"])
-            crash_at("fleet.approve")
-
-    @staticmethod
-    def _posted(found: list[dict[str, Any]], message: dict[str, Any]) -> bool:
-        """Whether one of ``found`` (comments, reviews) carries ``message``'s key."""
-        key = message.get("key")
-        if not isinstance(key, str):
-            return False
-        mark = hidden(key)
-        return any(isinstance(c.get("body"), str) and mark in c["body"] for c in found)
-
-    def _put(self, ticket: str, kind: str, **fields: Any) -> None:
-        """Keep a message of the transition being told (its key: the transition's and
-        ``kind``); a comment or review carries its key hidden at its end."""
-        if self._key is not None:
-            fields["key"] = f"{self._key}:{kind}"
-            if "body" in fields and kind in ("comment", "approve"):
-                fields["body"] = f"{fields['body']}\n{hidden(fields['key'])}"
-        self.outbox.put({"ticket": ticket, "kind": kind, **fields})
-
-    def _comment(self, ticket: str, text: str) -> None:
-        self._put(ticket, "comment", body=f"{text}\n\n{SIGNATURE}")
-
-    def _labels(self, ticket: str, *, add: list[str], remove: list[str]) -> None:
-        self._put(ticket, "labels", add=add, remove=remove)
-
-    def _held(self, exc: Exception) -> None:
-        if isinstance(exc, RateLimited) and exc.until is not None:
-            self.blocked_until = max(self.blocked_until, exc.until)
 
     # --- issues and plans ----------------------------------------------------------------------
 
