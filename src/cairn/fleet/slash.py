@@ -5,10 +5,11 @@ after it are part of the answer), ``/cairn retry`` or ``/cairn stop`` is carried
 ``cairn answer``, ``cairn fleet retry`` and ``cairn fleet stop`` would carry it out
 (``cairn.fleet.steer.carry_out``), and the issue gets a reply saying what was done or why
 not. Only people the tracker says may write to the repository (GitHub's
-``author_association`` ``OWNER``, ``MEMBER`` or ``COLLABORATOR``) are obeyed; anyone else's command gets a reply saying so. Each comment is read once: the id of
-the last one read of each ticket is kept (``<state root>/fleet/<tracker>/commands.json``), a
-ticket's comments are first read from the moment its record last changed (an old command is
-never replayed), and the reply's key is the comment's, so it is posted once.
+``author_association`` ``OWNER``, ``MEMBER`` or ``COLLABORATOR``) are obeyed; anyone else's
+command gets a reply saying so. Each comment is read once: the id of the last one read of
+each ticket is kept (``<state root>/fleet/<tracker>/commands.json``), a ticket's comments are
+first read from the moment its record last changed (an old command is never replayed), and
+the reply's key is the comment's, so it is posted once.
 """
 
 from __future__ import annotations
