@@ -68,7 +68,11 @@ def test_values_from_cairn_toml(tmp_path: Path) -> None:
     [
         ("[fleet]\nbogus = 1\n", "fleet.bogus", "unknown key; fix or remove it"),
         ("[fleet.hooks]\nafter_craete = 'x'\n", "fleet.hooks.after_craete", "unknown key"),
-        ('[fleet]\ntracker = "linear"\n', "fleet.tracker", "'dir'"),
+        ('[fleet]\ntracker = "jira"\n', "fleet.tracker", "'dir'"),
+        ('[fleet]\ntracker = "linear"\n', "fleet", '[fleet.linear] team = "IDE"'),
+        ('[fleet.linear]\nteam = "I D E"\n', "fleet.linear", "is not a Linear team key"),
+        ('[fleet.linear.states]\nstarted = " "\n', "fleet.linear.states", "states.started is"),
+        ('[fleet.linear]\nbranch_url = "https://x/tree"\n', "fleet.linear", "{branch}"),
         ('[fleet]\ntracker = "github"\n', "fleet", '[fleet.github] repo = "owner/name"'),
         ('[fleet.github]\nrepo = "app"\n', "fleet.github", "is not owner/name"),
         ('[fleet.github]\napi_url = "ftp://x"\n', "fleet.github", "not an http(s) URL"),

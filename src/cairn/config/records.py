@@ -16,6 +16,7 @@ from msgspec import Meta, Struct, field
 
 from cairn.config import webhooks
 from cairn.config.chains import check_chains, named_agents
+from cairn.config.trackers import GitHubConfig, LinearConfig
 from cairn.defaults import CUTOFF_TIMEOUT_MS
 from cairn.errors import BadInput
 from cairn.terms import AgentPermissions, Engine, LoopPhase, OnLimit
@@ -184,27 +185,7 @@ class FleetHooks(Section, frozen=True):
                 raise ValueError(f"{name} is empty; give a shell command or remove the key")
 
 
-_GITHUB_REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 FLEET_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")  # [fleet] id: in workflow ids
-
-
-class GitHubConfig(Section, frozen=True):
-    """``[fleet.github]``: the issues the ``github`` tracker reads (docs/fleet.md)."""
-
-    repo: str | None = None  # "owner/name"
-    label: str = "cairn"
-    api_url: str = "https://api.github.com"
-
-    def __post_init__(self) -> None:
-        if self.repo is not None and not _GITHUB_REPO.fullmatch(self.repo):
-            raise ValueError(f"repo {self.repo!r} is not owner/name; give one such as octo/app")
-        if not self.label.strip():
-            raise ValueError('label is empty; give the issues\' label, e.g. "cairn"')
-        if not self.api_url.startswith(("https://", "http://")):
-            raise ValueError(
-                f"api_url {self.api_url!r} is not an http(s) URL; give one such as "
-                "https://github.example.com/api/v3"
-            )
 
 
 class FleetConfig(Section, frozen=True):
@@ -212,11 +193,11 @@ class FleetConfig(Section, frozen=True):
     pushes and notifications (docs/fleet.md)."""
 
     engine: Engine = "embedded"  # temporal: docs/scale-out.md
-    tracker: Literal["dir", "github"] = "dir"
+    tracker: Literal["dir", "github", "linear"] = "dir"
     remote: str = "origin"
     id: str | None = None  # the fleet's name in Temporal's workflow ids (default: the root commit)
     base: str | None = None  # the branch cairn/<ticket> starts from (default: HEAD / the remote's)
-    push: bool | None = None  # None: false for the dir tracker, true for github
+    push: bool | None = None  # None: false for the dir tracker, true for github and linear
     notify: list[webhooks.NotifyEntry] = []  # webhook URLs, or {url, format} tables
     notify_attention: list[webhooks.NotifyEntry] | None = None  # None: the notify entries
     dashboard_port: Annotated[int, Meta(ge=1)] | None = None
@@ -234,16 +215,22 @@ class FleetConfig(Section, frozen=True):
     max_cost_usd: Annotated[float, Meta(ge=0)] | None = None  # the fleet's total spend; 0: none
     hooks: FleetHooks = field(default_factory=FleetHooks)
     github: GitHubConfig = field(default_factory=GitHubConfig)
+    linear: LinearConfig = field(default_factory=LinearConfig)
 
     @property
     def pushes(self) -> bool:
         """Whether a completed ticket's branch is pushed to ``remote``."""
-        return self.push if self.push is not None else self.tracker == "github"
+        return self.push if self.push is not None else self.tracker in ("github", "linear")
 
     def __post_init__(self) -> None:
         if self.tracker == "github" and self.github.repo is None:
             raise ValueError(
                 'tracker "github" needs the repository; set [fleet.github] repo = "owner/name"'
+            )
+        if self.tracker == "linear" and self.linear.team is None:
+            raise ValueError(
+                'tracker "linear" needs the team; set [fleet.linear] team = "IDE" (the key its '
+                "issue ids start with)"
             )
         if not self.remote.strip() or self.remote.startswith("-"):
             raise ValueError(f"remote {self.remote!r} is not a remote; give one such as origin")
@@ -368,7 +355,7 @@ def _read(kind: Any, data: dict[str, Any], at: str) -> dict[str, Any]:
                 where,
                 lambda t, w: _read(AgentConfig, _derive_pressure({"agent": t})["agent"], w),
             )
-        elif isinstance(hint, type) and issubclass(hint, Section) and isinstance(value, dict):
+        elif isinstance(hint, type) and issubclass(hint, Struct) and isinstance(value, dict):
             value = _read(hint, value, where)
         out[key] = value
     return out
