@@ -17,8 +17,6 @@ import os
 import time
 from typing import Any
 
-import msgspec
-
 from cairn.config.records import Config
 from cairn.errors import BadInput
 from cairn.fleet import fixround, fleetstate, slash
@@ -27,6 +25,7 @@ from cairn.fleet.fixround import REASON as FIX_ROUND
 from cairn.fleet.github_api import GitHubAPI, GitHubError, RateLimited
 from cairn.fleet.outbox import Outbox
 from cairn.fleet.retry import RETRIED
+from cairn.fleet.trackers import texts
 from cairn.fleet.trackers.base import Candidate, Command, Rejected, Tracker
 from cairn.fleet.trackers.dir import is_finished
 from cairn.fleet.trackers.github_outbox import TICKET_ID, Sending, issue_number
@@ -131,62 +130,37 @@ class GitHubTracker(Sending, Tracker):
 
     def transition(self, ticket: str, state: str, detail: str | None = None) -> None:
         record = fleetstate.read(self.layout, ticket)
-        self._key = _key(record, state)
+        self._key = texts.key(record, state)
         attempt = record.attempt if record is not None else 0
         most = self.config.fleet.max_attempts
         if state == "running":
             self._labels(ticket, add=[RUNNING], remove=sorted(ENDED_LABELS))
-            again = " (resuming from its change summary and snapshot)" if attempt > 1 else ""
-            self._comment(
-                ticket,
-                f"Started attempt {attempt} of {most} on branch `cairn/{ticket}`{again}.",
-            )
+            self._comment(ticket, texts.started(ticket, attempt, most))
         elif state == "retrying" and record is not None and record.last_reason == fixround.REASON:
-            why = f" ({record.detail})" if record.detail else ""
-            self._comment(
-                ticket,
-                f"A fix round was asked for{why}: the run of branch `cairn/{ticket}` resumes to "
-                "answer it.",
-            )
+            self._comment(ticket, texts.fix_round(ticket, record.detail))
         elif state == "approved":
-            self._put(
-                ticket,
-                "approve",
-                branch=f"cairn/{ticket}",
-                body=f"Approved in cairn{f' ({detail})' if detail else ''}.",
-            )
+            body = texts.approved(detail)
+            self._put(ticket, "approve", branch=f"cairn/{ticket}", body=body)
             self._labels(ticket, add=[DONE], remove=[REVIEW, RUNNING])
         elif state == "waiting":  # an agent's limit: the next attempt starts at its reset
-            then = "its agent's reset"
-            if record is not None and record.next_attempt_at:
-                then = record.next_attempt_at.strftime("%Y-%m-%d %H:%M:%S UTC")
-            why = f": {detail}" if detail else ""
-            self._comment(
-                ticket,
-                f"Waiting for an agent's limit to reset{why}.\n\nThe fleet starts it again at "
-                f"{then} (the wait does not count as an attempt).",
-            )
+            self._comment(ticket, texts.waiting(record, detail))
         elif state in ("retrying", "interrupted"):
             told = self._facts(ticket)
-            if state == "retrying" and record is not None and record.next_attempt_at:
-                then = record.next_attempt_at.strftime("%Y-%m-%d %H:%M:%S UTC")
-                next_step = f"Attempt {attempt + 1} of {most} starts at {then}."
-            else:
-                next_step = "The fleet was stopped; the next `cairn fleet start` resumes it."
+            next_step = texts.next_attempt(record, state, most)
+            if next_step is None:
                 self._labels(ticket, add=[], remove=[RUNNING])
-            said = f"{_headline('Interrupted', told, detail)}\n\n{_snapshot(told)}\n\n{next_step}"
-            self._comment(ticket, said)
+            self._comment(ticket, texts.interrupted(told, detail, next_step))
         self._told()
 
     def finish(self, ticket: str, state: str) -> None:
         record = fleetstate.read(self.layout, ticket)
-        self._key = _key(record, state)
+        self._key = texts.key(record, state)
         detail = record.detail if record is not None else None
         told = self._facts(ticket)
         number = issue_number(ticket)
         if state in ("completed", "needs_review"):
             issue = self.issues.get(ticket, {})
-            body = (told.summary or _headline("Completed", told, detail)).rstrip()
+            body = (told.summary or texts.headline("Completed", told, detail)).rstrip()
             self._put(
                 ticket,
                 "pull_request",
@@ -196,25 +170,14 @@ class GitHubTracker(Sending, Tracker):
                 draft=state == "needs_review",
             )
         if state == "completed":
-            text = f"{_headline('Completed', told, detail)}\n\nBranch `{told.branch}` pushed; "
-            self._comment(ticket, text + "pull request opened.")
+            where = f"Branch `{told.branch}` pushed; pull request opened."
+            self._comment(ticket, texts.completed(told, detail, where))
             self._labels(ticket, add=[DONE], remove=[RUNNING])
         else:
-            what = {
-                "needs_review": "Needs review",
-                "needs_input": "Needs input",
-                "failed": "Failed",
-                "interrupted": "Interrupted",
-            }.get(state, state)
-            text = _headline(what, told, detail)
-            if detail and detail not in text:
-                text += f"\n\n{detail}"
+            where = None
             if state == "needs_review":
-                text += f"\n\nBranch `{told.branch}` pushed; draft pull request opened."
-            text += f"\n\n{_snapshot(told)}"
-            if state == "interrupted" and "cairn resume" not in text:
-                text += f"\n\n`cairn resume {ticket}` continues it."
-            self._comment(ticket, text)
+                where = f"Branch `{told.branch}` pushed; draft pull request opened."
+            self._comment(ticket, texts.ended(ticket, state, told, detail, where))
             self._labels(ticket, add=[REVIEW], remove=[RUNNING])
         self._told()
 
@@ -274,27 +237,3 @@ class GitHubTracker(Sending, Tracker):
 
     def _facts(self, ticket: str) -> Facts:
         return facts(self.repo, self.config, self.layout, ticket)
-
-
-def _key(record: fleetstate.FleetTicket | None, state: str) -> str | None:
-    """The key of ``record``'s transition to ``state`` (None: a ticket with no record)."""
-    if record is None:
-        return None
-    return fleetstate.key_of(msgspec.structs.replace(record, state=state))
-
-
-def _headline(what: str, told: Facts, detail: str | None) -> str:
-    """The summary's status line when it says ``what`` already, else ``what: …``."""
-    status = told.status_line
-    if status and status.lower().startswith(what.lower()):
-        return status
-    return f"{what}: {status or detail or '(no change summary yet)'}"
-
-
-def _snapshot(told: Facts) -> str:
-    if told.snapshot is None:
-        return "No snapshot was taken."
-    return (
-        f"Snapshot `{told.snapshot_ref}` at `{told.snapshot[:12]}` "
-        f"(`git diff {told.branch} {told.snapshot[:12]}` shows what is not committed)."
-    )

@@ -16,10 +16,10 @@ from cairn.fleet import pulls
 from cairn.fleet.facts import PushFailed, push_branch
 from cairn.fleet.github_api import GitHubAPI, GitHubError, RateLimited
 from cairn.fleet.outbox import Outbox, hidden, unknown
+from cairn.fleet.trackers import texts
 from cairn.git import Repo
 from cairn.state.layout import Layout
 
-SIGNATURE = "— cairn"
 TICKET_ID = re.compile(r"GH-(\d+)")
 
 
@@ -147,7 +147,7 @@ class Sending:
         self.outbox.put({"ticket": ticket, "kind": kind, **fields})
 
     def _comment(self, ticket: str, text: str) -> None:
-        self._put(ticket, "comment", body=f"{text}\n\n{SIGNATURE}")
+        self._put(ticket, "comment", body=texts.signed(text))
 
     def _labels(self, ticket: str, *, add: list[str], remove: list[str]) -> None:
         self._put(ticket, "labels", add=add, remove=remove)

@@ -1,9 +1,9 @@
-"""The issues the ``github`` tracker refuses: an entry of the listing that is no issue (no
-number, a bad one), a body that is not a plan (empty, not text, over the plan size limit, not
-in a format ``cairn run`` reads), and the one comment each issue gets.
+"""The issues the ``github`` and ``linear`` trackers refuse: an entry of the listing that is no
+issue (no number, a bad one), a body (a description) that is not a plan (empty, not text, over
+the plan size limit, not in a format ``cairn run`` reads), and the one comment each issue gets.
 
 The comment goes through the outbox like every other report, once per body: which body of
-which issue was told is kept in ``<state root>/fleet/github/refused.json``, so neither this
+which issue was told is kept in ``<state root>/fleet/<tracker>/refused.json``, so neither this
 supervisor's next poll nor the next supervisor says it again; an edited body that is still
 refused is told again. The comment's key (``cairn:<ticket>:refused:<body's digest>``) is
 hidden in it, as in every comment cairn posts.
@@ -18,6 +18,7 @@ from typing import Any
 from cairn.errors import BadInput
 from cairn.fleet.outbox import Outbox, hidden
 from cairn.fleet.refusals import Rejected
+from cairn.fleet.trackers import texts
 from cairn.state.layout import Layout
 from cairn.util import durable
 
@@ -26,19 +27,24 @@ WHAT = "github refusal record"
 
 
 class Refusals:
-    def __init__(self, layout: Layout, outbox: Outbox) -> None:
-        self.path = layout.fleet_dir / "github" / "refused.json"
+    def __init__(
+        self, layout: Layout, outbox: Outbox, tracker: str = "github", field: str = "body"
+    ) -> None:
+        self.path = layout.fleet_dir / tracker / "refused.json"
         self.outbox = outbox
+        self.field = field  # where the issue's plan is: its body, its description
         self._told: dict[str, str] | None = None  # ticket → the version of the body told
-        self._checked: dict[tuple[int, str], str | None] = {}  # (number, body) → problem
+        self._checked: dict[tuple[str, str], str | None] = {}  # (issue, body) → problem
 
-    def problem(self, number: int, body: Any, text: str) -> str | None:
-        """Why the issue's body is not a plan (None: it is one); parsed once per body."""
-        key = (number, text if isinstance(body, str) else repr(body))
+    def problem(self, issue: int | str, body: Any, text: str) -> str | None:
+        """Why the issue's body is not a plan (None: it is one); parsed once per body.
+        ``issue``: its number (GitHub) or its identifier (Linear)."""
+        key = (str(issue), text if isinstance(body, str) else repr(body))
         if key not in self._checked:
             if len(self._checked) > 1000:  # bodies of issues edited over a long run
                 self._checked.clear()
-            self._checked[key] = _problem(number, body, text)
+            what = f"issue #{issue}" if isinstance(issue, int) else f"issue {issue}"
+            self._checked[key] = _problem(what, body, text, self.field)
         return self._checked[key]
 
     def tell(self, ticket: str, problem: str, version: str) -> None:
@@ -47,11 +53,7 @@ class Refusals:
         if told.get(ticket) == version:
             return
         key = f"cairn:{ticket}:refused:{version}:comment"  # once per body (outbox.put)
-        text = (
-            f"cairn cannot run this issue: {problem}\n\n"
-            "The fleet reads the issue again at each poll, so editing its body is enough."
-        )
-        body = f"{text}\n\n— cairn\n{hidden(key)}"
+        body = f"{texts.signed(texts.refused(problem, self.field))}\n{hidden(key)}"
         self.outbox.put({"ticket": ticket, "kind": "comment", "body": body, "key": key})
         told[ticket] = version
         self._save(told)
@@ -83,22 +85,22 @@ class Refusals:
         durable.atomic_write(self.path, json.dumps(told, indent=2, sort_keys=True) + "\n")
 
 
-def _problem(number: int, body: Any, text: str) -> str | None:
+def _problem(what: str, body: Any, text: str, field: str) -> str | None:
     from cairn.run import plan as plans
 
     fix = "write its tasks there (## Task 1: …, or a - [ ] checklist)"
     if body is not None and not isinstance(body, str):
-        return f"issue #{number}'s body is not text; {fix}"
+        return f"{what}'s {field} is not text; {fix}"
     if not text:
-        return f"issue #{number} has no plan in its body; {fix}"
+        return f"{what} has no plan in its {field}; {fix}"
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > plans.PLAN_READ_LIMIT:
         return (
-            f"issue #{number}'s body is {size} bytes, over the {plans.PLAN_READ_LIMIT} byte "
+            f"{what}'s {field} is {size} bytes, over the {plans.PLAN_READ_LIMIT} byte "
             "limit of a plan; split it into smaller issues"
         )
     try:
-        plans.parse(text, f"issue #{number}", ".md")
+        plans.parse(text, what, ".md")
     except BadInput as exc:
         return str(exc)
     return None
