@@ -262,6 +262,8 @@ CrashPoint = Literal[
     "fleet.pull_request",  # the pull request opened or adopted; not recorded as sent
     "fleet.comment",  # a comment posted; not recorded as sent
     "fleet.labels",  # the labels changed; not recorded as sent
+    "fleet.state",  # a Linear issue moved to its workflow state; not recorded as sent
+    "fleet.link",  # a Linear issue's link to the branch or pull request attached; not recorded
     "fleet.approve",  # the approving review posted; not recorded as sent
     "fleet.notify",  # a webhook delivered; not recorded as sent
     "fleet.worktree_removed",  # prune: the worktree removed; its record not updated

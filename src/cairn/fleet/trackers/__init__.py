@@ -9,12 +9,14 @@ from cairn.config.records import Config
 from cairn.fleet.trackers.base import Candidate, Rejected, Tracker
 from cairn.fleet.trackers.dir import DirTracker
 from cairn.fleet.trackers.github import GitHubTracker
+from cairn.fleet.trackers.linear import LinearTracker
 from cairn.git import Repo
 from cairn.state.layout import Layout
 
 TRACKERS: dict[str, Callable[[Repo, Config, Layout], Tracker]] = {
     "dir": DirTracker,
     "github": GitHubTracker,
+    "linear": LinearTracker,
 }
 
 
@@ -29,6 +31,7 @@ __all__ = [
     "Candidate",
     "DirTracker",
     "GitHubTracker",
+    "LinearTracker",
     "Rejected",
     "Tracker",
     "open_tracker",
