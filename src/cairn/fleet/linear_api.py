@@ -270,11 +270,14 @@ class LinearAPI:
         return self.backoff * float(2**attempt)
 
 
+_NOT_JSON = object()
+
+
 def _json(response: httpx.Response) -> Any:
     try:
         return response.json()
     except ValueError:
-        return None
+        return _NOT_JSON
 
 
 def _first_error(body: Any) -> dict[str, Any] | None:
@@ -296,7 +299,7 @@ def _rate_limited(status: int, body: Any) -> bool:
 
 def _data(name: str, response: httpx.Response, body: Any) -> dict[str, Any]:
     status = response.status_code
-    if body is None:
+    if body is _NOT_JSON:
         kind = response.headers.get("content-type", "no content type").split(";")[0]
         start = " ".join(response.text[:60].split())
         raise LinearError(
