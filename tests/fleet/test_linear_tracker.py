@@ -14,23 +14,18 @@ import sys
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import msgspec
 import pytest
 
-from cairn import config as config_module
 from cairn.fleet import fleetstate, pulls
 from cairn.fleet.linear_api import key_of
-from cairn.fleet.trackers import Candidate, LinearTracker, open_tracker
-from cairn.git import Repo
-from cairn.state.layout import Layout
+from cairn.fleet.trackers import Candidate
 from cairn.util import clock
 from fleet.fake_linear import KEY, FakeLinear, serve
-from fleet.fleet_setup import AGENT, TWO_TASKS, queued
-from helpers import assert_one_line_error, cairn, git, make_repo
-
-BRANCH_URL = "https://git.test/acme/app/tree/{branch}"
+from fleet.fleet_setup import TWO_TASKS, queued
+from fleet.linear_setup import BRANCH_URL, outbox, project, tracker_for
+from helpers import assert_one_line_error, cairn, git
 
 
 @pytest.fixture
@@ -45,43 +40,6 @@ def linear() -> Iterator[FakeLinear]:
 @pytest.fixture(autouse=True)
 def key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LINEAR_API_KEY", KEY)
-
-
-def project(tmp_path: Path, linear: FakeLinear, push: bool = True, extra: str = "") -> Path:
-    """A repository whose fleet reads team IDE's issues on ``linear``, runs the fleet agent
-    (one task a turn, committed), and pushes to a bare ``origin``."""
-    config = (
-        "[agent]\n"
-        'kind = "command"\n'
-        f"command = {json.dumps([sys.executable, str(AGENT)])}\n"
-        "max_turns = 3\nbudget_pressure_turns = 1\nmax_continuations = 0\n"
-        "cutoff_timeout_ms = 3000\n\n"
-        '[loop]\nphases = ["implement"]\n\n'
-        '[fleet]\ntracker = "linear"\nconcurrency = 2\nmax_attempts = 2\nretry_backoff = "1s"\n'
-        f'poll_interval = "1s"\nmin_free_memory = "1MiB"\npush = {json.dumps(push)}\n\n'
-        f'[fleet.linear]\nteam = "IDE"\napi_url = "{linear.url}"\nbranch_url = "{BRANCH_URL}"\n'
-        + extra
-    )
-    repo = make_repo(tmp_path / "repo", {"README.md": "hello\n", "cairn.toml": config})
-    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(tmp_path / "origin.git"))
-    git(repo, "remote", "add", "origin", str(tmp_path / "origin.git"))
-    git(repo, "push", "-q", "origin", "main")
-    return repo
-
-
-def tracker_for(repo: Path) -> tuple[LinearTracker, Layout]:
-    found = Repo.discover(repo)
-    cfg = config_module.load(found.toplevel)
-    layout = Layout.for_repo(found, cfg)
-    tracker = open_tracker(found, cfg, layout)
-    assert isinstance(tracker, LinearTracker)
-    tracker.api.backoff = 0.05  # the retries' pace, not their number, is shortened
-    return tracker, layout
-
-
-def outbox(repo: Path) -> list[dict[str, Any]]:
-    directory = repo / ".git/cairn/fleet/outbox"
-    return [json.loads(p.read_text()) for p in sorted(directory.glob("*.json"))]
 
 
 def test_a_personal_key_is_sent_as_it_is() -> None:
