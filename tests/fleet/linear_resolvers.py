@@ -59,9 +59,13 @@ class Root:
             "attachments": lambda _info, **args: _connection(attachments, args),
         }
 
-    def find(self, id_or_identifier: str) -> dict[str, Any]:
+    def find(self, id_or_identifier: str, uuid_only: bool = False) -> dict[str, Any]:
+        """The issue of an id, or of an identifier (``IDE-1``) where Linear takes one; a
+        comment's ``issueId`` is held to the id: Linear documents no identifier there."""
         for issue in self.fake.issues.values():
-            if id_or_identifier in (issue["id"], issue["identifier"]):
+            if id_or_identifier == issue["id"] or (
+                not uuid_only and id_or_identifier == issue["identifier"]
+            ):
                 return issue
         raise GraphQLError(
             "Entity not found: Issue",
@@ -108,7 +112,7 @@ class Root:
         return {"success": True, "lastSyncId": 1.0, "issue": self.issue_view(issue)}
 
     def commentCreate(self, _info: Any, input: dict[str, Any]) -> dict[str, Any]:
-        issue = self.find(str(input.get("issueId")))
+        issue = self.find(str(input.get("issueId")), uuid_only=True)
         comment = {
             "id": f"comment-{len(self.fake.comments) + 1}",
             "issue": issue["id"],

@@ -221,7 +221,7 @@ class LinearAPI:
         cannot have acted on it."""
         import httpx2 as httpx
 
-        name = query.split("(", 1)[0].split("{", 1)[0].split()[-1]
+        name = (query.split("(", 1)[0].split("{", 1)[0].split() or ["query"])[-1]
         for attempt in range(self.attempts):
             last = attempt == self.attempts - 1
             try:

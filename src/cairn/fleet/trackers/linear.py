@@ -223,7 +223,10 @@ class LinearTracker(Tracker):
 
     def _send(self, message: dict[str, Any], looked: bool) -> None:
         ticket, kind = message["ticket"], message["kind"]
-        issue = self.ids.get(ticket) or message.get("issue") or ticket
+        issue = self._issue_id(ticket, message)
+        if issue is None:
+            self._warn(f"{ticket} is no longer an issue in Linear; its {kind} is given up")
+            return
         if kind == "comment":
             if looked and self._posted(self.api.comments(issue), message):
                 self._warn(f"a comment on {ticket} had been posted; adopted")
@@ -255,6 +258,18 @@ class LinearTracker(Tracker):
                 return
             self.api.attach(issue, url, message["title"], what)
             crash_at("fleet.link")
+
+    def _issue_id(self, ticket: str, message: dict[str, Any]) -> str | None:
+        """The issue's id (Linear's UUID), as the message or the listing has it, else asked
+        for by its identifier (a message a killed supervisor left; None: no such issue)."""
+        known = message.get("issue") or self.ids.get(ticket)
+        if isinstance(known, str):
+            return known
+        found = self.api.issue(ticket)
+        if found is None or not isinstance(found.get("id"), str):
+            return None
+        self.ids[ticket] = found["id"]
+        return str(found["id"])
 
     def _link(self, ticket: str, branch: str) -> tuple[str | None, str]:
         """The pull request's address when one is recorded, else the branch's."""
