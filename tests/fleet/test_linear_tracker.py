@@ -348,3 +348,28 @@ def test_fleet_start_once_runs_the_issues_and_tells_linear(
     assert 502 in [s.status for s in linear.requests("issueUpdate")]
     assert 400 in [s.status for s in linear.requests("commentCreate")]
     assert outbox(repo) == []
+
+
+def test_the_branch_link_comes_from_the_remote_or_is_said_missing(
+    tmp_path: Path, linear: FakeLinear
+) -> None:
+    repo = project(tmp_path, linear, push=False)
+    toml = repo / "cairn.toml"
+    toml.write_text("\n".join(x for x in toml.read_text().split("\n") if "branch_url" not in x))
+    linear.add_issue("IDE-1", "On a forge", TWO_TASKS)
+    linear.add_issue("IDE-2", "On a path", TWO_TASKS)
+    tracker, layout = tracker_for(repo)
+    tracker.candidates()
+    # the remote a path (the bare origin): no web address; said once, the comment says no link
+    queued(layout, "IDE-2", "completed", attempt=1)
+    tracker.finish("IDE-2", "completed")
+    assert linear.links_on("IDE-2") == []
+    assert linear.comments_on("IDE-2")[-1].endswith("Branch `cairn/IDE-2` ready.\n\n— cairn")
+    assert any("set [fleet.linear] branch_url" in w for w in tracker.said())
+    # an scp-like GitHub remote: its tree URL
+    git(repo, "remote", "set-url", "origin", "git@github.com:acme/app.git")
+    queued(layout, "IDE-1", "completed", attempt=1)
+    tracker.finish("IDE-1", "completed")
+    url = "https://github.com/acme/app/tree/cairn/IDE-1"
+    assert linear.links_on("IDE-1") == [(url, "On a forge")]
+    assert outbox(repo) == []

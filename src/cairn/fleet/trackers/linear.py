@@ -175,7 +175,10 @@ class LinearTracker(Tracker):
             title = self.issues.get(ticket, {}).get("title")
             self._put(ticket, "link", branch=told.branch, title=title or f"cairn/{ticket}")
             pushed = "pushed" if self.config.fleet.pushes else "ready"
-            where = f"Branch `{told.branch}` {pushed}; its link is attached to this issue."
+            linked = self._link(ticket, told.branch)[0] is not None
+            where = f"Branch `{told.branch}` {pushed}" + (
+                "; its link is attached to this issue." if linked else "."
+            )
         if state == "completed":
             self._comment(ticket, texts.completed(told, detail, where or ""))
             self._move(ticket, "completed")
