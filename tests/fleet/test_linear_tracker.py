@@ -373,3 +373,19 @@ def test_the_branch_link_comes_from_the_remote_or_is_said_missing(
     url = "https://github.com/acme/app/tree/cairn/IDE-1"
     assert linear.links_on("IDE-1") == [(url, "On a forge")]
     assert outbox(repo) == []
+
+
+def test_a_done_issue_sent_back_for_a_fix_round_runs_again(
+    tmp_path: Path, linear: FakeLinear
+) -> None:
+    repo = project(tmp_path, linear, push=False)
+    linear.add_issue("IDE-6", "Reviewed later", TWO_TASKS, state="Done")
+    queued(layout := tracker_for(repo)[1], "IDE-6", "completed", attempt=1)
+    assert tracker_for(repo)[0].candidates() == []  # done: not offered
+    detail = "fix round 1 asked by ana: R1"
+    queued(layout, "IDE-6", "retrying", attempt=0, last_reason="fix_round", detail=detail)
+    later, _ = tracker_for(repo)
+    assert [c.ticket for c in later.candidates()] == ["IDE-6"] and later.claim("IDE-6")
+    later.transition("IDE-6", "retrying", detail)
+    [said] = linear.comments_on("IDE-6")
+    assert said.startswith(f"A fix round was asked for ({detail}): the run of branch `cairn/IDE-6`")
