@@ -113,8 +113,13 @@ class Root:
 
     def commentCreate(self, _info: Any, input: dict[str, Any]) -> dict[str, Any]:
         issue = self.find(str(input.get("issueId")), uuid_only=True)
+        if any(c["id"] == input.get("id") for c in self.fake.comments):  # Linear's ids are unique
+            raise GraphQLError(
+                "Comment with this id already exists",
+                extensions={"type": "invalid input", "code": "INPUT_ERROR"},
+            )
         comment = {
-            "id": f"comment-{len(self.fake.comments) + 1}",
+            "id": input.get("id") or f"comment-{len(self.fake.comments) + 1}",
             "issue": issue["id"],
             "body": input.get("body") or "",
         }

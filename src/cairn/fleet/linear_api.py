@@ -168,11 +168,14 @@ class LinearAPI:
         }"""
         return self._pages(query, {"id": issue}, ("issue", "comments"))
 
-    def comment(self, issue: str, body: str) -> None:
+    def comment(self, issue: str, body: str, comment_id: str | None = None) -> None:
+        """Post ``body`` on the issue; ``comment_id`` (a UUID) names the comment, so one posted
+        already is found by it (Linear takes a client's id for a new comment)."""
         query = """mutation Comment($input: CommentCreateInput!) {
           commentCreate(input: $input) { success comment { id } }
         }"""
-        variables = {"input": {"issueId": issue, "body": body}}
+        fields = {"issueId": issue, "body": body}
+        variables = {"input": fields | ({"id": comment_id} if comment_id else {})}
         _succeeded(self.call(query, variables, creates=True), "commentCreate")
 
     def move(self, issue: str, state_id: str) -> None:

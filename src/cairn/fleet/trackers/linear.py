@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import re
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -234,7 +235,7 @@ class LinearTracker(Tracker):
             if looked and self._posted(self.api.comments(issue), message):
                 self._warn(f"a comment on {ticket} had been posted; adopted")
                 return
-            self.api.comment(issue, message["body"])
+            self.api.comment(issue, message["body"], _comment_id(message))
             crash_at("fleet.comment")
         elif kind == "state":
             if not self._set_up() or self.states is None:
@@ -286,9 +287,13 @@ class LinearTracker(Tracker):
 
     @staticmethod
     def _posted(found: list[dict[str, Any]], message: dict[str, Any]) -> bool:
+        """Whether one of the issue's comments is ``message``'s: by the id cairn gave it, or
+        by the key hidden in its body."""
         key = message.get("key")
-        mark = hidden(key) if isinstance(key, str) else None
-        return mark is not None and any(mark in str(c.get("body")) for c in found)
+        if not isinstance(key, str):
+            return False
+        mark, named = hidden(key), _comment_id(message)
+        return any(c.get("id") == named or mark in str(c.get("body")) for c in found)
 
     def _put(self, ticket: str, kind: str, **fields: Any) -> None:
         """Keep a message of the transition being told (its key: the transition's and
@@ -378,3 +383,10 @@ class LinearTracker(Tracker):
 
     def _facts(self, ticket: str) -> Facts:
         return facts(self.repo, self.config, self.layout, ticket)
+
+
+def _comment_id(message: dict[str, Any]) -> str | None:
+    """The id of a keyed comment: a UUID derived from its key, the same at every try, so Linear
+    holds at most one comment of the key and one posted already is found by it."""
+    key = message.get("key")
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, key)) if isinstance(key, str) else None
