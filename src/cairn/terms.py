@@ -242,6 +242,8 @@ JournalEvent = Literal[
     "marker_cleared",
     "asked",
     "answered",
+    "need_raised",
+    "need_met",
     "fix_round",
     "approved",
     "landed",

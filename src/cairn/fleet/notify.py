@@ -93,19 +93,28 @@ def routes(fleet: FleetConfig) -> list[Route]:
 
 
 def attention(record: FleetTicket) -> Attention:
-    """Whether ``record``'s state needs a person or is news: a ``waiting`` ticket needs one
+    """Whether ``record``'s state needs a person or is news (``attention_of``)."""
+    return attention_of(record.state, record.detail, record.last_reason)
+
+
+def attention_of(state: str, detail: str | None, last_reason: str | None) -> Attention:
+    """Whether a ticket in ``state`` needs a person or is news: a ``waiting`` ticket needs one
     on a usage limit (no fallback agent could take over; a rate limit passes by itself)."""
-    if record.state == "waiting":  # the detail says the limit waited for now; else the cutoff
-        said = [kind for words, kind in LIMIT_WORDS.items() if words in (record.detail or "")]
-        limit = said[0] if said else record.last_reason
+    if state == "waiting":  # the detail says the limit waited for now; else the cutoff
+        said = [kind for words, kind in LIMIT_WORDS.items() if words in (detail or "")]
+        limit = said[0] if said else last_reason
         return "needs_you" if limit == "usage_limit" else "news"
-    return "needs_you" if record.state in NEEDS_YOU_STATES else "news"
+    return "needs_you" if state in NEEDS_YOU_STATES else "news"
 
 
 def wanted(record: FleetTicket) -> bool:
     """Whether ``record``'s ending is one to notify of."""
-    stopped = record.state == "interrupted" and record.last_reason == STOPPED
-    return record.state in NOTIFIED and not stopped
+    return wanted_of(record.state, record.last_reason)
+
+
+def wanted_of(state: str, last_reason: str | None) -> bool:
+    stopped = state == "interrupted" and last_reason == STOPPED
+    return state in NOTIFIED and not stopped
 
 
 def dashboard_link(config: Config, ticket: str) -> str | None:

@@ -12,7 +12,7 @@ does (the command waits for it, the dashboard returns at once).
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from cairn.config.records import Config
 from cairn.errors import CairnError, NotApplicable
@@ -21,7 +21,7 @@ from cairn.fleet.fleetcontrol import Request
 from cairn.fleet.fleetstate import FleetTicket
 from cairn.fleet.trackers.base import Command
 from cairn.state.layout import Layout
-from cairn.terms import Asker, FleetAction
+from cairn.terms import Asker, FleetAction, JournalEvent
 
 
 class Checked(NamedTuple):
@@ -57,9 +57,14 @@ def check(layout: Layout, config: Config, action: FleetAction, names: list[str])
 def file(layout: Layout, checked: Checked, action: FleetAction, by: Asker) -> dict[str, Request]:
     """A request for each ticket ``action`` changes, each ask journalled with ``by``; a journal
     that cannot take it is said in ``checked.warnings`` (the request stands)."""
+    from cairn.fleet import needs
+    from cairn.util import clock
+
     requests = {}
     for ticket in checked.changing():
         requests[ticket] = fleetcontrol.ask(layout, ticket, action, by)
+        if by != "fleet":  # a person met the ticket's need, if it had one: time to unblock
+            needs.met(layout, checked.records[ticket], action, by, clock.now())
         why = journal_ask(layout, ticket, action, by)
         if why is not None:
             checked.warnings.append(why)
@@ -67,9 +72,13 @@ def file(layout: Layout, checked: Checked, action: FleetAction, by: Asker) -> di
 
 
 def journal_ask(layout: Layout, ticket: str, action: FleetAction, by: Asker) -> str | None:
-    """``asked`` in the journal of the ticket's run (the one its marker names, else its latest;
-    a ticket that never ran has none): what was asked and by whom. None once written, else why
-    it could not be."""
+    """``asked`` in the journal of the ticket's run: what was asked and by whom."""
+    return journal_event(layout, ticket, "asked", action=action, by=by)
+
+
+def journal_event(layout: Layout, ticket: str, event: JournalEvent, **fields: Any) -> str | None:
+    """``event`` in the journal of the ticket's run (the one its marker names, else its latest;
+    a ticket that never ran has none). None once written, else why it could not be."""
     from cairn.state import marker, runstate
 
     try:
@@ -79,9 +88,9 @@ def journal_ask(layout: Layout, ticket: str, action: FleetAction, by: Asker) -> 
             run_id = layout.latest_run(ticket)
         if run_id is None:
             return None
-        runstate.record(runstate.RunRef(layout, ticket, run_id), "asked", action=action, by=by)
+        runstate.record(runstate.RunRef(layout, ticket, run_id), event, **fields)
     except (CairnError, OSError) as exc:
-        return f"ticket {ticket}: the {action} asked is not in its journal ({exc})"
+        return f"ticket {ticket}: its {event.replace('_', ' ')} is not in its journal ({exc})"
     return None
 
 

@@ -25,7 +25,7 @@ import msgspec
 from cairn.config.records import Config
 from cairn.errors import CairnError, ExitCode
 from cairn.faults import crash_at
-from cairn.fleet import fleetcontrol, fleetstate, recovery, schedule, steer, watch
+from cairn.fleet import fleetcontrol, fleetstate, needs, recovery, schedule, steer, watch
 from cairn.fleet import lease as fleet_lease
 from cairn.fleet.budget import FleetBudget
 from cairn.fleet.control import Controls
@@ -155,6 +155,7 @@ class Supervisor(recovery.Recovering, LimitWaiting):
         untold, and the next one tells it (``_recover``): its effects are keyed, so once."""
         crash_at("fleet.record")
         self.endings.tell(record)
+        needs.raised(self.layout, record)  # a person's turn: journalled, for time to unblock
         return self._save(record, told=fleetstate.key_of(record))
 
     def _quiet(self, record: FleetTicket, **changes: Any) -> FleetTicket:

@@ -154,6 +154,12 @@ _SAY: dict[str, Callable[[dict[str, Any]], str]] = {
     "cutoff": _cut("cut off"),
     "marker_cleared": lambda e: f"marker cleared by {_get(e, 'by')}{_with(e, 'detail', ': ', '')}",
     "asked": _asked,
+    "need_raised": lambda e: f"needs a person: {str(_get(e, 'state')).replace('_', ' ')}",
+    "need_met": lambda e: (
+        f"{_get(e, 'by')} asked {_get(e, 'action')} of it"
+        + (f" after {e['waited_s']}s" if isinstance(e.get("waited_s"), int) else "")
+        + f" ({str(_get(e, 'state')).replace('_', ' ')})"
+    ),
     "answered": lambda e: (
         f"answered by {_get(e, 'by')}"
         + (f" after {e['waited_s']}s" if isinstance(e.get("waited_s"), int) else "")

@@ -127,6 +127,11 @@ def retry(parser: Parser) -> ExitCode | None:
 def status(parser: Parser) -> ExitCode | None:
     """One row per fleet ticket: state, phase, task, attempt, snapshot, worktree (temporal:
     read from the ticket workflows, with the worker)."""
+    parser.add_argument(
+        "--attention",
+        action="store_true",
+        help="Only what needs you, oldest first: how long each waited and what to do.",
+    )
     _common(parser)
     _engine(parser)
     args = parser.parse()

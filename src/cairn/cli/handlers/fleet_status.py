@@ -2,24 +2,79 @@
 
 from __future__ import annotations
 
+import contextlib
 import json as json_lib
 import sys
 from pathlib import Path
 from typing import Any
 
 from cairn.cli.output import say, say_warning
-from cairn.errors import ExitCode
+from cairn.errors import CairnError, ExitCode
 
 HEADER = ("ticket", "state", "phase", "task", "attempt", "turns", "snapshot", "worktree", "last")
 
 
 def status(
-    json: bool = False, workspace: Path = Path("."), engine: str | None = None
+    json: bool = False,
+    workspace: Path = Path("."),
+    engine: str | None = None,
+    attention: bool = False,
 ) -> ExitCode | None:
-    """``cairn fleet status`` on the engine ``--engine`` names, else the configured one."""
+    """``cairn fleet status`` on the engine ``--engine`` names, else the configured one;
+    ``--attention``: only what needs a person (the embedded engine's)."""
     from cairn.cli.handlers.engines import engine as engine_for
 
+    if attention:
+        return needing(json, workspace)
     return engine_for(engine, workspace).status(json, workspace)
+
+
+def needing(json: bool, workspace: Path) -> ExitCode | None:
+    """``cairn fleet status --attention``: the tickets that need you, oldest first, each with
+    how long it has waited and what to do, and the time to unblock so far."""
+    from cairn.fleet import needs
+    from cairn.fleet.fleetstatus import fleet_status
+    from cairn.state import journal
+    from cairn.state.layout import discover
+    from cairn.state.status import age_text
+    from cairn.util import clock
+
+    discovered = discover(workspace)
+    layout = discovered[2]
+    rows, warnings = fleet_status(workspace, discovered)
+    for warning in dict.fromkeys(warnings):
+        say_warning(warning)
+    queue = needs.queue(rows, clock.now())
+    met: list[dict[str, Any]] = []
+    for row in rows:
+        run = row.get("run")
+        if isinstance(run, str) and isinstance(row.get("ticket"), str):
+            with contextlib.suppress(OSError, CairnError):
+                events, _ = journal.read(layout.run_dir(row["ticket"], run))
+                met += [e for e in events if e.get("event") == "need_met"]
+    unblocked = needs.unblocked(met)
+    if json:
+        sys.stdout.write(json_lib.dumps({"needs_you": queue, "unblocked": unblocked}) + "\n")
+        return None
+    if not queue:
+        say("nothing needs you now")
+    else:
+        say("needs you (oldest first):")
+        width = max(len(n["ticket"]) for n in queue)
+        for need in queue:
+            waited = age_text(need["waited_s"]) if need["waited_s"] is not None else "?"
+            state = need["state"].replace("_", " ")
+            say(f"  {need['ticket'].ljust(width)}  {state}, waiting {waited}")
+            if need["detail"]:
+                say(f"    {need['detail']}")
+            if need["to_do"]:
+                say(f"    to do: {need['to_do']}")
+    if unblocked is not None:
+        say(
+            f"time to unblock: median {age_text(unblocked['median_s'])}, longest "
+            f"{age_text(unblocked['longest_s'])} over {unblocked['needs_met']} needs met"
+        )
+    return None
 
 
 def embedded(json: bool, workspace: Path) -> ExitCode | None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from cairn.errors import BadInput, CairnError, Refused
-from cairn.fleet import lease, outbox, pulls, refusals
+from cairn.fleet import lease, needs, outbox, pulls, refusals
 from cairn.fleet.dashboard.source import Source, View
 from cairn.fleet.fleetstatus import FleetRows, held_now
 from cairn.git import Git
@@ -105,6 +105,7 @@ class Dashboard:
             "next_poll_at": self._next_poll(),
             "counts": counts,
             "held": [] if self.source is not None else held_now(self.layout, clock.now()),
+            "needs_you": needs.queue(rows, clock.now()),  # what a person must act on, oldest first
             "tickets": rows,
             "warnings": warnings,
         }
