@@ -18,8 +18,9 @@ from typing import Any
 
 from cairn.fleet.fleetstate import FleetTicket
 from cairn.fleet.notify import attention_of, wanted_of
+from cairn.state import runstate
 from cairn.state.layout import Layout
-from cairn.terms import TO_DO
+from cairn.terms import TO_DO, JournalEvent
 
 
 def of(record: FleetTicket) -> bool:
@@ -63,20 +64,18 @@ def raised(layout: Layout, record: FleetTicket) -> None:
     (its key)."""
     if of(record):
         from cairn.fleet.fleetstate import key_of
-        from cairn.fleet.steer import journal_event
 
-        journal_event(layout, record.ticket, "need_raised", state=record.state, key=key_of(record))
+        fields = {"state": record.state, "key": key_of(record)}
+        journal(layout, record.ticket, "need_raised", **fields)
 
 
 def met(layout: Layout, record: FleetTicket, action: str, by: str, now: datetime) -> None:
     """Journal that a person met ``record``'s need by asking ``action`` (``need_met``, with how
     long it waited); nothing when the ticket did not need one."""
     if of(record):
-        from cairn.fleet.steer import journal_event
-
         waited = max(0, int((now - record.updated).total_seconds()))
         fields = {"state": record.state, "action": action, "by": by, "waited_s": waited}
-        journal_event(layout, record.ticket, "need_met", **fields)
+        journal(layout, record.ticket, "need_met", **fields)
 
 
 def unblocked(events: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -94,3 +93,22 @@ def _when(value: Any) -> datetime | None:
         return datetime.fromisoformat(str(value))
     except ValueError:
         return None
+
+
+def journal(layout: Layout, ticket: str, event: JournalEvent, **fields: Any) -> str | None:
+    """``event`` in the journal of the ticket's run (the one its marker names, else its latest;
+    a ticket that never ran has none). None once written, else why it could not be."""
+    from cairn.errors import CairnError
+    from cairn.state import marker
+
+    try:
+        current = marker.read(layout.marker_path(ticket))
+        run_id = current.run if current is not None else None
+        if run_id is None or not layout.run_dir(ticket, run_id).is_dir():
+            run_id = layout.latest_run(ticket)
+        if run_id is None:
+            return None
+        runstate.record(runstate.RunRef(layout, ticket, run_id), event, **fields)
+    except (CairnError, OSError) as exc:
+        return f"ticket {ticket}: its {event.replace('_', ' ')} is not in its journal ({exc})"
+    return None

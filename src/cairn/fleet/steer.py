@@ -12,7 +12,7 @@ does (the command waits for it, the dashboard returns at once).
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from cairn.config.records import Config
 from cairn.errors import CairnError, NotApplicable
@@ -21,7 +21,7 @@ from cairn.fleet.fleetcontrol import Request
 from cairn.fleet.fleetstate import FleetTicket
 from cairn.fleet.trackers.base import Command
 from cairn.state.layout import Layout
-from cairn.terms import Asker, FleetAction, JournalEvent
+from cairn.terms import Asker, FleetAction
 
 
 class Checked(NamedTuple):
@@ -73,25 +73,9 @@ def file(layout: Layout, checked: Checked, action: FleetAction, by: Asker) -> di
 
 def journal_ask(layout: Layout, ticket: str, action: FleetAction, by: Asker) -> str | None:
     """``asked`` in the journal of the ticket's run: what was asked and by whom."""
-    return journal_event(layout, ticket, "asked", action=action, by=by)
+    from cairn.fleet.needs import journal
 
-
-def journal_event(layout: Layout, ticket: str, event: JournalEvent, **fields: Any) -> str | None:
-    """``event`` in the journal of the ticket's run (the one its marker names, else its latest;
-    a ticket that never ran has none). None once written, else why it could not be."""
-    from cairn.state import marker, runstate
-
-    try:
-        current = marker.read(layout.marker_path(ticket))
-        run_id = current.run if current is not None else None
-        if run_id is None or not layout.run_dir(ticket, run_id).is_dir():
-            run_id = layout.latest_run(ticket)
-        if run_id is None:
-            return None
-        runstate.record(runstate.RunRef(layout, ticket, run_id), event, **fields)
-    except (CairnError, OSError) as exc:
-        return f"ticket {ticket}: its {event.replace('_', ' ')} is not in its journal ({exc})"
-    return None
+    return journal(layout, ticket, "asked", action=action, by=by)
 
 
 def answer(

@@ -54,11 +54,11 @@ def record(layout: Layout, ticket: str, text: str, by: str) -> dict[str, Any]:
 
 
 def waiting_since(events: list[dict[str, Any]]) -> datetime | None:
-    """When the run stopped for input, if that is the last thing its journal says (answers
-    and a person's asks since do not change it); else None."""
+    """When the run stopped for input, if that is the last thing its journal says (answers, a
+    person's asks and the needs the fleet journals since do not change it); else None."""
     for event in reversed(events):
-        if event.get("event") in ("answered", "asked"):
-            continue
+        if event.get("event") in ("answered", "asked", "need_raised", "need_met"):
+            continue  # a person's asks and the fleet's bookkeeping since the stop
         if event.get("event") == "run_interrupted" and event.get("reason") == "no_progress":
             return _when(event)
         return None

@@ -38,6 +38,7 @@ def needing(json: bool, workspace: Path) -> ExitCode | None:
     from cairn.state.layout import discover
     from cairn.state.status import age_text
     from cairn.util import clock
+    from cairn.util.text import counted
 
     discovered = discover(workspace)
     layout = discovered[2]
@@ -72,7 +73,7 @@ def needing(json: bool, workspace: Path) -> ExitCode | None:
     if unblocked is not None:
         say(
             f"time to unblock: median {age_text(unblocked['median_s'])}, longest "
-            f"{age_text(unblocked['longest_s'])} over {unblocked['needs_met']} needs met"
+            f"{age_text(unblocked['longest_s'])} over {counted(unblocked['needs_met'], 'need')} met"
         )
     return None
 
