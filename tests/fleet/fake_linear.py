@@ -174,6 +174,19 @@ class FakeLinear:
         issue = self.issues[identifier]
         return str(next(s["name"] for s in self.states if s["id"] == issue["state"]))
 
+    def say(self, identifier: str, body: str, name: str = "Ana") -> None:
+        """A person of the workspace comments on the issue."""
+        with self.lock:
+            self.comments.append(
+                {
+                    "id": f"person-{len(self.comments) + 1}",
+                    "issue": self.issues[identifier]["id"],
+                    "body": body,
+                    "createdAt": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime()),
+                    "user": {"id": f"user-{name.lower()}", "name": name, "displayName": name},
+                }
+            )
+
     def comments_on(self, identifier: str) -> list[str]:
         uuid = self.issues[identifier]["id"]
         return [_KEY.sub("", c["body"]) for c in self.comments if c["issue"] == uuid]

@@ -45,7 +45,12 @@ class Root:
         state = next(s for s in self.fake.states if s["id"] == issue["state"])
         labels = [lab for lab in self.fake.labels if lab["name"] in issue["labels"]]
         comments = [
-            {**c, "url": f"{issue['url']}#comment-{c['id']}", "createdAt": issue["createdAt"]}
+            {
+                **c,
+                "url": f"{issue['url']}#comment-{c['id']}",
+                "createdAt": c.get("createdAt") or issue["createdAt"],
+                "user": c.get("user"),  # a person's; cairn's own (the API key's) say none here
+            }
             for c in self.fake.comments
             if c["issue"] == issue["id"]
         ]

@@ -158,11 +158,11 @@ class LinearAPI:
         return found
 
     def comments(self, issue: str) -> list[dict[str, Any]]:
-        """Issue ``issue``'s comments (``{id, body}``), every page."""
+        """Issue ``issue``'s comments (``{id, body, createdAt, user}``), every page."""
         query = """query Comments($id: String!, $after: String) {
           issue(id: $id) {
             comments(first: 50, after: $after) {
-              nodes { id body } pageInfo { hasNextPage endCursor }
+              nodes { id body createdAt user { name } } pageInfo { hasNextPage endCursor }
             }
           }
         }"""

@@ -5,11 +5,12 @@ after it are part of the answer), ``/cairn retry`` or ``/cairn stop`` is carried
 ``cairn answer``, ``cairn fleet retry`` and ``cairn fleet stop`` would carry it out
 (``cairn.fleet.steer.carry_out``), and the issue gets a reply saying what was done or why
 not. Only people the tracker says may write to the repository (GitHub's
-``author_association`` ``OWNER``, ``MEMBER`` or ``COLLABORATOR``) are obeyed; anyone else's
-command gets a reply saying so. Each comment is read once: the id of the last one read of
-each ticket is kept (``<state root>/fleet/<tracker>/commands.json``), a ticket's comments are
-first read from the moment its record last changed (an old command is never replayed), and
-the reply's key is the comment's, so it is posted once.
+``author_association`` ``OWNER``, ``MEMBER`` or ``COLLABORATOR``; on Linear, a person of the
+workspace, not an integration) are obeyed; anyone else's command gets a reply saying so. Each
+comment is read once: the ids read of each ticket's comments are kept
+(``<state root>/fleet/<tracker>/commands.json``), a ticket's comments are first read from the
+moment its record last changed (an old command is never replayed), and the reply's key is the
+comment's, so it is posted once.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import json
 import re
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from cairn.errors import BadInput
 from cairn.fleet import fleetstate
@@ -44,31 +45,73 @@ def parse(body: str) -> tuple[str, str] | None:
     return found.group(1).lower(), found.group(2).strip()
 
 
+class Said(NamedTuple):
+    """A comment on an issue, as a tracker reads it."""
+
+    id: str
+    body: str
+    who: str  # the author's name
+    allowed: bool  # whether the author may steer the fleet (write access)
+    created: str | None  # ISO time
+
+
+def from_github(comment: dict[str, Any]) -> Said:
+    """A GitHub issue comment (REST): its author may steer when GitHub says they can write."""
+    user = comment.get("user")
+    return Said(
+        str(comment.get("id")),
+        str(comment.get("body") or ""),
+        str(user.get("login")) if isinstance(user, dict) else "someone",
+        comment.get("author_association") in WRITERS,
+        comment.get("created_at"),
+    )
+
+
+def from_linear(comment: dict[str, Any]) -> Said:
+    """A Linear comment (GraphQL): its author is a member of the workspace the API key reads,
+    who may steer (Linear gives a comment no repository permission)."""
+    user = comment.get("user")
+    name = user.get("name") if isinstance(user, dict) else None
+    return Said(
+        str(comment.get("id")),
+        str(comment.get("body") or ""),
+        str(name or "someone"),
+        isinstance(user, dict),  # a person (not an integration) of the workspace
+        comment.get("createdAt"),
+    )
+
+
+KEPT = 500  # comment ids kept per ticket: more than any issue's comments between two polls
+
+
 class Seen:
-    """The last comment read of each ticket, kept on disk."""
+    """The comments already read of each ticket (their ids, the latest ``KEPT``), on disk."""
 
     def __init__(self, layout: Layout, tracker: str) -> None:
         self.path = layout.fleet_dir / tracker / "commands.json"
-        self._seen: dict[str, int] | None = None
+        self._seen: dict[str, list[str]] | None = None
 
-    def last(self, ticket: str) -> int | None:
+    def ids(self, ticket: str) -> list[str] | None:
+        """The ids read of ``ticket``'s comments; None when they were never read."""
         return self._load().get(ticket)
 
-    def mark(self, ticket: str, comment: int) -> None:
+    def mark(self, ticket: str, ids: list[str]) -> None:
         seen = self._load()
-        if seen.get(ticket) != comment:
-            seen[ticket] = comment
+        if seen.get(ticket) != ids[-KEPT:]:
+            seen[ticket] = ids[-KEPT:]
             durable.ensure_dir(self.path.parent)
             durable.atomic_write(self.path, json.dumps(seen, indent=2, sort_keys=True) + "\n")
 
-    def _load(self) -> dict[str, int]:
+    def _load(self) -> dict[str, list[str]]:
         if self._seen is None:
             self._seen = {}
             try:
                 data = durable.read_state_file(self.path, "commands record", READ_LIMIT)
                 found = json.loads(data) if data is not None else {}
                 if isinstance(found, dict):
-                    self._seen = {k: v for k, v in found.items() if type(v) is int}
+                    self._seen = {
+                        k: [str(i) for i in v] for k, v in found.items() if isinstance(v, list)
+                    }
             except (OSError, ValueError, BadInput):
                 pass  # read again from the records' times: nothing is replayed
         return self._seen
@@ -77,7 +120,7 @@ class Seen:
 def read(
     layout: Layout,
     seen: Seen,
-    listed: Callable[[str], list[dict[str, Any]]],
+    listed: Callable[[str], list[Said]],
     prefix: str,
 ) -> list[Command]:
     """The new ``/cairn`` commands on the issues of the fleet tickets in a ``WATCHED`` state
@@ -86,30 +129,26 @@ def read(
     for ticket, record in sorted(fleetstate.by_ticket(layout, []).items()):
         if not ticket.startswith(prefix) or record.state not in WATCHED:
             continue
-        last = seen.last(ticket)
-        newest = last
+        known = seen.ids(ticket)
+        read_now = list(known or [])
         for comment in listed(ticket):
-            ident = comment.get("id")
-            if type(ident) is not int or (last is not None and ident <= last):
+            if comment.id in read_now:
                 continue
-            newest = max(newest or 0, ident)
-            if last is None and not _after(comment, record.updated):
-                continue
-            said = parse(str(comment.get("body") or ""))
-            if said is None:
-                continue
-            user = comment.get("user")
-            who = str(user.get("login")) if isinstance(user, dict) else "someone"
-            allowed = comment.get("author_association") in WRITERS
-            found.append(Command(ticket, said[0], said[1], who, str(ident), allowed))
-        if newest is not None:
-            seen.mark(ticket, newest)
+            read_now.append(comment.id)
+            if known is None and not _after(comment.created, record.updated):
+                continue  # said before the ticket came to where it is: never replayed
+            said = parse(comment.body)
+            if said is not None:
+                verb, text = said
+                found.append(Command(ticket, verb, text, comment.who, comment.id, comment.allowed))
+        if read_now != known:
+            seen.mark(ticket, read_now)
     return found
 
 
-def _after(comment: dict[str, Any], since: datetime) -> bool:
+def _after(created: str | None, since: datetime) -> bool:
     try:
-        made = datetime.fromisoformat(str(comment.get("created_at")).replace("Z", "+00:00"))
+        made = datetime.fromisoformat(str(created).replace("Z", "+00:00"))
     except ValueError:
         return False
     return made >= since.replace(microsecond=0)  # GitHub's times are in whole seconds

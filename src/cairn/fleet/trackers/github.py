@@ -100,8 +100,8 @@ class GitHubTracker(Sending, Tracker):
             self._warn(f"reading the issues' comments for /cairn commands failed ({exc})")
             return []
 
-    def _comments_of(self, ticket: str) -> list[dict[str, Any]]:
-        return self.api.comments(issue_number(ticket))
+    def _comments_of(self, ticket: str) -> list[slash.Said]:
+        return [slash.from_github(c) for c in self.api.comments(issue_number(ticket))]
 
     def reply(self, ticket: str, text: str, key: str) -> None:
         self._key = key

@@ -26,19 +26,18 @@ from __future__ import annotations
 import os
 import re
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 from cairn.config.records import Config
 from cairn.errors import BadInput
 from cairn.faults import crash_at
-from cairn.fleet import fixround, fleetstate, pulls
+from cairn.fleet import fixround, fleetstate, pulls, slash
 from cairn.fleet.facts import Facts, PushFailed, facts, push_branch
 from cairn.fleet.linear_api import KEY_ENV, KEYS_PAGE, LinearAPI, LinearError, RateLimited
 from cairn.fleet.outbox import Outbox, hidden, unknown
 from cairn.fleet.trackers import linear_team, texts
-from cairn.fleet.trackers.base import Candidate, Rejected, Tracker
+from cairn.fleet.trackers.base import Candidate, Command, Rejected, Tracker
 from cairn.fleet.trackers.dir import is_finished
 from cairn.fleet.trackers.github_refused import Refusals, digest
 from cairn.git import Repo
@@ -84,6 +83,7 @@ class LinearTracker(Tracker):
         self.states: dict[str, str] | None = None  # the team's workflow states: name → id
         self.blocked_until = 0.0  # a rate limit: no call before this (epoch seconds)
         self._key: str | None = None  # the transition being told
+        self.seen = slash.Seen(layout, "linear")
         self._unlinked: set[str] = set()
         self._set_up(opening=True)
 
@@ -129,6 +129,25 @@ class LinearTracker(Tracker):
             for t in sorted(self.issues, key=order)
             if not self.finished(t)
         ]
+
+    def commands(self) -> list[Command]:
+        if time.time() < self.blocked_until:
+            return []
+        try:
+            return slash.read(self.layout, self.seen, self._comments_of, f"{self.team}-")
+        except LinearError as exc:
+            self._held(exc)
+            self._warn(f"reading the issues' comments for /cairn commands failed ({exc})")
+            return []
+
+    def _comments_of(self, ticket: str) -> list[slash.Said]:
+        issue = self.ids.get(ticket) or ticket  # Linear takes an identifier for an id
+        return [slash.from_linear(c) for c in self.api.comments(issue)]
+
+    def reply(self, ticket: str, text: str, key: str) -> None:
+        self._key = key
+        self._comment(ticket, text)
+        self._told()
 
     def finished(self, ticket: str) -> bool:
         record = fleetstate.read(self.layout, ticket)
@@ -232,10 +251,10 @@ class LinearTracker(Tracker):
             self._warn(f"{ticket} is no longer an issue in Linear; its {kind} is given up")
             return
         if kind == "comment":
-            if looked and self._posted(self.api.comments(issue), message):
+            if looked and linear_team.posted(self.api.comments(issue), message):
                 self._warn(f"a comment on {ticket} had been posted; adopted")
                 return
-            self.api.comment(issue, message["body"], _comment_id(message))
+            self.api.comment(issue, message["body"], linear_team.comment_id(message))
             crash_at("fleet.comment")
         elif kind == "state":
             if not self._set_up() or self.states is None:
@@ -284,16 +303,6 @@ class LinearTracker(Tracker):
             self.repo, self.config.fleet.remote
         )
         return (template.replace("{branch}", branch) if template else None), f"branch {branch}"
-
-    @staticmethod
-    def _posted(found: list[dict[str, Any]], message: dict[str, Any]) -> bool:
-        """Whether one of the issue's comments is ``message``'s: by the id cairn gave it, or
-        by the key hidden in its body."""
-        key = message.get("key")
-        if not isinstance(key, str):
-            return False
-        mark, named = hidden(key), _comment_id(message)
-        return any(c.get("id") == named or mark in str(c.get("body")) for c in found)
 
     def _put(self, ticket: str, kind: str, **fields: Any) -> None:
         """Keep a message of the transition being told (its key: the transition's and
@@ -383,10 +392,3 @@ class LinearTracker(Tracker):
 
     def _facts(self, ticket: str) -> Facts:
         return facts(self.repo, self.config, self.layout, ticket)
-
-
-def _comment_id(message: dict[str, Any]) -> str | None:
-    """The id of a keyed comment: a UUID derived from its key, the same at every try, so Linear
-    holds at most one comment of the key and one posted already is found by it."""
-    key = message.get("key")
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, key)) if isinstance(key, str) else None

@@ -5,10 +5,13 @@ label; and the web address of a ticket's branch, to link it on the issue."""
 from __future__ import annotations
 
 import re
+import uuid
+from typing import Any
 
 from cairn.config.trackers import LinearConfig
 from cairn.errors import BadInput
 from cairn.fleet.linear_api import LinearAPI
+from cairn.fleet.outbox import hidden
 from cairn.git import Repo
 
 STATES = ("started", "review", "input", "completed", "failed")
@@ -65,3 +68,20 @@ def branch_url(repo: Repo, remote: str) -> str | None:
     if match is None or "/" not in match.group(2):
         return None
     return f"https://{match.group(1)}/{match.group(2)}/tree/{{branch}}"
+
+
+def posted(found: list[dict[str, Any]], message: dict[str, Any]) -> bool:
+    """Whether one of the issue's comments is ``message``'s: by the id cairn gave it, or by
+    the key hidden in its body."""
+    key = message.get("key")
+    if not isinstance(key, str):
+        return False
+    mark, named = hidden(key), comment_id(message)
+    return any(c.get("id") == named or mark in str(c.get("body")) for c in found)
+
+
+def comment_id(message: dict[str, Any]) -> str | None:
+    """The id of a keyed comment: a UUID derived from its key, the same at every try, so Linear
+    holds at most one comment of the key and one posted already is found by it."""
+    key = message.get("key")
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, key)) if isinstance(key, str) else None
