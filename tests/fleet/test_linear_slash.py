@@ -67,7 +67,7 @@ def test_an_answer_in_a_linear_comment_resumes_the_run_once(
 
     linear.say("IDE-1", f"/cairn answer {ENDPOINT}", name="Ana")
     code, lines = once(repo, env)
-    assert code == 0, lines
+    assert code == 0, [e for e in lines if e["event"] in ("ticket_command", "ticket_warning")]
     assert fleetstate.read(layout, "IDE-1").state == "completed"  # type: ignore[union-attr]
     [said] = [e["said"] for e in lines if e["event"] == "ticket_command"]
     assert said == "@Ana: answered; the run of IDE-1 resumes with your answer."

@@ -173,3 +173,33 @@ def test_a_restart_gives_the_same_state_a_new_key() -> None:
     )
     assert fleetstate.key_of(first) == "cairn:GH-1:1:running"
     assert fleetstate.key_of(again) == "cairn:GH-1:r1.1:running"
+
+
+def test_a_first_read_counts_only_what_came_after_cairns_last_word(tmp_path: Path) -> None:
+    from datetime import timedelta
+
+    from cairn.fleet import slash
+    from cairn.util import clock
+    from helpers import make_repo
+
+    repo = make_repo(tmp_path / "repo")
+    _, _, layout = discover(repo)
+    now = clock.now()
+    record = fleetstate.FleetTicket(
+        ticket="GH-1", plan="p.md", state="needs_input", attempt=1, updated=now
+    )
+    fleetstate.write(layout, record)
+    later = (now + timedelta(seconds=5)).isoformat()
+    comments = [
+        slash.Said("1", "/cairn retry", "ana", True, later),  # before cairn's last word
+        slash.Said(
+            "2", "Needs input: …\n<!-- cairn:GH-1:1:needs_input:comment -->", "bot", False, later
+        ),
+        slash.Said("3", "/cairn answer yes", "ana", True, later),
+    ]
+    seen = slash.Seen(layout, "github")
+    found = slash.read(layout, seen, lambda _ticket: comments, "GH-")
+    assert [(c.verb, c.ref) for c in found] == [("answer", "3")]
+    assert slash.read(layout, seen, lambda _ticket: comments, "GH-") == []  # each once
+    comments.append(slash.Said("4", "/cairn stop", "ana", True, later))
+    assert [c.ref for c in slash.read(layout, seen, lambda _ticket: comments, "GH-")] == ["4"]

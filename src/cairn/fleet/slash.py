@@ -8,9 +8,9 @@ not. Only people the tracker says may write to the repository (GitHub's
 ``author_association`` ``OWNER``, ``MEMBER`` or ``COLLABORATOR``; on Linear, a person of the
 workspace, not an integration) are obeyed; anyone else's command gets a reply saying so. Each
 comment is read once: the ids read of each ticket's comments are kept
-(``<state root>/fleet/<tracker>/commands.json``), a ticket's comments are first read from the
-moment its record last changed (an old command is never replayed), and the reply's key is the
-comment's, so it is posted once.
+(``<state root>/fleet/<tracker>/commands.json``); the first time a ticket's comments are read,
+only those after cairn's last comment there and after its record last changed count (an old
+command is never replayed); and the reply's key is the comment's, so it is posted once.
 """
 
 from __future__ import annotations
@@ -131,12 +131,17 @@ def read(
             continue
         known = seen.ids(ticket)
         read_now = list(known or [])
-        for comment in listed(ticket):
+        comments = listed(ticket)
+        # read for the first time: only what was said after cairn's last word on the issue and
+        # after the ticket came to where it is (an older command is never replayed)
+        ours = [i for i, c in enumerate(comments) if "<!-- cairn:" in c.body]
+        first_new = ours[-1] + 1 if ours else 0
+        for index, comment in enumerate(comments):
             if comment.id in read_now:
                 continue
             read_now.append(comment.id)
-            if known is None and not _after(comment.created, record.updated):
-                continue  # said before the ticket came to where it is: never replayed
+            if known is None and (index < first_new or not _after(comment.created, record.updated)):
+                continue
             said = parse(comment.body)
             if said is not None:
                 verb, text = said
