@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,13 +18,15 @@ from cairn.util import clock
 LOCAL = "http://127.0.0.1"
 
 
-def put_record(repo: Path, ticket: str, state: str, **fields: Any) -> None:
+def put_record(
+    repo: Path, ticket: str, state: str, updated: datetime | None = None, **fields: Any
+) -> None:
     _, _, layout = discover(repo)
     record = FleetTicket(
         ticket=ticket,
         plan=f"cairn-queue/{ticket}.md",
         state=state,  # type: ignore[arg-type]
-        updated=clock.now(),
+        updated=updated or clock.now(),
         **fields,
     )
     fleetstate.write(layout, record)

@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -151,6 +151,46 @@ def test_the_state_follows_the_files_without_a_restart(ran: Path) -> None:
     _, _, layout = discover(ran)
     fleetstate.remove(layout, "NEW-3")
     assert "NEW-3" not in {r["ticket"] for r in client.get("/api/v1/state").json()["tickets"]}
+
+
+def test_needs_you_lists_what_needs_a_person_oldest_first(repo: Path) -> None:
+    """``needs_you``: the tickets a person must act on, oldest first, with what to do; a
+    completed, a queued or a paused ticket is not there. An answer to a ticket not waiting for
+    input is 409, a bad body 400."""
+    now = clock.now()
+
+    def ago(seconds: int) -> datetime:
+        return now - timedelta(seconds=seconds)
+
+    question = "which endpoint should I call?"
+    put_record(repo, "FAIL-1", "failed", ago(60), attempt=3, detail="hook before_run failed")
+    put_record(repo, "ASK-2", "needs_input", ago(300), attempt=1, detail=question)
+    put_record(repo, "REVIEW-3", "needs_review", ago(120), attempt=1)
+    put_record(repo, "DONE-4", "completed", ago(900), attempt=1)
+    put_record(repo, "NEW-5", "queued", ago(1000))
+    put_record(repo, "PAUSED-6", "paused", ago(1100), attempt=1)
+    client = TestClient(make_app(repo, token=None), base_url=LOCAL)
+
+    needs = client.get("/api/v1/state").json()["needs_you"]
+
+    assert [(n["ticket"], n["state"]) for n in needs] == [
+        ("ASK-2", "needs_input"),
+        ("REVIEW-3", "needs_review"),
+        ("FAIL-1", "failed"),
+    ]
+    ask, _, fail = needs
+    assert set(ask) == {"ticket", "state", "since", "waited_s", "detail", "to_do"}
+    assert ask["detail"] == question and 300 <= ask["waited_s"] < 330
+    assert ask["to_do"] == 'answer in cairn: cairn answer ASK-2 "…" / cairn resume ASK-2'
+    assert fail["to_do"] == "see why: cairn catchup FAIL-1, then cairn fleet retry FAIL-1"
+    headers = {"Origin": LOCAL}
+    answer = client.post("/api/v1/tickets/FAIL-1/answer", json={"text": "x"}, headers=headers)
+    assert_error(answer, 409, "not_applicable")
+    for body in ({}, {"text": 3}, {"text": "x", "by": 1}, [1]):
+        bad = client.post("/api/v1/tickets/ASK-2/answer", json=body, headers=headers)
+        assert_error(bad, 400, "invalid_answer")
+    unchanged = fleetstate.read(discover(repo)[2], "ASK-2")
+    assert unchanged is not None and unchanged.state == "needs_input"
 
 
 def test_with_a_token_every_request_needs_it(repo: Path) -> None:
