@@ -95,3 +95,20 @@ def test_a_fleet_ticket_waiting_for_input_is_answered_in_its_worktree(tmp_path: 
     assert saved["state"] == "completed" and saved["attempt"] == 2
     worktree = Path(saved["worktree"])
     assert (worktree / "work/ASK-1-task-2.txt").exists()  # the work is in its worktree
+
+
+def test_the_fleet_telling_that_it_needs_a_person_does_not_end_the_wait() -> None:
+    """``need_raised`` (the supervisor told the ticket needs input) after the stop, and a
+    ``need_met`` after it, leave the run waiting; a later event of the run does not."""
+    from cairn.run.answers import waiting_since
+
+    stop = {
+        "t": "2026-12-03T14:25:11.492+00:00",
+        "event": "run_interrupted",
+        "reason": "no_progress",
+    }
+    told = {"t": "2026-12-03T14:25:11.701+00:00", "event": "need_raised", "state": "needs_input"}
+    met = {"t": "2026-12-03T14:26:00.000+00:00", "event": "need_met", "state": "needs_input"}
+    since = waiting_since([stop, told, met])
+    assert since is not None and since.isoformat().startswith("2026-12-03T14:25:11")
+    assert waiting_since([stop, told, {"t": stop["t"], "event": "run_resumed"}]) is None
