@@ -163,6 +163,126 @@
       .then(done || function () {});
   }
 
+  /* --- answering a ticket that waits for input: POST /api/v1/tickets/{id}/answer ----------- */
+
+  // a textarea and an Answer button for `ticket`; what the POST did is said beside it and in
+  // the notice; `done` runs after it (the next poll shows where the ticket went)
+  function answerBox(ticket, done) {
+    var box = el("div", "answer");
+    var text = el("textarea");
+    text.rows = 2;
+    text.setAttribute("aria-label", "answer to " + ticket);
+    text.placeholder = "your answer to the agent";
+    var button = el("button", "answer-send", "Answer");
+    button.type = "button";
+    var said = el("span", "answer-said");
+    said.setAttribute("role", "status");
+    box.appendChild(text);
+    box.appendChild(button);
+    box.appendChild(said);
+    button.addEventListener("click", function () {
+      if (!text.value.trim()) {
+        setText(said, "write an answer first");
+        return;
+      }
+      button.disabled = true;
+      setText(said, "answering…");
+      api("POST", "/api/v1/tickets/" + encodeURIComponent(ticket) + "/answer", { text: text.value })
+        .then(function () {
+          text.value = "";
+          said.className = "answer-said ok";
+          setText(said, "answered; resuming");
+          notice(true, ticket + ": answered; resuming");
+        })
+        .catch(function (err) {
+          said.className = "answer-said down";
+          setText(said, err.message);
+          notice(false, ticket + ": " + err.message);
+        })
+        .then(function () {
+          button.disabled = false;
+          if (done) done();
+        });
+    });
+    return box;
+  }
+
+  /* --- the fleet page's "Needs you": needs_you of GET /api/v1/state, oldest first ---------- */
+
+  var NEED_WORDS = {
+    needs_input: "waits for your answer",
+    needs_review: "waits for your review",
+    budget: "stopped at the fleet's budget",
+    failed: "failed",
+    waiting: "waits for a usage limit's reset",
+    interrupted: "interrupted",
+  };
+
+  function needYou(n) {
+    return n + (n === 1 ? " needs you" : " need you");
+  }
+
+  function needsView() {
+    var section = document.getElementById("needs");
+    var list = document.getElementById("needs-list");
+    var entries = new Map(); // ticket → {li, state, parts}
+
+    function make(need) {
+      var li = el("li", "need");
+      li.dataset.ticket = need.ticket;
+      li.dataset.state = need.state;
+      var head = el("p", "need-head");
+      var link = el("a", "need-ticket", need.ticket);
+      link.href = ticketHref(need.ticket);
+      head.appendChild(link);
+      head.appendChild(document.createTextNode(" "));
+      head.appendChild(el("span", "state s-" + need.state, NEED_WORDS[need.state] || need.state.replace(/_/g, " ")));
+      var waited = el("span", "need-waited");
+      head.appendChild(waited);
+      li.appendChild(head);
+      var detail = el("p", "need-detail");
+      var todo = el("p", "need-todo");
+      li.appendChild(detail);
+      li.appendChild(todo);
+      if (need.state === "needs_input") li.appendChild(answerBox(need.ticket));
+      return { li: li, state: need.state, parts: { waited: waited, detail: detail, todo: todo } };
+    }
+
+    return function render(needs, now) {
+      var seen = new Set();
+      var cursor = list.firstChild;
+      needs.forEach(function (need) {
+        seen.add(need.ticket);
+        var entry = entries.get(need.ticket);
+        if (entry && entry.state !== need.state) {
+          entry.li.remove();
+          entry = null;
+        }
+        if (!entry) {
+          entry = make(need);
+          entries.set(need.ticket, entry);
+        }
+        var since = Date.parse(need.since);
+        var waited = isNaN(since) ? need.waited_s : (now - since) / 1000;
+        setText(entry.parts.waited, waited === null || waited === undefined ? "" : "waited " + age(waited));
+        setText(entry.parts.detail, need.detail || "");
+        entry.parts.detail.hidden = !need.detail;
+        setText(entry.parts.todo, need.to_do ? "to do: " + need.to_do : "");
+        entry.parts.todo.hidden = !need.to_do;
+        if (entry.li === cursor) cursor = cursor.nextSibling;
+        else list.insertBefore(entry.li, cursor);
+      });
+      entries.forEach(function (entry, ticket) {
+        if (!seen.has(ticket)) {
+          entry.li.remove();
+          entries.delete(ticket);
+        }
+      });
+      section.hidden = needs.length === 0;
+      setText(document.getElementById("needs-count"), needYou(needs.length));
+    };
+  }
+
   /* --- the fleet page --------------------------------------------------------------------- */
 
   var COLUMNS = ["ticket", "state", "phase", "task", "attempt", "turns", "snapshot", "worktree", "last", "actions"];
@@ -274,6 +394,7 @@
     var filter = document.getElementById("filter");
     var stateFilter = null;
     var last = null;
+    var renderNeeds = needsView();
 
     function visible(row) {
       var text = filter.value.trim().toLowerCase();
@@ -311,7 +432,8 @@
           counts.appendChild(chip);
         });
       }
-      document.title = "cairn fleet · " + (agents.running || 0) + " running";
+      var needing = (state.needs_you || []).length;
+      document.title = "cairn fleet · " + (needing ? needYou(needing) + " · " : "") + (agents.running || 0) + " running";
     }
 
     function render(state) {
@@ -320,6 +442,7 @@
       var now = Date.now();
       last = state;
       header(state, now);
+      renderNeeds(state.needs_you || [], now);
       var rows = state.tickets || [];
       var seen = new Set();
       // first paint builds every row off-document; later polls move a row only when it is not
@@ -975,6 +1098,11 @@
       var why = row.state === "retrying" ? row.last_error || row.detail : row.detail;
       detail.hidden = !why;
       setText(detail, why || "");
+      var answer = document.getElementById("answer");
+      var asking = row.state === "needs_input";
+      if (asking && !answer.firstChild) answer.appendChild(answerBox(ticket, function () { seen = {}; }));
+      if (!asking && answer.firstChild) answer.textContent = "";
+      answer.hidden = !asking;
       if (changed("summary", data.summary)) {
         var summary = document.getElementById("summary");
         if (data.summary) markdown(summary, data.summary);
