@@ -118,7 +118,7 @@ def test_needs_you_lists_the_tickets_oldest_first_and_an_answer_resumes_one(
             "the answer's result",
         )
         [event] = answered(repo, "ASK-1")
-        assert event["text"] == ANSWER
+        assert event["text"] == ANSWER and event["by"] == "dashboard"
         assert record(repo, "ASK-1")["state"] == "retrying"
         wait_until(page, lambda: listed(page) == ["FAIL-3"], "ASK-1 leaving the list")
         assert page.inner_text("#needs-count") == "1 needs you"
