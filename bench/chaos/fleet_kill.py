@@ -1,18 +1,34 @@
-"""SIGKILL the fleet supervisor (``cairn fleet start --once``) at random instants, alone or with
-the whole machine, then start it again, until its queue is drained; every ticket must complete,
-no task may be done twice, and no byte the agent wrote may be lost.
+"""SIGKILL the fleet supervisor (``cairn fleet start --once``) at random instants and at every
+named crash point, alone or with the whole machine (or a reboot: the machine, and its temp dir
+emptied), then start it again, until its queue is drained; every ticket must complete, no task
+may be done twice, no byte the agent wrote may be lost, and every effect outside the repository
+(pull request, comment, label, notification) must happen exactly once.
 
-    .venv/bin/python bench/chaos/fleet_kill.py --quick      # CI: 6 kills, 25-35 s of CPU
-    .venv/bin/python bench/chaos/fleet_kill.py              # 200 kills, 15-40 minutes
-    .venv/bin/python bench/chaos/fleet_kill.py --replay SEED --keep  # one fleet again
+    .venv/bin/python bench/chaos/fleet_kill.py --quick      # CI: 6 kills, 35-60 s
+    .venv/bin/python bench/chaos/fleet_kill.py              # 500 kills, about 45-90 minutes
+    .venv/bin/python bench/chaos/fleet_kill.py --replay SEED --tracker github --keep  # one again
     .venv/bin/python bench/chaos/fleet_kill.py --self-test  # inject each fault; must exit 1
 
 Fleet after fleet, each a fresh repository (300 tracked files, so a checkout takes a while)
 with a queue of 2 to 4 plans of 1 to 3 tasks, worked through two at a time by the instrumented
 agent ``agent.py`` (kind ``command``: one task a turn, as the prompt asks; every task started and
-every file written goes to its log, fsynced). Each fleet takes 1 to 5 kills; after each,
-``cairn fleet start --once`` is started again (at once, or up to 1.5 s later), and after the last
-it runs until it exits by itself. A kill's instant is one of (``fleets.pick_instant``):
+every file written goes to its log, fsynced). A fleet's tracker is ``dir`` (its queue directory)
+or ``github`` (``--tracker``; mixed by default, github two fleets in three and always the first):
+its plans are the bodies of issues labelled ``cairn`` on the fake GitHub REST server of
+``tests/fleet/fake_github.py``, a bare repository is its remote (``fleet.remote``), so completed
+tickets are pushed and their pull requests opened. Every fleet notifies a webhook receiver
+(``[fleet] notify``). Both servers are threads of the campaign on 127.0.0.1 (``outside.py``):
+they outlive every kill and count every request. The supervisors' ``TMPDIR`` is the fleet's own.
+Each fleet takes 1 to 5 kills; after each, ``cairn fleet start --once`` is started again (at once,
+or up to 1.5 s later), and after the last it runs until it exits by itself. A kill's instant is
+one of (``fleets.pick_instant``):
+
+- a named crash point (``cairn.terms.CRASH_POINTS``, 40 % of the kills): the supervisor is
+  started with ``CAIRN_FAULT_INJECTION=1 CAIRN_CRASH_AT=<point>@<n>`` (``n`` 1 to 3) and kills
+  itself the n-th time it gets there (a ``fleet.*`` point: the kill is counted when it exits by
+  SIGKILL; one it never reaches is counted as not reached); for a ``run.*`` point its runs
+  inherit the variables and each kills itself there, and the supervisor is killed alone at a
+  random instant, so the runs it leaves die at the point with no one armed to start them again;
 
 - inside `git worktree add`: held before it sets the new worktree's HEAD, held before its
   checkout, or a random instant into its checkout. The supervisors' `git` is a wrapper
@@ -22,9 +38,10 @@ it runs until it exits by itself. A kill's instant is one of (``fleets.pick_inst
 - right after the k-th fleet record the supervisor writes (plus 0-2 ms);
 - anywhere in the fleet's usual length.
 
-and kills one of two things: the supervisor alone (its runs must live on, and the next
-supervisor adopt them), or the machine: the supervisor, its runs, their agents, their gits and
-every run an earlier kill left running, all stopped first and then killed at one instant.
+and kills one of three things: the supervisor alone (its runs must live on, and the next
+supervisor adopt them), the machine (the supervisor, its runs, their agents, their gits and every
+run an earlier kill left running, all stopped first and then killed at one instant), or, for 40 %
+of the machine's kills, a reboot: the machine, and the fleet's temp dir emptied.
 
 Violations:
 
@@ -40,12 +57,25 @@ Violations:
 - ``worktree_incomplete``: at the end, a ticket's worktree is locked, has no HEAD, is not on its
   branch, has a stale ``index.lock``, or differs from its branch outside the agent's own files;
 - ``run_died_with_supervisor``: a run alive when its supervisor alone was killed did not live on:
-  it exited with an error or died of a signal the campaign did not send;
+  it exited with an error or died of a signal the campaign did not send (a run that carries a
+  crash point and dies of SIGKILL killed itself there: counted, not a violation);
 - ``run_not_adopted``: a supervisor started a run or resume of a ticket whose run, left by the
   supervisor before it, was still alive (it should have adopted it);
 - ``supervisor_failed``: a supervisor the campaign did not kill exited 2, or with a traceback or
   an internal error, or did not finish in time;
-- ``unreadable_state``: a fleet record does not parse, or ``cairn fleet status`` fails.
+- ``unreadable_state``: a fleet record does not parse, or ``cairn fleet status`` fails;
+- ``duplicate_pr``: more than one pull request for a head branch;
+- ``duplicate_comment``: two comments on an issue with the same ``<!-- cairn:… -->`` key;
+- ``unkeyed_comment``: a comment without such a key (only cairn comments on the fake's issues);
+- ``duplicate_notification``: one ticket event (ticket, state, attempt) that a receiver honouring
+  ``Idempotency-Key`` would accept twice: delivered under two keys, or twice without one. Raw
+  re-deliveries under one key (what a supervisor killed after a delivery and before recording
+  it sends again: a webhook cannot be asked what it got) are counted, shown, and not violations;
+- ``lost_transition``: a state change that never reached the tracker: an attempt N started
+  without its ``Started attempt N`` comment (key ``cairn:<ticket>:<N>:running:comment``), a
+  completed ticket without its ``completed`` comment, with labels other than ``cairn:done``
+  (and no ``cairn:running``), without its pull request, or whose completion the receiver never
+  got (key ``cairn:<ticket>:<attempt>:completed[:…]``).
 """
 
 from __future__ import annotations
@@ -65,7 +95,9 @@ import checks
 import msgspec
 import processes
 from fleets import (
+    CRASH_POINTS,
     HALF_MADE,
+    TRACKERS,
     Calibration,
     Fleet,
     Instant,
@@ -83,11 +115,12 @@ from fleets import (
     tail,
     wait_for,
 )
+from outside import check_github, check_notifications, deliver
 
 from cairn.terms import ENV_RUN_DIR, ENV_TICKET, SETTLED_STATES
 from common import HERE, Sizes, Tally, case_seeds, cli, git, log, parse_args, scratch
 
-SIZES = Sizes(quick=6, full=200, unit="kills")
+SIZES = Sizes(quick=6, full=500, unit="kills")
 MAX_KILLS_PER_FLEET = 5
 EXTRA_STARTS = 3  # supervisors started after a fleet's last kill before it is given up
 SUPERVISOR_TIMEOUT = 300.0
@@ -104,6 +137,11 @@ KINDS = {
     "run_not_adopted": "a supervisor started a ticket whose earlier run was still alive",
     "supervisor_failed": "a supervisor not killed exited 2, with a traceback, or hung",
     "unreadable_state": "a fleet record does not parse, or cairn fleet status fails",
+    "duplicate_pr": "more than one pull request for a ticket's head branch",
+    "duplicate_comment": "two comments on an issue with the same <!-- cairn:… --> key",
+    "unkeyed_comment": "a comment cairn posted without its <!-- cairn:… --> key",
+    "duplicate_notification": "one ticket event accepted twice by a receiver honouring its key",
+    "lost_transition": "a state change that never reached the tracker or the receiver",
 }
 
 HOW = {
@@ -112,16 +150,24 @@ HOW = {
     "in checkout": "kills in git worktree add, in its checkout",
     "record": "kills right after a fleet record write",
     "timed": "kills at a random instant",
+    "point": "kills at a named crash point of the supervisor (it kills itself)",
+    "armed": "kills of a supervisor whose runs carry a run.* crash point (at a random instant)",
 }
 
 FIGURES = [
     "fleets",
+    "fleets against the fake GitHub",
     "tickets",
     "tasks planned",
     "kills",
     "kills of the supervisor alone",
     "kills of the machine",
+    "kills of the machine with its temp dir emptied (reboot)",
+    "temp dir entries a reboot removed",
     *HOW.values(),
+    *(f"  at {point}" for point in CRASH_POINTS),
+    "crash points armed but not reached (the supervisor finished first)",
+    "runs that killed themselves at their crash point (after their supervisor's kill)",
     "half-made worktrees left by a kill",
     "half-made worktrees without a HEAD",
     "half-made worktrees in their checkout",
@@ -139,6 +185,12 @@ FIGURES = [
     "bytes written",
     "bytes lost",
     "processes left running at a fleet's end (killed)",
+    "GitHub requests answered",
+    "comments posted",
+    "pull requests opened",
+    "notifications delivered",
+    "notifications without an Idempotency-Key header",
+    "notification re-deliveries under one key (dropped by the receiver)",
     "faults injected",
     "faults missed",
 ]
@@ -157,12 +209,15 @@ def run_fleet(
     for _ in range(kills + EXTRA_STARTS):
         instant = pick_instant(rng, fleet, calibration) if kills else None
         trigger = Trigger(fleet)
-        sup = Supervisor(fleet, runs, SUPERVISOR_TIMEOUT, instant.pause if instant else None)
+        pause, crash_at = (instant.pause, instant.crash_at) if instant else (None, None)
+        sup = Supervisor(fleet, runs, SUPERVISOR_TIMEOUT, pause, crash_at)
         tally.count("supervisors started")
         landed = False
         try:
             if instant is not None and wait_for(sup, instant, trigger):
                 landed = kill(fleet, sup, instant, trigger, runs, tally)
+            elif instant is not None and instant.how == "point" and not instant.run_point:
+                landed = crashed(fleet, sup, instant, trigger, runs, tally)
         finally:
             trigger.close()
         if landed:
@@ -173,6 +228,8 @@ def run_fleet(
         code = sup.finish()
         if instant is not None:
             tally.count("supervisors that exited before their kill")
+            if instant.how == "point":
+                tally.count("crash points armed but not reached (the supervisor finished first)")
         tally.count("supervisors that finished by themselves")
         if judge_supervisor(fleet, sup, code, tally):
             break  # the queue is drained
@@ -195,15 +252,53 @@ def kill(
         processes.wait_descendants_gone(10)
         runs.reap(set())
         alive = 0
+        if instant.reboot:
+            tally.count("temp dir entries a reboot removed", fleet.empty_tmp())
     else:
         alive = kill_supervisor(sup, runs, label)
     if sup.proc.returncode != -signal.SIGKILL:
         return False
     tally.count("runs alive at a kill of their supervisor alone", alive)
+    counted(fleet, instant, label, tally)
+    after_kill(fleet, trigger, label, tally)
+    return True
+
+
+def crashed(
+    fleet: Fleet, sup: Supervisor, instant: Instant, trigger: Trigger, runs: Runs, tally: Tally
+) -> bool:
+    """Whether the supervisor, armed with a ``fleet.*`` crash point, killed itself there (else it
+    finished, or hung); its runs live on, followed as orphans like those of a kill."""
+    sup.join()
+    if sup.proc.returncode != -signal.SIGKILL:
+        return False
+    number = int(tally.figures.get("kills", 0)) + 1
+    label = f"kill {number}: {instant.describe()}"
+    known = set(runs.runs)
+    orphans = [r for r in child_runs(os.getpid()) if r[0] not in known]
+    for pid, ticket, command in orphans:
+        runs.add(pid, ticket, command, label, sup.crash_at)
+    tally.count("runs alive at a kill of their supervisor alone", len(orphans))
+    counted(fleet, instant, label, tally)
+    after_kill(fleet, trigger, label, tally)
+    return True
+
+
+def counted(fleet: Fleet, instant: Instant, label: str, tally: Tally) -> None:
     fleet.kills.append(label)
     tally.count("kills")
     tally.count("kills of the machine" if instant.machine else "kills of the supervisor alone")
+    if instant.reboot:
+        tally.count("kills of the machine with its temp dir emptied (reboot)")
+    if instant.run_point:  # its runs die at the point: counted as they are reaped
+        tally.count(HOW["armed"])
+        return
     tally.count(HOW[instant.how])
+    if instant.how == "point":
+        tally.count(f"  at {instant.point}")
+
+
+def after_kill(fleet: Fleet, trigger: Trigger, label: str, tally: Tally) -> None:
     for gitdir in trigger.new_locks:
         if not half_made(gitdir):
             continue
@@ -215,7 +310,6 @@ def kill(
             tally.count("half-made worktrees in their checkout")
     for problem in unreadable_records(fleet):
         tally.violation("unreadable_state", f"{fleet.where()} after {label}", problem)
-    return True
 
 
 def judge_supervisor(fleet: Fleet, sup: Supervisor, code: int | None, tally: Tally) -> bool:
@@ -247,6 +341,12 @@ def judge_runs(fleet: Fleet, runs: Runs, tally: Tally) -> None:
             continue
         if run.status in (0, 3):
             tally.count("runs that lived on after their supervisor (exited 0 or 3)")
+            continue
+        if run.armed is not None and run.status == -signal.SIGKILL:
+            tally.count(
+                "runs that killed themselves at their crash point (after their supervisor's kill)"
+            )
+            tally.count(f"  at {run.armed.partition('@')[0]}")
             continue
         how = (
             f"died of {signal.Signals(-run.status).name}"
@@ -299,7 +399,7 @@ def check_fleet(fleet: Fleet, tally: Tally) -> None:
     where = fleet.where()
     for problem in unreadable_records(fleet):
         tally.violation("unreadable_state", where, problem)
-    status = cli("fleet", "status", "--json", cwd=fleet.repo, timeout=60)
+    status = cli("fleet", "status", "--json", cwd=fleet.repo, env=fleet.env, timeout=60)
     if status.returncode != 0 or status.traceback():
         tally.violation(
             "unreadable_state",
@@ -314,6 +414,16 @@ def check_fleet(fleet: Fleet, tally: Tally) -> None:
         check_bytes(fleet, ticket, tally)
         check_branch(fleet, ticket, tally)
         check_worktree(fleet, ticket, tally)
+    records = {}
+    for ticket in fleet.tickets:
+        try:
+            records[ticket] = fleet.record(ticket)
+        except ValueError:
+            records[ticket] = None  # reported as unreadable
+    if fleet.outside.github is not None:
+        tally.count("fleets against the fake GitHub")
+        check_github(fleet.outside, where, records, tally)
+    check_notifications(fleet.outside, where, records, tally)
 
 
 def check_state(fleet: Fleet, ticket: str, tasks: int, tally: Tally) -> None:
@@ -467,6 +577,11 @@ FAULTS = {
     "a file of the base deleted on a ticket branch": "base_damaged",
     "a worktree left locked initializing": "worktree_incomplete",
     "a fleet record that is not JSON": "unreadable_state",
+    "a second pull request for a head branch": "duplicate_pr",
+    "a comment posted twice with one key": "duplicate_comment",
+    "a comment without a key": "unkeyed_comment",
+    "a completion notified under two keys": "duplicate_notification",
+    "a completed issue's cairn:done label gone": "lost_transition",
 }
 SELF_TEST_HOOKS = (
     'after_create = "test \\"$CAIRN_TICKET\\" != S5"\n'
@@ -510,6 +625,32 @@ def self_test(root: Path, tally: Tally) -> None:
     (fleet.gitdirs / "S4" / "locked").write_bytes(HALF_MADE + b"\n")
     (fleet.records / "S9.json").write_text("{not json")
     check_fleet(fleet, tally)
+    self_test_github(root, runs, tally)
+
+
+def self_test_github(root: Path, runs: Runs, tally: Tally) -> None:
+    """A github fleet of two tickets run to its end undisturbed; then a second pull request, a
+    comment twice, one without a key, a completion notified under a second key, and a label
+    taken off what the fake GitHub and the receiver hold."""
+    fleet = Fleet(2, 0, root, {"GH-1": 1, "GH-2": 1}, tracker="github")
+    sup = Supervisor(fleet, runs, SUPERVISOR_TIMEOUT)
+    judge_supervisor(fleet, sup, sup.finish(), tally)
+    settle(runs, 30)
+    github = fleet.outside.github
+    assert github is not None
+    with github.lock:
+        github.pulls.append({"head": "cairn/GH-1", "base": "main", "number": 999})
+        key = "<!-- cairn:GH-2:9:running:comment -->"
+        github.comments += [(2, f"Again.\n\n{key}"), (2, f"Again.\n\n{key}")]
+        github.comments.append((1, "Said without a key.\n\n— cairn"))
+        labels = github.issues[2]["labels"]
+        github.issues[2]["labels"] = [lab for lab in labels if lab["name"] != "cairn:done"]
+    record = fleet.record("GH-1") or {}
+    body = {"ticket": "GH-1", "state": "completed", "attempt": record.get("attempt")}
+    for key in ("cairn:self-test:one", "cairn:self-test:two"):
+        deliver(fleet.outside.receiver.url, {**body, "key": key}, key)
+    check_fleet(fleet, tally)
+    fleet.remove()
 
 
 def orphan_a_run(fleet: Fleet, runs: Runs) -> int:
@@ -594,7 +735,19 @@ def calibrate(root: Path) -> Calibration:
     return found
 
 
+# --tracker: the trackers a fleet's is drawn from (mixed: github twice as often as dir)
+TRACKERS_OF = {"mixed": ("github", "github", "dir"), **{t: (t,) for t in TRACKERS}}
+
+
 def replay_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--tracker",
+        choices=sorted(TRACKERS_OF),
+        default="mixed",
+        help="each fleet's tracker: dir (its queue directory), github (issues on the fake "
+        "GitHub, branches pushed to a bare remote, pull requests), or mixed (default: github "
+        "two fleets in three)",
+    )
     parser.add_argument(
         "--replay",
         type=int,
@@ -619,12 +772,18 @@ def campaign(root: Path, args: argparse.Namespace, tally: Tally) -> None:
         if left <= 0:
             break
         rng = random.Random(seed)
-        fleet = make_fleet(root, number, seed, rng)
+        # a mixed campaign's first fleet is a github one, so that even --quick has one
+        first = (
+            "github" if number == 1 and args.replay is None and args.tracker == "mixed" else None
+        )
+        fleet = make_fleet(root, number, seed, rng, TRACKERS_OF[args.tracker], first)
         tally.count("fleets")
         kills = rng.randint(1, MAX_KILLS_PER_FLEET)
         run_fleet(fleet, rng, calibration, kills if args.replay else min(left, kills), tally)
         check_fleet(fleet, tally)
-        if not args.keep:
+        if args.keep:
+            fleet.outside.close()
+        else:
             fleet.remove()
         log(
             f"{fleet.where()}: {int(tally.figures.get('kills', 0))} kills so far, "

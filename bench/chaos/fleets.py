@@ -28,26 +28,53 @@ from typing import Any
 import agent
 import processes
 from killing import Watch, spawn
+from outside import TOKEN, Outside
 
 from common import cairn_argv, git, make_project, plan_text
+
+try:
+    from cairn.envnames import ENV_CRASH_AT, ENV_FAULT_INJECTION
+except ImportError:  # before cairn had fault injection
+    ENV_FAULT_INJECTION, ENV_CRASH_AT = "CAIRN_FAULT_INJECTION", "CAIRN_CRASH_AT"
 
 VENDOR_FILES = 300  # tracked files: a checkout long enough to be killed in
 PAUSE = "0.05"  # the agent's pause after each file it writes
 HALF_MADE = b"initializing"  # what `git worktree add` writes into its lock while it works
 REAP_EVERY = 0.1  # seconds between two looks for exited orphans
+# a kill at a run's crash point costs its ticket an attempt (and every run a supervisor armed
+# with it may die there once): room for them, so a ticket ends completed as without the kills
+MAX_ATTEMPTS = 12
+TRACKERS = ("dir", "github")
+
+# the named crash points (cairn.terms.CRASH_POINTS); those a dir fleet reaches (it has no
+# outbox: no GitHub) are a subset
+try:
+    from cairn.terms import CRASH_POINTS
+except ImportError:  # before cairn had them: no point is reached, each kill counts as missed
+    CRASH_POINTS = (
+        "run.snapshot", "run.summary", "run.ended", "fleet.record", "fleet.told",
+        "fleet.sending", "fleet.push", "fleet.pull_request", "fleet.comment", "fleet.labels",
+        "fleet.approve", "fleet.notify", "fleet.worktree_removed",
+    )  # fmt: skip
+DIR_POINTS = tuple(
+    p for p in CRASH_POINTS if p.startswith("run.") or p in ("fleet.record", "fleet.notify")
+)
+RUN_POINTS = tuple(p for p in CRASH_POINTS if p.startswith("run."))
 
 
-def config(hooks: str = "") -> str:
+def config(hooks: str = "", fleet: str = "", tables: str = "") -> str:
     """The instrumented agent, implement only (``agent.config``); two tickets at once, retries
-    after 1 s; ``hooks``: a ``[fleet.hooks]`` table's lines."""
+    after 1 s, up to ``MAX_ATTEMPTS`` attempts; ``hooks``: a ``[fleet.hooks]`` table's lines;
+    ``fleet``: more lines of the ``[fleet]`` table; ``tables``: tables after it."""
     text = agent.config(["implement"]) + (
         "\n[fleet]\n"
         "concurrency = 2\n"
+        f"max_attempts = {MAX_ATTEMPTS}\n"
         'retry_backoff = "1s"\n'
         'retry_backoff_cap = "4s"\n'
         'min_free_memory = "1MiB"\n'
     )
-    return text + (f"\n[fleet.hooks]\n{hooks}" if hooks else "")
+    return text + fleet + (f"\n[fleet.hooks]\n{hooks}" if hooks else "") + tables
 
 
 @dataclass
@@ -59,17 +86,31 @@ class Fleet:
     root: Path
     tickets: dict[str, int]
     hooks: str = ""
+    tracker: str = "dir"  # or "github": its issues on a fake GitHub, its branches pushed
     repo: Path = field(init=False)
+    outside: Outside = field(init=False)
     agent_log: Path = field(init=False)
     base: str = field(init=False)
     kills: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         files = {f"vendor/f{i:04d}.txt": f"vendored file {i}\n" * 8 for i in range(VENDOR_FILES)}
+        github = self.tracker == "github"
+        self.outside = Outside(self.root / f"fleet-{self.number}-origin.git" if github else None)
         for ticket, tasks in self.tickets.items():
             steps = [f"Step {n} of {ticket}" for n in range(tasks)]
-            files[f"cairn-queue/{ticket}.md"] = plan_text(f"ticket {ticket}", steps)
-        self.repo = make_project(self.root / f"fleet-{self.number}", config(self.hooks), files)
+            plan = plan_text(f"ticket {ticket}", steps)
+            if github:
+                self.outside.add_issue(int(ticket.removeprefix("GH-")), f"ticket {ticket}", plan)
+            else:
+                files[f"cairn-queue/{ticket}.md"] = plan
+        lines, tables = self.outside.config()
+        text = config(self.hooks, lines, tables)
+        self.repo = make_project(self.root / f"fleet-{self.number}", text, files)
+        if github:
+            git(self.repo, "remote", "add", "origin", str(self.outside.remote))
+            git(self.repo, "push", "-q", "origin", "main")
+        self.tmp.mkdir()
         self.agent_log = self.root / f"fleet-{self.number}-agent.jsonl"
         self.git_steps.mkdir()
         if not (self.root / "bin" / "git").exists():
@@ -83,7 +124,24 @@ class Fleet:
             "CHAOS_AGENT_PAUSE": PAUSE,
             "CHAOS_GIT_STEPS": str(self.git_steps),
             "PATH": f"{self.root / 'bin'}{os.pathsep}{os.environ['PATH']}",
+            "TMPDIR": str(self.tmp),
+            "GITHUB_TOKEN": TOKEN,
         }
+
+    @property
+    def tmp(self) -> Path:
+        """The system temp dir of the fleet's processes (emptied by a reboot)."""
+        return self.root / f"fleet-{self.number}-tmp"
+
+    def empty_tmp(self) -> int:
+        """What a reboot does to /tmp: everything in it gone. Returns how many entries."""
+        entries = list(self.tmp.iterdir())
+        for entry in entries:
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+        return len(entries)
 
     @property
     def git_steps(self) -> Path:
@@ -102,13 +160,17 @@ class Fleet:
         return self.root / f"fleet-{self.number}.cairn" / ticket
 
     def remove(self) -> None:
-        """Its repository and worktrees (the agent's log stays)."""
+        """Its servers, repository, worktrees, remote and temp dir (the agent's log stays)."""
+        self.outside.close()
         shutil.rmtree(self.repo, ignore_errors=True)
         shutil.rmtree(self.root / f"fleet-{self.number}.cairn", ignore_errors=True)
+        if self.outside.remote is not None:
+            shutil.rmtree(self.outside.remote, ignore_errors=True)
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
     def where(self) -> str:
         kills = "; ".join(self.kills) or "none"
-        return f"fleet {self.number} (seed {self.seed}; kills: {kills})"
+        return f"fleet {self.number} (seed {self.seed}, {self.tracker}; kills: {kills})"
 
     def record(self, ticket: str) -> dict[str, Any] | None:
         path = self.records / f"{ticket}.json"
@@ -135,9 +197,21 @@ class Fleet:
         ]
 
 
-def make_fleet(root: Path, number: int, seed: int, rng: random.Random, hooks: str = "") -> Fleet:
-    tickets = {f"T{n}": rng.randint(1, 3) for n in range(1, rng.randint(2, 4) + 1)}
-    return Fleet(number, seed, root, tickets, hooks)
+def make_fleet(
+    root: Path,
+    number: int,
+    seed: int,
+    rng: random.Random,
+    trackers: Sequence[str] = ("dir",),
+    tracker: str | None = None,
+) -> Fleet:
+    """A fleet of 2 to 4 tickets of 1 to 3 tasks, its tracker ``tracker`` or drawn from
+    ``trackers``."""
+    drawn = rng.choice(list(trackers))
+    tracker = tracker or drawn
+    name = "GH-{}" if tracker == "github" else "T{}"
+    tickets = {name.format(n): rng.randint(1, 3) for n in range(1, rng.randint(2, 4) + 1)}
+    return Fleet(number, seed, root, tickets, tracker=tracker)
 
 
 def half_made(gitdir: Path) -> bool:
@@ -161,6 +235,7 @@ class Run:
     kill: str  # which kill orphaned it
     status: int | None = None  # its exit code once reaped (negative: the signal)
     killed: bool = False  # by the campaign, in a later machine crash
+    armed: str | None = None  # the crash point it inherited (it may SIGKILL itself there)
 
 
 def child_runs(pid: int) -> list[tuple[int, str, str]]:
@@ -191,9 +266,9 @@ class Runs:
         self.runs: dict[int, Run] = {}
         self.lock = threading.Lock()
 
-    def add(self, pid: int, ticket: str, command: str, kill: str) -> None:
+    def add(self, pid: int, ticket: str, command: str, kill: str, armed: str | None = None) -> None:
         with self.lock:
-            self.runs[pid] = Run(pid, ticket, command, kill)
+            self.runs[pid] = Run(pid, ticket, command, kill, armed=armed)
 
     def alive(self, ticket: str) -> list[Run]:
         with self.lock:
@@ -239,11 +314,21 @@ class Supervisor:
     they come; a ``ticket_started`` for a ticket whose orphaned run is still alive is kept in
     ``unadopted`` (judged at that instant: the run is alive then or it is not)."""
 
-    def __init__(self, fleet: Fleet, runs: Runs, timeout: float, pause: str | None = None) -> None:
+    def __init__(
+        self,
+        fleet: Fleet,
+        runs: Runs,
+        timeout: float,
+        pause: str | None = None,
+        crash_at: str | None = None,
+    ) -> None:
         self.fleet, self.runs = fleet, runs
         self.started = time.monotonic()
         self.deadline = self.started + timeout
+        self.crash_at = crash_at  # <point>@<n>: it (or its runs) SIGKILL itself there
         env = {**fleet.env, "CHAOS_GIT_PAUSE": pause or ""}
+        if crash_at is not None:
+            env.update({ENV_FAULT_INJECTION: "1", ENV_CRASH_AT: crash_at})
         self.proc = spawn(cairn_argv("fleet", "start", "--once", "--json"), fleet.repo, env)
         self.lines: list[dict[str, Any]] = []
         self.stderr: list[str] = []
@@ -370,15 +455,31 @@ def install_git_shim(directory: Path) -> Path:
 @dataclass(frozen=True)
 class Instant:
     """``how``: ``timed`` (``delay`` after the start), ``record`` (``delay`` after the
-    ``after``-th fleet record written), or a step of `git worktree add`: ``head`` (held before
+    ``after``-th fleet record written), a step of `git worktree add`: ``head`` (held before
     it sets the new worktree's HEAD), ``checkout`` (held before its checkout), ``in checkout``
-    (``delay`` after its checkout started); ``machine``: the supervisor and every process left
-    on the machine, else the supervisor alone."""
+    (``delay`` after its checkout started), or ``point``: the ``n``-th time the supervisor
+    reaches the crash point ``point`` it kills itself there (a ``fleet.*`` point); for a
+    ``run.*`` point, each of its runs the ``n``-th time it gets there, and the supervisor is
+    killed alone ``delay`` after its start, so that the runs it leaves die at the point and the
+    next supervisor (not armed) recovers them. ``machine``: the supervisor and every process
+    left on the machine, else the supervisor alone; ``reboot``: the machine, and the fleet's
+    temp dir emptied."""
 
     how: str
     delay: float
     after: int
     machine: bool
+    point: str = ""
+    n: int = 0
+    reboot: bool = False
+
+    @property
+    def crash_at(self) -> str | None:
+        return f"{self.point}@{self.n}" if self.how == "point" else None
+
+    @property
+    def run_point(self) -> bool:
+        return self.point in RUN_POINTS
 
     @property
     def pause(self) -> str | None:
@@ -397,8 +498,15 @@ class Instant:
             "head": "git worktree add, before HEAD + ",
             "checkout": "git worktree add, before its checkout + ",
             "in checkout": "git worktree add, in its checkout + ",
-        }[self.how]
-        who = "machine" if self.machine else "supervisor"
+        }.get(self.how, "")
+        if self.how == "point":
+            if not self.run_point:
+                return f"crash point {self.crash_at}, the supervisor itself"
+            return f"crash point {self.crash_at} armed in its runs, supervisor at " + (
+                f"{self.delay * 1000:.0f} ms"
+            )
+        who = "machine, temp dir emptied (reboot)" if self.reboot else "machine"
+        who = who if self.machine else "supervisor"
         return f"{what}{self.delay * 1000:.0f} ms, {who}"
 
 
@@ -409,21 +517,39 @@ class Calibration:
     worktree_add: float  # seconds `git worktree add` holds its lock
 
 
+POINT_SHARE = 0.4  # of the kills, at a named crash point
+REBOOT_SHARE = 0.4  # of the kills of the machine, a reboot (its temp dir emptied too)
+
+
 def pick_instant(rng: random.Random, fleet: Fleet, calibration: Calibration) -> Instant:
     tasks = sum(fleet.tickets.values())
+    typical = calibration.seconds_per_task * tasks / 2  # two tickets at once
+    if rng.random() < POINT_SHARE:
+        point = rng.choice(CRASH_POINTS if fleet.tracker == "github" else DIR_POINTS)
+        once = point in ("run.summary", "run.ended", "fleet.approve", "fleet.worktree_removed")
+        n = 1 if once else rng.randint(1, 3)
+        return Instant("point", rng.uniform(0, typical * 1.1), 0, False, point, n)
     roll = rng.random()
     if roll < 0.35 and fleet.wanting_worktree():
         how = rng.choice(["head", "checkout", "in checkout", "in checkout"])
         if how != "in checkout":  # held there: the whole machine, or git would go on
-            return Instant(how, rng.uniform(0, 0.002), 0, True)
-        return Instant(how, rng.uniform(0, calibration.worktree_add), 0, rng.random() < 0.7)
+            return Instant(how, rng.uniform(0, 0.002), 0, True, reboot=reboot(rng))
+        machine = rng.random() < 0.7
+        delay = rng.uniform(0, calibration.worktree_add)
+        return Instant(how, delay, 0, machine, reboot=machine and reboot(rng))
     machine = rng.random() < 0.5
     if roll < 0.65:
         writes = max(1, round(calibration.records_per_ticket * len(fleet.tickets)))
         delay = 0.0 if rng.random() < 0.3 else rng.uniform(0, 0.002)
-        return Instant("record", delay, rng.randint(1, writes), machine)
-    typical = calibration.seconds_per_task * tasks / 2  # two tickets at once
-    return Instant("timed", rng.uniform(0, typical * 1.1), 0, machine)
+        return Instant(
+            "record", delay, rng.randint(1, writes), machine, reboot=machine and reboot(rng)
+        )
+    delay = rng.uniform(0, typical * 1.1)
+    return Instant("timed", delay, 0, machine, reboot=machine and reboot(rng))
+
+
+def reboot(rng: random.Random) -> bool:
+    return rng.random() < REBOOT_SHARE
 
 
 class Trigger:
@@ -470,8 +596,10 @@ class Trigger:
         self.known = locks
 
     def fired(self, instant: Instant) -> bool:
-        if instant.how == "timed":
+        if instant.how == "timed" or (instant.how == "point" and instant.run_point):
             return True
+        if instant.how == "point":
+            return False  # the supervisor kills itself: waited for till it exits
         if instant.how == "record":
             return self.records >= instant.after
         return instant.step in self.steps
@@ -493,7 +621,8 @@ def wait_for(sup: Supervisor, instant: Instant, trigger: Trigger) -> bool:
             reaped = now
         if fired_at is None:
             if trigger.fired(instant):
-                fired_at = sup.started if instant.how == "timed" else time.monotonic()
+                timed = instant.how in ("timed", "point")
+                fired_at = sup.started if timed else time.monotonic()
             else:
                 trigger.look(REAP_EVERY)
             continue
@@ -509,10 +638,10 @@ def wait_for(sup: Supervisor, instant: Instant, trigger: Trigger) -> bool:
 
 def kill_supervisor(sup: Supervisor, runs: Runs, kill: str) -> int:
     """SIGKILL the supervisor alone; the runs it started live on (or should), followed by
-    ``runs``. Returns how many were alive."""
+    ``runs`` (armed with its crash point, if it had one). Returns how many were alive."""
     alive = child_runs(sup.proc.pid)
     for pid, ticket, command in alive:
-        runs.add(pid, ticket, command, kill)
+        runs.add(pid, ticket, command, kill, sup.crash_at)
     processes.kill(sup.proc.pid, signal.SIGKILL)
     sup.join()
     return len(alive)

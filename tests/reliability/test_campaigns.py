@@ -90,6 +90,17 @@ def test_quick_campaign_finds_nothing(name: str, tmp_path_factory: pytest.TempPa
     assert code == 0, explain(data, output)
 
 
+def test_quick_fleet_kill_drives_the_fake_github(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Its first fleet is a github one: issues in, pushes, pull requests, comments, labels and
+    notifications out, each checked to have happened exactly once."""
+    _, data, output = quick("fleet_kill", tmp_path_factory)
+    assert data, output
+    figures = data["figures"]
+    assert figures["fleets against the fake GitHub"] >= 1, output
+    assert figures["pull requests opened"] >= 1 and figures["comments posted"] >= 1, output
+    assert figures["notifications delivered"] >= 1, output
+
+
 def test_quick_failover_campaign_loses_nothing(tmp_path: Path) -> None:
     """``failover.py`` drives the real Claude Code and Codex CLIs: one run (not ``--quick``'s
     two, to stay under 20 s), its direction and its cut drawn from a fresh seed."""
@@ -195,6 +206,11 @@ SELF_TESTS = {
         "run_not_adopted",
         "supervisor_failed",
         "unreadable_state",
+        "duplicate_pr",
+        "duplicate_comment",
+        "unkeyed_comment",
+        "duplicate_notification",
+        "lost_transition",
     },
     "kill_resume": {"task_redone", "bytes_lost"},
     "lease_race": {"two_winners", "loser_message", "no_winner"},
