@@ -75,12 +75,22 @@ Violations:
   without its ``Started attempt N`` comment (key ``cairn:<ticket>:<N>:running:comment``), a
   completed ticket without its ``completed`` comment, with labels other than ``cairn:done``
   (and no ``cairn:running``), without its pull request, or whose completion the receiver never
-  got (key ``cairn:<ticket>:<attempt>:completed[:…]``).
+  got (key ``cairn:<ticket>:<attempt>:completed[:…]``), or an approved ticket's pull request
+  without its approving review;
+- ``duplicate_review``: a pull request approved twice.
+
+After the checks, a github fleet's first completed ticket is approved (``cairn review
+--approve``), then every finished ticket's worktree pruned (``cairn fleet prune
+--all-finished``), each armed half the time with its crash point (``fleet.approve``,
+``fleet.worktree_removed``); one killed there is finished by the next ``cairn fleet start
+--once`` (the approval in the outbox) or prune. A worktree prune did not remove whole, or a
+ticket branch it lost, is ``worktree_incomplete``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import signal
@@ -96,6 +106,8 @@ import msgspec
 import processes
 from fleets import (
     CRASH_POINTS,
+    ENV_CRASH_AT,
+    ENV_FAULT_INJECTION,
     HALF_MADE,
     TRACKERS,
     Calibration,
@@ -118,7 +130,7 @@ from fleets import (
 from outside import check_github, check_notifications, deliver
 
 from cairn.terms import ENV_RUN_DIR, ENV_TICKET, SETTLED_STATES
-from common import HERE, Sizes, Tally, case_seeds, cli, git, log, parse_args, scratch
+from common import HERE, Done, Sizes, Tally, case_seeds, cli, git, log, parse_args, scratch
 
 SIZES = Sizes(quick=6, full=500, unit="kills")
 MAX_KILLS_PER_FLEET = 5
@@ -142,6 +154,7 @@ KINDS = {
     "unkeyed_comment": "a comment cairn posted without its <!-- cairn:… --> key",
     "duplicate_notification": "one ticket event accepted twice by a receiver honouring its key",
     "lost_transition": "a state change that never reached the tracker or the receiver",
+    "duplicate_review": "a pull request approved twice",
 }
 
 HOW = {
@@ -185,6 +198,8 @@ FIGURES = [
     "bytes written",
     "bytes lost",
     "processes left running at a fleet's end (killed)",
+    "tickets approved",
+    "worktrees pruned",
     "GitHub requests answered",
     "comments posted",
     "pull requests opened",
@@ -563,6 +578,122 @@ def worktree_entries(repo: Path) -> list[dict[str, str]]:
     return entries
 
 
+# --- after the queue: an approval and a prune, each killed at its crash point ----------------
+
+ARMED_SHARE = 0.5  # of the approvals and prunes, armed with their crash point
+
+
+def epilogue(fleet: Fleet, rng: random.Random, runs: Runs, tally: Tally) -> None:
+    """Once the queue is drained and checked: a github fleet's first completed ticket approved
+    (``cairn review --approve``: its pull request approved on GitHub), then every finished
+    ticket's worktree pruned (``cairn fleet prune --all-finished``); each is armed with its crash
+    point (``fleet.approve``, ``fleet.worktree_removed``) half the time, and when it died there,
+    the next ``cairn fleet start --once`` (the approval's outbox) or prune finishes it."""
+    if fleet.tracker == "github":
+        approve(fleet, rng, runs, tally)
+    prune(fleet, rng, tally)
+
+
+def armed_cli(
+    fleet: Fleet, rng: random.Random, point: str, tally: Tally, *args: str
+) -> tuple[bool, Done]:
+    """Run ``cairn args``, armed with ``point`` ``ARMED_SHARE`` of the time; whether it died
+    there (counted as a kill), and what it did."""
+    armed = rng.random() < ARMED_SHARE
+    env = dict(fleet.env)
+    if armed:
+        env.update({ENV_FAULT_INJECTION: "1", ENV_CRASH_AT: f"{point}@1"})
+    done = cli(*args, cwd=fleet.repo, env=env, timeout=SUPERVISOR_TIMEOUT)
+    killed = armed and done.returncode == -signal.SIGKILL
+    if killed:
+        number = int(tally.figures.get("kills", 0)) + 1
+        label = f"kill {number}: crash point {point}@1, `cairn {' '.join(args[:2])}` itself"
+        fleet.kills.append(label)
+        for figure in ("kills", "kills of the supervisor alone", HOW["point"], f"  at {point}"):
+            tally.count(figure)
+    elif armed:
+        tally.count("crash points armed but not reached (the supervisor finished first)")
+    return killed, done
+
+
+def approve(fleet: Fleet, rng: random.Random, runs: Runs, tally: Tally) -> None:
+    github = fleet.outside.github
+    assert github is not None
+    done = [t for t in fleet.tickets if (fleet.record(t) or {}).get("state") == "completed"]
+    if not done:
+        return
+    ticket, where = done[0], f"{fleet.where()}, {done[0]}"
+    args = ("review", ticket, "--approve", "--by", "chaos")
+    killed, result = armed_cli(fleet, rng, "fleet.approve", tally, *args)
+    if killed:  # its approval waits in the outbox: the next supervisor sends it
+        sup = Supervisor(fleet, runs, SUPERVISOR_TIMEOUT)
+        tally.count("supervisors started")
+        judge_supervisor(fleet, sup, sup.finish(), tally)
+        settle(runs, 30)
+    elif result.returncode != 0 or result.traceback():
+        tally.violation(
+            "supervisor_failed",
+            where,
+            f"cairn review --approve exited {result.returncode}: {result.error_line()}",
+        )
+        return
+    tally.count("tickets approved")
+    check_approval(fleet, ticket, tally)
+
+
+def check_approval(fleet: Fleet, ticket: str, tally: Tally) -> None:
+    """An approved ticket's pull request has exactly one approving review."""
+    github = fleet.outside.github
+    assert github is not None
+    where = f"{fleet.where()}, {ticket}"
+    with github.lock:
+        numbers = [p["number"] for p in github.pulls if p.get("head") == f"cairn/{ticket}"]
+        approvals = [r for n, r in github.reviews if n in numbers and r["state"] == "APPROVED"]
+    if len(approvals) > 1:
+        tally.violation("duplicate_review", where, f"{len(approvals)} approving reviews")
+    elif numbers and not approvals:
+        tally.violation("lost_transition", where, "approved, and its pull request was not")
+
+
+def prune(fleet: Fleet, rng: random.Random, tally: Tally) -> None:
+    """Every finished ticket's worktree gone, its branch and snapshot kept; else
+    ``worktree_incomplete``."""
+    args = ("fleet", "prune", "--all-finished", "--json")
+    killed, result = armed_cli(fleet, rng, "fleet.worktree_removed", tally, *args)
+    if killed:
+        result = cli(*args, cwd=fleet.repo, env=fleet.env, timeout=SUPERVISOR_TIMEOUT)
+    where = fleet.where()
+    try:
+        reports = json.loads(result.stdout)["tickets"]
+    except (ValueError, KeyError, TypeError):
+        tally.violation(
+            "worktree_incomplete",
+            where,
+            f"cairn fleet prune exited {result.returncode}: {result.error_line()}",
+        )
+        return
+    entries = {os.path.realpath(e["worktree"]) for e in worktree_entries(fleet.repo)}
+    for report in reports:
+        ticket, action = report.get("ticket"), report.get("action")
+        path = Path(report.get("worktree") or fleet.worktree(str(ticket)))
+        problems = []
+        if action not in ("removed", "absent"):
+            problems.append(f"prune said {action}: {report.get('reason') or report}")
+        if path.exists():
+            problems.append("its directory is left")
+        if os.path.realpath(path) in entries:
+            problems.append("git still lists it")
+        branch = f"refs/heads/cairn/{ticket}"
+        if run_git(fleet.repo, "rev-parse", "--verify", "-q", branch).returncode != 0:
+            problems.append(f"{branch} is gone")
+        if problems:
+            tally.violation(
+                "worktree_incomplete", f"{where}, {ticket}", f"after prune: {'; '.join(problems)}"
+            )
+        else:
+            tally.count("worktrees pruned")
+
+
 # --- self-test ------------------------------------------------------------------------------------
 
 # each fault, and the violation kind it must be reported as
@@ -582,6 +713,7 @@ FAULTS = {
     "a comment without a key": "unkeyed_comment",
     "a completion notified under two keys": "duplicate_notification",
     "a completed issue's cairn:done label gone": "lost_transition",
+    "a pull request approved twice": "duplicate_review",
 }
 SELF_TEST_HOOKS = (
     'after_create = "test \\"$CAIRN_TICKET\\" != S5"\n'
@@ -650,6 +782,10 @@ def self_test_github(root: Path, runs: Runs, tally: Tally) -> None:
     for key in ("cairn:self-test:one", "cairn:self-test:two"):
         deliver(fleet.outside.receiver.url, {**body, "key": key}, key)
     check_fleet(fleet, tally)
+    with github.lock:
+        [number] = [p["number"] for p in github.pulls if p["head"] == "cairn/GH-2"]
+        github.reviews += [(number, {"state": "APPROVED", "body": "ok"})] * 2
+    check_approval(fleet, "GH-2", tally)
     fleet.remove()
 
 
@@ -767,6 +903,7 @@ def fleets(args: argparse.Namespace) -> Iterator[tuple[int, int]]:
 
 def campaign(root: Path, args: argparse.Namespace, tally: Tally) -> None:
     calibration = calibrate(root)
+    runs_of_epilogue = Runs()
     for number, seed in fleets(args):
         left = args.cases - int(tally.figures.get("kills", 0))
         if left <= 0:
@@ -781,6 +918,7 @@ def campaign(root: Path, args: argparse.Namespace, tally: Tally) -> None:
         kills = rng.randint(1, MAX_KILLS_PER_FLEET)
         run_fleet(fleet, rng, calibration, kills if args.replay else min(left, kills), tally)
         check_fleet(fleet, tally)
+        epilogue(fleet, rng, runs_of_epilogue, tally)
         if args.keep:
             fleet.outside.close()
         else:

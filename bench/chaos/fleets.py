@@ -56,8 +56,12 @@ except ImportError:  # before cairn had them: no point is reached, each kill cou
         "fleet.sending", "fleet.push", "fleet.pull_request", "fleet.comment", "fleet.labels",
         "fleet.approve", "fleet.notify", "fleet.worktree_removed",
     )  # fmt: skip
+# reached only by `cairn review --approve` and `cairn fleet prune`, not by a supervisor: armed in
+# those commands after the queue is drained (fleet_kill's epilogue), never in a supervisor
+ELSEWHERE = ("fleet.approve", "fleet.worktree_removed")
+GITHUB_POINTS = tuple(p for p in CRASH_POINTS if p not in ELSEWHERE)
 DIR_POINTS = tuple(
-    p for p in CRASH_POINTS if p.startswith("run.") or p in ("fleet.record", "fleet.notify")
+    p for p in GITHUB_POINTS if p.startswith("run.") or p in ("fleet.record", "fleet.notify")
 )
 RUN_POINTS = tuple(p for p in CRASH_POINTS if p.startswith("run."))
 
@@ -525,9 +529,10 @@ def pick_instant(rng: random.Random, fleet: Fleet, calibration: Calibration) -> 
     tasks = sum(fleet.tickets.values())
     typical = calibration.seconds_per_task * tasks / 2  # two tickets at once
     if rng.random() < POINT_SHARE:
-        point = rng.choice(CRASH_POINTS if fleet.tracker == "github" else DIR_POINTS)
-        once = point in ("run.summary", "run.ended", "fleet.approve", "fleet.worktree_removed")
-        n = 1 if once else rng.randint(1, 3)
+        point = rng.choice(GITHUB_POINTS if fleet.tracker == "github" else DIR_POINTS)
+        # how often a fleet gets there: once a run; once a completed ticket; many times
+        once = point in ("run.summary", "run.ended")
+        n = 1 if once else rng.randint(1, 2 if point in ("fleet.push", "fleet.pull_request") else 3)
         return Instant("point", rng.uniform(0, typical * 1.1), 0, False, point, n)
     roll = rng.random()
     if roll < 0.35 and fleet.wanting_worktree():

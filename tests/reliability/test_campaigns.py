@@ -211,6 +211,7 @@ SELF_TESTS = {
         "unkeyed_comment",
         "duplicate_notification",
         "lost_transition",
+        "duplicate_review",
     },
     "kill_resume": {"task_redone", "bytes_lost"},
     "lease_race": {"two_winners", "loser_message", "no_winner"},
