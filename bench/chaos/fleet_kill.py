@@ -284,6 +284,8 @@ def crashed(
 ) -> bool:
     """Whether the supervisor, armed with a ``fleet.*`` crash point, killed itself there (else it
     finished, or hung); its runs live on, followed as orphans like those of a kill."""
+    if sup.alive():  # it hung: finish() says so
+        return False
     sup.join()
     if sup.proc.returncode != -signal.SIGKILL:
         return False
