@@ -30,12 +30,9 @@ import processes
 from killing import Watch, spawn
 from outside import TOKEN, Outside
 
+from cairn.envnames import ENV_CRASH_AT, ENV_FAULT_INJECTION
+from cairn.terms import CRASH_POINTS
 from common import cairn_argv, git, make_project, plan_text
-
-try:
-    from cairn.envnames import ENV_CRASH_AT, ENV_FAULT_INJECTION
-except ImportError:  # before cairn had fault injection
-    ENV_FAULT_INJECTION, ENV_CRASH_AT = "CAIRN_FAULT_INJECTION", "CAIRN_CRASH_AT"
 
 VENDOR_FILES = 300  # tracked files: a checkout long enough to be killed in
 PAUSE = "0.05"  # the agent's pause after each file it writes
@@ -46,22 +43,16 @@ REAP_EVERY = 0.1  # seconds between two looks for exited orphans
 MAX_ATTEMPTS = 12
 TRACKERS = ("dir", "github")
 
-# the named crash points (cairn.terms.CRASH_POINTS); those a dir fleet reaches (it has no
-# outbox: no GitHub) are a subset
-try:
-    from cairn.terms import CRASH_POINTS
-except ImportError:  # before cairn had them: no point is reached, each kill counts as missed
-    CRASH_POINTS = (
-        "run.snapshot", "run.summary", "run.ended", "fleet.record", "fleet.told",
-        "fleet.sending", "fleet.push", "fleet.pull_request", "fleet.comment", "fleet.labels",
-        "fleet.approve", "fleet.notify", "fleet.worktree_removed",
-    )  # fmt: skip
-# reached only by `cairn review --approve` and `cairn fleet prune`, not by a supervisor: armed in
-# those commands after the queue is drained (fleet_kill's epilogue), never in a supervisor
+# the named crash points (cairn.terms.CRASH_POINTS): a dir fleet (no GitHub) reaches only some;
+# fleet.approve and fleet.worktree_removed are reached only by `cairn review --approve` and
+# `cairn fleet prune`, not by a supervisor: armed in those commands after the queue is drained
+# (fleet_kill's epilogue), never in a supervisor
 ELSEWHERE = ("fleet.approve", "fleet.worktree_removed")
 GITHUB_POINTS = tuple(p for p in CRASH_POINTS if p not in ELSEWHERE)
 DIR_POINTS = tuple(
-    p for p in GITHUB_POINTS if p.startswith("run.") or p in ("fleet.record", "fleet.notify")
+    p
+    for p in GITHUB_POINTS
+    if p.startswith("run.") or p in ("fleet.record", "fleet.sending", "fleet.notify")
 )
 RUN_POINTS = tuple(p for p in CRASH_POINTS if p.startswith("run."))
 
