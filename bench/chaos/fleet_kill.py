@@ -16,7 +16,9 @@ every file written goes to its log, fsynced). A fleet's tracker is ``dir`` (its 
 or ``github`` (``--tracker``; mixed by default, github two fleets in three and always the first):
 its plans are the bodies of issues labelled ``cairn`` on the fake GitHub REST server of
 ``tests/fleet/fake_github.py``, a bare repository is its remote (``fleet.remote``), so completed
-tickets are pushed and their pull requests opened. Every fleet notifies a webhook receiver
+tickets are pushed and their pull requests opened; in half of them the fake does one POST (a
+comment, labels, a pull request or a review) and loses its answer, dropping the connection, so
+cairn does not know whether it was done. Every fleet notifies a webhook receiver
 (``[fleet] notify``). Both servers are threads of the campaign on 127.0.0.1 (``outside.py``):
 they outlive every kill and count every request. The supervisors' ``TMPDIR`` is the fleet's own.
 Each fleet takes 1 to 5 kills; after each, ``cairn fleet start --once`` is started again (at once,
@@ -201,6 +203,7 @@ FIGURES = [
     "tickets approved",
     "worktrees pruned",
     "GitHub requests answered",
+    "answers the fake GitHub lost (request done, connection dropped)",
     "comments posted",
     "pull requests opened",
     "notifications delivered",

@@ -206,7 +206,14 @@ def make_fleet(
     tracker = tracker or drawn
     name = "GH-{}" if tracker == "github" else "T{}"
     tickets = {name.format(n): rng.randint(1, 3) for n in range(1, rng.randint(2, 4) + 1)}
-    return Fleet(number, seed, root, tickets, tracker=tracker)
+    fleet = Fleet(number, seed, root, tickets, tracker=tracker)
+    if tracker == "github" and rng.random() < LOST_SHARE:
+        fleet.outside.lose_answer("POST", rng.choice(LOSABLE))
+    return fleet
+
+
+LOST_SHARE = 0.5  # of the github fleets, one whose fake GitHub loses the answer to a request
+LOSABLE = ("/comments", "/labels", "/pulls", "/reviews")  # of a POST
 
 
 def half_made(gitdir: Path) -> bool:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from common import Tally, git  # common puts tests/ on sys.path: fleet.fake_github below
-from fleet.fake_github import TOKEN, FakeGitHub, Receiver, receive, serve
+from fleet.fake_github import LOST, TOKEN, FakeGitHub, Receiver, receive, serve
 
 __all__ = ["TOKEN", "Outside"]
 
@@ -43,6 +43,7 @@ class Outside:
     github: FakeGitHub | None = None
     receiver: Receiver = field(default_factory=Receiver)
     servers: list[Iterator[Any]] = field(default_factory=list)
+    lost: list[str] = field(default_factory=list)  # requests whose answer the fake will lose
 
     def __post_init__(self) -> None:
         if self.remote is not None:
@@ -69,6 +70,19 @@ class Outside:
             f"api_url = {json.dumps(self.github.url)}\nlabel = {json.dumps(LABEL)}\n"
         )
         return lines, table
+
+    def lose_answer(self, method: str, path_part: str) -> None:
+        """The next such request is done and its answer lost (the connection dropped): its
+        outcome is unknown to cairn, which must look before it sends it again."""
+        assert self.github is not None
+        self.github.lose_answer_once(method, path_part)
+        self.lost.append(f"{method} …{path_part}")
+
+    def answers_lost(self) -> int:
+        assert self.github is not None
+        with self.github.lock:
+            left = sum(1 for fault in self.github.faults if fault.status == LOST)
+        return len(self.lost) - left
 
     def add_issue(self, number: int, title: str, body: str) -> None:
         assert self.github is not None
@@ -104,6 +118,9 @@ def check_github(
     tally.count("GitHub requests answered", len(github.seen))
     tally.count("comments posted", len(github.comments))
     tally.count("pull requests opened", len(github.pulls))
+    tally.count(
+        "answers the fake GitHub lost (request done, connection dropped)", outside.answers_lost()
+    )
     heads = Counter(str(p.get("head")) for p in github.pulls)
     for head, count in sorted(heads.items()):
         if count > 1:
