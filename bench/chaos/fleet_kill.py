@@ -83,7 +83,7 @@ Violations:
 
 After the checks, a github fleet's first completed ticket is approved (``cairn review
 --approve``), then every finished ticket's worktree pruned (``cairn fleet prune
---all-finished``), each armed half the time with its crash point (``fleet.approve``,
+--all-finished``), each armed 30 % of the time with its crash point (``fleet.approve``,
 ``fleet.worktree_removed``); one killed there is finished by the next ``cairn fleet start
 --once`` (the approval in the outbox) or prune. A worktree prune did not remove whole, or a
 ticket branch it lost, is ``worktree_incomplete``.
@@ -165,7 +165,7 @@ HOW = {
     "in checkout": "kills in git worktree add, in its checkout",
     "record": "kills right after a fleet record write",
     "timed": "kills at a random instant",
-    "point": "kills at a named crash point of the supervisor (it kills itself)",
+    "point": "kills at a named crash point (the process kills itself)",
     "armed": "kills of a supervisor whose runs carry a run.* crash point (at a random instant)",
 }
 
@@ -178,6 +178,7 @@ FIGURES = [
     "kills of the supervisor alone",
     "kills of the machine",
     "kills of the machine with its temp dir emptied (reboot)",
+    "kills of cairn review --approve or cairn fleet prune (after the queue)",
     "temp dir entries a reboot removed",
     *HOW.values(),
     *(f"  at {point}" for point in CRASH_POINTS),
@@ -585,14 +586,14 @@ def worktree_entries(repo: Path) -> list[dict[str, str]]:
 
 # --- after the queue: an approval and a prune, each killed at its crash point ----------------
 
-ARMED_SHARE = 0.5  # of the approvals and prunes, armed with their crash point
+ARMED_SHARE = 0.3  # of the approvals and prunes, armed with their crash point
 
 
 def epilogue(fleet: Fleet, rng: random.Random, runs: Runs, tally: Tally) -> None:
     """Once the queue is drained and checked: a github fleet's first completed ticket approved
     (``cairn review --approve``: its pull request approved on GitHub), then every finished
     ticket's worktree pruned (``cairn fleet prune --all-finished``); each is armed with its crash
-    point (``fleet.approve``, ``fleet.worktree_removed``) half the time, and when it died there,
+    point (``fleet.approve``, ``fleet.worktree_removed``) 30 % of the time; when it died there,
     the next ``cairn fleet start --once`` (the approval's outbox) or prune finishes it."""
     if fleet.tracker == "github":
         approve(fleet, rng, runs, tally)
@@ -614,7 +615,8 @@ def armed_cli(
         number = int(tally.figures.get("kills", 0)) + 1
         label = f"kill {number}: crash point {point}@1, `cairn {' '.join(args[:2])}` itself"
         fleet.kills.append(label)
-        for figure in ("kills", "kills of the supervisor alone", HOW["point"], f"  at {point}"):
+        after = "kills of cairn review --approve or cairn fleet prune (after the queue)"
+        for figure in ("kills", after, HOW["point"], f"  at {point}"):
             tally.count(figure)
     elif armed:
         tally.count("crash points armed but not reached (the supervisor finished first)")
