@@ -589,23 +589,29 @@ def worktree_entries(repo: Path) -> list[dict[str, str]]:
 ARMED_SHARE = 0.3  # of the approvals and prunes, armed with their crash point
 
 
-def epilogue(fleet: Fleet, rng: random.Random, runs: Runs, tally: Tally) -> None:
+def kills_so_far(tally: Tally) -> int:
+    return int(tally.figures.get("kills", 0))
+
+
+def epilogue(fleet: Fleet, rng: random.Random, runs: Runs, tally: Tally, budget: int) -> None:
     """Once the queue is drained and checked: a github fleet's first completed ticket approved
     (``cairn review --approve``: its pull request approved on GitHub), then every finished
     ticket's worktree pruned (``cairn fleet prune --all-finished``); each is armed with its crash
     point (``fleet.approve``, ``fleet.worktree_removed``) 30 % of the time; when it died there,
-    the next ``cairn fleet start --once`` (the approval's outbox) or prune finishes it."""
+    the next ``cairn fleet start --once`` (the approval's outbox) or prune finishes it. Neither
+    is armed once the campaign's kills are done (``budget``: how many are left)."""
+    limit = kills_so_far(tally) + budget
     if fleet.tracker == "github":
-        approve(fleet, rng, runs, tally)
-    prune(fleet, rng, tally)
+        approve(fleet, rng, runs, tally, limit)
+    prune(fleet, rng, tally, limit)
 
 
 def armed_cli(
-    fleet: Fleet, rng: random.Random, point: str, tally: Tally, *args: str
+    fleet: Fleet, rng: random.Random, point: str, tally: Tally, limit: int, *args: str
 ) -> tuple[bool, Done]:
-    """Run ``cairn args``, armed with ``point`` ``ARMED_SHARE`` of the time; whether it died
-    there (counted as a kill), and what it did."""
-    armed = rng.random() < ARMED_SHARE
+    """Run ``cairn args``, armed with ``point`` ``ARMED_SHARE`` of the time while the kills are
+    fewer than ``limit``; whether it died there (counted as a kill), and what it did."""
+    armed = rng.random() < ARMED_SHARE and kills_so_far(tally) < limit
     env = dict(fleet.env)
     if armed:
         env.update({ENV_FAULT_INJECTION: "1", ENV_CRASH_AT: f"{point}@1"})
@@ -623,7 +629,7 @@ def armed_cli(
     return killed, done
 
 
-def approve(fleet: Fleet, rng: random.Random, runs: Runs, tally: Tally) -> None:
+def approve(fleet: Fleet, rng: random.Random, runs: Runs, tally: Tally, limit: int) -> None:
     github = fleet.outside.github
     assert github is not None
     done = [t for t in fleet.tickets if (fleet.record(t) or {}).get("state") == "completed"]
@@ -631,7 +637,7 @@ def approve(fleet: Fleet, rng: random.Random, runs: Runs, tally: Tally) -> None:
         return
     ticket, where = done[0], f"{fleet.where()}, {done[0]}"
     args = ("review", ticket, "--approve", "--by", "chaos")
-    killed, result = armed_cli(fleet, rng, "fleet.approve", tally, *args)
+    killed, result = armed_cli(fleet, rng, "fleet.approve", tally, limit, *args)
     if killed:  # its approval waits in the outbox: the next supervisor sends it
         sup = Supervisor(fleet, runs, SUPERVISOR_TIMEOUT)
         tally.count("supervisors started")
@@ -662,11 +668,11 @@ def check_approval(fleet: Fleet, ticket: str, tally: Tally) -> None:
         tally.violation("lost_transition", where, "approved, and its pull request was not")
 
 
-def prune(fleet: Fleet, rng: random.Random, tally: Tally) -> None:
+def prune(fleet: Fleet, rng: random.Random, tally: Tally, limit: int) -> None:
     """Every finished ticket's worktree gone, its branch and snapshot kept; else
     ``worktree_incomplete``."""
     args = ("fleet", "prune", "--all-finished", "--json")
-    killed, result = armed_cli(fleet, rng, "fleet.worktree_removed", tally, *args)
+    killed, result = armed_cli(fleet, rng, "fleet.worktree_removed", tally, limit, *args)
     if killed:
         result = cli(*args, cwd=fleet.repo, env=fleet.env, timeout=SUPERVISOR_TIMEOUT)
     where = fleet.where()
@@ -912,7 +918,7 @@ def campaign(root: Path, args: argparse.Namespace, tally: Tally) -> None:
     calibration = calibrate(root)
     runs_of_epilogue = Runs()
     for number, seed in fleets(args):
-        left = args.cases - int(tally.figures.get("kills", 0))
+        left = args.cases - kills_so_far(tally)
         if left <= 0:
             break
         rng = random.Random(seed)
@@ -925,7 +931,8 @@ def campaign(root: Path, args: argparse.Namespace, tally: Tally) -> None:
         kills = rng.randint(1, MAX_KILLS_PER_FLEET)
         run_fleet(fleet, rng, calibration, kills if args.replay else min(left, kills), tally)
         check_fleet(fleet, tally)
-        epilogue(fleet, rng, runs_of_epilogue, tally)
+        budget = 10**9 if args.replay is not None else args.cases - kills_so_far(tally)
+        epilogue(fleet, rng, runs_of_epilogue, tally, budget)
         if args.keep:
             fleet.outside.close()
         else:
