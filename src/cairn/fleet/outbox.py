@@ -25,6 +25,7 @@ import json
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -127,6 +128,41 @@ class Outbox:
                 continue
             found.append((path, message))
         return found
+
+    def flush(
+        self,
+        send: Callable[[dict[str, Any], bool], None],
+        failures: tuple[type[Exception], ...],
+        *,
+        blocked: Callable[[], bool],
+        held: Callable[[Exception], None],
+        warn: Callable[[str], None],
+    ) -> None:
+        """Send what the box holds, oldest first, each through ``send(message, looked)``
+        (``looked``: its outcome is unknown, so it is looked for first). A ticket whose message
+        fails (one of ``failures``) keeps its later ones back, in order, and the message its
+        ``tries`` and ``last_error``; ``held`` hears the failure (a rate limit), and nothing
+        is sent while ``blocked()``."""
+        waiting: set[str] = set()
+        for path, message in self.pending():
+            ticket = message["ticket"]
+            if blocked():
+                return
+            if ticket in waiting:
+                continue
+            try:
+                looked = unknown(message)
+                self.sending(path, message)
+                send(message, looked)
+            except failures as exc:
+                message["tries"] = int(message.get("tries", 0)) + 1
+                message["last_error"] = str(exc)
+                self.update(path, message)
+                waiting.add(ticket)
+                held(exc)
+                warn(f"{message['kind']} for {ticket} failed ({exc}); sent again at the next poll")
+            else:
+                self.sent(path, message)
 
     def update(self, path: Path, message: dict[str, Any]) -> None:
         durable.atomic_write(path, json.dumps(message, indent=2) + "\n")

@@ -15,7 +15,7 @@ from cairn.faults import crash_at
 from cairn.fleet import pulls
 from cairn.fleet.facts import PushFailed, push_branch
 from cairn.fleet.github_api import GitHubAPI, GitHubError, RateLimited
-from cairn.fleet.outbox import Outbox, hidden, unknown
+from cairn.fleet.outbox import Outbox, hidden
 from cairn.fleet.trackers import texts
 from cairn.git import Repo
 from cairn.state.layout import Layout
@@ -54,31 +54,15 @@ class Sending:
         self.flush()
 
     def flush(self) -> None:
-        """Send what the outbox holds, oldest first; a ticket whose message fails keeps its
-        later ones back (they stay in order), and a rate limit stops the round. A message
-        whose outcome is unknown is looked for first, and adopted when it is there."""
-        held: set[str] = set()
-        for path, message in self.outbox.pending():
-            ticket = message["ticket"]
-            if time.time() < self.blocked_until:
-                return
-            if ticket in held:
-                continue
-            try:
-                looked = unknown(message)
-                self.outbox.sending(path, message)
-                self._send(message, looked)
-            except (GitHubError, PushFailed) as exc:
-                message["tries"] = int(message.get("tries", 0)) + 1
-                message["last_error"] = str(exc)
-                self.outbox.update(path, message)
-                held.add(ticket)
-                self._held(exc)
-                self._warn(
-                    f"{message['kind']} for {ticket} failed ({exc}); sent again at the next poll"
-                )
-            else:
-                self.outbox.sent(path, message)
+        """Send what the outbox holds (``Outbox.flush``): in order, a failing ticket's later
+        messages held back, nothing while a rate limit lasts, an unknown outcome looked for."""
+        self.outbox.flush(
+            self._send,
+            (GitHubError, PushFailed),
+            blocked=lambda: time.time() < self.blocked_until,
+            held=self._held,
+            warn=self._warn,
+        )
 
     def _send(self, message: dict[str, Any], looked: bool) -> None:
         """Send ``message``; when ``looked`` (its outcome is unknown), only if it is not there

@@ -35,7 +35,7 @@ from cairn.faults import crash_at
 from cairn.fleet import fixround, fleetstate, pulls, slash
 from cairn.fleet.facts import Facts, PushFailed, facts, push_branch
 from cairn.fleet.linear_api import KEY_ENV, KEYS_PAGE, LinearAPI, LinearError, RateLimited
-from cairn.fleet.outbox import Outbox, hidden, unknown
+from cairn.fleet.outbox import Outbox, hidden
 from cairn.fleet.trackers import linear_team, texts
 from cairn.fleet.trackers.base import Candidate, Command, Rejected, Tracker
 from cairn.fleet.trackers.dir import is_finished
@@ -218,31 +218,15 @@ class LinearTracker(Tracker):
         self.flush()
 
     def flush(self) -> None:
-        """Send what the outbox holds, oldest first; a ticket whose message fails keeps its
-        later ones back (they stay in order), and a rate limit stops the round. A comment
-        whose outcome is unknown is looked for first, and adopted when it is there."""
-        held: set[str] = set()
-        for path, message in self.outbox.pending():
-            ticket = message["ticket"]
-            if time.time() < self.blocked_until:
-                return
-            if ticket in held:
-                continue
-            try:
-                looked = unknown(message)
-                self.outbox.sending(path, message)
-                self._send(message, looked)
-            except (LinearError, PushFailed) as exc:
-                message["tries"] = int(message.get("tries", 0)) + 1
-                message["last_error"] = str(exc)
-                self.outbox.update(path, message)
-                held.add(ticket)
-                self._held(exc)
-                self._warn(
-                    f"{message['kind']} for {ticket} failed ({exc}); sent again at the next poll"
-                )
-            else:
-                self.outbox.sent(path, message)
+        """Send what the outbox holds (``Outbox.flush``): in order, a failing ticket's later
+        messages held back, nothing while a rate limit lasts, an unknown outcome looked for."""
+        self.outbox.flush(
+            self._send,
+            (LinearError, PushFailed),
+            blocked=lambda: time.time() < self.blocked_until,
+            held=self._held,
+            warn=self._warn,
+        )
 
     def _send(self, message: dict[str, Any], looked: bool) -> None:
         ticket, kind = message["ticket"], message["kind"]
