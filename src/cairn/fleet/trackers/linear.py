@@ -192,8 +192,8 @@ class LinearTracker(Tracker):
         told = self._facts(ticket)
         where = None
         if state in ("completed", "needs_review"):
-            title = self.issues.get(ticket, {}).get("title")
-            self._put(ticket, "link", branch=told.branch, title=title or f"cairn/{ticket}")
+            title = self.issues.get(ticket, {}).get("title")  # not listed yet: asked at send
+            self._put(ticket, "link", branch=told.branch, title=title)
             pushed = "pushed" if self.config.fleet.pushes else "ready"
             linked = self._link(ticket, told.branch)[0] is not None
             where = f"Branch `{told.branch}` {pushed}" + (
@@ -263,7 +263,8 @@ class LinearTracker(Tracker):
                         "forge's); set [fleet.linear] branch_url"
                     )
                 return
-            self.api.attach(issue, url, message["title"], what)
+            title = message.get("title") or (self.api.issue(ticket) or {}).get("title")
+            self.api.attach(issue, url, str(title or f"cairn/{ticket}"), what)
             crash_at("fleet.link")
 
     def _issue_id(self, ticket: str, message: dict[str, Any]) -> str | None:
