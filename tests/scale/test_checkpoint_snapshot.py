@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from cairn.remote import checkpoint as pushing
 from cairn.scale import workspace
 from cairn.scale.messages import TicketInput
 from helpers import git
@@ -38,14 +39,14 @@ def test_an_agent_commit_between_the_save_and_the_push_keeps_the_pair_restorable
     workspace.checkpoint(space, "segment start")
     (space.worktree / "kept.txt").write_text("committed by the agent\n")
     (space.worktree / "loose.txt").write_text("never committed\n")
-    save = workspace.snapshot
+    save = pushing.snapshot
 
-    def then_the_agent_commits(space: workspace.Workspace, reason: str) -> None:
+    def then_the_agent_commits(space: pushing.Side, reason: str) -> None:
         save(space, reason)  # the real save, then a real commit before the checkpoint reads
         git(space.worktree, "add", "kept.txt")
         git(space.worktree, "commit", "-qm", "the agent's commit")
 
-    monkeypatch.setattr(workspace, "snapshot", then_the_agent_commits)
+    monkeypatch.setattr(pushing, "snapshot", then_the_agent_commits)
     progress = workspace.checkpoint(space, "heartbeat")
     monkeypatch.undo()
     bare = tmp_path / "shared.git"
@@ -91,7 +92,7 @@ def test_the_run_s_own_save_holding_the_ref_skips_the_snapshot_with_a_warning(
     fd = os.open(locks / f"ref-{TICKET}", os.O_RDWR | os.O_CREAT)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)  # as the run's own save holds it (cutoff 3 s here)
-        with caplog.at_level(logging.WARNING, logger="cairn.scale.workspace"):
+        with caplog.at_level(logging.WARNING, logger="cairn.remote.checkpoint"):
             progress = workspace.checkpoint(space, "heartbeat")
     finally:
         os.close(fd)

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from cairn.scale import statecommit, workspace
+from cairn.remote import statecommit
+from cairn.remote.refs import Fenced
+from cairn.scale import workspace
 from cairn.scale.messages import TicketInput
-from cairn.scale.shared import Fenced
 from helpers import git
 from scale.scale_setup import shared_repo
 

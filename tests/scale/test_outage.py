@@ -20,8 +20,9 @@ import httpx2
 import pytest
 
 from cairn.errors import BadInput
+from cairn.remote.refs import TicketRefs, push, remote_refs
 from cairn.scale import failures
-from cairn.scale.shared import TicketRefs, ensure_clone, push, remote_refs
+from cairn.scale.shared import ensure_clone
 from helpers import git
 from scale import temporal_server
 from scale.scale_setup import (

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from cairn.git import base_runner
-from cairn.scale import statecommit
+from cairn.remote import statecommit
 from cairn.util import durable
 from helpers import git
 

@@ -20,9 +20,9 @@ from cairn.config.records import Config
 from cairn.errors import NotApplicable
 from cairn.fleet.dashboard.source import View
 from cairn.git import Git, Repo, base_runner
-from cairn.scale import statecommit
+from cairn.remote import statecommit
+from cairn.remote.refs import TicketRefs
 from cairn.scale.connection import connect
-from cairn.scale.shared import TicketRefs
 from cairn.scale.status import Listing, listing, refused_rows
 from cairn.state.layout import Layout
 from cairn.terms import CONTROL_ACTIONS, Asker, FleetAction

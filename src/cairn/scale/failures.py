@@ -22,10 +22,7 @@ INFRA = "cairn_infra"
 TICKET = "cairn_ticket"
 REASON_CHARS = 300
 # a git failure that says the remote, the network or the disk failed (not the ticket)
-_INFRA_TEXT = (
-    "No space left on device",
-    "git push to the shared remote failed",
-)
+_INFRA_TEXT = ("No space left on device",)
 
 
 def is_infra(exc: BaseException) -> bool:
@@ -34,7 +31,7 @@ def is_infra(exc: BaseException) -> bool:
     snapshot out of time. Everything else, bad input first, is the ticket's own."""
     from temporalio.service import RPCError
 
-    from cairn.scale.shared import Fenced
+    from cairn.remote.refs import Fenced, PushFailed
 
     seen: set[int] = set()
     found: BaseException | None = exc
@@ -43,7 +40,8 @@ def is_infra(exc: BaseException) -> bool:
         if isinstance(found, BadInput):
             return False
         # OSError: the network, a full disk (ENOSPC), a file the worker cannot write
-        if isinstance(found, (GitError, Fenced, SaveTimeout, OSError, RPCError, TimeoutError)):
+        infra = (GitError, Fenced, PushFailed, SaveTimeout, OSError, RPCError, TimeoutError)
+        if isinstance(found, infra):
             return True
         if any(text in str(found) for text in _INFRA_TEXT):
             return True
@@ -78,7 +76,7 @@ def failed(ticket: str, exc: Exception) -> ApplicationError:
 
 
 def _fenced(exc: BaseException) -> bool:
-    from cairn.scale.shared import Fenced
+    from cairn.remote.refs import Fenced
 
     return isinstance(exc, Fenced) or isinstance(exc.__cause__, Fenced)
 

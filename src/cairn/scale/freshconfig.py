@@ -13,7 +13,7 @@ from cairn.defaults import CONFIG_FILE
 from cairn.errors import BadInput
 from cairn.fleet.fleetstatus import SHORT_SHA
 from cairn.git import Repo
-from cairn.scale.shared import TicketRefs
+from cairn.remote.refs import TicketRefs
 
 
 def remote_sha(repo: Repo, remote: str, ref: str) -> str | None:

@@ -12,10 +12,10 @@ from temporalio.client import Client
 from cairn.config.records import Config
 from cairn.errors import BadInput
 from cairn.git import Repo
+from cairn.remote.refs import TicketRefs
 from cairn.scale import control, freshconfig
 from cairn.scale.messages import workflow_id
 from cairn.scale.remote import base_of, fleet_key, url_of
-from cairn.scale.shared import TicketRefs
 from cairn.scale.workflow import TicketWorkflow
 
 

@@ -22,6 +22,7 @@ from temporalio.exceptions import ApplicationError
 
 from cairn.errors import ExitCode
 from cairn.fleet.watch import child_env
+from cairn.remote.refs import Fenced
 from cairn.scale import failures, roots, workspace
 from cairn.scale.liveness import ABANDON_AFTER, Liveness, Work, retrieved
 from cairn.scale.messages import (
@@ -30,7 +31,6 @@ from cairn.scale.messages import (
     TicketInput,
 )
 from cairn.scale.outset import Outset, outset
-from cairn.scale.shared import Fenced
 from cairn.scale.workspace import STOP_GRACE
 from cairn.terms import ENV_CHECKPOINT_DIR, ENV_CHECKPOINT_WAIT
 from cairn.util import barrier, procs

@@ -1,5 +1,5 @@
-"""The shared git remote: a worker's clone of it, a ticket's refs there, and pushing them with a
-lease so an attempt never overwrites refs a newer attempt pushed (fencing)."""
+"""A worker's clone of the shared remote and the locks that let its rebuilds share it. The
+ticket's refs there and the fenced push are ``cairn.remote.refs``'."""
 
 from __future__ import annotations
 
@@ -7,35 +7,10 @@ import fcntl
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
-from cairn.errors import CairnError
 from cairn.git import Git, base_runner
-
-REMOTE = "origin"  # the name of the shared remote in a worker's clone
-
-
-class Fenced(CairnError):
-    """A push was refused because the remote's refs moved: a newer attempt owns the ticket."""
-
-
-@dataclass(frozen=True)
-class TicketRefs:
-    branch: str  # refs/heads/cairn/<ticket>
-    wip: str  # refs/cairn/wip/<ticket> (snapshot.ref_prefix)
-    state: str  # refs/cairn/state/<ticket>: the ticket's run directory, as a commit
-
-    @classmethod
-    def of(cls, ticket: str, wip_prefix: str = "refs/cairn/wip/") -> TicketRefs:
-        return cls(
-            f"refs/heads/cairn/{ticket}",
-            f"{wip_prefix.rstrip('/')}/{ticket}",
-            f"refs/cairn/state/{ticket}",
-        )
-
-    def all(self) -> tuple[str, str, str]:
-        return (self.branch, self.wip, self.state)
+from cairn.remote.refs import REMOTE
 
 
 @contextmanager
@@ -98,35 +73,3 @@ def ensure_clone(url: str, clone: Path) -> Git:
         clone.parent.mkdir(parents=True, exist_ok=True)
         base_runner(clone.parent).run(["clone", "-q", "--origin", REMOTE, "--", url, str(clone)])
     return base_runner(clone)
-
-
-def remote_refs(git: Git, refs: tuple[str, ...]) -> dict[str, str]:
-    """The shas of those of ``refs`` the remote has."""
-    text = git.out(["ls-remote", REMOTE, *refs])
-    found: dict[str, str] = {}
-    for line in text.splitlines():
-        sha, _, name = line.partition("\t")
-        if name in refs:
-            found[name] = sha
-    return found
-
-
-def fetch(git: Git, refspecs: list[str]) -> None:
-    if refspecs:
-        # several rebuilds fetch into one clone at once: no shared FETCH_HEAD to fight over
-        git.run(["fetch", "-q", "--no-tags", "--no-write-fetch-head", REMOTE, *refspecs])
-
-
-def push(git: Git, updates: dict[str, str], leases: dict[str, str | None]) -> None:
-    """Set each ref of ``updates`` on the remote to its sha, all or none, only where the remote
-    still holds what ``leases`` says (None: the ref must not exist). Raises Fenced otherwise."""
-    args = ["push", "--porcelain", "--atomic", REMOTE]
-    for ref in updates:
-        args.append(f"--force-with-lease={ref}:{leases.get(ref) or ''}")
-    args += [f"{sha}:{ref}" for ref, sha in updates.items()]
-    result = git.run(args, check=False)
-    if not result.ok:
-        text = (result.stdout + result.stderr).decode(errors="replace")
-        if "stale info" in text or "rejected" in text or "atomic" in text:
-            raise Fenced(f"the remote's refs moved (a newer attempt owns them): {text.strip()}")
-        raise CairnError(f"git push to the shared remote failed: {text.strip()[-500:]}")

@@ -16,7 +16,10 @@ from pathlib import Path
 
 from cairn.config import load
 from cairn.git import Git, base_runner
-from cairn.scale import shared, statecommit
+from cairn.remote import checkpoint as pushing
+from cairn.remote import refs as remote_refs
+from cairn.remote import statecommit
+from cairn.scale import shared
 from cairn.scale.messages import Progress, TicketInput
 from cairn.util import durable, procs
 
@@ -37,10 +40,11 @@ class Workspace:
     attempt: int
     git: Git  # in the clone
     worktree: Path
-    refs: shared.TicketRefs
+    refs: remote_refs.TicketRefs
     leases: dict[str, str | None]  # what the remote held when this attempt last looked or pushed
     generation: int = 1  # this attempt's fencing token: the remote's generation + 1 (its claim)
     segment: str = ""  # the activity this attempt is one of (its workflow run and activity ids)
+    remote: str = remote_refs.REMOTE  # the shared remote's name in the clone
 
     @property
     def claim(self) -> statecommit.Claim:
@@ -98,7 +102,7 @@ def _claimable(git: Git, state: str, space: Workspace) -> int:
     that commit is a later attempt's of the same activity (this one started late)."""
     remote = statecommit.claim_of(git, state)
     if space.segment and remote.segment == space.segment and remote.attempt > space.attempt:
-        raise shared.Fenced(
+        raise remote_refs.Fenced(
             f"attempt {remote.attempt} of ticket {space.ticket} owns its refs; attempt "
             f"{space.attempt} stops"
         )
@@ -111,7 +115,7 @@ def _rebuild(
     git = base_runner(clone)
     git = git.replace(env={**git.env, **env})
     config = load(clone)
-    refs = shared.TicketRefs.of(task.ticket, config.snapshot.ref_prefix)
+    refs = remote_refs.TicketRefs.of(task.ticket, config.snapshot.ref_prefix)
     space = Workspace(
         root, clone, task.ticket, attempt, git, root / task.ticket, refs, {}, segment=segment
     )
@@ -124,13 +128,13 @@ def _rebuild(
         shutil.rmtree(space.worktree, ignore_errors=True)
         git.run(["worktree", "prune"])
     base = f"refs/heads/{task.base}"
-    found = shared.remote_refs(git, (*refs.all(), base))
+    found = remote_refs.remote_refs(git, (*refs.all(), base))
     specs = [f"+{base}:{base_ref(task.ticket)}"]
     specs += [f"+{ref}:{ref}" for ref in refs.all() if ref in found]
-    shared.fetch(git, specs)
+    remote_refs.fetch(git, specs)
     if base in found:  # the usual tracking ref, for whoever reads it: one short ref update
         with shared.locked(root / ".refs.lock"):
-            git.run(["update-ref", f"refs/remotes/{shared.REMOTE}/{task.base}", found[base]])
+            git.run(["update-ref", f"refs/remotes/{remote_refs.REMOTE}/{task.base}", found[base]])
     space.leases = {ref: found.get(ref) for ref in refs.all()}
     if refs.state in found:
         space.generation = _claimable(git, found[refs.state], space)
@@ -151,15 +155,10 @@ def _registered(git: Git, path: Path) -> bool:
 
 
 def _restore_snapshot(space: Workspace, sha: str) -> None:
-    """cairn's own restore of the ticket's snapshot, when it was taken on the branch's tip (an
-    older one would undo later commits: it stays in its ref)."""
-    from cairn.wip.meta import SnapshotMeta
-    from cairn.wip.restoring import restore
-
-    tip = space.git.out(["rev-parse", f"cairn/{space.ticket}"]).strip()
-    meta = SnapshotMeta.parse(space.git.out(["log", "-1", "--format=%B", sha]))
-    if meta is not None and meta.base == tip:
-        restore(space.worktree, sha, ticket=f"{space.ticket}.restore")
+    """The ticket's snapshot restored when it was taken on the branch's tip
+    (``checkpoint.restore_snapshot``)."""
+    branch = f"cairn/{space.ticket}"
+    pushing.restore_snapshot(space.git, space.worktree, branch, sha, space.ticket)
 
 
 def stop_leftovers(space: Workspace) -> None:
@@ -256,77 +255,17 @@ def commit_leftovers(space: Workspace) -> bool:
 
 def checkpoint(space: Workspace, reason: str) -> Progress:
     """Snapshot the worktree, commit the run state, push branch, snapshot and state to the
-    remote (fenced by the leases), and say what was pushed. Raises shared.Fenced; a failed
-    snapshot raises too, but for the run's own save holding the ref (logged, the next
-    checkpoint catches up)."""
-    git, refs = space.git, space.refs
-    before = _sha(git, refs.wip)
-    snapshot(space, reason)
-    updates: dict[str, str] = {}
-    wip = _sha(git, refs.wip)
-    if wip:
-        updates[refs.wip] = wip
-    branch = _branch_with(git, _sha(git, refs.branch), wip, before)
-    if branch:
-        updates[refs.branch] = branch
-    parent = space.leases.get(refs.state)
-    updates[refs.state] = statecommit.commit(
-        git, space.state_dir, parent, space.ticket, space.claim
-    )
-    changed = {ref: sha for ref, sha in updates.items() if space.leases.get(ref) != sha}
-    if changed:
-        # the state ref goes with every push, so its lease fences the whole push: each attempt
-        # made its own state commit first (its claim), so an older attempt's lease is stale
-        changed.setdefault(refs.state, updates[refs.state])
-        shared.push(git, changed, space.leases)
-        space.leases.update(changed)
+    remote (fenced by the leases: ``cairn.remote.checkpoint``), and say what was pushed."""
+    pushed = pushing.checkpoint(space, reason)
     return Progress(
         attempt=space.attempt,
         generation=space.generation,
-        branch=updates.get(refs.branch),
-        snapshot=updates.get(refs.wip),
-        state=updates.get(refs.state),
+        branch=pushed.branch,
+        snapshot=pushed.snapshot,
+        state=pushed.state,
         marker=_marker_facts(space.state_dir),
         worker=f"{socket.gethostname()}:{os.getpid()}",
     )
-
-
-def snapshot(space: Workspace, reason: str) -> None:
-    """``wip save`` of the worktree. A save that ran out of time (``cutoff_timeout_ms``; the
-    expected race: the run's own save held the ticket's ref that long) is skipped with a
-    warning in the worker's log; any other failure raises: a checkpoint never hides a snapshot
-    that failed."""
-    from cairn.errors import SaveTimeout
-    from cairn.wip.saving import save
-
-    try:
-        save(space.worktree, ticket=space.ticket, reason=reason)
-    except SaveTimeout as exc:
-        log.warning(
-            "cairn: %s: checkpoint (%s) without a new snapshot: %s", space.ticket, reason, exc
-        )
-
-
-def _sha(git: Git, ref: str) -> str | None:
-    return git.run(["rev-parse", "--verify", "-q", ref], check=False).text or None
-
-
-def _branch_with(git: Git, tip: str | None, wip: str | None, before: str | None) -> str | None:
-    """The branch sha to push beside snapshot ``wip``: the snapshot's base when the snapshot is
-    new this checkpoint and the agent committed since it was taken (its base, an ancestor of
-    ``tip``), so the pair on the remote is one a retry restores (``_restore_snapshot``); the
-    newer commit goes with the next checkpoint. Else the branch's ``tip``."""
-    from cairn.wip.meta import SnapshotMeta
-
-    if tip is None or wip is None or wip == before:
-        return tip
-    meta = SnapshotMeta.parse(git.out(["log", "-1", "--format=%B", wip]))
-    base = meta.base if meta is not None else None
-    if base is None or base == tip:
-        return tip
-    if git.run(["merge-base", "--is-ancestor", base, tip], check=False).ok:
-        return base
-    return tip  # history rewritten since the snapshot: the retry skips it, as it should
 
 
 def _marker_facts(state_dir: Path) -> dict[str, str]:
