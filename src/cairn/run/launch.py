@@ -17,18 +17,18 @@ from cairn.agents.base import DispatchRequest
 from cairn.config.records import Config, pressure_given
 from cairn.errors import BadInput
 from cairn.git import Repo
-from cairn.run import carried
+from cairn.run import carried, reclaiming
 from cairn.run.budget import session_budget
 from cairn.run.chain import Agents, resolve
 from cairn.run.events import EventSink, NoEvents
 from cairn.run.orchestrator import Orchestrator, RunOutcome
 from cairn.run.orchestrator.context import agent_script
 from cairn.run.plan import PLAN_READ_LIMIT, Plan
-from cairn.state import layout, marker, runstate, sharing
+from cairn.state import layout, runstate, sharing
 from cairn.state.runstate import RunRef
 from cairn.summary import Summary
 from cairn.summary.store import READ_LIMIT as SUMMARY_LIMIT
-from cairn.util import clock, durable, procs
+from cairn.util import clock, durable
 
 # A plan's scaffold may use a quarter of the change summary's limit; see check_plan_size.
 PLAN_SHARE = 4
@@ -38,7 +38,6 @@ PLAN_ARTIFACT_LIMIT = 4 * PLAN_READ_LIMIT
 
 if TYPE_CHECKING:
     from cairn.state.catchup import CatchupReport
-    from cairn.state.lease import Lease
 
 
 def check_plan_size(path: Path, tasks: int, scaffold: Summary) -> None:
@@ -227,7 +226,7 @@ def resume(
     lease = acquire(state, ticket, stale_after=stale_after, takeover=takeover)
     try:
         runstate.catch_up(ref)
-        _after_a_dead_owner(ref, lease, config.agent.cutoff_timeout_ms / 1000, sink)
+        reclaiming.after_a_dead_owner(ref, lease, config.agent.cutoff_timeout_ms / 1000, sink)
         runstate.record(
             ref,
             "run_started",
@@ -239,7 +238,7 @@ def resume(
             owner=msgspec.to_builtins(lease.me),
             **carried.given(max_turns),
         )
-        phase, round_number = _reclaim(ref, lease, report)
+        phase, round_number = reclaiming.reclaim(ref, lease, report)
     except BaseException:
         lease.release()
         raise
@@ -297,88 +296,6 @@ def _run_plan(ref: RunRef) -> Plan:
             f"plan artifact {json_plan} is not a plan cairn wrote; restore it, or start a new "
             "run with cairn run"
         ) from None
-
-
-def _reclaim(ref: RunRef, lease: Lease, report: CatchupReport) -> tuple[str, int]:
-    """Write the marker again with this process as the owner; returns the phase and round
-    where the run goes on."""
-    with durable.locked(ref.lock_path):
-        current = marker.read(ref.marker_path)
-        if current is not None and current.run == ref.run_id:
-            return _own_marker(ref, lease, report, current)
-        return _own_marker(ref, lease, report, lease.previous)
-
-
-def _own_marker(
-    ref: RunRef, lease: Lease, report: CatchupReport, previous: marker.Marker | None
-) -> tuple[str, int]:
-    now = clock.now()
-    phase = (previous.phase if previous else None) or report.phase or "implement"
-    if phase not in ("implement", "evaluate", "review", "fix"):
-        phase = "implement"
-    round_number = (previous.round if previous else None) or report.round or 1
-    marker.write(
-        ref.marker_path,
-        marker.Marker(
-            skill=previous.skill if previous else "impl",
-            phase=phase,
-            round=previous.round if previous else None,
-            started_at=previous.started_at if previous else now,
-            last_updated=now,
-            ticket=ref.ticket,
-            run=ref.run_id,
-            owner=lease.me,
-            snapshot=previous.snapshot if previous else None,
-        ),
-    )
-    return phase, round_number
-
-
-def _after_a_dead_owner(ref: RunRef, lease: Lease, grace: float, sink: EventSink) -> None:
-    """Stop the agent a dead cairn left running, and journal a takeover."""
-    previous = lease.previous
-    stopped = _stop_orphaned_agent(previous, grace)
-    if stopped is not None:
-        sink.event(
-            "warning",
-            message=f"stopped agent pid {stopped}, left running by the dead cairn process",
-        )
-    if lease.takeover is not None:
-        runstate.record(
-            ref,
-            "takeover",
-            stopped_agent=stopped,
-            reason=lease.takeover,
-            previous_run=previous.run if previous else None,
-            previous_owner=msgspec.to_builtins(previous.owner)
-            if previous and previous.owner
-            else None,
-        )
-
-
-def _stop_orphaned_agent(previous: marker.Marker | None, grace: float) -> int | None:
-    """An agent whose cairn died keeps running; stop its process group before resuming.
-
-    Only on this host, and only when the pid still belongs to that agent (same start time).
-    """
-    from cairn.state import owner
-
-    if previous is None or previous.owner is None or previous.dispatch is None:
-        return None
-    pid = previous.dispatch.pid
-    if pid is None:
-        return None
-    agent = owner.Owner(
-        host=previous.owner.host,
-        pid=pid,
-        pid_started_at=previous.dispatch.pid_started_at,
-        pid_started_since_boot=previous.dispatch.pid_started_since_boot,
-        boot_id=previous.owner.boot_id,
-    )
-    if owner.check(agent, previous.last_updated, float("inf"), clock.now())[0] != "alive":
-        return None
-    procs.stop_group(pid, grace)
-    return pid
 
 
 def _plan_markdown(loaded: Plan) -> str:
