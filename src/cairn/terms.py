@@ -73,6 +73,7 @@ STOP_REASONS: tuple[StopReason, ...] = get_args(StopReason)
 # fleet.max_cost_usd (SIGUSR2 to cairn: it stops after the turn in flight): resumable.
 # "stall": the fleet supervisor saw no progress for fleet.stall_timeout (SIGUSR1 to cairn).
 # "no_progress": dispatches in a row changed nothing: the run needs input (status needs_input).
+# "fenced": a --remote run's push was refused, since another machine continued the ticket.
 CutoffReason = Literal[
     "max_turns",
     "timeout",
@@ -86,6 +87,7 @@ CutoffReason = Literal[
     "no_progress",
     "rate_limit",
     "usage_limit",
+    "fenced",
 ]
 CUTOFF_FOR: dict[StopReason, CutoffReason] = {
     "completed": "incomplete",  # the agent stopped, but its tasks are not all done

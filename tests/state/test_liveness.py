@@ -23,7 +23,7 @@ import psutil
 import pytest
 
 from cairn.errors import BadInput
-from cairn.run import launch
+from cairn.run import reclaiming
 from cairn.state import lease, marker, owner
 from cairn.state.layout import Layout
 from cairn.state.owner import Owner
@@ -92,7 +92,7 @@ def test_a_dead_agent_left_as_a_zombie_is_not_stopped_again(zombie: int) -> None
             role="coder", pid=zombie, pid_started_at=owner.of(zombie).pid_started_at
         ),
     )
-    assert launch._stop_orphaned_agent(previous, grace=5.0) is None
+    assert reclaiming._stop_orphaned_agent(previous, grace=5.0) is None
 
 
 def test_a_zombie_group_leader_does_not_stall_stopping_its_group() -> None:

@@ -35,7 +35,13 @@ class Done(Exception):
 
 
 # What each of argparse's actions holds when its option is not given and no default is declared.
-_UNSET = {"store": None, "store_true": False, "store_false": True, "append": None}
+_UNSET = {
+    "store": None,
+    "store_true": False,
+    "store_false": True,
+    "store_const": None,
+    "append": None,
+}
 _NO_VALUE = ("help", "version")  # actions that hold no value
 
 
@@ -240,6 +246,19 @@ def integer(minimum: int | None = None) -> Callable[[str], int]:
         return found
 
     return number
+
+
+def amount(value: str) -> float:
+    """The type of an option in money or another non-negative decimal (``--max-cost-usd 5``)."""
+    import math
+
+    try:
+        found = float(value)
+    except ValueError:
+        raise _type_error(f"{value!r} is not a number") from None
+    if not math.isfinite(found) or found < 0:
+        raise _type_error(f"{value} is not a number of 0 or more")
+    return found
 
 
 def _type_error(message: str) -> Exception:

@@ -163,6 +163,17 @@ class LoopConfig(Section, frozen=True):
     max_rounds: Annotated[int, Meta(ge=1)] = 3
 
 
+class RunConfig(Section, frozen=True):
+    """``[run]``: a run's shared remote (``--remote``, docs/ci.md)."""
+
+    remote: str | None = None  # push the ticket's branch, snapshot and state there (--remote)
+    push_every: Duration = "5m"  # a --remote run's checkpoint: snapshot and push this often
+
+    def __post_init__(self) -> None:
+        if parse_duration(self.push_every) <= 0:
+            raise ValueError("push_every must be longer than 0s; give one such as 5m")
+
+
 class MarkerConfig(Section, frozen=True):
     stale_after: Duration = "24h"
 
@@ -317,6 +328,7 @@ class Config(Section, frozen=True, dict=True):
     roles: dict[str, RoleConfig] = field(default_factory=lambda: dict(DEFAULT_ROLES))
     loop: LoopConfig = field(default_factory=LoopConfig)
     marker: MarkerConfig = field(default_factory=MarkerConfig)
+    run: RunConfig = field(default_factory=RunConfig)
     snapshot: SnapshotConfig = field(default_factory=SnapshotConfig)
     fleet: FleetConfig = field(default_factory=FleetConfig)
     temporal: TemporalConfig = field(default_factory=TemporalConfig)

@@ -49,6 +49,12 @@ def resume(workspace: Path | str, ticket: str | None, **options: Any) -> RunOutc
     record = fleetstate.read(layout, named) if fleets else None
     if record is None:  # not a fleet ticket, or the fleet's own attempt
         return launch.resume(workspace, ticket, **options)
+    if options.get("remote"):
+        raise BadInput(
+            f"ticket {named} is a fleet ticket: the fleet pushes its branch itself; resume it "
+            "without --remote"
+        )
+    options["remote"] = ""  # [run] remote is not the fleet's
     state, _ = fleetstate.live_state(record)
     if state == "running":
         raise BadInput(

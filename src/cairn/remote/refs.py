@@ -42,9 +42,11 @@ class TicketRefs:
         return (self.branch, self.wip, self.state)
 
 
-def remote_refs(git: Git, refs: tuple[str, ...], remote: str = REMOTE) -> dict[str, str]:
+def remote_refs(
+    git: Git, refs: tuple[str, ...], remote: str = REMOTE, deadline: Deadline | None = None
+) -> dict[str, str]:
     """The shas of those of ``refs`` the remote has."""
-    text = git.out(["ls-remote", "--", remote, *refs])
+    text = git.run(["ls-remote", "--", remote, *refs], deadline=deadline).text
     found: dict[str, str] = {}
     for line in text.splitlines():
         sha, _, name = line.partition("\t")
@@ -76,6 +78,6 @@ def push(
     result = git.run(args, check=False, deadline=deadline)
     if not result.ok:
         text = (result.stdout + result.stderr).decode(errors="replace")
-        if "stale info" in text or "rejected" in text or "atomic" in text:
+        if "stale info" in text:  # a lease that no longer holds; other refs: atomic push failed
             raise Fenced(f"the remote's refs moved (a newer attempt owns them): {text.strip()}")
         raise PushFailed(f"git push to {remote} failed: {text.strip()[-500:]}")

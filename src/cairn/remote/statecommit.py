@@ -80,11 +80,16 @@ def _tree(git: Git, directory: Path) -> str:
         return tree_git.out(["write-tree"]).strip()
 
 
-def checkout(git: Git, sha: str, directory: Path) -> None:
-    """Replace ``directory`` by the files of state commit ``sha``."""
+def clear(directory: Path) -> None:
+    """``directory``, empty."""
     if directory.exists():
         shutil.rmtree(directory)
     directory.mkdir(parents=True)
+
+
+def checkout(git: Git, sha: str, directory: Path) -> None:
+    """Replace ``directory`` by the files of state commit ``sha``."""
+    clear(directory)
     with tempfile.TemporaryDirectory(prefix="cairn-state-") as scratch:
         indexed = git.with_index(Path(scratch) / "index")
         indexed.run(["read-tree", sha])

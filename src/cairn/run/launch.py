@@ -17,7 +17,7 @@ from cairn.agents.base import DispatchRequest
 from cairn.config.records import Config, pressure_given
 from cairn.errors import BadInput
 from cairn.git import Repo
-from cairn.run import carried, reclaiming
+from cairn.run import carried, portable, reclaiming
 from cairn.run.budget import session_budget
 from cairn.run.chain import Agents, resolve
 from cairn.run.events import EventSink, NoEvents
@@ -100,6 +100,8 @@ def run(
     takeover: bool = False,
     allow_shared: bool = False,
     sink: EventSink | None = None,
+    remote: str | None = None,
+    max_cost_usd: float | None = None,
 ) -> RunOutcome:
     """``cairn run PLAN``: a new run of the plan's ticket, to completion or a saved stop.
     Refused while another ticket runs in this work tree, unless ``allow_shared``."""
@@ -108,6 +110,7 @@ def run(
     from cairn.util.durations import parse_duration
 
     repo, config, state = layout.discover(workspace)
+    config = with_cost(config, max_cost_usd)
     loaded = plans.load(Path(plan_path))
     ticket = tickets.validate(ticket) if ticket else plans.ticket_for(loaded, Path(plan_path))
     chain = agents_for(config, agent, max_turns)
@@ -129,6 +132,7 @@ def run(
     stale_after = parse_duration(config.marker.stale_after)
     if not allow_shared:
         sharing.refuse_shared(state, repo.toplevel, ticket, stale_after, "run")
+    side = portable.opened(repo, config, state, ticket, portable.chosen(config, remote), new=True)
 
     plan_json = msgspec.json.encode(loaded)
     ref, lease = runstate.begin(
@@ -163,7 +167,17 @@ def run(
             ),
         )
     orchestrator = Orchestrator(repo, config, ref, lease, loaded, chain, sink, max_turns)
-    return orchestrator.execute()
+    return portable.execute(orchestrator, side, sink)
+
+
+def with_cost(config: Config, max_cost_usd: float | None) -> Config:
+    """``config`` with ``--max-cost-usd`` as ``agent.max_cost_usd`` (None: as it is)."""
+    if max_cost_usd is None:
+        return config
+    agent = msgspec.structs.replace(config.agent, max_cost_usd=max_cost_usd)
+    changed = msgspec.structs.replace(config, agent=agent)
+    changed.__dict__.update(config.__dict__)  # the file it came from, and its tables
+    return changed
 
 
 def _head(repo: Repo) -> str | None:
@@ -196,6 +210,8 @@ def resume(
     takeover: bool = False,
     allow_shared: bool = False,
     sink: EventSink | None = None,
+    remote: str | None = None,
+    max_cost_usd: float | None = None,
 ) -> RunOutcome:
     """``cairn resume``: continue an interrupted run in its own run directory. Refused while
     another ticket runs in this work tree, unless ``allow_shared``."""
@@ -205,11 +221,16 @@ def resume(
     from cairn.util.durations import parse_duration
 
     repo, config, state = layout.discover(workspace)
+    config = with_cost(config, max_cost_usd)
     note = None
     if ticket:
         ticket = tickets.validate(ticket)
     else:
         ticket, note = branches.default_ticket(repo, state)
+    side = portable.opened(repo, config, state, ticket, portable.chosen(config, remote), new=False)
+    if side is not None:  # a rebuilt work tree is on the ticket's branch: its cairn.toml counts
+        repo, config, state = layout.discover(workspace)
+        config = with_cost(config, max_cost_usd)
     stale_after = parse_duration(config.marker.stale_after)
     report = catchup.build(repo, config, state, ticket, stale_after)
     run_id = _resumable(report, takeover)
@@ -252,7 +273,7 @@ def resume(
     orchestrator.resumed_from = carried.resumed_from(ref)
     orchestrator.resume_session_id = carried.session_id(ref, "coder", chain.primary.name)
     orchestrator.check_tree(report.snapshot.commit if report.snapshot else None)
-    return orchestrator.execute(phase, round_number)
+    return portable.execute(orchestrator, side, sink, phase, round_number)
 
 
 def _resumable(report: CatchupReport, takeover: bool) -> str:

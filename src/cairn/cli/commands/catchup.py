@@ -22,6 +22,11 @@ def catchup(parser: Parser) -> None:
     parser.add_argument(
         "--clear-stale", action="store_true", help="Remove the ticket's marker if it is stale."
     )
+    parser.add_argument(
+        "--remote",
+        metavar="NAME",
+        help="Report what this git remote holds of the ticket (a --remote run's pushed state).",
+    )
     workspace(parser)
     args = parser.parse()
     from cairn.cli.handlers.catchup import catchup as report

@@ -10,11 +10,12 @@ import msgspec
 
 from cairn.agents import ADAPTERS
 from cairn.cli.output import say
-from cairn.cli.parsing import Parser, as_path, integer, json_flag, workspace
+from cairn.cli.parsing import Parser, amount, as_path, integer, json_flag, workspace
 
 if TYPE_CHECKING:
     from cairn.run.events import EventSink
     from cairn.run.orchestrator import RunOutcome
+    from cairn.run.orchestrator.outcome import Remote
 
 
 def _run_options(parser: Parser) -> None:
@@ -29,6 +30,25 @@ def _run_options(parser: Parser) -> None:
     )
     parser.add_argument(
         "--max-turns", type=integer(minimum=1), metavar="N", help="Turn cap of every dispatch."
+    )
+    parser.add_argument(
+        "--max-cost-usd",
+        type=amount,
+        metavar="X",
+        help="This session's cost cap in USD (agent.max_cost_usd; 0: none).",
+    )
+    parser.add_argument(
+        "--remote",
+        metavar="NAME",
+        help="Push the ticket's branch, snapshot and run state to this git remote at every "
+        "task, checkpoint and cutoff, so any clone resumes it (default: [run] remote).",
+    )
+    parser.add_argument(
+        "--no-remote",
+        dest="remote",
+        action="store_const",
+        const="",
+        help="Push nowhere, whatever [run] remote says.",
     )
     parser.add_argument(
         "--takeover", action="store_true", help="Take over a stale lease held by another host."
@@ -69,6 +89,8 @@ def run(parser: Parser) -> int:
             takeover=args.takeover,
             allow_shared=args.allow_shared,
             sink=sink,
+            remote=args.remote,
+            max_cost_usd=args.max_cost_usd,
         ),
     )
 
@@ -92,6 +114,8 @@ def resume(parser: Parser) -> int:
             takeover=args.takeover,
             allow_shared=args.allow_shared,
             sink=sink,
+            remote=args.remote,
+            max_cost_usd=args.max_cost_usd,
         ),
     )
 
@@ -124,6 +148,8 @@ def answer(parser: Parser) -> int:
             takeover=args.takeover,
             allow_shared=args.allow_shared,
             sink=sink,
+            remote=args.remote,
+            max_cost_usd=args.max_cost_usd,
         ),
     )
 
@@ -171,6 +197,18 @@ def needs_input_lines(outcome: RunOutcome) -> list[str]:
     return lines
 
 
+def _pushed(remote: Remote) -> str:
+    """Where a --remote run's pushes left it, or why its last one did not get there."""
+    if remote.fenced is not None:
+        return f"not pushed: {remote.fenced}"
+    if not remote.pushed:
+        return f"NOT pushed to {remote.name}: {remote.error}; it is saved here"
+    shas = [f"{remote.branch} {remote.commit[:12]}" if remote.commit else remote.branch]
+    shas += [f"snapshot {remote.snapshot[:12]}"] if remote.snapshot else []
+    shas += [f"run state {remote.state[:12]}"] if remote.state else []
+    return f"pushed to {remote.name}: {', '.join(shas)}"
+
+
 def _finish(outcome: RunOutcome, json: bool) -> None:
     if json:
         sys.stdout.write(msgspec.json.encode(outcome).decode() + "\n")
@@ -185,5 +223,7 @@ def _finish(outcome: RunOutcome, json: bool) -> None:
         say(f"  change summary: {outcome.summary_path}")
         if outcome.snapshot:
             say(f"  last snapshot: {outcome.snapshot[:12]}")
+        if outcome.remote is not None:
+            say(f"  {_pushed(outcome.remote)}")
         if outcome.next_command:
             say(f"  next: {outcome.next_command}")

@@ -17,11 +17,15 @@ def catchup(
     format_: str = "text",
     clear_stale: bool = False,
     workspace: Path = Path("."),
+    remote: str | None = None,
 ) -> None:
     from cairn.state.catchup import catchup as build_report
     from cairn.state.catchup_text import context_paragraph
 
-    report = build_report(workspace, ticket, clear_stale=clear_stale)
+    if remote is not None:
+        report = _pushed(workspace, ticket, remote, clear_stale)
+    else:
+        report = build_report(workspace, ticket, clear_stale=clear_stale)
     if json:
         emit_json(report)
     elif format_ == "context":
@@ -29,6 +33,30 @@ def catchup(
     else:
         for line in _lines(report):
             say(line)
+
+
+def _pushed(workspace: Path, ticket: str | None, remote: str, clear_stale: bool) -> CatchupReport:
+    """The report of what ``remote`` holds of the ticket's run (``--remote``)."""
+    from cairn import tickets
+    from cairn.errors import BadInput
+    from cairn.remote.portable import pushed_state
+    from cairn.state import branches
+    from cairn.state.catchup import build
+    from cairn.state.layout import discover
+    from cairn.util.durations import parse_duration
+
+    if clear_stale:
+        raise BadInput("--clear-stale removes a marker here; it does not go with --remote")
+    repo, config, layout = discover(workspace)
+    named = tickets.validate(ticket) if ticket else branches.default_ticket(repo, layout)[0]
+    seen = pushed_state(repo, layout, named, remote, config.snapshot.ref_prefix)
+    report = build(repo, config, seen, named, parse_duration(config.marker.stale_after))
+    if report.next_command and report.next_command.startswith("cairn resume"):
+        report.next_command = f"cairn resume {named} --remote {remote}"
+    elif report.state == "none":
+        report.warnings.append(f"{remote} holds no run of ticket {named}")
+        report.next_command = f"cairn run PLAN --ticket {named} --remote {remote}"
+    return report
 
 
 def _lines(report: CatchupReport) -> list[str]:

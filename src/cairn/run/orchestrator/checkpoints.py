@@ -14,7 +14,7 @@ from cairn.util import clock
 
 # The cutoffs whose detail is ``ctx.last_error``: the agent's error text, what the budget says,
 # or the blocker of a run that made no progress.
-DETAILED = ("error", "crash", "budget", "no_progress", "rate_limit", "usage_limit")
+DETAILED = ("error", "crash", "budget", "no_progress", "rate_limit", "usage_limit", "fenced")
 
 
 def enter_phase(ctx: RunContext, phase: str, round_number: int | None) -> None:

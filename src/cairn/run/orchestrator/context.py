@@ -95,6 +95,9 @@ class RunContext:
     stats: Stats = field(default_factory=Stats)
     running: Dispatch | None = None  # the dispatch in flight: what a signal to cairn stops
     signalled: CutoffReason | None = None  # "signal" once cairn got SIGINT or SIGTERM
+    # the agent's time to stop on SIGINT or SIGTERM (None: grace); a --remote run's is short,
+    # so a cancelled CI job has pushed before the runner's SIGTERM
+    signal_grace: float | None = None
     last_snapshot: SnapshotRef | None = None
     last_message: str | None = None  # the agent's, handed to the next dispatch
     last_error: str | None = None  # the agent's error text when its last dispatch failed

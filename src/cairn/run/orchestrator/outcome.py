@@ -19,6 +19,20 @@ from cairn.terms import RUN_FORMAT, CutoffReason, RunStatus
 RESUMABLE = ("interrupted", "needs_input")
 
 
+class Remote(Struct, kw_only=True):
+    """Where a ``--remote`` run's pushes left its ticket on the remote (``RunOutcome.remote``):
+    the shas there after the last push that reached it, and why the last one did not."""
+
+    name: str  # the remote, as the repository names it
+    branch: str  # cairn/<ticket>
+    pushed: bool  # the run's last push reached the remote
+    commit: str | None = None  # the branch's sha there
+    snapshot: str | None = None
+    state: str | None = None
+    error: str | None = None  # why the last push failed (retry: cairn resume … --remote)
+    fenced: str | None = None  # the remote refused the run's push: another machine continued
+
+
 class RunOutcome(Struct, kw_only=True):
     format: int = RUN_FORMAT
     ticket: str
@@ -42,6 +56,7 @@ class RunOutcome(Struct, kw_only=True):
     denials: list[dict[str, str]] = field(default_factory=list)  # every session of the run
     # needs_input: what blocked the idle dispatches (their denials, the agent's last message)
     blocker: dict[str, Any] | None = None
+    remote: Remote | None = None  # a --remote run: what its pushes left on the remote
 
 
 def finished(ctx: RunContext, status: RunStatus, reason: str | None) -> RunOutcome:

@@ -40,11 +40,26 @@ class SignalHandler:
             return
         reason: CutoffReason = "stall" if signum == STALL_SIGNAL else "signal"
         if self.ctx.signalled is None:
-            self.ctx.signalled = reason
-            if running is not None:
-                running.interrupt("interrupted", self.ctx.grace)
+            grace = self.ctx.signal_grace if reason == "signal" else None
+            cut_off(self.ctx, reason, grace=grace)
         elif running is not None and reason == "signal":
             running.interrupt("interrupted", 0)
+
+
+def cut_off(
+    ctx: RunContext, reason: CutoffReason, detail: str | None = None, grace: float | None = None
+) -> None:
+    """Make the run stop, resumable, as a cutoff for ``reason``: the dispatch in flight is
+    stopped (its agent gets ``grace`` seconds, default ``ctx.grace``) and no other starts. From
+    a signal handler, or another thread (a --remote run's refused push: ``fenced``)."""
+    if ctx.signalled is not None:
+        return
+    if detail is not None:
+        ctx.last_error = detail
+    ctx.signalled = reason
+    running = ctx.running
+    if running is not None:
+        running.interrupt("interrupted", ctx.grace if grace is None else grace)
 
 
 def ignore_stall_signal() -> None:
@@ -53,6 +68,26 @@ def ignore_stall_signal() -> None:
     if threading.current_thread() is threading.main_thread():
         signal.signal(STALL_SIGNAL, signal.SIG_IGN)
         signal.signal(BUDGET_SIGNAL, signal.SIG_IGN)
+
+
+def _noted(signum: int, frame: FrameType | None) -> None:
+    """A signal while shielded: nothing (a handler, not SIG_IGN, which children would keep)."""
+
+
+@contextmanager
+def shielded() -> Iterator[None]:
+    """SIGINT and SIGTERM do not end the process for the duration (a run's handlers, installed
+    inside, still see them): a --remote run's last push, after its loop, is never cut short
+    by the second signal a CI runner sends. Only the main thread can install handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {signum: signal.signal(signum, _noted) for signum in SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
 
 
 @contextmanager

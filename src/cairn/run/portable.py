@@ -1,0 +1,101 @@
+"""``cairn run|resume --remote NAME`` (or ``[run] remote``): the run's branch, snapshot and state
+pushed to that remote at its start, at every task completion, every ``[run] push_every`` and at
+its end, cutoffs included, so any clone continues it (``cairn.remote.portable``, docs/ci.md).
+
+On SIGINT or SIGTERM such a run gives its agent ``CANCEL_GRACE`` seconds to stop (not
+``cutoff_timeout_ms``): a CI runner sends SIGTERM 7.5 s after SIGINT and SIGKILL 2.5 s after
+that, and the cutoff's snapshot and push come first. The last push is shielded from those
+signals (``signals.shielded``)."""
+
+from __future__ import annotations
+
+import os
+
+import msgspec
+
+from cairn.config.records import Config
+from cairn.envnames import ENV_CHECKPOINT_DIR, ENV_FLEET_ATTEMPT
+from cairn.git import Repo
+from cairn.remote.portable import Portable, for_resume, for_run, take_branch
+from cairn.run.events import EventSink
+from cairn.run.orchestrator import Orchestrator, RunOutcome
+from cairn.run.orchestrator.outcome import Remote
+from cairn.run.orchestrator.signals import cut_off, shielded
+from cairn.state.layout import Layout
+from cairn.util.durations import parse_duration
+
+CANCEL_GRACE = 2.0  # seconds the agent has to stop on SIGINT/SIGTERM before its group is killed
+
+
+def chosen(config: Config, given: str | None) -> str | None:
+    """The remote of a run: ``--remote`` (``""``: ``--no-remote``), else ``[run] remote`` —
+    but for the fleet's own runs (either engine), whose pushes the fleet makes itself."""
+    if given is not None:
+        return given or None
+    if os.environ.get(ENV_FLEET_ATTEMPT) or os.environ.get(ENV_CHECKPOINT_DIR):
+        return None
+    return config.run.remote
+
+
+def opened(
+    repo: Repo, config: Config, layout: Layout, ticket: str, remote: str | None, *, new: bool
+) -> Portable | None:
+    """The run's hold on the remote, checked before anything is written (BadInput otherwise);
+    a new run is then put on ``cairn/<ticket>``."""
+    if remote is None:
+        return None
+    prefix = config.snapshot.ref_prefix
+    if not new:
+        return for_resume(repo, layout, ticket, remote, prefix)
+    side = for_run(repo, layout, ticket, remote, prefix)
+    take_branch(side)
+    return side
+
+
+def execute(
+    orchestrator: Orchestrator,
+    side: Portable | None,
+    sink: EventSink,
+    phase: str = "implement",
+    round: int = 1,
+) -> RunOutcome:
+    """The orchestrator's run, with the pushes of ``side`` around and beside it."""
+    if side is None:
+        return orchestrator.execute(phase, round)
+    from cairn.remote.pusher import Pusher
+
+    ctx = orchestrator.ctx
+    for note in side.notes:
+        sink.event("note", message=note)
+    ctx.signal_grace = min(CANCEL_GRACE, ctx.grace)
+    every = parse_duration(ctx.config.run.push_every)
+
+    def warn(message: str) -> None:
+        sink.event("warning", message=message)
+
+    pusher = Pusher(side, ctx.ref, every, warn, lambda why: cut_off(ctx, "fenced", why))
+    with shielded():
+        # the claim: this run's first state commit, a generation above the remote's; refused
+        # when another machine pushed since the look, which stops the run before its agent
+        pusher.push("run started", save=False)
+        pusher.start()
+        try:
+            outcome = orchestrator.execute(phase, round)
+        finally:
+            pusher.finish(f"run ended ({ctx.signalled or 'its own end'})")
+    last = pusher.last
+    remote = Remote(
+        name=side.remote,
+        branch=side.branch,
+        pushed=pusher.failing is None and pusher.fenced is None,
+        commit=last.branch if last else None,
+        snapshot=last.snapshot if last else None,
+        state=last.state if last else None,
+        error=pusher.failing,
+        fenced=pusher.fenced,
+    )
+    resumes = outcome.next_command is not None and outcome.next_command.startswith("cairn resume")
+    then = side.next_command() if resumes and pusher.fenced is None else outcome.next_command
+    if pusher.fenced is not None:
+        then = f"cairn catchup {side.ticket} --remote {side.remote}"
+    return msgspec.structs.replace(outcome, remote=remote, next_command=then)

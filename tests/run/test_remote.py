@@ -1,0 +1,193 @@
+"""``cairn run|resume --remote``: a run cut off on one machine continues in any clone of the
+shared remote (docs/ci.md), fenced, with every bad input refused before anything is written."""
+
+from __future__ import annotations
+
+import json
+import signal
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from cairn.summary import parse
+from helpers import CliResult, assert_one_line_error, cairn, git, snapshot_files
+from run.run_setup import TICKET, Project, code, done, exit_code, outcome, wait_for
+
+BRANCH = f"refs/heads/cairn/{TICKET}"
+WIP = f"refs/cairn/wip/{TICKET}"
+STATE = f"refs/cairn/state/{TICKET}"
+
+
+def write(path: str, content: str) -> dict[str, Any]:
+    return {"write": {"path": path, "content": content}}
+
+
+def shared(p: Project, tmp_path: Path) -> Path:
+    """A bare repository as the project's ``origin``, holding its main branch."""
+    bare = tmp_path / "shared.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
+    git(p.repo, "remote", "add", "origin", str(bare))
+    git(p.repo, "push", "-q", "origin", "main")
+    return bare
+
+
+def on_remote(bare: Path, ref: str) -> str:
+    return git(bare, "rev-parse", "--verify", "-q", ref, check=False).strip()
+
+
+def state_file(bare: Path, name: str) -> str:
+    """A file of the remote's run state (``<run>/<name>`` of the latest run)."""
+    listing = git(bare, "ls-tree", "--name-only", STATE).split()
+    run = sorted(n for n in listing if n[:1].isdigit())[-1]
+    return git(bare, "show", f"{STATE}:{run}/{name}")
+
+
+def remote_tasks(bare: Path) -> dict[int, str]:
+    """Task number → status, from the remote's run state's latest change summary."""
+    listing = git(bare, "ls-tree", "--name-only", STATE).split()
+    run = sorted(n for n in listing if n[:1].isdigit())[-1]
+    names = git(bare, "ls-tree", "--name-only", f"{STATE}:{run}").split()
+    latest = sorted(n for n in names if n.endswith("_coder_change-summary.md"))[-1]
+    text = git(bare, "show", f"{STATE}:{run}/{latest}")
+    return {task.number: task.status for task in parse(text).tasks}
+
+
+def events(result: CliResult) -> list[dict[str, Any]]:
+    """The JSON lines ``--json`` printed before its outcome."""
+    return [json.loads(line) for line in result.stdout.strip().splitlines()[:-1]]
+
+
+def fresh_clone(bare: Path, where: Path) -> Path:
+    git(where.parent, "clone", "-q", str(bare), str(where))
+    git(where, "config", "user.name", "Scripted Agent")
+    git(where, "config", "user.email", "agent@example.com")
+    return where
+
+
+def test_a_run_cut_off_continues_in_a_fresh_clone_without_redoing_a_task(
+    project: Callable[..., Project], tmp_path: Path
+) -> None:
+    p = project(
+        {
+            "coder": [
+                [write("one.txt", "one\n"), done(1, "one.txt")],
+                [write("two.txt", "half\n"), {"sleep": 60}],
+                [write("two.txt", "two\n"), done(2, "two.txt")],
+            ]
+        },
+        max_turns=5,
+        max_continuations=1,
+    )
+    bare = shared(p, tmp_path)
+    proc = p.popen("--ticket", TICKET, "--remote", "origin", "--json")
+    wait_for(lambda: (p.repo / "two.txt").exists() and p.agent_pids(), 60, "the second turn")
+    # task 1's completion is pushed at once, not at the next checkpoint (push_every: 5m)
+    wait_for(
+        lambda: on_remote(bare, STATE) and remote_tasks(bare).get(1) == "completed",
+        15,
+        "task 1 done on the remote",
+    )
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert exit_code(proc.returncode, err) == 3, err.decode()
+    said = json.loads(out.decode().strip().splitlines()[-1])
+    assert said["reason"] == "signal"
+    assert said["next_command"] == f"cairn resume {TICKET} --remote origin"
+    assert said["remote"]["pushed"] is True
+    assert said["remote"]["state"] == on_remote(bare, STATE)
+    assert git(p.repo, "branch", "--show-current").strip() == f"cairn/{TICKET}"
+    # the agent's uncommitted file is in the pushed snapshot, its branch beside it
+    assert snapshot_files(bare, on_remote(bare, WIP))["two.txt"] == b"half\n"
+    assert on_remote(bare, BRANCH) == git(p.repo, "rev-parse", "HEAD").strip()
+
+    clone = fresh_clone(bare, tmp_path / "elsewhere")
+    seen = cairn("catchup", TICKET, "--remote", "origin", "--json", cwd=clone)
+    assert code(seen) == 0, seen.stderr
+    report = json.loads(seen.stdout)
+    assert report["state"] == "interrupted" and report["done"] == ["1"]
+    assert report["next_command"] == f"cairn resume {TICKET} --remote origin"
+    assert git(clone, "branch", "--show-current").strip() == "main"  # the work tree untouched
+    assert not (clone / "one.txt").exists() and not (clone / ".git/cairn/tickets").exists()
+    result = cairn("resume", TICKET, "--remote", "origin", "--json", cwd=clone)
+    assert code(result) == 0, result.stderr
+    assert outcome(result)["status"] == "completed"
+    assert git(clone, "branch", "--show-current").strip() == f"cairn/{TICKET}"
+    assert (clone / "two.txt").read_text() == "two\n"
+    assert (clone / "one.txt").read_text() == "one\n"  # restored from the snapshot
+    assert remote_tasks(bare) == {1: "completed", 2: "completed"}
+    prompts = [
+        json.loads(line) for line in state_file(bare, "scripted-agent/prompts.jsonl").splitlines()
+    ]
+    assert [r["played_turn"] for r in prompts if r["role"] == "coder"] == [1, 2, 3]  # none again
+    assert "rebuilt from origin" in result.stderr or "rebuilt from origin" in result.stdout
+
+
+def test_a_machine_whose_ticket_moved_on_is_fenced_and_stops(
+    project: Callable[..., Project], tmp_path: Path
+) -> None:
+    p = project(
+        {"coder": [[write("a.txt", "a\n"), done(1)], [done(2)]]},
+        max_turns=1,
+        budget_pressure_turns=0,
+        max_continuations=0,
+    )
+    bare = shared(p, tmp_path)
+    first = p.run("--ticket", TICKET, "--remote", "origin", "--json")
+    assert code(first) == 3, first.stderr  # the turn cap: task 2 left
+    clone = fresh_clone(bare, tmp_path / "elsewhere")
+    moved = cairn("resume", TICKET, "--remote", "origin", "--json", cwd=clone)
+    assert code(moved) == 0, moved.stderr
+    pushed = on_remote(bare, STATE)
+    # the first machine, stale, runs a new run of the ticket: refused before anything is written
+    again = p.run("--ticket", TICKET, "--remote", "origin")
+    assert_one_line_error(again)
+    assert "origin already holds a run of ticket T-1" in again.stderr
+    assert "cairn resume T-1 --remote origin" in again.stderr
+    assert on_remote(bare, STATE) == pushed
+
+
+def test_bad_remotes_are_refused_before_the_agent_starts(
+    project: Callable[..., Project], tmp_path: Path
+) -> None:
+    p = project({"coder": [[done(1)], [done(2)]]})
+    none = p.run("--ticket", TICKET, "--remote", "origin")
+    assert_one_line_error(none)
+    assert "--remote 'origin' names no remote" in none.stderr
+    git(p.repo, "remote", "add", "gone", str(tmp_path / "nowhere.git"))
+    gone = p.run("--ticket", TICKET, "--remote", "gone")
+    assert_one_line_error(gone)
+    assert "gone (" in gone.stderr and "cannot be reached" in gone.stderr
+    assert not p.ticket_dir.exists()  # nothing written
+    assert git(p.repo, "branch", "--show-current").strip() == "main"
+    resumed = cairn("resume", TICKET, "--remote", "gone", cwd=p.repo)
+    assert_one_line_error(resumed)
+    bare = shared(p, tmp_path)
+    nothing = cairn("resume", TICKET, "--remote", "origin", cwd=p.repo)
+    assert_one_line_error(nothing)
+    assert "origin holds no run of ticket T-1" in nothing.stderr
+    seen = cairn("catchup", TICKET, "--remote", "origin", "--json", cwd=p.repo)
+    assert code(seen) == 0 and json.loads(seen.stdout)["state"] == "none"
+    assert not on_remote(bare, STATE) and not p.ticket_dir.exists()
+
+
+def test_a_push_that_fails_later_is_a_warning_and_the_run_goes_on(
+    project: Callable[..., Project], tmp_path: Path
+) -> None:
+    p = project(
+        {"coder": [[done(1)], [done(2)]]}, max_turns=1, budget_pressure_turns=0, max_continuations=1
+    )
+    bare = shared(p, tmp_path)
+    hook = bare / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'the remote is down' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    result = p.run("--ticket", TICKET, "--remote", "origin", "--json")
+    assert code(result) == 0, result.stderr
+    said = outcome(result)
+    assert said["status"] == "completed"
+    assert said["remote"]["pushed"] is False and "the remote is down" in said["remote"]["error"]
+    warned = [e["message"] for e in events(result) if e.get("event") == "warning"]
+    failed = [w for w in warned if "could not push ticket T-1 to origin" in w]
+    assert len(failed) == 1 and "the run goes on" in failed[0]  # said once, not at each retry
+    hook.unlink()
+    # the run is complete here; nothing of it reached the remote, and it says so
+    assert not on_remote(bare, STATE)
