@@ -191,3 +191,63 @@ def test_a_push_that_fails_later_is_a_warning_and_the_run_goes_on(
     hook.unlink()
     # the run is complete here; nothing of it reached the remote, and it says so
     assert not on_remote(bare, STATE)
+
+
+def claim_elsewhere(bare: Path) -> str:
+    """What another machine's resume does to the remote: a state commit one generation above,
+    on the remote's, pushed there (its claim). Returns its sha."""
+    state = on_remote(bare, STATE)
+    body = git(bare, "log", "-1", "--format=%B", state)
+    generation = int(body.split("Cairn-Generation: ")[1].split()[0])
+    message = f"cairn state {TICKET}\n\nCairn-Generation: {generation + 1}\nCairn-Attempt: 0\n"
+    tree = git(bare, "rev-parse", f"{state}^{{tree}}").strip()
+    claimed = git(bare, "commit-tree", tree, "-p", state, "-m", message).strip()
+    git(bare, "update-ref", STATE, claimed, state)
+    return claimed
+
+
+def test_a_run_whose_ticket_another_machine_took_is_fenced_and_stops(
+    project: Callable[..., Project], tmp_path: Path
+) -> None:
+    p = project({"coder": [[write("a.txt", "mine\n"), {"sleep": 60}]]}, tasks=("One",))
+    with (p.repo / "cairn.toml").open("a") as config:
+        config.write('\n[run]\npush_every = "1s"\n')
+    git(p.repo, "commit", "-qam", "push every second")
+    bare = shared(p, tmp_path)
+    proc = p.popen("--ticket", TICKET, "--remote", "origin", "--json")
+    wait_for(lambda: (p.repo / "a.txt").exists() and p.agent_pids(), 60, "the agent's turn")
+    wait_for(lambda: on_remote(bare, WIP), 15, "a checkpoint with the agent's file")
+    claimed = claim_elsewhere(bare)
+    out, err = proc.communicate(timeout=30)  # the next checkpoint is refused: the run stops
+    assert exit_code(proc.returncode, err) == 3, err.decode()
+    said = json.loads(out.decode().strip().splitlines()[-1])
+    assert said["reason"] == "fenced"
+    assert "another machine continued it" in said["error"]
+    assert said["remote"]["pushed"] is False and said["remote"]["fenced"]
+    assert said["next_command"] == f"cairn catchup {TICKET} --remote origin"
+    assert on_remote(bare, STATE) == claimed  # nothing of the stale run landed
+    assert snapshot_files(p.repo, p.wip())["a.txt"] == b"mine\n"  # its work stays here
+    p.wait_agents_gone(5)
+
+
+def test_a_resume_here_of_a_run_the_remote_does_not_hold_is_refused(
+    project: Callable[..., Project], tmp_path: Path
+) -> None:
+    p = project(
+        {"coder": [[done(1)], [done(2)]]}, max_turns=1, budget_pressure_turns=0, max_continuations=0
+    )
+    bare = shared(p, tmp_path)
+    elsewhere = fresh_clone(bare, tmp_path / "elsewhere")
+    plan = tmp_path / "plan-copy.md"
+    plan.write_text(p.plan.read_text())
+    pushed = cairn("run", str(plan), "--ticket", TICKET, "--remote", "origin", cwd=elsewhere)
+    assert code(pushed) == 3, pushed.stderr
+    here = p.run("--ticket", TICKET)  # a run of the same ticket here, never pushed
+    assert code(here) == 3, here.stderr
+    before = on_remote(bare, STATE)
+    refused = cairn("resume", TICKET, "--remote", "origin", cwd=p.repo)
+    assert_one_line_error(refused)
+    assert "has a run here that is not on origin" in refused.stderr
+    assert "generation 1" in refused.stderr and "nothing was overwritten" in refused.stderr
+    assert on_remote(bare, STATE) == before
+    assert git(p.repo, "branch", "--show-current").strip() == "main"

@@ -21,7 +21,7 @@ from cairn.errors import BadInput, GitError, SaveTimeout
 from cairn.git import Git, Repo
 from cairn.git.process import Deadline
 from cairn.remote import checkpoint, statecommit
-from cairn.remote.refs import QUIET, TicketRefs, fetch, remote_refs
+from cairn.remote.refs import QUIET, Fenced, TicketRefs, fetch, remote_refs
 from cairn.state.layout import Layout
 from cairn.util import clock
 
@@ -58,7 +58,13 @@ class Portable:
     def push(self, reason: str, *, save: bool) -> checkpoint.Pushed:
         """A checkpoint (``cairn.remote.checkpoint``) within ``PUSH_SECONDS``; the local state
         ref follows what was pushed. Raises refs.Fenced, refs.PushFailed, SaveTimeout."""
-        pushed = checkpoint.checkpoint(self, reason, save=save, deadline=Deadline(PUSH_SECONDS))
+        before = self.leases.get(self.refs.state)
+        deadline = Deadline(PUSH_SECONDS)
+        pushed = checkpoint.checkpoint(self, reason, save=save, deadline=deadline)
+        if pushed.state == before:  # nothing to push: is the remote's state still this run's?
+            found = remote_refs(self.git, (self.refs.state,), self.remote, deadline)
+            if found.get(self.refs.state) != before:
+                raise Fenced(f"{self.refs.state} moved on {self.remote}")
         if pushed.state:
             self.git.run(["update-ref", self.refs.state, pushed.state])
         return pushed

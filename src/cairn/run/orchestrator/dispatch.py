@@ -292,7 +292,7 @@ class RecordedDispatch:
         ctx.usage = accounting.add(ctx.usage, usage or {})
         ctx.unknown_usage += usage is None
         ctx.denials += denials
-        if not ctx.over_budget:  # else it says what the budget does
+        if not ctx.over_budget and ctx.signalled != "fenced":  # else the budget's, the fence's
             ctx.last_error = error
         self.spent = accounting.usage()
         shown: dict[str, Any] = {"usage": usage, "denials": denials, "error": error}
