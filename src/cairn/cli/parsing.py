@@ -106,8 +106,8 @@ class Parser:
                     value = options["type"](value)
                 except Exception:  # argparse words the error
                     return None
-            if dest in values:
-                return None
+            if dest in values:  # an option sharing another's dest: argparse keeps the first's
+                continue
             values[dest] = value
         from types import SimpleNamespace
 
