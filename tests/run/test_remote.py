@@ -251,3 +251,26 @@ def test_a_resume_here_of_a_run_the_remote_does_not_hold_is_refused(
     assert "generation 1" in refused.stderr and "nothing was overwritten" in refused.stderr
     assert on_remote(bare, STATE) == before
     assert git(p.repo, "branch", "--show-current").strip() == "main"
+
+
+def test_a_run_started_here_without_a_remote_is_pushed_by_its_resume(
+    project: Callable[..., Project], tmp_path: Path
+) -> None:
+    p = project(
+        {"coder": [[write("a.txt", "a\n"), done(1)], [done(2)]]},
+        max_turns=1,
+        budget_pressure_turns=0,
+        max_continuations=0,
+    )
+    bare = shared(p, tmp_path)
+    first = p.run("--ticket", TICKET, "--no-remote")
+    assert code(first) == 3, first.stderr
+    assert not on_remote(bare, STATE)
+    resumed = p.resume("--remote", "origin", "--json")
+    assert code(resumed) == 0, resumed.stderr
+    assert git(p.repo, "branch", "--show-current").strip() == f"cairn/{TICKET}"
+    notes = [e["message"] for e in events(resumed) if e.get("event") == "note"]
+    assert any(f"working on branch cairn/{TICKET} (from main)" in n for n in notes), notes
+    assert remote_tasks(bare) == {1: "completed", 2: "completed"}
+    body = git(bare, "log", "-1", "--format=%B", STATE)
+    assert "Cairn-Generation: 1" in body  # the first claim of the ticket on the remote

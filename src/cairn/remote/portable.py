@@ -94,6 +94,13 @@ def for_run(repo: Repo, layout: Layout, ticket: str, remote: str, wip_prefix: st
             f"a --remote run pushes there, so start from it (git fetch {remote} {side.branch} && "
             f"git switch {side.branch}) or pick another ticket"
         )
+    _on_branch(repo, side)
+    return side
+
+
+def _on_branch(repo: Repo, side: Portable) -> None:
+    """Check that the work tree can take ``cairn/<ticket>`` (``take_branch``): it is on it, or
+    the branch is absent here or at HEAD. BadInput otherwise."""
     current = repo.current_branch()
     if current != side.branch:
         local = checkpoint.sha_of(side.git, side.refs.branch)
@@ -106,7 +113,6 @@ def for_run(repo: Repo, layout: Layout, ticket: str, remote: str, wip_prefix: st
                 f"(git switch {side.branch}) or delete it, then run again"
             )
         side.branch_from = current or f"detached HEAD {head[:12]}"
-    return side
 
 
 def take_branch(side: Portable) -> None:
@@ -136,11 +142,13 @@ def for_resume(repo: Repo, layout: Layout, ticket: str, remote: str, wip_prefix:
                 f"{remote} holds no run of ticket {ticket} ({side.refs.state}) and there is "
                 f"none here; start one: cairn run PLAN --ticket {ticket} --remote {remote}"
             )
+        _on_branch(repo, side)
         return side
     if here and mine is not None and (mine == state or _contains(side, mine, state)):
+        _on_branch(repo, side)
         side.generation = statecommit.claim_of(side.git, state).generation + 1
         return side
-    fetched = _fetch(side)
+    _fetch(side)
     described = _describe(side, state)
     if here and (mine is None or not _contains(side, state, mine)):
         raise BadInput(
@@ -149,7 +157,7 @@ def for_resume(repo: Repo, layout: Layout, ticket: str, remote: str, wip_prefix:
             f"--remote (cairn resume {ticket}), or move {layout.ticket_dir(ticket)} away to "
             f"continue {remote}'s"
         )
-    _adopt(side, layout, fetched, described)
+    _adopt(side, described)
     side.generation = statecommit.claim_of(side.git, state).generation + 1
     return side
 
@@ -167,9 +175,7 @@ def pushed_state(repo: Repo, layout: Layout, ticket: str, remote: str, wip_prefi
         statecommit.clear(where)
         return seen
     if not _has(side.git, state):
-        fetched = _fetch(side)
-        for local_ref in fetched.values():
-            side.git.run(["update-ref", "-d", local_ref], check=False)
+        _fetch(side)
     statecommit.checkout(side.git, state, where)
     return seen
 
@@ -210,8 +216,9 @@ def _problem(exc: Exception) -> str:
     return str(exc).partition(" failed: ")[2] or str(exc)
 
 
-def _fetch(side: Portable) -> dict[str, str]:
-    """The remote's refs of the ticket fetched under ``SCRATCH`` (their objects here)."""
+def _fetch(side: Portable) -> None:
+    """The objects of the remote's refs of the ticket, fetched here (through refs under
+    ``SCRATCH``, removed at once)."""
     specs = {
         ref: f"{SCRATCH}/{side.ticket}/{kind}"
         for kind, ref in zip(("branch", "wip", "state"), side.refs.all(), strict=True)
@@ -224,7 +231,9 @@ def _fetch(side: Portable) -> dict[str, str]:
             f"the refs of ticket {side.ticket} could not be fetched from {side.remote}: "
             f"{_problem(exc)}; check the network and the credentials, then run again"
         ) from None
-    return specs
+    finally:  # their objects are what was wanted: the refs go at once
+        for local in specs.values():
+            side.git.run(["update-ref", "-d", local], check=False)
 
 
 def _describe(side: Portable, state: str) -> str:
@@ -253,7 +262,7 @@ def _contains(side: Portable, tip: str, ancestor: str) -> bool:
     return side.git.run(args, check=False).ok
 
 
-def _adopt(side: Portable, layout: Layout, fetched: dict[str, str], described: str) -> None:
+def _adopt(side: Portable, described: str) -> None:
     """Rebuild this clone's hold on the ticket from the remote: its branch checked out (the work
     tree must be clean), its run state checked out, its snapshot restored when it was taken on
     the branch's tip. A local snapshot ref the remote's does not contain is kept under
@@ -287,8 +296,6 @@ def _adopt(side: Portable, layout: Layout, fetched: dict[str, str], described: s
     restored = wip is not None and checkpoint.restore_snapshot(
         git, side.worktree, side.branch, wip, side.ticket
     )
-    for local_ref in fetched.values():
-        git.run(["update-ref", "-d", local_ref], check=False)
     side.notes.append(
         f"rebuilt from {side.remote} ({described}): branch {side.branch}"
         + (", the snapshot's files restored" if restored else "")

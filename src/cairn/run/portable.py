@@ -41,13 +41,12 @@ def opened(
     repo: Repo, config: Config, layout: Layout, ticket: str, remote: str | None, *, new: bool
 ) -> Portable | None:
     """The run's hold on the remote, checked before anything is written (BadInput otherwise);
-    a new run is then put on ``cairn/<ticket>``."""
+    the work tree is then put on ``cairn/<ticket>`` (at HEAD: no file changes) if it is not."""
     if remote is None:
         return None
     prefix = config.snapshot.ref_prefix
-    if not new:
-        return for_resume(repo, layout, ticket, remote, prefix)
-    side = for_run(repo, layout, ticket, remote, prefix)
+    opening = for_run if new else for_resume
+    side = opening(repo, layout, ticket, remote, prefix)
     take_branch(side)
     return side
 
