@@ -31,6 +31,7 @@ ENV_HOOK = "CAIRN_HOOK"  # after_create, before_run, after_run or before_remove
 ENV_DEBUG = "CAIRN_DEBUG"  # show the traceback of an unexpected error
 ENV_DASHBOARD_TOKEN = "CAIRN_DASHBOARD_TOKEN"  # the token a dashboard beyond loopback asks for
 ENV_FAST = "CAIRN_FAST"  # 0: every command through the full command line parser
+ENV_ACTIONS_ISSUE = "CAIRN_ACTIONS_ISSUE"  # the issue or PR number a run in Actions comments on
 # What only tests set: fault injection, and the test suite's own switches.
 ENV_TEMPORAL_RECONNECT_CAP = "CAIRN_TEMPORAL_RECONNECT_CAP"  # seconds between reconnects
 ENV_KILL_SEED = "CAIRN_KILL_SEED"  # the seed of the kill test's random cut points

@@ -1,14 +1,14 @@
 """A fake GitHub REST server on 127.0.0.1 for the github tracker's tests, and a webhook receiver.
 
-It implements only the endpoints cairn calls (issues listed by label, issue comments, issue
-labels added and removed, the repository's default branch, pull requests found, opened and
-merged),
-records every request it gets (method, path, query, JSON body, status answered), checks the
-bearer token, and can be told to answer the next matching request with a 502 or a rate limit
-(403 with ``X-RateLimit-Remaining: 0``, or 429 with ``Retry-After``). With ``remote`` (a bare
-repository) it refuses a pull request whose head branch was not pushed there, as GitHub does, and
-merges one there (``PUT …/pulls/{n}/merge``: a merge commit with real git, 405 when it
-conflicts, 409 when its head is not the ``sha`` asked).
+It implements only the endpoints cairn calls (issues listed by label, issue comments listed,
+added and edited, issue labels added and removed, the repository's default branch, pull
+requests found, opened and merged; a listing longer than a page names the next in a ``Link``
+header, as GitHub does), records every request it gets (method, path, query, JSON body, status
+answered), checks the bearer token, and can be told to answer the next matching request with a
+502 or a rate limit (403 with ``X-RateLimit-Remaining: 0``, or 429 with ``Retry-After``). With
+``remote`` (a bare repository) it refuses a pull request whose head branch was not pushed
+there, as GitHub does, and merges one there (``PUT …/pulls/{n}/merge``: a merge commit with
+real git, 405 when it conflicts, 409 when its head is not the ``sha`` asked).
 
 It can also answer as no GitHub would, for the tracker's hostile-answer tests: ``listing`` is a
 raw answer (status, headers, bytes) to every issue listing while it is set (a proxy's HTML
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
 TOKEN = "ghp_fake_token_for_tests"
 LOST = -1  # a fault's status: the request is done and its answer never sent
@@ -172,7 +172,7 @@ class FakeGitHub:
                 return self.listing.status, self.listing.headers, self.listing
             status, payload = self._route(method, path, query, body)
             self.seen.append(Seen(method, path, query, body, status))
-            return status, {}, payload
+            return status, _next_link(self.url, path, query, payload), payload
 
     def _route(self, method: str, path: str, query: dict[str, str], body: Any) -> tuple[int, Any]:
         base = f"/repos/{self.repo}"
@@ -187,6 +187,8 @@ class FakeGitHub:
                 and wanted <= {label["name"] for label in issue["labels"]}
             ]
             return 200, found + self.odd
+        if path.startswith(f"{base}/issues/comments/") and method == "PATCH":
+            return self._edit_comment(path[len(f"{base}/issues/comments/") :], body)
         if path.startswith(f"{base}/issues/"):
             rest = path[len(f"{base}/issues/") :].split("/", 2)
             number = int(rest[0])
@@ -254,6 +256,25 @@ class FakeGitHub:
             return self._merge(int(path.split("/")[-2]), body)
         return 404, {"message": "Not Found"}
 
+    def _edit_comment(self, given: str, body: Any) -> tuple[int, Any]:
+        """``PATCH /repos/{repo}/issues/comments/{id}``: the comment with its new body (200), or
+        404 for a comment that does not exist, 422 for an edit without a body, as GitHub."""
+        if not given.isdigit() or not 1 <= int(given) <= len(self.comments):
+            return 404, {"message": "Not Found"}
+        if not isinstance(body, dict) or not isinstance(body.get("body"), str):
+            return 422, {"message": "Validation Failed", "errors": [{"field": "body"}]}
+        comment_id = int(given)
+        number, _ = self.comments[comment_id - 1]
+        self.comments[comment_id - 1] = (number, body["body"])
+        login = self.authors.get(comment_id, ("cairn-bot", "", ""))[0]
+        return 200, {
+            "id": comment_id,
+            "body": body["body"],
+            "user": {"login": login},
+            "html_url": f"https://github.test/{self.repo}/issues/{number}#issuecomment-{comment_id}",
+            "updated_at": _now(),
+        }
+
     def _merge(self, number: int, body: Any) -> tuple[int, Any]:
         pull = next((p for p in self.pulls if p["number"] == number), None)
         if pull is None:
@@ -286,11 +307,27 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def _page(entries: list[Any], query: dict[str, str]) -> list[Any]:
+class Page(list[Any]):
+    """One page of a listing, and whether another follows it."""
+
+    more: bool = False
+
+
+def _page(entries: list[Any], query: dict[str, str]) -> Page:
     """One page of a listing, as ``per_page`` and ``page`` ask (GitHub's defaults: 30, 1)."""
     size = int(query.get("per_page", "30"))
     first = (int(query.get("page", "1")) - 1) * size
-    return entries[first : first + size]
+    page = Page(entries[first : first + size])
+    page.more = len(entries) > first + size
+    return page
+
+
+def _next_link(url: str, path: str, query: dict[str, str], payload: Any) -> dict[str, str]:
+    """GitHub's ``Link`` header naming the next page of a listing that has one."""
+    if not isinstance(payload, Page) or not payload.more:
+        return {}
+    after = urlencode({**query, "page": str(int(query.get("page", "1")) + 1)})
+    return {"Link": f'<{url}{path}?{after}>; rel="next"'}
 
 
 def _git(remote: str, *args: str, check: bool = True) -> Any:

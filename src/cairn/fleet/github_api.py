@@ -104,21 +104,33 @@ class GitHubAPI:
         url = f"/repos/{self.repo}/issues/{number}/comments"
         self.request("POST", url, json={"body": body}, creates=True)
 
-    def comments(self, number: int) -> list[dict[str, Any]]:
-        """Issue ``number``'s comments, oldest first (every page, up to ``PAGE_LIMIT``)."""
-        return self._pages(f"/repos/{self.repo}/issues/{number}/comments", "comments")
+    def edit_comment(self, comment_id: int, body: str) -> dict[str, Any]:
+        """Replace comment ``comment_id``'s body (``PATCH /repos/{repo}/issues/comments/{id}``):
+        GitHub's answer, the comment. Retried like a read: the same edit twice is one edit."""
+        url = f"/repos/{self.repo}/issues/comments/{comment_id}"
+        found = json_of(self.request("PATCH", url, json={"body": body}), f"PATCH {url}")
+        return found if isinstance(found, dict) else {}
+
+    def comments(self, number: int, *, until: float | None = None) -> list[dict[str, Any]]:
+        """Issue ``number``'s comments, oldest first (every page, up to ``PAGE_LIMIT``);
+        ``until``: a ``time.monotonic()`` past which no further page is asked for (a
+        ``GitHubError``)."""
+        url = f"/repos/{self.repo}/issues/{number}/comments"
+        return self._pages(url, "comments", until)
 
     def reviews(self, number: int) -> list[dict[str, Any]]:
         """Pull request ``number``'s reviews, oldest first."""
         return self._pages(f"/repos/{self.repo}/pulls/{number}/reviews", "reviews")
 
-    def _pages(self, first: str, what: str) -> list[dict[str, Any]]:
+    def _pages(self, first: str, what: str, until: float | None = None) -> list[dict[str, Any]]:
         url: str | None = first
         params: dict[str, Any] | None = {"per_page": 100}
         found: list[dict[str, Any]] = []
         for _ in range(PAGE_LIMIT):
             if url is None:
                 break
+            if until is not None and time.monotonic() > until:
+                raise GitHubError(f"GET {first}: out of time after {len(found)} {what}")
             response = self.request("GET", url, params=params)
             page = json_of(response, f"GET {url}")
             if not isinstance(page, list):

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from cairn.agents import ADAPTERS
-from cairn.cli.output import say
+from cairn.cli.output import say, say_warning
 from cairn.cli.parsing import Parser, amount, as_path, integer, json_flag, workspace
 
 if TYPE_CHECKING:
@@ -166,7 +166,21 @@ def _drive(json: bool, quiet: bool, start: Callable[[EventSink], RunOutcome]) ->
     finally:
         display.close()
     _finish(outcome, json)
+    _report_to_actions(outcome)
     return outcome.exit_code
+
+
+def _report_to_actions(outcome: RunOutcome) -> None:
+    """Inside GitHub Actions: the step summary and the issue's one comment (docs/ci.md)."""
+    import os
+
+    from cairn.ci import in_actions
+
+    if in_actions(os.environ):
+        from cairn.ci.actions import report
+
+        for warning in report(outcome, os.environ):
+            say_warning(warning)
 
 
 def needs_input_lines(outcome: RunOutcome) -> list[str]:
