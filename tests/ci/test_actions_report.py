@@ -44,6 +44,7 @@ def actions_env(tmp_path: Path, github: FakeGitHub, **more: str) -> dict[str, st
     return {
         "GITHUB_ACTIONS": "true",
         "GITHUB_STEP_SUMMARY": str(tmp_path / "step_summary.md"),
+        "GITHUB_OUTPUT": str(tmp_path / "output"),
         "GITHUB_EVENT_PATH": str(event),
         "GITHUB_EVENT_NAME": "issues",
         "GITHUB_API_URL": github.url,
@@ -133,6 +134,9 @@ def test_a_run_writes_the_step_summary_and_one_comment_that_a_rerun_edits(
     (comment,) = github.comments_on(7)
     assert "was interrupted (signal)** — re-run this job to continue." in comment
     assert "- **Tasks done:** 1 of 3" in comment and "attempt 2" in comment
+    # the step's outputs, the last written of each name being the one the runner keeps
+    outputs = Path(rerun["GITHUB_OUTPUT"]).read_text().splitlines()
+    assert outputs[-2:] == ["status=interrupted", f"branch=cairn/{TICKET}"]
     # the step summary gets a section per report: both are there, in order
     sections = step_summary(rerun).split(f"## cairn · ticket `{TICKET}`")
     assert len(sections) == 3 and "attempt 2" in sections[2]

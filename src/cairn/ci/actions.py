@@ -36,7 +36,12 @@ def report(outcome: RunOutcome, environ: Mapping[str, str]) -> list[str]:
     except Exception as exc:  # a report never changes how the run ended
         return [f"no report to GitHub Actions: {type(exc).__name__}: {exc}"]
     warnings = []
-    for part, what in ((write_step_summary, "step summary"), (post_comment, "comment")):
+    parts = (
+        (write_outputs, "step's outputs"),
+        (write_step_summary, "step summary"),
+        (post_comment, "comment"),
+    )
+    for part, what in parts:
         try:
             warning = part(outcome, facts, environ)
         except Exception as exc:
@@ -44,6 +49,20 @@ def report(outcome: RunOutcome, environ: Mapping[str, str]) -> list[str]:
         if warning is not None:
             warnings.append(warning)
     return warnings
+
+
+def write_outputs(outcome: RunOutcome, facts: Facts, environ: Mapping[str, str]) -> str | None:
+    """The step's outputs ``status`` (how the run ended) and ``branch`` (the ticket's), in
+    ``$GITHUB_OUTPUT`` when the runner names one: the composite action's outputs."""
+    name = environ.get("GITHUB_OUTPUT")
+    if not name:
+        return None
+    try:
+        with Path(name).open("a", encoding="utf-8") as file:
+            file.write(f"status={outcome.status}\nbranch={facts.branch}\n")
+    except OSError as exc:
+        return f"the step's outputs {name} could not be written: {exc.strerror or exc}"
+    return None
 
 
 def write_step_summary(outcome: RunOutcome, facts: Facts, environ: Mapping[str, str]) -> str | None:
