@@ -295,6 +295,15 @@ def test_in_actions_is_the_runners_variable() -> None:
     assert not in_actions({"CI": "true"}) and not in_actions({"GITHUB_ACTIONS": "false"})
 
 
+def test_a_fleets_attempts_are_no_step_of_the_job(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A supervisor run as a job's step starts runs that report to the fleet's tracker only."""
+    from cairn.fleet.watch import child_env
+
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", "/tmp/summary")
+    assert not in_actions(child_env()) and "GITHUB_STEP_SUMMARY" in child_env()
+
+
 def test_cairn_run_in_actions_reports_when_it_ends(tmp_path: Path, github: FakeGitHub) -> None:
     """The command line calls the report after the run's own output: ``cairn run`` as a job's
     step runs it, with the Actions environment."""

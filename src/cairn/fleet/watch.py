@@ -62,9 +62,16 @@ GO = b"go\n"
 GATE = 'IFS= read -r go && [ "$go" = go ] && exec "$@" </dev/null'
 
 
+# A fleet's attempt is not a step of a GitHub Actions job, even when its supervisor is one: its
+# end goes to the fleet's tracker, not to the job's step summary and the job's issue (cairn.ci).
+NOT_INHERITED = ("GITHUB_ACTIONS",)
+
+
 def child_env() -> dict[str, str]:
     return {
-        k: v for k, v in os.environ.items() if not k.startswith(ENV_PREFIX) or k in INHERITED_CAIRN
+        k: v
+        for k, v in os.environ.items()
+        if (not k.startswith(ENV_PREFIX) or k in INHERITED_CAIRN) and k not in NOT_INHERITED
     }
 
 
