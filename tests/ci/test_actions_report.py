@@ -151,7 +151,7 @@ def test_an_interrupted_run_says_to_re_run_the_job(tmp_path: Path, github: FakeG
     assert f"{status} — re-run this job to continue." in step_summary(env)
     (comment,) = github.comments_on(7)
     assert comment.startswith(f"{status} — re-run this job to continue.")
-    assert "To continue, re-run this job to continue: it resumes from the branch" in comment
+    assert "\nRe-run this job to continue: it resumes from the branch" in comment
     assert "- **Tasks done:** 2 of 3" in comment
 
 

@@ -26,9 +26,9 @@ def status_line(facts: Facts) -> str:
     return line + (f" — {RERUN}." if facts.resumable else "")
 
 
-def _facts_lines(facts: Facts, *, links: bool) -> list[str]:
+def _facts_lines(facts: Facts) -> list[str]:
     branch = f"`{facts.branch}`"
-    if links and facts.branch_url:
+    if facts.branch_url:
         branch = f"[{branch}]({facts.branch_url})"
     lines = [
         f"- **Tasks done:** {facts.tasks}",
@@ -36,7 +36,7 @@ def _facts_lines(facts: Facts, *, links: bool) -> list[str]:
         f"- **Branch:** {branch}",
     ]
     if facts.job is not None:
-        job = f"[{facts.job}]({facts.job_url})" if links and facts.job_url else facts.job
+        job = f"[{facts.job}]({facts.job_url})" if facts.job_url else facts.job
         lines.append(f"- **Job:** {job}")
     return lines
 
@@ -44,11 +44,11 @@ def _facts_lines(facts: Facts, *, links: bool) -> list[str]:
 def comment_body(facts: Facts) -> str:
     """The comment on the issue or pull request: the status line, tasks done, cost, the
     branch, the job's run, and what to do when the run stopped before its end."""
-    lines = [status_line(facts), "", *_facts_lines(facts, links=True), ""]
+    lines = [status_line(facts), "", *_facts_lines(facts), ""]
     if facts.resumable:
         lines += [
-            f"To continue, {RERUN}: it resumes from the branch, snapshot and run state pushed "
-            "to the remote, and redoes no completed task.",
+            f"{RERUN[0].upper()}{RERUN[1:]}: it resumes from the branch, snapshot and run state "
+            "pushed to the remote, and redoes no completed task.",
             "",
         ]
     return "\n".join(lines) + key(facts.ticket)
@@ -57,14 +57,14 @@ def comment_body(facts: Facts) -> str:
 def step_summary(facts: Facts, change: str | None, whole: int, source: str, room: int) -> str:
     """The step summary's section, at most ``room`` bytes of UTF-8: the facts, then the change
     summary ``change`` (the file ``source``, ``whole`` bytes, of which ``change`` may be only the
-    start; None: there is none), its front matter left out and its headings one level down, cut
+    start; None: there is none), its front matter left out and its headings two levels down, cut
     at a line when it does not fit, with a line saying so. ``""`` when not even the facts fit."""
     head = [
         f"## cairn · ticket `{facts.ticket}`",
         "",
         status_line(facts),
         "",
-        *_facts_lines(facts, links=True),
+        *_facts_lines(facts),
         f"- **Activity:** {facts.activity}",
     ]
     if facts.snapshot:
