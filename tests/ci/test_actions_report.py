@@ -5,7 +5,11 @@ edits, what an interrupted run and an unknown cost say, and every failure a warn
 from __future__ import annotations
 
 import json
+import os
+import signal
 import socket
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -331,3 +335,50 @@ def test_cairn_run_in_actions_reports_when_it_ends(tmp_path: Path, github: FakeG
     result = cairn("run", str(plan), "--ticket", "GH-8", cwd=repo, env=quiet)
     assert result.returncode == 0, result.stdout + result.stderr
     assert not (tmp_path / "none.md").exists() and len(github.comments_on(7)) == 1
+
+
+def test_a_cancelled_job_reports_the_cut_and_a_rerun_edits_the_comment(
+    tmp_path: Path, github: FakeGitHub
+) -> None:
+    """The runner's cancel: SIGINT to the step's process (cairn, exec'd by the action) in the
+    middle of task 2. The run is cut off, reports, and exits 3 well before the SIGTERM that
+    would follow 7.5 s later; the next attempt's resume completes and edits the one comment."""
+    script = {
+        "coder": [
+            [
+                {"cairn": ["task", "done", "1"]},
+                {"write": {"path": "started-2.txt", "content": "half\n"}},
+                {"sleep": 60},
+            ],
+            [{"cairn": ["task", "done", "2"]}],
+        ]
+    }
+    repo, plan = scripted_project(tmp_path, script, ticket=TICKET, max_continuations=1)
+    env = {**os.environ, **actions_env(tmp_path, github)}
+    command = [sys.executable, "-m", "cairn", "run", str(plan), "--ticket", TICKET]
+    piped = subprocess.PIPE
+    job = subprocess.Popen(command, cwd=repo, env=env, stdout=piped, stderr=piped)
+    deadline = time.monotonic() + 30
+    while not (repo / "started-2.txt").exists():
+        assert job.poll() is None and time.monotonic() < deadline, job.communicate()
+        time.sleep(0.05)
+    time.sleep(0.3)
+    cancelled = time.monotonic()
+    job.send_signal(signal.SIGINT)
+    _, err = job.communicate(timeout=30)
+    assert job.returncode == 3, err.decode()
+    assert time.monotonic() - cancelled < 7.5
+    assert b"cairn: warning" not in err, err.decode()
+    written = step_summary(env)
+    assert "was interrupted (signal)** — re-run this job to continue." in written
+    assert "- **Tasks done:** 1 of 2" in written
+    (comment,) = github.comments_on(7)
+    assert "re-run this job to continue" in comment and "attempt 1" in comment
+
+    rerun = {**env, "GITHUB_RUN_ATTEMPT": "2"}
+    done = cairn("resume", TICKET, cwd=repo, env=rerun)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert github.keys_on(7) == [KEY] and len(github.requests("POST", "/comments")) == 1
+    (comment,) = github.comments_on(7)
+    assert comment.startswith(f"**cairn: ticket {TICKET} completed**")
+    assert "- **Tasks done:** 2 of 2" in comment and "attempt 2" in comment
