@@ -382,3 +382,21 @@ def test_a_cancelled_job_reports_the_cut_and_a_rerun_edits_the_comment(
     (comment,) = github.comments_on(7)
     assert comment.startswith(f"**cairn: ticket {TICKET} completed**")
     assert "- **Tasks done:** 2 of 2" in comment and "attempt 2" in comment
+
+
+def test_nothing_the_job_gives_makes_the_report_raise(tmp_path: Path, github: FakeGitHub) -> None:
+    (tmp_path / "a-directory").mkdir()
+    env = actions_env(
+        tmp_path,
+        github,
+        GITHUB_STEP_SUMMARY=str(tmp_path / "a-directory"),
+        GITHUB_OUTPUT=str(tmp_path / "missing" / "output"),
+        GITHUB_API_URL="ftp://nowhere.invalid",
+    )
+    warnings = report(outcome(tmp_path, summary_path=str(tmp_path / "a-directory")), env)
+    assert [w.split(" ")[:3] for w in warnings] == [
+        ["the", "step's", "outputs"],
+        ["the", "step", "summary"],
+        ["the", "comment", "on"],
+    ]
+    assert all("\n" not in w for w in warnings)

@@ -34,7 +34,7 @@ def report(outcome: RunOutcome, environ: Mapping[str, str]) -> list[str]:
     try:
         facts = gather(outcome, environ)
     except Exception as exc:  # a report never changes how the run ended
-        return [f"no report to GitHub Actions: {type(exc).__name__}: {exc}"]
+        return [f"no report to GitHub Actions: {_one_line(exc)}"]
     warnings = []
     parts = (
         (write_outputs, "step's outputs"),
@@ -45,7 +45,7 @@ def report(outcome: RunOutcome, environ: Mapping[str, str]) -> list[str]:
         try:
             warning = part(outcome, facts, environ)
         except Exception as exc:
-            warning = f"the {what} was not written: {type(exc).__name__}: {exc}"
+            warning = f"the {what} could not be written: {_one_line(exc)}"
         if warning is not None:
             warnings.append(warning)
     return warnings
@@ -172,3 +172,7 @@ def issue_number(environ: Mapping[str, str]) -> tuple[int | None, str]:
             return number, ""
     event_name = environ.get("GITHUB_EVENT_NAME") or "the event"
     return None, f"{event_name} names no issue or pull request; {fix}"
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(f"{type(exc).__name__}: {exc}".split())
