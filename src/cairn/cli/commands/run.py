@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from cairn.agents import ADAPTERS
-from cairn.cli.output import say, say_warning
+from cairn.cli.output import say
 from cairn.cli.parsing import Parser, amount, as_path, integer, json_flag, workspace
 
 if TYPE_CHECKING:
@@ -178,6 +178,7 @@ def _report_to_actions(outcome: RunOutcome) -> None:
 
     if in_actions(os.environ):
         from cairn.ci.actions import report
+        from cairn.cli.output import say_warning
 
         for warning in report(outcome, os.environ):
             say_warning(warning)
