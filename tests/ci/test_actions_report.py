@@ -16,13 +16,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from cairn import summary
 from cairn.ci import in_actions
 from cairn.ci.actions import BUDGET, issue_number, report
 from cairn.ci.markdown import STEP_SUMMARY_LIMIT
-from cairn.run.orchestrator.outcome import RunOutcome
+from cairn.run.orchestrator.outcome import Remote, RunOutcome
 from cairn.state import accounting
 from cairn.terms import ENV_ACTIONS_ISSUE
 from fleet.fake_github import TOKEN, FakeGitHub, serve
@@ -74,7 +75,11 @@ def change_summary(tmp_path: Path, done: int, total: int = 3) -> Path:
     return path
 
 
+PUSHED = Remote(name="origin", branch=f"cairn/{TICKET}", pushed=True, commit="ab" * 20)
+
+
 def outcome(tmp_path: Path, status: str = "completed", **fields: Any) -> RunOutcome:
+    """A run's outcome; by default that of a --remote run whose last push reached ``origin``."""
     codes = {"completed": 0, "needs_review": 1, "needs_input": 1, "interrupted": 3}
     given: dict[str, Any] = {
         "ticket": TICKET,
@@ -92,6 +97,7 @@ def outcome(tmp_path: Path, status: str = "completed", **fields: Any) -> RunOutc
     }
     if "cost" in given:
         given["usage"] = {**given["usage"], "cost_usd": given.pop("cost")}
+    given.setdefault("remote", PUSHED)
     return RunOutcome(**given)
 
 
@@ -157,6 +163,26 @@ def test_an_interrupted_run_says_to_re_run_the_job(tmp_path: Path, github: FakeG
     assert comment.startswith(f"{status} — re-run this job to continue.")
     assert "\nRe-run this job to continue: it resumes from the branch" in comment
     assert "- **Tasks done:** 2 of 3" in comment
+
+
+def test_a_run_whose_work_is_not_on_the_remote_promises_no_re_run(
+    tmp_path: Path, github: FakeGitHub
+) -> None:
+    env = actions_env(tmp_path, github)
+    failed = msgspec.structs.replace(PUSHED, pushed=False, error="the remote is down")
+    assert report(outcome(tmp_path, "interrupted", reason="signal", remote=failed), env) == []
+    (comment,) = github.comments_on(7)
+    assert "re-run this job" not in comment
+    assert "- **Pushed to:** NOT pushed to origin (the remote is down)" in comment
+    fenced = msgspec.structs.replace(PUSHED, pushed=False, fenced="another machine continued it")
+    assert report(outcome(tmp_path, "interrupted", reason="fenced", remote=fenced), env) == []
+    written = step_summary(env)
+    assert "- **Pushed to:** not pushed: another machine continued it" in written
+    assert "re-run this job" not in written
+    assert report(outcome(tmp_path, "interrupted", reason="signal"), env) == []
+    (comment,) = github.comments_on(7)
+    assert "re-run this job to continue" in comment
+    assert f"- **Pushed to:** origin (`cairn/{TICKET}` at `{'ab' * 6}`" in comment
 
 
 def test_a_cost_no_agent_reported_is_unknown_never_zero(tmp_path: Path, github: FakeGitHub) -> None:
@@ -341,8 +367,10 @@ def test_a_cancelled_job_reports_the_cut_and_a_rerun_edits_the_comment(
     tmp_path: Path, github: FakeGitHub
 ) -> None:
     """The runner's cancel: SIGINT to the step's process (cairn, exec'd by the action) in the
-    middle of task 2. The run is cut off, reports, and exits 3 well before the SIGTERM that
-    would follow 7.5 s later; the next attempt's resume completes and edits the one comment."""
+    middle of task 2 of a run without --remote. The run is cut off, reports that its work ends
+    with this runner (no re-run promised), and exits 3 well before the SIGTERM that would follow
+    7.5 s later; a resume on the same runner completes and edits the one comment
+    (tests/ci/test_action_remote.py: the same with --remote, in fresh clones)."""
     script = {
         "coder": [
             [
@@ -370,10 +398,12 @@ def test_a_cancelled_job_reports_the_cut_and_a_rerun_edits_the_comment(
     assert time.monotonic() - cancelled < 7.5
     assert b"cairn: warning" not in err, err.decode()
     written = step_summary(env)
-    assert "was interrupted (signal)** — re-run this job to continue." in written
+    # without --remote the work is only on this runner: no re-run continues it, and it says so
+    assert "was interrupted (signal)**\n" in written and "re-run this job" not in written
+    assert "- **Pushed to:** nowhere: the run had no --remote" in written
     assert "- **Tasks done:** 1 of 2" in written
     (comment,) = github.comments_on(7)
-    assert "re-run this job to continue" in comment and "attempt 1" in comment
+    assert "re-run this job" not in comment and "attempt 1" in comment
 
     rerun = {**env, "GITHUB_RUN_ATTEMPT": "2"}
     done = cairn("resume", TICKET, cwd=repo, env=rerun)

@@ -4,7 +4,11 @@ shared remote (docs/ci.md), fenced, with every bad input refused before anything
 from __future__ import annotations
 
 import json
+import os
 import signal
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -274,3 +278,38 @@ def test_a_run_started_here_without_a_remote_is_pushed_by_its_resume(
     assert remote_tasks(bare) == {1: "completed", 2: "completed"}
     body = git(bare, "log", "-1", "--format=%B", STATE)
     assert "Cairn-Generation: 1" in body  # the first claim of the ticket on the remote
+
+
+def test_a_sigterm_during_the_last_push_does_not_stop_it(
+    project: Callable[..., Project], tmp_path: Path
+) -> None:
+    """A hastier runner than GitHub's: SIGINT, then SIGTERM 0.8 s later, while the cut's last
+    push is still on its way (the remote takes 2 s to accept a push). The push is not cut short
+    and cairn exits 3 once it is there."""
+    p = project({"coder": [[write("b.txt", "partial\n"), {"sleep": 60}]]}, tasks=("One",))
+    bare = shared(p, tmp_path)
+    hook = bare / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\ncat >/dev/null\nsleep 2\n")
+    hook.chmod(0o755)
+    command = [sys.executable, "-m", "cairn", "run", str(p.plan), "--ticket", TICKET]
+    proc = subprocess.Popen(
+        [*command, "--remote", "origin", "--json"],
+        cwd=p.repo,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    p.started.append(proc)
+    wait_for(lambda: (p.repo / "b.txt").exists() and p.agent_pids(), 60, "the agent's turn")
+    wait_for(lambda: on_remote(bare, STATE), 30, "the run's claim on the remote")
+    os.killpg(proc.pid, signal.SIGINT)
+    time.sleep(0.8)
+    os.killpg(proc.pid, signal.SIGTERM)  # while the last push waits for the remote
+    out, err = proc.communicate(timeout=30)
+    assert exit_code(proc.returncode, err) == 3, err.decode()
+    said = json.loads(out.decode().strip().splitlines()[-1])
+    assert said["reason"] == "signal" and said["remote"]["pushed"] is True
+    assert snapshot_files(bare, on_remote(bare, WIP))["b.txt"] == b"partial\n"
+    assert said["remote"]["state"] == on_remote(bare, STATE)
+    assert "run_interrupted" in state_file(bare, "run-log.jsonl")
+    p.wait_agents_gone(5)

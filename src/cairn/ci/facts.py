@@ -34,7 +34,8 @@ class Facts(Struct, frozen=True, kw_only=True):
     job: str | None  # "run 4242, attempt 2"
     job_url: str | None
     snapshot: str | None  # the last snapshot's commit, short
-    resumable: bool  # interrupted or needs input: a re-run of the job continues it
+    resumable: bool  # stopped before its end, its work on the remote: a re-run continues it
+    pushed: str  # where the run's work is: "origin (cairn/GH-7 at 1a2b3c4d5e6f)", or why not
 
 
 def gather(outcome: RunOutcome, environ: Mapping[str, str]) -> Facts:
@@ -44,7 +45,9 @@ def gather(outcome: RunOutcome, environ: Mapping[str, str]) -> Facts:
     repo = environ.get("GITHUB_REPOSITORY") or None
     run_id = environ.get("GITHUB_RUN_ID") or None
     attempt = environ.get("GITHUB_RUN_ATTEMPT") or None
-    branch = f"{BRANCH_PREFIX}{outcome.ticket}"
+    remote = outcome.remote
+    branch = remote.branch if remote is not None else f"{BRANCH_PREFIX}{outcome.ticket}"
+    stopped = outcome.status in ("interrupted", "needs_input")
     job = None
     if run_id is not None:
         job = f"run {run_id}" + (f", attempt {attempt}" if attempt else "")
@@ -60,8 +63,23 @@ def gather(outcome: RunOutcome, environ: Mapping[str, str]) -> Facts:
         job=job,
         job_url=f"{server}/{repo}/actions/runs/{run_id}" if repo and run_id else None,
         snapshot=outcome.snapshot[:12] if outcome.snapshot else None,
-        resumable=outcome.status in ("interrupted", "needs_input"),
+        resumable=stopped and remote is not None and remote.pushed,
+        pushed=pushed_text(outcome),
     )
+
+
+def pushed_text(outcome: RunOutcome) -> str:
+    """Where the run's work is when the job ends: on the remote (a re-run continues it), or
+    only on this runner, which does not outlive the job (and why)."""
+    remote = outcome.remote
+    if remote is None:
+        return "nowhere: the run had no --remote, so its work ends with this runner"
+    if remote.fenced is not None:
+        return f"not pushed: {remote.fenced}"
+    if not remote.pushed:
+        return f"NOT pushed to {remote.name} ({remote.error}): its last work ends with this runner"
+    at = f" at `{remote.commit[:12]}`" if remote.commit else ""
+    return f"{remote.name} (`{remote.branch}`{at}, its snapshot and run state)"
 
 
 def headline(outcome: RunOutcome) -> str:

@@ -34,6 +34,7 @@ def _facts_lines(facts: Facts) -> list[str]:
         f"- **Tasks done:** {facts.tasks}",
         f"- **Cost:** {facts.cost}",
         f"- **Branch:** {branch}",
+        f"- **Pushed to:** {_plain(facts.pushed)}",
     ]
     if facts.job is not None:
         job = f"[{facts.job}]({facts.job_url})" if facts.job_url else facts.job
