@@ -195,6 +195,8 @@ class FakeGitHub:
             if number not in self.issues:
                 return 404, {"message": "Not Found"}
             issue = self.issues[number]
+            if rest[1:] == [] and method == "GET":
+                return 200, issue
             if rest[1:] == ["comments"] and method == "POST":
                 self.comments.append((number, body["body"]))
                 self.authors[len(self.comments)] = ("cairn-bot", "NONE", _now())

@@ -120,6 +120,7 @@ def test_killed_at_a_crash_point_the_effects_happen_once(
     assert github.keys_on(1) == ["cairn:GH-1:1:running:comment", "cairn:GH-1:1:completed:comment"]
     assert github.labels(1) == ["cairn", "cairn:done"]
     assert [p["head"] for p in github.pulls] == ["cairn/GH-1"]
+    assert [p["title"] for p in github.pulls] == ["Do the one step"]  # the issue's, told late too
     assert [s.status for s in github.requests("POST", "/pulls")] == [201]  # never opened twice
     origin = tmp_path / "origin.git"
     assert git(origin, "rev-parse", "cairn/GH-1") == git(repo, "rev-parse", "cairn/GH-1")

@@ -100,6 +100,12 @@ class GitHubAPI:
             url, params = (match.group(1) if match else None), None
         return found
 
+    def issue(self, number: int) -> dict[str, Any]:
+        """Issue ``number`` (its ``title``, ``body``, …); empty when the answer is no object."""
+        url = f"/repos/{self.repo}/issues/{number}"
+        found = json_of(self.request("GET", url), f"GET {url}")
+        return found if isinstance(found, dict) else {}
+
     def comment(self, number: int, body: str) -> None:
         url = f"/repos/{self.repo}/issues/{number}/comments"
         self.request("POST", url, json={"body": body}, creates=True)

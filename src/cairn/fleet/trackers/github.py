@@ -164,7 +164,7 @@ class GitHubTracker(Sending, Tracker):
             self._put(
                 ticket,
                 "pull_request",
-                title=issue.get("title") or f"cairn/{ticket}",
+                title=issue.get("title"),  # not listed yet: asked at send
                 branch=told.branch,
                 body=f"{body}\n\nCloses #{number}\n",
                 draft=state == "needs_review",

@@ -89,8 +89,10 @@ class Sending:
             if pull is None:
                 if self._base is None:
                     self._base = self.api.default_branch()
+                ticket = message["ticket"]
+                title = message["title"] or self.api.issue(issue_number(ticket)).get("title")
                 pull = self.api.open_pull(
-                    title=message["title"],
+                    title=str(title or f"cairn/{ticket}"),
                     head=message["branch"],
                     base=self._base,
                     body=message["body"],
