@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,7 @@ CLIS = {"claude-code": "claude_bin", "codex": "codex_bin"}
 # the dispatch's turn cap (Claude's own --max-turns, cairn's for Codex and the command), or a
 # CI runner's cancel (SIGINT to cairn's process group while the agent is still at work).
 CUTOFFS = {"max_turns": "max_turns", "sigint": "signal"}
+CANCELLED_WITHIN = 5.0  # seconds from SIGINT to cairn's exit, its last push made (docs/run.md)
 WORKING = 30  # seconds the agent's last step of the first run takes, when it is to be cancelled
 
 
@@ -84,6 +86,22 @@ def remote_tasks(bare: Path) -> dict[int, str]:
 
 def task_1_pushed(bare: Path) -> bool:
     return bool(on_remote(bare, STATE)) and remote_tasks(bare).get(1) == "completed"
+
+
+def working_in(where: Path) -> list[int]:
+    """The live processes whose working directory is ``where`` (or under it)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cwd = Path(os.readlink(entry / "cwd"))
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z" and (cwd == where or where in cwd.parents):
+            found.append(int(entry.name))
+    return found
 
 
 def fresh_clone(p: Real, bare: Path) -> Path:
@@ -288,8 +306,15 @@ def cut_off(p: Real, kind: str, cutoff: str, bare: Path) -> dict[str, Any]:
             # still at work on task 2, its half written
             wait_for(lambda: (p.repo / "two.txt").exists(), 60, "the agent's half of task 2")
             wait_for(lambda: task_1_pushed(bare), 15, "task 1 completed on origin")
+            assert working_in(p.repo), "the agent is not at work"
             os.killpg(proc.pid, signal.SIGINT)
+            cancelled = time.monotonic()
         out, err = proc.communicate(timeout=TIMEOUT)
+        if cutoff == "sigint":
+            # within the documented 5 s, long before a runner's SIGTERM (7.5 s) and SIGKILL
+            assert time.monotonic() - cancelled < CANCELLED_WITHIN, err.decode()
+            # the agent, and whatever it ran there, is stopped: nothing writes to this clone
+            wait_for(lambda: not working_in(p.repo), 5, "no process left in the work tree")
     finally:
         if proc.poll() is None:
             proc.kill()
