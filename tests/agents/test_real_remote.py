@@ -288,7 +288,7 @@ def calls(p: Real, kind: str) -> list[tuple[Any, str]]:
 # --- the steps ----------------------------------------------------------------------------------
 
 
-def cut_off(p: Real, kind: str, cutoff: str, bare: Path) -> dict[str, Any]:
+def cut_off(p: Real, cutoff: str, bare: Path) -> dict[str, Any]:
     """``cairn run PLAN --ticket T-1 --remote origin``, cut off after task 1; its outcome."""
     argv = [sys.executable, "-m", "cairn", "run", str(p.plan), "--ticket", TICKET]
     argv += ["--remote", "origin", "--json"]
@@ -304,7 +304,8 @@ def cut_off(p: Real, kind: str, cutoff: str, bare: Path) -> dict[str, Any]:
         if cutoff == "sigint":
             # task 1's completion is pushed at once (not at the next push_every); the agent is
             # still at work on task 2, its half written
-            wait_for(lambda: (p.repo / "two.txt").exists(), 60, "the agent's half of task 2")
+            half = p.repo / "two.txt"
+            wait_for(lambda: half.exists() and half.read_text() == "half\n", 60, "task 2's half")
             wait_for(lambda: task_1_pushed(bare), 15, "task 1 completed on origin")
             assert working_in(p.repo), "the agent is not at work"
             os.killpg(proc.pid, signal.SIGINT)
@@ -390,7 +391,7 @@ def test_a_real_agents_run_cut_off_continues_in_a_fresh_clone(
         request.getfixturevalue(CLIS[kind])
     p = project(real, kind, cutoff, tmp_path.resolve())
     bare = shared(p)
-    said = cut_off(p, kind, cutoff, bare)
+    said = cut_off(p, cutoff, bare)
     check_pushed_at_cutoff(p, bare, said)
     before = calls(p, kind)
     assert [entry for entry, _ in before] == (
@@ -427,6 +428,6 @@ def test_a_run_cut_off_continues_on_another_machine(
         request.getfixturevalue(CLIS[kind])
     p = project(real, kind, "max_turns", tmp_path.resolve())
     bare = shared(p)
-    said = cut_off(p, kind, "max_turns", bare)
+    said = cut_off(p, "max_turns", bare)
     check_pushed_at_cutoff(p, bare, said)
     resume_elsewhere(p, kind, bare, other_machine(p), calls(p, kind))
