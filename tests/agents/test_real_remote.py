@@ -4,10 +4,11 @@ against cairn's scripted model server on 127.0.0.1 (same harness and skip rules 
 ``real_agents.py`` and ``conftest.py``; tests/run/test_remote.py covers the scripted agent).
 
 Each agent completes task 1 of a two-task plan, leaves an uncommitted half of task 2, and is
-cut off there, by its turn cap or by a CI runner's cancel (SIGINT to cairn's process group);
-the shared bare ``origin`` then holds the ticket's branch, its snapshot (the uncommitted half)
-and its run state (task 1 completed). A fresh ``git clone`` of it continues with ``cairn resume
-T-1 --remote origin``: the half restored, task 2 finished, task 1 not dispatched again.
+cut off there: by its turn cap, a CI runner's cancel (SIGINT to cairn's process group) or a
+hard kill (SIGKILL, after a ``push_every`` checkpoint). The shared bare ``origin`` then holds
+the ticket's branch, its snapshot (the uncommitted half) and its run state (task 1 completed).
+A fresh ``git clone`` of it continues with ``cairn resume T-1 --remote origin``: the half
+restored, task 2 finished, task 1 not dispatched again.
 """
 
 from __future__ import annotations
@@ -51,9 +52,11 @@ STATE = f"refs/cairn/state/{TICKET}"
 TASKS = ("One", "Two")
 CLIS = {"claude-code": "claude_bin", "codex": "codex_bin"}
 # How the first run is cut off after task 1, with an uncommitted half of task 2 in the tree:
-# the dispatch's turn cap (Claude's own --max-turns, cairn's for Codex and the command), or a
-# CI runner's cancel (SIGINT to cairn's process group while the agent is still at work).
-CUTOFFS = {"max_turns": "max_turns", "sigint": "signal"}
+# the dispatch's turn cap (Claude's own --max-turns, cairn's for Codex and the command), a CI
+# runner's cancel (SIGINT to cairn's process group while the agent is still at work), or a hard
+# kill (SIGKILL to the group, a lost machine: what the last push_every checkpoint holds is
+# kept). The cutoff reason the run says (none: it was killed).
+CUTOFFS = {"max_turns": "max_turns", "sigint": "signal", "sigkill": None}
 CANCELLED_WITHIN = 5.0  # seconds from SIGINT to cairn's exit, its last push made (docs/run.md)
 WORKING = 30  # seconds the agent's last step of the first run takes, when it is to be cancelled
 
@@ -102,6 +105,11 @@ def working_in(where: Path) -> list[int]:
         if state != "Z" and (cwd == where or where in cwd.parents):
             found.append(int(entry.name))
     return found
+
+
+def pushed_half(bare: Path) -> bool:
+    wip = on_remote(bare, WIP)
+    return bool(wip) and snapshot_files(bare, wip).get("two.txt") == b"half\n"
 
 
 def fresh_clone(p: Real, bare: Path) -> Path:
@@ -265,6 +273,8 @@ def project(real: Callable[..., Real], kind: str, cutoff: str, tmp: Path) -> Rea
         "budget_pressure_turns": 0,
         "max_continuations": 0,
     }
+    if cutoff == "sigkill":
+        common["tables"] = '\n[run]\npush_every = "1s"\n'
     if kind == "command":
         program, log = tmp / "agent.py", tmp / "agent-log.jsonl"
         working = 0 if capped else WORKING
@@ -288,8 +298,9 @@ def calls(p: Real, kind: str) -> list[tuple[Any, str]]:
 # --- the steps ----------------------------------------------------------------------------------
 
 
-def cut_off(p: Real, cutoff: str, bare: Path) -> dict[str, Any]:
-    """``cairn run PLAN --ticket T-1 --remote origin``, cut off after task 1; its outcome."""
+def cut_off(p: Real, cutoff: str, bare: Path) -> dict[str, Any] | None:
+    """``cairn run PLAN --ticket T-1 --remote origin``, cut off after task 1; its outcome (None
+    when it was killed)."""
     argv = [sys.executable, "-m", "cairn", "run", str(p.plan), "--ticket", TICKET]
     argv += ["--remote", "origin", "--json"]
     proc = subprocess.Popen(
@@ -301,7 +312,11 @@ def cut_off(p: Real, cutoff: str, bare: Path) -> dict[str, Any]:
         start_new_session=True,  # its own process group, as a CI runner's job step
     )
     try:
-        if cutoff == "sigint":
+        if cutoff == "sigkill":
+            # a push_every checkpoint with the agent's half; then the machine is lost
+            wait_for(lambda: pushed_half(bare), 60, "a checkpoint of task 2's half on origin")
+            os.killpg(proc.pid, signal.SIGKILL)
+        elif cutoff == "sigint":
             # task 1's completion is pushed at once (not at the next push_every); the agent is
             # still at work on task 2, its half written
             half = p.repo / "two.txt"
@@ -320,18 +335,22 @@ def cut_off(p: Real, cutoff: str, bare: Path) -> dict[str, Any]:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
+    if cutoff == "sigkill":
+        assert proc.returncode == -signal.SIGKILL, (out.decode(), err.decode())
+        return None
     assert exit_code(proc.returncode, err) == 3, (out.decode(), err.decode())
     said: dict[str, Any] = json.loads(out.decode().strip().splitlines()[-1])
     assert said["reason"] == CUTOFFS[cutoff], said
     return said
 
 
-def check_pushed_at_cutoff(p: Real, bare: Path, said: dict[str, Any]) -> None:
+def check_pushed_at_cutoff(p: Real, bare: Path, said: dict[str, Any] | None) -> None:
     """The remote holds the ticket's branch (task 1's commit), its snapshot (task 2's
-    uncommitted half) and its run state (task 1 completed, task 2 not)."""
-    assert said["remote"]["pushed"] is True, said
-    assert said["remote"]["state"] == on_remote(bare, STATE), said
-    assert said["next_command"] == f"cairn resume {TICKET} --remote origin"
+    uncommitted half) and its run state (task 1 completed, task 2 not); the run said so."""
+    if said is not None:
+        assert said["remote"]["pushed"] is True, said
+        assert said["remote"]["state"] == on_remote(bare, STATE), said
+        assert said["next_command"] == f"cairn resume {TICKET} --remote origin"
     assert git(p.repo, "branch", "--show-current").strip() == f"cairn/{TICKET}"
     assert on_remote(bare, BRANCH) == git(p.repo, "rev-parse", "HEAD").strip()
     assert git(bare, "show", f"{BRANCH}:one.txt") == "one\n"
