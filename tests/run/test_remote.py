@@ -313,3 +313,23 @@ def test_a_sigterm_during_the_last_push_does_not_stop_it(
     assert said["remote"]["state"] == on_remote(bare, STATE)
     assert "run_interrupted" in state_file(bare, "run-log.jsonl")
     p.wait_agents_gone(5)
+
+
+def test_a_resume_of_a_run_still_going_elsewhere_is_refused_before_anything_is_written(
+    project: Callable[..., Project], tmp_path: Path
+) -> None:
+    p = project({"coder": [[write("a.txt", "a\n"), {"sleep": 60}]]}, tasks=("One",))
+    bare = shared(p, tmp_path)
+    proc = p.popen("--ticket", TICKET, "--remote", "origin")
+    wait_for(lambda: on_remote(bare, STATE) and p.agent_pids(), 60, "the run's claim")
+    clone = fresh_clone(bare, tmp_path / "elsewhere")
+    refused = cairn("resume", TICKET, "--remote", "origin", cwd=clone)
+    assert_one_line_error(refused)
+    assert "is being run right now" in refused.stderr
+    # judged on the remote's state before taking it: this clone is as it was
+    assert git(clone, "branch", "--show-current").strip() == "main"
+    assert not (clone / ".git/cairn/tickets").exists()
+    assert git(clone, "status", "--porcelain").strip() == ""
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=30)
+    p.wait_agents_gone(5)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -127,11 +128,20 @@ def take_branch(side: Portable) -> None:
     )
 
 
-def for_resume(repo: Repo, layout: Layout, ticket: str, remote: str, wip_prefix: str) -> Portable:
+def for_resume(
+    repo: Repo,
+    layout: Layout,
+    ticket: str,
+    remote: str,
+    wip_prefix: str,
+    vet: Callable[[Layout], None] | None = None,
+) -> Portable:
     """The hold of a resume: this clone's run when the remote's state is its own (or older, or
     none), else the work tree and the run state rebuilt from the remote (``_adopt``). Refused
     (BadInput, nothing written) when neither has a run, or when this clone has a run of the
-    ticket the remote's state does not come from."""
+    ticket the remote's state does not come from. ``vet`` judges the remote's state before it
+    is taken (raising BadInput: a run another machine may still own), given a state root that
+    holds only it (``pushed_state``'s)."""
     side = _open(repo, layout, ticket, remote, wip_prefix)
     state = side.leases.get(side.refs.state)
     mine = checkpoint.sha_of(side.git, side.refs.state)
@@ -157,6 +167,8 @@ def for_resume(repo: Repo, layout: Layout, ticket: str, remote: str, wip_prefix:
             f"--remote (cairn resume {ticket}), or move {layout.ticket_dir(ticket)} away to "
             f"continue {remote}'s"
         )
+    if vet is not None:
+        vet(_seen(repo, side, state))
     _adopt(side, described)
     side.generation = statecommit.claim_of(side.git, state).generation + 1
     return side
@@ -168,9 +180,13 @@ def pushed_state(repo: Repo, layout: Layout, ticket: str, remote: str, wip_prefi
     (``<git dir>/cairn-remote/<remote>/``); the work tree and this clone's own state untouched.
     Its ticket directory is empty when the remote holds no run of the ticket."""
     side = _open(repo, layout, ticket, remote, wip_prefix)
-    seen = Layout(repo.common_dir / "cairn-remote" / remote.replace("/", "_"))
-    where = seen.ticket_dir(ticket)
-    state = side.leases.get(side.refs.state)
+    return _seen(repo, side, side.leases.get(side.refs.state))
+
+
+def _seen(repo: Repo, side: Portable, state: str | None) -> Layout:
+    """``pushed_state``'s state root with state commit ``state`` (None: none) checked out."""
+    seen = Layout(repo.common_dir / "cairn-remote" / side.remote.replace("/", "_"))
+    where = seen.ticket_dir(side.ticket)
     if state is None:
         statecommit.clear(where)
         return seen

@@ -227,7 +227,13 @@ def resume(
         ticket = tickets.validate(ticket)
     else:
         ticket, note = branches.default_ticket(repo, state)
-    side = portable.opened(repo, config, state, ticket, portable.chosen(config, remote), new=False)
+    stale_after = parse_duration(config.marker.stale_after)
+
+    def vet(pushed: layout.Layout) -> None:  # before the remote's run is taken: still owned?
+        _resumable(catchup.build(repo, config, pushed, ticket, stale_after), takeover)
+
+    chosen = portable.chosen(config, remote)
+    side = portable.opened(repo, config, state, ticket, chosen, new=False, vet=vet)
     if side is not None:  # a rebuilt work tree is on the ticket's branch: its cairn.toml counts
         repo, config, state = layout.discover(workspace)
         config = with_cost(config, max_cost_usd)

@@ -10,6 +10,7 @@ signals (``signals.shielded``)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 import msgspec
 
@@ -38,15 +39,24 @@ def chosen(config: Config, given: str | None) -> str | None:
 
 
 def opened(
-    repo: Repo, config: Config, layout: Layout, ticket: str, remote: str | None, *, new: bool
+    repo: Repo,
+    config: Config,
+    layout: Layout,
+    ticket: str,
+    remote: str | None,
+    *,
+    new: bool,
+    vet: Callable[[Layout], None] | None = None,
 ) -> Portable | None:
     """The run's hold on the remote, checked before anything is written (BadInput otherwise);
     the work tree is then put on ``cairn/<ticket>`` (at HEAD: no file changes) if it is not."""
     if remote is None:
         return None
     prefix = config.snapshot.ref_prefix
-    opening = for_run if new else for_resume
-    side = opening(repo, layout, ticket, remote, prefix)
+    if new:
+        side = for_run(repo, layout, ticket, remote, prefix)
+    else:
+        side = for_resume(repo, layout, ticket, remote, prefix, vet)
     take_branch(side)
     return side
 

@@ -131,10 +131,14 @@ class Orchestrator:
         while not self._resolved():
             if failover.choose(self.ctx):
                 session_id = None  # another agent: cairn's handoff, not its session
+            asked = session_id
             result = dispatch(self.ctx, "coder", first_prompts(handoff), after_turn, session_id)
             session_id = result.session_id or session_id
             if self._resolved():
                 return
+            if asked is not None and self._session_lost(asked, result):
+                session_id = None  # once: the next dispatch asks for no session
+                continue
             if self._limited(result, "coder"):
                 handoff, session_id = self.ctx.last_error, None
                 continue
@@ -150,6 +154,24 @@ class Orchestrator:
                 raise Stop(reason)
             continuations += 1
             handoff = reason
+
+    def _session_lost(self, asked: str, result: Result) -> bool:
+        """Whether the agent could not continue session ``asked`` at all (it failed before its
+        first turn: e.g. a session kept in another machine's ``~/.claude`` or
+        ``$CODEX_HOME``): then a new session starts from cairn's handoff, said in a warning,
+        and no continuation is spent."""
+        limit = result.failure is not None and result.failure.limit
+        if result.num_turns or result.reason not in ("error", "crashed") or limit:
+            return False
+        if self.ctx.signalled or self.ctx.over_budget:
+            return False
+        why = accounting.error_text(result.detail) or result.reason
+        self.ctx.sink.event(
+            "warning",
+            message=f"the agent could not continue its session {asked} ({why}); a new session "
+            "starts from cairn's handoff",
+        )
+        return True
 
     def _limited(self, result: Result, role: str) -> bool:
         """When ``result`` is a usage or rate limit: the dispatch is cut off with it, the limit
