@@ -261,6 +261,13 @@ def amount(value: str) -> float:
     return found
 
 
+def remote_name(value: str) -> str:
+    """The type of ``--remote``: a remote's name, never blank (``--no-remote`` says none)."""
+    if not value.strip():
+        raise _type_error("is empty; give a remote's name, such as origin (--no-remote: none)")
+    return value
+
+
 def _type_error(message: str) -> Exception:
     """The error a type raises for argparse to word as a usage error."""
     from argparse import ArgumentTypeError

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from cairn.cli.parsing import Parser, choices_metavar, json_flag, one_of, workspace
+from cairn.cli.parsing import (
+    Parser,
+    choices_metavar,
+    json_flag,
+    one_of,
+    remote_name,
+    workspace,
+)
 
 FORMATS = ("text", "context")
 
@@ -24,6 +31,7 @@ def catchup(parser: Parser) -> None:
     )
     parser.add_argument(
         "--remote",
+        type=remote_name,
         metavar="NAME",
         help="Report what this git remote holds of the ticket (a --remote run's pushed state).",
     )

@@ -10,7 +10,15 @@ import msgspec
 
 from cairn.agents import ADAPTERS
 from cairn.cli.output import say
-from cairn.cli.parsing import Parser, amount, as_path, integer, json_flag, workspace
+from cairn.cli.parsing import (
+    Parser,
+    amount,
+    as_path,
+    integer,
+    json_flag,
+    remote_name,
+    workspace,
+)
 
 if TYPE_CHECKING:
     from cairn.run.events import EventSink
@@ -39,6 +47,7 @@ def _run_options(parser: Parser) -> None:
     )
     parser.add_argument(
         "--remote",
+        type=remote_name,
         metavar="NAME",
         help="Push the ticket's branch, snapshot and run state to this git remote at every "
         "task, checkpoint and cutoff, so any clone resumes it (default: [run] remote).",
