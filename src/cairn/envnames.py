@@ -3,6 +3,12 @@ imports nothing: the command line's first steps and the hooks Claude Code runs p
 them without loading ``typing``. ``cairn.terms`` re-exports them with the rest of the vocabulary.
 """
 
+from __future__ import annotations
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hot path)
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
 # Every variable cairn sets or reads starts so; a child cairn process (a fleet's attempt, a
 # segment's run) inherits none of its parent's but ENV_DEBUG.
 ENV_PREFIX = "CAIRN_"
@@ -41,3 +47,12 @@ ENV_CRASH_AT = "CAIRN_CRASH_AT"  # <point>[@<n>]: SIGKILL the process the n-th t
 ENV_REQUIRE_BROWSER = "CAIRN_REQUIRE_BROWSER"  # set: no Chromium fails the browser test
 ENV_REQUIRE_AGENT_CLIS = "CAIRN_REQUIRE_AGENT_CLIS"  # 1: a missing agent CLI fails its tests
 ENV_UPDATE_SCREENSHOT = "CAIRN_UPDATE_SCREENSHOT"  # set: the browser test rewrites its image
+
+
+def fleet_run(environ: Mapping[str, str]) -> bool:
+    """Whether the process with ``environ`` (``os.environ``) is one of a fleet's runs: the
+    embedded supervisor's attempt (``ENV_FLEET_ATTEMPT``) or a segment of the fleet on Temporal
+    (``ENV_CHECKPOINT_DIR``). Such a run frees its slot instead of waiting for a limit's reset,
+    and pushes nothing by ``[run] remote``: the fleet does both itself."""
+    get = environ.get
+    return bool(get(ENV_FLEET_ATTEMPT) or get(ENV_CHECKPOINT_DIR))

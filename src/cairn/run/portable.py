@@ -15,7 +15,7 @@ from collections.abc import Callable
 import msgspec
 
 from cairn.config.records import Config
-from cairn.envnames import ENV_CHECKPOINT_DIR, ENV_FLEET_ATTEMPT
+from cairn.envnames import fleet_run
 from cairn.git import Repo
 from cairn.remote.portable import Portable, for_resume, for_run, take_branch
 from cairn.run.events import EventSink
@@ -33,7 +33,7 @@ def chosen(config: Config, given: str | None) -> str | None:
     but for the fleet's own runs (either engine), whose pushes the fleet makes itself."""
     if given is not None:
         return given or None
-    if os.environ.get(ENV_FLEET_ATTEMPT) or os.environ.get(ENV_CHECKPOINT_DIR):
+    if fleet_run(os.environ):
         return None
     return config.run.remote
 

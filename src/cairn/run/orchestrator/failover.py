@@ -20,9 +20,10 @@ from datetime import datetime
 
 from cairn.agents import limits
 from cairn.agents.limits import Failure
+from cairn.envnames import fleet_run
 from cairn.run.orchestrator.context import RunContext, Stop
 from cairn.state import limited, runstate
-from cairn.terms import ENV_CHECKPOINT_DIR, ENV_FLEET_ATTEMPT, LimitKind, OnLimit
+from cairn.terms import LimitKind, OnLimit
 from cairn.util import clock
 
 WAIT_STEP = 0.2  # seconds between looks at a signal while waiting for a reset
@@ -151,7 +152,7 @@ def _wait_for_reset(ctx: RunContext, kind: LimitKind) -> bool:
     ``max_wait`` (and the run is not the fleet's: it stops, the supervisor waits); then the
     agent whose limit reset dispatches. False when there is nothing to wait for; Stop on a
     signal (exit 3, resumable)."""
-    if os.environ.get(ENV_FLEET_ATTEMPT) or os.environ.get(ENV_CHECKPOINT_DIR):
+    if fleet_run(os.environ):
         return False  # a fleet's run (embedded, or a Temporal segment) frees its slot
     now = clock.now()
     held = [limited.holding(ctx.ref.layout, m.name, now) for m in ctx.agents.members]
