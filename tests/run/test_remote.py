@@ -333,3 +333,25 @@ def test_a_resume_of_a_run_still_going_elsewhere_is_refused_before_anything_is_w
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=30)
     p.wait_agents_gone(5)
+
+
+def test_a_sigint_during_the_claim_push_stops_the_run_before_its_agent(
+    project: Callable[..., Project], tmp_path: Path
+) -> None:
+    """Found by bench/chaos/remote_kill.py: a cancel while the run's claim was on its way to
+    the remote was dropped, and the agent started anyway."""
+    p = project({"coder": [[write("a.txt", "a\n"), {"sleep": 60}]]}, tasks=("One",))
+    bare = shared(p, tmp_path)
+    pushing = tmp_path / "pushing"
+    hook = bare / "hooks" / "pre-receive"
+    hook.write_text(f"#!/bin/sh\ncat >/dev/null\ntouch {pushing}\nsleep 2\n")
+    hook.chmod(0o755)
+    proc = p.popen("--ticket", TICKET, "--remote", "origin", "--json")
+    wait_for(pushing.exists, 60, "the run's claim on its way to the remote")
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert exit_code(proc.returncode, err) == 3, err.decode()
+    said = json.loads(out.decode().strip().splitlines()[-1])
+    assert said["reason"] == "signal" and said["dispatches"] == 0
+    assert not (p.repo / "a.txt").exists() and not p.agent_pids()  # the agent never started
+    assert said["remote"]["pushed"] is True and said["remote"]["state"] == on_remote(bare, STATE)

@@ -4,8 +4,9 @@ its end, cutoffs included, so any clone continues it (``cairn.remote.portable``,
 
 On SIGINT or SIGTERM such a run gives its agent ``CANCEL_GRACE`` seconds to stop (not
 ``cutoff_timeout_ms``): a CI runner sends SIGTERM 7.5 s after SIGINT and SIGKILL 2.5 s after
-that, and the cutoff's snapshot and push come first. The last push is shielded from those
-signals (``signals.shielded``)."""
+that, and the cutoff's snapshot and push come first. The run's signal handler is in place from
+the claim to the last push, so a signal during the claim stops the run before its agent starts
+and one during the last push does not cut it short."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from cairn.remote.portable import Portable, for_resume, for_run, take_branch
 from cairn.run.events import EventSink
 from cairn.run.orchestrator import Orchestrator, RunOutcome
 from cairn.run.orchestrator.outcome import Remote
-from cairn.run.orchestrator.signals import cut_off, shielded
+from cairn.run.orchestrator.signals import cut_off, handling_signals
 from cairn.state.layout import Layout
 from cairn.util.durations import parse_duration
 
@@ -83,7 +84,10 @@ def execute(
         sink.event("warning", message=message)
 
     pusher = Pusher(side, ctx.ref, every, warn, lambda why: cut_off(ctx, "fenced", why))
-    with shielded():
+    # the run's own signal handling from the claim to the last push: a SIGINT or SIGTERM during
+    # the claim stops the run before its agent starts; one after the loop changes nothing (the
+    # handler never ends the process), so the last push is never cut short
+    with handling_signals(ctx):
         # the claim: this run's first state commit, a generation above the remote's; refused
         # when another machine pushed since the look, which stops the run before its agent
         pusher.push("run started", save=False)

@@ -70,31 +70,13 @@ def ignore_stall_signal() -> None:
         signal.signal(BUDGET_SIGNAL, signal.SIG_IGN)
 
 
-def _noted(signum: int, frame: FrameType | None) -> None:
-    """A signal while shielded: nothing (a handler, not SIG_IGN, which children would keep)."""
-
-
-@contextmanager
-def shielded() -> Iterator[None]:
-    """SIGINT and SIGTERM do not end the process for the duration (a run's handlers, installed
-    inside, still see them): a --remote run's last push, after its loop, is never cut short
-    by the second signal a CI runner sends. Only the main thread can install handlers."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {signum: signal.signal(signum, _noted) for signum in SIGNALS}
-    try:
-        yield
-    finally:
-        for signum, old in previous.items():
-            signal.signal(signum, old)
-
-
 @contextmanager
 def handling_signals(ctx: RunContext) -> Iterator[None]:
     """SIGINT, SIGTERM, SIGUSR1 and SIGUSR2 go to a ``SignalHandler`` for the duration; the
     handlers before are restored after. Only the main thread can install handlers: elsewhere
-    this does nothing."""
+    this does nothing. Nested (a --remote run's, around the loop's), the inner one hands back
+    to the outer: the handler never ends the process, so what follows the loop (its last push)
+    runs to its end."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
