@@ -355,3 +355,37 @@ def test_a_sigint_during_the_claim_push_stops_the_run_before_its_agent(
     assert said["reason"] == "signal" and said["dispatches"] == 0
     assert not (p.repo / "a.txt").exists() and not p.agent_pids()  # the agent never started
     assert said["remote"]["pushed"] is True and said["remote"]["state"] == on_remote(bare, STATE)
+
+
+def test_a_task_done_returns_once_its_completion_is_on_the_remote(
+    project: Callable[..., Project], tmp_path: Path
+) -> None:
+    """As on a worker of the fleet on Temporal (cairn.util.barrier): the agent's report waits
+    for the push, so a machine lost right after it cannot take a completion the agent was told
+    of. The remote takes a second over each push here: without the wait, the look right after
+    the report would find the claim's state."""
+    seen = tmp_path / "after-done.txt"
+    p = project(
+        {
+            "coder": [
+                [
+                    done(1),
+                    {"run": f"git ls-remote origin refs/cairn/state/{TICKET} > {seen}"},
+                    done(2),
+                ]
+            ]
+        },
+    )
+    bare = shared(p, tmp_path)
+    hook = bare / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\ncat >/dev/null\nsleep 1\n")
+    hook.chmod(0o755)
+    result = p.run("--ticket", TICKET, "--remote", "origin", "--json")
+    assert code(result) == 0, result.stderr
+    state = seen.read_text().split()[0]
+    listing = git(bare, "ls-tree", "--name-only", state).split()
+    run = sorted(n for n in listing if n[:1].isdigit())[-1]
+    names = git(bare, "ls-tree", "--name-only", f"{state}:{run}").split()
+    latest = sorted(n for n in names if n.endswith("_coder_change-summary.md"))[-1]
+    pushed = parse(git(bare, "show", f"{state}:{run}/{latest}"))
+    assert {t.number: t.status for t in pushed.tasks}[1] == "completed"

@@ -1,25 +1,31 @@
 """The pushes of a run with ``--remote``, from a thread beside the run: a checkpoint every
-``[run] push_every``, one at once when a task is newly completed (seen within ``TICK``), and the
-last one when the run ends (its own cutoff or completion snapshot, pushed as it is).
+``[run] push_every``, one at once when the agent's ``cairn task done|skip|defer`` asks for it
+(``cairn.util.barrier``: the report returns once its push is made, so a completion the agent
+was told of is on the remote before it goes on) or a task is seen newly completed otherwise,
+and the last one when the run ends (its own cutoff or completion snapshot, pushed as it is).
 
 A push that fails (the network, the remote, its credentials) is a warning, said once, then
 retried every ``RETRY`` seconds (at most ``push_every``) while the run goes on; the first push
-that succeeds again says so. A push refused because the remote's refs moved (another machine
-took the ticket: fencing) stops the run (``fenced``) and no push follows."""
+that succeeds again says so. The reports waiting for it are answered all the same: the run goes
+on, its completions here, on the remote with the next push that gets there. A push refused
+because the remote's refs moved (another machine took the ticket: fencing) stops the run
+(``fenced``) and no push follows."""
 
 from __future__ import annotations
 
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from cairn.errors import GitError, SaveTimeout
 from cairn.remote.checkpoint import Pushed
 from cairn.remote.portable import Portable
 from cairn.remote.refs import Fenced, PushFailed
 from cairn.state.runstate import RunRef
+from cairn.util import barrier
 
-TICK = 1.0  # seconds between looks for a newly completed task
+TICK = 0.1  # seconds between looks for a report's request and a newly completed task
 RETRY = 30.0  # seconds between the tries of a push that failed (at most push_every)
 
 
@@ -34,8 +40,9 @@ class Pusher:
         every: float,
         warn: Callable[[str], None],
         fenced: Callable[[str], None],
+        asks: Path | None = None,
     ) -> None:
-        self.side, self.ref, self.every = side, ref, every
+        self.side, self.ref, self.every, self.asks = side, ref, every, asks
         self.warn, self.on_fenced = warn, fenced
         self.last: Pushed | None = None  # what the last push that succeeded left on the remote
         self.failing: str | None = None  # why the last push failed (None: it did not)
@@ -85,7 +92,9 @@ class Pusher:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
+        waiting = self._waiting()
         self.push(reason, save=False)
+        barrier.release(waiting)
 
     def _retry(self) -> float:
         return min(RETRY, self.every)
@@ -93,15 +102,20 @@ class Pusher:
     def _loop(self) -> None:
         last = time.monotonic()
         while not self._stop.wait(TICK):
+            waiting = self._waiting()  # only the requests made before this push begins
             new = self._newly_completed()
             wait = self._retry() if self.failing is not None else self.every
-            if not new and time.monotonic() - last < wait:
+            if not waiting and not new and time.monotonic() - last < wait:
                 continue
-            reason = f"task {max(new)} done" if new else "checkpoint"
+            reason = "a report" if waiting else f"task {max(new)} done" if new else "checkpoint"
             self.push(reason, save=True)
+            barrier.release(waiting)
             last = time.monotonic()
             if self.fenced is not None:
                 return
+
+    def _waiting(self) -> list[Path]:
+        return barrier.pending(self.asks) if self.asks is not None else []
 
     def _newly_completed(self) -> frozenset[int]:
         """The tasks completed since the last look (the summary is read only when the run

@@ -16,7 +16,7 @@ from collections.abc import Callable
 import msgspec
 
 from cairn.config.records import Config
-from cairn.envnames import fleet_run
+from cairn.envnames import ENV_CHECKPOINT_DIR, ENV_CHECKPOINT_WAIT, fleet_run
 from cairn.git import Repo
 from cairn.remote.portable import Portable, for_resume, for_run, take_branch
 from cairn.run.events import EventSink
@@ -24,9 +24,13 @@ from cairn.run.orchestrator import Orchestrator, RunOutcome
 from cairn.run.orchestrator.outcome import Remote
 from cairn.run.orchestrator.signals import cut_off, handling_signals
 from cairn.state.layout import Layout
+from cairn.util import barrier
 from cairn.util.durations import parse_duration
 
 CANCEL_GRACE = 2.0  # seconds the agent has to stop on SIGINT/SIGTERM before its group is killed
+# seconds an agent's report waits for its push: one push's time limit and a snapshot's, and
+# more (a report not answered by then fails closed: the run stops, docs/scale-out.md)
+REPORT_WAIT = 90.0
 
 
 def chosen(config: Config, given: str | None) -> str | None:
@@ -83,7 +87,13 @@ def execute(
     def warn(message: str) -> None:
         sink.event("warning", message=message)
 
-    pusher = Pusher(side, ctx.ref, every, warn, lambda why: cut_off(ctx, "fenced", why))
+    asks = ctx.ref.layout.root / "checkpoint-requests" / side.ticket
+    barrier.reset(asks)  # the requests of an earlier run here died with their asker
+    ctx.agent_env = {ENV_CHECKPOINT_DIR: str(asks), ENV_CHECKPOINT_WAIT: f"{REPORT_WAIT:g}"}
+    def fenced(why: str) -> None:
+        cut_off(ctx, "fenced", why)
+
+    pusher = Pusher(side, ctx.ref, every, warn, fenced, asks)
     # the run's own signal handling from the claim to the last push: a SIGINT or SIGTERM during
     # the claim stops the run before its agent starts; one after the loop changes nothing (the
     # handler never ends the process), so the last push is never cut short

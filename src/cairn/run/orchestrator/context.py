@@ -98,6 +98,9 @@ class RunContext:
     # the agent's time to stop on SIGINT or SIGTERM (None: grace); a --remote run's is short,
     # so a cancelled CI job has pushed before the runner's SIGTERM
     signal_grace: float | None = None
+    # what the agent's environment gets besides the run's own names (a --remote run's checkpoint
+    # barrier: its `cairn task done` returns once the completion is on the remote)
+    agent_env: dict[str, str] = field(default_factory=dict)
     last_snapshot: SnapshotRef | None = None
     last_message: str | None = None  # the agent's, handed to the next dispatch
     last_error: str | None = None  # the agent's error text when its last dispatch failed

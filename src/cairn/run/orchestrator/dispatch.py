@@ -172,6 +172,7 @@ class RecordedDispatch:
             ENV_AGENT: ctx.agents.now.name,
             # the agent's `cairn task …` must reach this cairn, whatever else is on PATH
             "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
+            **ctx.agent_env,
         }
         return DispatchRequest(
             role=self.role,
