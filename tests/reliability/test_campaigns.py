@@ -216,6 +216,17 @@ SELF_TESTS = {
     "kill_resume": {"task_redone", "bytes_lost"},
     "lease_race": {"two_winners", "loser_message", "no_winner"},
     "snapshot_fuzz": {"restore_differs", "user_state_changed", "oversize_not_reported"},
+    # two trials, eight faults (about 40 s): its quick run is not part of the suite
+    "remote_kill": {
+        "slow_cancel",
+        "wrote_outside",
+        "cancel_lost_work",
+        "stale_remote",
+        "unreadable_state",
+        "generation_decreased",
+        "task_redone",
+        "files_missing",
+    },
 }
 
 
@@ -223,7 +234,8 @@ SELF_TESTS = {
 def test_self_test_catches_every_injected_fault(name: str, tmp_path: Path) -> None:
     code, data, output = run_campaign(name, "--self-test", out=tmp_path)
     assert code == 1, output
-    assert data["figures"]["faults injected"] == data["cases"] > 0, output
+    # one fault a case, or more (remote_kill injects several into each of its trials)
+    assert data["figures"]["faults injected"] >= data["cases"] > 0, output
     assert data["figures"].get("faults missed", 0) == 0, output
     missing = SELF_TESTS[name] - set(data["violations"])
     assert not missing, f"not reported: {missing}\n{output[-3000:]}"
