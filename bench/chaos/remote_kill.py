@@ -5,6 +5,7 @@ nothing a kill should not lose and that no completed task is done again.
     .venv/bin/python bench/chaos/remote_kill.py --quick          # 3 trials, about 1 minute
     .venv/bin/python bench/chaos/remote_kill.py --trials 40      # about 15 minutes
     .venv/bin/python bench/chaos/remote_kill.py --self-test      # CI: 2 trials, 8 faults, 40 s
+    .venv/bin/python bench/chaos/remote_kill.py --replay SEED --keep  # one trial again
 
 (``--trials N`` is ``--cases N``.)
 
@@ -606,6 +607,7 @@ def run_trial(
     """Machine after machine until one completes the run; ``faults``: the self-test's, one
     for each of the first machines (killed when the fault says), no other kill."""
     kills_left = rng.randint(1, 3)
+    first_kill = rng.randrange(len(KILLS))  # then they take turns
     started = False
     outer = trial.root
     outside_trial = listing(outer, {trial.dir})
@@ -619,7 +621,7 @@ def run_trial(
             argv = cairn_argv("run", str(trial.plan), "--ticket", TICKET, "--remote", "origin")
             if number:
                 tally.count("new runs on a later machine (the remote held no run yet)")
-        kill = KILLS[(trial.number + len(trial.hops)) % len(KILLS)] if kills_left else None
+        kill = KILLS[(first_kill + len(trial.hops)) % len(KILLS)] if kills_left else None
         kill_after = rng.uniform(0.2, typical * 0.9)
         at_claim = kill is not None and rng.random() < AT_CLAIM
         fault = faults[number] if number < len(faults) else None
@@ -689,6 +691,7 @@ def check_hop(trial: Trial, hop: Hop, machine: Path, remote: Remote, tally: Tall
             check_cancel(trial, hop, machine, remote, tally)
     if "Traceback (most recent call last)" in hop.output or hop.code in (1, -1):
         tally.violation("run_failed", where, f"{hop.argv[3]} exited {hop.code}: {tail(hop.output)}")
+        (trial.dir / f"{hop.machine}.tmp" / "cairn-output.txt").write_text(hop.output)  # --keep
     if remote.state is not None:
         previous = trial.generations[-1] if trial.generations else 0
         if remote.generation < previous:
@@ -698,8 +701,13 @@ def check_hop(trial: Trial, hop: Hop, machine: Path, remote: Remote, tally: Tall
 
 
 def tail(output: str) -> str:
-    lines = [line for line in output.strip().splitlines() if line.strip()]
-    return lines[-1][:300] if lines else "(no output)"
+    """cairn's last three lines (not the campaign's notes), on one line."""
+    lines = [
+        line.strip()
+        for line in output.strip().splitlines()
+        if line.strip() and not line.startswith("[campaign")
+    ]
+    return " | ".join(lines[-3:])[:600] if lines else "(no output)"
 
 
 # --- the checks after a trial ---------------------------------------------------------------------
@@ -1015,12 +1023,21 @@ def calibrate(root: Path, pause: str) -> float:
 
 def trials_option(parser: Any) -> None:
     parser.add_argument("--trials", dest="cases", type=int, help="the same as --cases")
+    parser.add_argument(
+        "--replay",
+        type=int,
+        metavar="SEED",
+        help="run only the trial with this seed (printed with each violation), making the same "
+        "choices: the same kills, of the same kinds, at the same instants of the usual run",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(__doc__ or "", SIZES, argv, trials_option)
     if args.self_test:
         args.cases = len(SELF_TESTS)
+    if args.replay is not None:
+        args.cases = 1
     log(f"remote_kill: seed {args.seed}, {args.cases} trials")
     # a campaign started in the background by a shell without job control ignores SIGINT, and
     # cairn would inherit that: its cancels would never land before cairn's own handlers
@@ -1030,7 +1047,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     with scratch("remote-kill", args.keep) as root:
         pause = SELF_TEST_PAUSE if args.self_test else PAUSE
         typical = 0.0 if args.self_test else calibrate(root, pause)  # the self-test's own kills
-        for number, seed in enumerate(case_seeds(args.seed, args.cases), start=1):
+        seeds = [args.replay] if args.replay is not None else case_seeds(args.seed, args.cases)
+        for number, seed in enumerate(seeds, start=1):
             trial = Trial(number, seed, root, pause)
             rng = random.Random(seed)
             tally.count("trials")
