@@ -4,7 +4,7 @@ nothing a kill should not lose and that no completed task is done again.
 
     .venv/bin/python bench/chaos/remote_kill.py --quick          # 3 trials, about 1 minute
     .venv/bin/python bench/chaos/remote_kill.py --trials 40      # about 15 minutes
-    .venv/bin/python bench/chaos/remote_kill.py --self-test      # CI: 2 trials, 8 faults, 40 s
+    .venv/bin/python bench/chaos/remote_kill.py --self-test      # CI: 2 trials, 9 faults, 40 s
     .venv/bin/python bench/chaos/remote_kill.py --replay SEED --keep  # one trial again
 
 (``--trials N`` is ``--cases N``.)
@@ -42,6 +42,8 @@ Violations:
 - ``files_missing``: a task's file (its bytes) is neither on the remote's branch nor in its
   snapshot at the end;
 - ``slow_cancel``: cairn had not exited 5 s after the SIGINT of a cancel (or the SIGTERM);
+- ``signal_ignored``: the agent started a task more than 2.5 s (cairn gives it 2 s to stop)
+  after the SIGINT of a cancel (or the SIGTERM) while cairn was running: the signal was lost;
 - ``cancel_lost_work``: after a cancel or a SIGTERM, a file the agent had written, or a task
   completed, before the signal is not on the remote (snapshot or branch; journal), or the run
   said ``NOT pushed``;
@@ -62,10 +64,11 @@ Violations:
 every kind: cairn frozen 6 s right after a cancel's SIGINT, and a file written in ``HOME``
 meanwhile (``slow_cancel``, ``wrote_outside``); origin refusing pushes once the run's claim is
 there, then a SIGTERM (``cancel_lost_work``); origin refusing every push and the agent stopped
-after its first file, then a SIGKILL 3.5 s later (``stale_remote``); and once a trial is done,
-a change summary torn, a state commit of generation 0 pushed on origin's, the agent run on a
-completed task, origin's branch and snapshot reset (``unreadable_state``,
-``generation_decreased``, ``task_redone``, ``files_missing``).
+after its first file, then a SIGKILL 3.5 s later (``stale_remote``); a SIGTERM that never
+reaches cairn (``signal_ignored``); and once a trial is done, a change summary torn, a state
+commit of generation 0 pushed on origin's, the agent run on a completed task, origin's branch
+and snapshot reset (``unreadable_state``, ``generation_decreased``, ``task_redone``,
+``files_missing``).
 """
 
 from __future__ import annotations
@@ -91,6 +94,7 @@ import checks
 import processes
 from killing import spawn
 
+from cairn.run.portable import CANCEL_GRACE
 from cairn.terms import ENV_RUN_DIR, ENV_TICKET
 from common import (
     HERE,
@@ -113,6 +117,7 @@ TASKS = ["Parse the input", "Report errors", "Write the index", "Document the fo
 PUSH_EVERY = 1.0  # [run] push_every, seconds
 SLACK = 2.0  # a SIGKILL may lose what is younger than push_every + this
 CANCEL_LIMIT = 5.0  # seconds from SIGINT (or SIGTERM) to cairn's exit
+LATE_START = CANCEL_GRACE + 0.5  # a task started later than this after the signal: ignored
 SIGTERM_AFTER = 7.5  # GitHub's runner: SIGINT, SIGTERM 7.5 s later, SIGKILL 2.5 s after that
 SIGKILL_AFTER = 2.5
 TERM_ALONE_LIMIT = 30.0
@@ -136,6 +141,7 @@ KINDS = {
     "completed_twice": "the remote's journal records a task completed more than once",
     "files_missing": "a task's file is on neither the remote's branch nor its snapshot",
     "slow_cancel": f"cairn had not exited {CANCEL_LIMIT:g} s after a cancel's SIGINT (or SIGTERM)",
+    "signal_ignored": "the agent started a task after a cancel's SIGINT (or SIGTERM) + its grace",
     "cancel_lost_work": "after a cancel or SIGTERM, work done before the signal is not pushed",
     "stale_remote": f"after a SIGKILL, work older than push_every + {SLACK:g} s is not pushed",
     "generation_decreased": "the remote's state generation went down",
@@ -192,6 +198,7 @@ class Hop:
     code: int | None = None  # None: killed by SIGKILL
     output: str = ""
     at_claim: bool = False  # killed during its claim (its first push), held by origin
+    ended: float = 0.0  # wall clock
 
     def describe(self) -> str:
         what = f"{self.machine} {self.argv[3]}"
@@ -474,7 +481,10 @@ def machine_run(
     now = hold_claim(trial, machine) if at_claim else (lambda: False)
     if at_claim:
         hop.at_claim, kill_after = True, HOP_TIMEOUT
-    proc = spawn(argv, machine, trial.env(machine))
+    env = trial.env(machine)
+    if fault is not None and fault.pause is not None:
+        env["CHAOS_AGENT_PAUSE"] = fault.pause
+    proc = spawn(argv, machine, env)
     reader = Reader(proc)
     if fault is not None:
         now = fault.during(trial, hop, proc)
@@ -499,7 +509,8 @@ def machine_run(
         lose_machine(proc)
         proc.wait()
     else:
-        group_signal(proc, signal.SIGINT if kill == "cancel" else signal.SIGTERM)
+        first = signal.SIGINT if kill == "cancel" else signal.SIGTERM
+        group_signal(proc, signal.SIGCONT if fault is not None and fault.lost else first)
         if fault is not None and fault.after_signal is not None:
             fault.after_signal(proc)
         steps = [(SIGTERM_AFTER, signal.SIGTERM), (SIGKILL_AFTER, signal.SIGKILL)]
@@ -516,6 +527,7 @@ def machine_run(
             else:
                 group_signal(proc, sig)
         proc.wait()
+        hop.ended = time.time()
         hop.to_exit = time.monotonic() - sent
         hop.code = None if proc.returncode == -signal.SIGKILL else proc.returncode
     hop.output = reader.text() + hop.output
@@ -576,6 +588,15 @@ def check_cancel(trial: Trial, hop: Hop, machine: Path, remote: Remote, tally: T
         if hop.code == 0:
             how = "ran on to its end: exited 0"
         tally.violation("slow_cancel", where, f"{hop.kill}: {how} {hop.to_exit:.2f} s after")
+    late = [
+        r
+        for r in trial.agent_records()
+        if r.get("event") == "start" and hop.signalled + LATE_START < r["t"] <= hop.ended
+    ]
+    if late:
+        after = late[0]["t"] - hop.signalled
+        detail = f"the agent started task {late[0]['task']} {after:.2f} s after the {hop.kill}"
+        tally.violation("signal_ignored", where, detail)
     if "SIGTERM sent" in hop.output:
         tally.count("cancels that needed the SIGTERM")
     if "SIGKILL sent" in hop.output:
@@ -828,6 +849,8 @@ class HopFault:
     during: Callable[[Trial, Hop, subprocess.Popen[bytes]], Callable[[], bool]]
     after_signal: Callable[[subprocess.Popen[bytes]], None] | None = None
     after_hop: Callable[[Trial], None] | None = None
+    lost: bool = False  # the kill's signal never reaches cairn (SIGCONT is sent instead)
+    pause: str | None = None  # the agent's pause on this machine, when not the trial's
 
 
 @dataclass
@@ -909,6 +932,11 @@ def refused_and_stalled(
     return every(0.05, now)
 
 
+def at_once(trial: Trial, hop: Hop, proc: subprocess.Popen[bytes]) -> Callable[[], bool]:
+    """The kill as soon as cairn has started."""
+    return lambda: True
+
+
 def redo_a_task(trial: Trial) -> None:
     """What a resume that re-dispatched a completed task would make the agent do."""
     machine = trial.machines[-1]
@@ -981,6 +1009,14 @@ SELF_TESTS = [
                 "sigkill",
                 refused_and_stalled,
                 after_hop=accept_pushes,
+            ),
+            HopFault(
+                "a sigterm lost at the start",
+                ("signal_ignored",),
+                "sigterm",
+                at_once,
+                lost=True,
+                pause="0.5",  # its tasks take a while: some start after the grace
             ),
         ],
         [(lose_the_files, "files_missing")],
