@@ -90,6 +90,7 @@ def execute(
     asks = ctx.ref.layout.root / "checkpoint-requests" / side.ticket
     barrier.reset(asks)  # the requests of an earlier run here died with their asker
     ctx.agent_env = {ENV_CHECKPOINT_DIR: str(asks), ENV_CHECKPOINT_WAIT: f"{REPORT_WAIT:g}"}
+
     def fenced(why: str) -> None:
         cut_off(ctx, "fenced", why)
 
