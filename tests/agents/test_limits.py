@@ -315,3 +315,20 @@ def test_claude_stopped_while_it_retries_a_429_is_a_rate_limit(tmp_path: Path) -
     result = result_of(session)
     assert result.reason == "timeout" and result.failure is not None
     assert (result.failure.kind, result.failure.status) == ("rate_limit", 429)
+
+
+def test_a_stderr_tail_with_a_backtrace_names_the_error_above_it() -> None:
+    """Codex with ``RUST_BACKTRACE=1`` (seen in the real-agent tests): the error, then frames;
+    the detail was ``11: <unknown>``."""
+    from cairn.agents.process import reason_line
+
+    tail = (
+        "Error: thread/resume failed: no rollout found for thread id 0199\n\n"
+        "Stack backtrace:\n   0: std::backtrace::Backtrace::create\n"
+        "   1: codex::main\n  11: <unknown>\n"
+    )
+    assert reason_line(tail) == "Error: thread/resume failed: no rollout found for thread id 0199"
+    panic = "thread 'main' panicked at src/main.rs:3:5:\nboom\nstack backtrace:\n   0: x\n"
+    assert reason_line(panic) == "boom"
+    assert reason_line("warning: x\nthe last line\n") == "the last line"
+    assert reason_line("") == ""

@@ -63,6 +63,18 @@ def describe_exit(returncode: int) -> str:
     return f"exit status {returncode}"
 
 
+def reason_line(tail: str) -> str:
+    """The line of a child's stderr ``tail`` that says why it failed: its last line, but above
+    a backtrace (a Rust program's ``Stack backtrace:`` and frames when ``RUST_BACKTRACE`` is
+    set, as Codex prints them; a panic's ``stack backtrace:``): the line before it."""
+    lines = [line for line in tail.splitlines() if line.strip()]
+    for at, line in enumerate(lines):
+        if line.strip().lower() == "stack backtrace:" and at:
+            lines = lines[:at]
+            break
+    return lines[-1].strip() if lines else ""
+
+
 class Child:
     """One agent process in its own group: stdout as a pipe, stderr to an anonymous temp file
     (so a chatty agent never blocks on a pipe nobody reads), env = ``os.environ`` + ``env``."""
@@ -200,9 +212,10 @@ class Child:
         return ""
 
     def with_stderr(self, detail: str) -> str:
-        """``detail``, then the last line the child wrote on stderr (if it wrote any)."""
-        tail = self.stderr_tail()
-        return f"{detail}: {tail.splitlines()[-1]}" if tail else detail
+        """``detail``, then the last line the child wrote on stderr (if it wrote any) that says
+        why (``reason_line``)."""
+        line = reason_line(self.stderr_tail())
+        return f"{detail}: {line}" if line else detail
 
     def close(self) -> None:
         """Kill whatever is left of the group (the leader too, if still running), cancel the
