@@ -112,3 +112,46 @@ def test_the_fleet_telling_that_it_needs_a_person_does_not_end_the_wait() -> Non
     since = waiting_since([stop, told, met])
     assert since is not None and since.isoformat().startswith("2026-12-03T14:25:11")
     assert waiting_since([stop, told, {"t": stop["t"], "event": "run_resumed"}]) is None
+
+
+def test_a_run_that_waits_on_another_machine_is_answered_from_a_fresh_clone(
+    tmp_path: Path,
+) -> None:
+    """A --remote run (a CI job) stopped for input; a person answers it from their own clone:
+    the run comes here from the remote, takes the answer and goes on, pushed again."""
+    repo = asking_repo(tmp_path)
+    env = agent_env(tmp_path, ask="ASK-1")
+    bare = tmp_path / "shared.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
+    git(repo, "remote", "add", "origin", str(bare))
+    git(repo, "push", "-q", "origin", "main")
+    plan = str(repo / "cairn-queue/ASK-1.md")
+    asked = cairn("run", plan, "--ticket", "ASK-1", "--remote", "origin", cwd=repo, env=env)
+    assert asked.returncode == 1 and "needs input" in asked.stdout, (asked.stdout, asked.stderr)
+
+    mine = tmp_path / "laptop"
+    git(tmp_path, "clone", "-q", str(bare), str(mine))
+    git(mine, "config", "user.name", "Ana")
+    git(mine, "config", "user.email", "ana@example.com")
+    state = git(bare, "rev-parse", "refs/cairn/state/ASK-1").strip()
+    refused = cairn("answer", "ASK-1", "  ", "--remote", "origin", cwd=mine, env=env)
+    assert_one_line_error(refused)  # judged on the remote's run: nothing taken, nothing written
+    assert git(mine, "branch", "--show-current").strip() == "main"
+    assert not (mine / ".git/cairn/tickets").exists()
+    done = cairn(
+        "answer", "ASK-1", ENDPOINT, "--by", "ana", "--remote", "origin", cwd=mine, env=env
+    )
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    assert "completed: ticket ASK-1" in done.stdout and "pushed to origin" in done.stdout
+    [answered] = [e for e in events_of(mine, "ASK-1") if e["event"] == "answered"]
+    assert answered["text"] == ENDPOINT and answered["by"] == "ana"
+    assert git(bare, "rev-parse", "refs/cairn/state/ASK-1").strip() != state
+    remote_log = git(bare, "show", f"refs/cairn/state/ASK-1:{answered_run(mine)}/run-log.jsonl")
+    assert '"event": "answered"' in remote_log or '"event":"answered"' in remote_log
+
+
+def answered_run(repo: Path) -> str:
+    _, _, layout = discover(repo)
+    run = layout.latest_run("ASK-1")
+    assert run is not None
+    return run

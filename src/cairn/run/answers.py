@@ -25,10 +25,20 @@ MAX_ANSWER_BYTES = 16 * 1024  # an answer is a few lines for the agent, not a do
 def record(layout: Layout, ticket: str, text: str, by: str) -> dict[str, Any]:
     """Journal ``text`` as the answer to ``ticket``'s latest run, which must be waiting for
     input; the event written. Bad input (nothing written) when it is not, or the text is empty
-    or too long."""
+    or too long (``check``)."""
     from cairn.state import runstate
     from cairn.util import clock
 
+    run_id, answer, stopped = check(layout, ticket, text)
+    waited = (clock.now() - stopped).total_seconds()
+    ref = runstate.RunRef(layout, ticket, run_id)
+    return runstate.record(ref, "answered", text=answer, by=by, waited_s=round(max(0.0, waited)))
+
+
+def check(layout: Layout, ticket: str, text: str) -> tuple[str, str, datetime]:
+    """The run ``text`` answers, the answer as it is written, and when the run stopped for it;
+    BadInput when the ticket's latest run in ``layout`` does not wait for one, or the text is
+    empty or too long. Reads only."""
     answer = text.strip()
     if not answer:
         raise BadInput(f'the answer to {ticket} is empty; cairn answer {ticket} "what it needs"')
@@ -48,9 +58,7 @@ def record(layout: Layout, ticket: str, text: str, by: str) -> dict[str, Any]:
             f"ticket {ticket} does not wait for an answer (its run {run_id} did not stop for "
             f"input); cairn catchup {ticket} says where it is"
         )
-    waited = (clock.now() - stopped).total_seconds()
-    ref = runstate.RunRef(layout, ticket, run_id)
-    return runstate.record(ref, "answered", text=answer, by=by, waited_s=round(max(0.0, waited)))
+    return run_id, answer, stopped
 
 
 def waiting_since(events: list[dict[str, Any]]) -> datetime | None:

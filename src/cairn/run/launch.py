@@ -7,6 +7,7 @@ orchestrator's loop runs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -170,6 +171,28 @@ def run(
     return portable.execute(orchestrator, side, sink)
 
 
+def remote_vet(
+    repo: Repo,
+    config: Config,
+    ticket: str,
+    takeover: bool,
+    also: Callable[[layout.Layout], None] | None = None,
+) -> Callable[[layout.Layout], None]:
+    """What a resume checks of the run a remote holds before it takes it (``--remote``): that
+    it can be resumed (not finished, not owned elsewhere unless ``takeover``), and ``also``."""
+    from cairn.state import catchup
+    from cairn.util.durations import parse_duration
+
+    stale_after = parse_duration(config.marker.stale_after)
+
+    def vet(pushed: layout.Layout) -> None:
+        _resumable(catchup.build(repo, config, pushed, ticket, stale_after), takeover)
+        if also is not None:
+            also(pushed)
+
+    return vet
+
+
 def with_cost(config: Config, max_cost_usd: float | None) -> Config:
     """``config`` with ``--max-cost-usd`` as ``agent.max_cost_usd`` (None: as it is)."""
     if max_cost_usd is None:
@@ -227,12 +250,8 @@ def resume(
         ticket = tickets.validate(ticket)
     else:
         ticket, note = branches.default_ticket(repo, state)
-    stale_after = parse_duration(config.marker.stale_after)
-
-    def vet(pushed: layout.Layout) -> None:  # before the remote's run is taken: still owned?
-        _resumable(catchup.build(repo, config, pushed, ticket, stale_after), takeover)
-
     chosen = portable.chosen(config, remote)
+    vet = remote_vet(repo, config, ticket, takeover)
     side = portable.opened(repo, config, state, ticket, chosen, new=False, vet=vet)
     if side is not None:  # a rebuilt work tree is on the ticket's branch: its cairn.toml counts
         repo, config, state = layout.discover(workspace)

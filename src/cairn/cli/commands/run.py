@@ -139,12 +139,21 @@ def answer(parser: Parser) -> int:
     args = parser.parse()
     from cairn import tickets
     from cairn.fleet import byhand
-    from cairn.run import answers
-    from cairn.state.layout import discover
+    from cairn.run import answers, launch, portable
+    from cairn.state.layout import Layout, discover
 
-    repo, _, layout = discover(args.workspace)
+    repo, config, layout = discover(args.workspace)
     ticket = tickets.validate(args.ticket)
     by = args.by or answers.who(repo)
+    remote = portable.chosen(config, args.remote)
+    if remote is not None:  # the run the remote holds comes here first: the answer goes in it
+
+        def waits(pushed: Layout) -> None:
+            answers.check(pushed, ticket, args.text)
+
+        vet = launch.remote_vet(repo, config, ticket, args.takeover, also=waits)
+        portable.opened(repo, config, layout, ticket, remote, new=False, vet=vet)
+        repo, config, layout = discover(args.workspace)
     answers.record(layout, ticket, args.text, by)
     return _drive(
         args.json,
