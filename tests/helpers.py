@@ -521,3 +521,21 @@ def fill_disk(path: Path, leave: int = 0, limit: int = 1 << 30) -> None:
                 pass
     finally:
         os.close(fd)
+
+
+def on_remote(bare: Path, ref: str) -> str:
+    """The sha of ``ref`` in the bare repository ``bare`` ("" when it has none)."""
+    return git(bare, "rev-parse", "--verify", "-q", ref, check=False).strip()
+
+
+def pushed_tasks(bare: Path, state: str) -> dict[int, str]:
+    """Task number → status in a pushed run state (``state``: a state ref or commit of
+    ``bare``, docs/run.md "Portable runs"), from its latest run's latest change summary."""
+    from cairn.summary import parse
+
+    listing = git(bare, "ls-tree", "--name-only", state).split()
+    run = sorted(n for n in listing if n[:1].isdigit())[-1]
+    names = git(bare, "ls-tree", "--name-only", f"{state}:{run}").split()
+    newest = sorted(n for n in names if n.endswith("_coder_change-summary.md"))[-1]
+    text = git(bare, "show", f"{state}:{run}/{newest}")
+    return {task.number: task.status for task in parse(text).tasks}

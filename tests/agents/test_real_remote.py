@@ -40,8 +40,7 @@ from agents.real_agents import (
     outcome,
     write_tool,
 )
-from cairn.summary import parse
-from helpers import CliResult, git, snapshot_files
+from helpers import CliResult, git, on_remote, pushed_tasks, snapshot_files
 from run.run_setup import exit_code, wait_for
 
 pytestmark = pytest.mark.slow
@@ -73,22 +72,8 @@ def shared(p: Real) -> Path:
     return bare
 
 
-def on_remote(bare: Path, ref: str) -> str:
-    return git(bare, "rev-parse", "--verify", "-q", ref, check=False).strip()
-
-
-def remote_tasks(bare: Path) -> dict[int, str]:
-    """Task number → status, from the latest change summary of the remote's run state."""
-    listing = git(bare, "ls-tree", "--name-only", STATE).split()
-    run = sorted(n for n in listing if n[:1].isdigit())[-1]
-    names = git(bare, "ls-tree", "--name-only", f"{STATE}:{run}").split()
-    newest = sorted(n for n in names if n.endswith("_coder_change-summary.md"))[-1]
-    text = git(bare, "show", f"{STATE}:{run}/{newest}")
-    return {task.number: task.status for task in parse(text).tasks}
-
-
 def task_1_pushed(bare: Path) -> bool:
-    return bool(on_remote(bare, STATE)) and remote_tasks(bare).get(1) == "completed"
+    return bool(on_remote(bare, STATE)) and pushed_tasks(bare, STATE).get(1) == "completed"
 
 
 def working_in(where: Path) -> list[int]:
@@ -356,7 +341,7 @@ def check_pushed_at_cutoff(p: Real, bare: Path, said: dict[str, Any] | None) -> 
     assert git(bare, "show", f"{BRANCH}:one.txt") == "one\n"
     assert "two.txt" not in git(bare, "ls-tree", "--name-only", BRANCH).split()
     assert snapshot_files(bare, on_remote(bare, WIP))["two.txt"] == b"half\n"
-    tasks = remote_tasks(bare)
+    tasks = pushed_tasks(bare, STATE)
     assert tasks == {1: "completed", 2: "in progress"}, tasks
 
 
@@ -376,7 +361,7 @@ def resume_elsewhere(
     assert (clone / "two.txt").read_text() == "two\n"
     assert git(clone, "status", "--porcelain").strip() == ""
     assert on_remote(bare, BRANCH) == git(clone, "rev-parse", "HEAD").strip()
-    assert remote_tasks(bare) == {1: "completed", 2: "completed"}
+    assert pushed_tasks(bare, STATE) == {1: "completed", 2: "completed"}
 
     # task 1 was not dispatched again: the agent was told it is done and did task 2 only
     after = calls(p, kind)

@@ -13,8 +13,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cairn.summary import parse
-from helpers import CliResult, assert_one_line_error, cairn, git, snapshot_files
+from helpers import (
+    CliResult,
+    assert_one_line_error,
+    cairn,
+    git,
+    on_remote,
+    pushed_tasks,
+    snapshot_files,
+)
 from run.run_setup import TICKET, Project, code, done, exit_code, outcome, wait_for
 
 BRANCH = f"refs/heads/cairn/{TICKET}"
@@ -35,25 +42,11 @@ def shared(p: Project, tmp_path: Path) -> Path:
     return bare
 
 
-def on_remote(bare: Path, ref: str) -> str:
-    return git(bare, "rev-parse", "--verify", "-q", ref, check=False).strip()
-
-
 def state_file(bare: Path, name: str) -> str:
     """A file of the remote's run state (``<run>/<name>`` of the latest run)."""
     listing = git(bare, "ls-tree", "--name-only", STATE).split()
     run = sorted(n for n in listing if n[:1].isdigit())[-1]
     return git(bare, "show", f"{STATE}:{run}/{name}")
-
-
-def remote_tasks(bare: Path) -> dict[int, str]:
-    """Task number → status, from the remote's run state's latest change summary."""
-    listing = git(bare, "ls-tree", "--name-only", STATE).split()
-    run = sorted(n for n in listing if n[:1].isdigit())[-1]
-    names = git(bare, "ls-tree", "--name-only", f"{STATE}:{run}").split()
-    latest = sorted(n for n in names if n.endswith("_coder_change-summary.md"))[-1]
-    text = git(bare, "show", f"{STATE}:{run}/{latest}")
-    return {task.number: task.status for task in parse(text).tasks}
 
 
 def events(result: CliResult) -> list[dict[str, Any]]:
@@ -87,7 +80,7 @@ def test_a_run_cut_off_continues_in_a_fresh_clone_without_redoing_a_task(
     wait_for(lambda: (p.repo / "two.txt").exists() and p.agent_pids(), 60, "the second turn")
     # task 1's completion is pushed at once, not at the next checkpoint (push_every: 5m)
     wait_for(
-        lambda: on_remote(bare, STATE) and remote_tasks(bare).get(1) == "completed",
+        lambda: on_remote(bare, STATE) and pushed_tasks(bare, STATE).get(1) == "completed",
         15,
         "task 1 done on the remote",
     )
@@ -118,7 +111,7 @@ def test_a_run_cut_off_continues_in_a_fresh_clone_without_redoing_a_task(
     assert git(clone, "branch", "--show-current").strip() == f"cairn/{TICKET}"
     assert (clone / "two.txt").read_text() == "two\n"
     assert (clone / "one.txt").read_text() == "one\n"  # restored from the snapshot
-    assert remote_tasks(bare) == {1: "completed", 2: "completed"}
+    assert pushed_tasks(bare, STATE) == {1: "completed", 2: "completed"}
     prompts = [
         json.loads(line) for line in state_file(bare, "scripted-agent/prompts.jsonl").splitlines()
     ]
@@ -275,7 +268,7 @@ def test_a_run_started_here_without_a_remote_is_pushed_by_its_resume(
     assert git(p.repo, "branch", "--show-current").strip() == f"cairn/{TICKET}"
     notes = [e["message"] for e in events(resumed) if e.get("event") == "note"]
     assert any(f"working on branch cairn/{TICKET} (from main)" in n for n in notes), notes
-    assert remote_tasks(bare) == {1: "completed", 2: "completed"}
+    assert pushed_tasks(bare, STATE) == {1: "completed", 2: "completed"}
     body = git(bare, "log", "-1", "--format=%B", STATE)
     assert "Cairn-Generation: 1" in body  # the first claim of the ticket on the remote
 
@@ -382,10 +375,5 @@ def test_a_task_done_returns_once_its_completion_is_on_the_remote(
     hook.chmod(0o755)
     result = p.run("--ticket", TICKET, "--remote", "origin", "--json")
     assert code(result) == 0, result.stderr
-    state = seen.read_text().split()[0]
-    listing = git(bare, "ls-tree", "--name-only", state).split()
-    run = sorted(n for n in listing if n[:1].isdigit())[-1]
-    names = git(bare, "ls-tree", "--name-only", f"{state}:{run}").split()
-    latest = sorted(n for n in names if n.endswith("_coder_change-summary.md"))[-1]
-    pushed = parse(git(bare, "show", f"{state}:{run}/{latest}"))
-    assert {t.number: t.status for t in pushed.tasks}[1] == "completed"
+    state = seen.read_text().split()[0]  # the remote's state right after the report
+    assert pushed_tasks(bare, state)[1] == "completed"

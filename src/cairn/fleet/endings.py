@@ -12,10 +12,11 @@ from collections.abc import Callable
 
 from cairn.config.records import Config
 from cairn.fleet import land, notify, schedule
-from cairn.fleet.facts import PushFailed, facts, push_branch
+from cairn.fleet.facts import facts, push_branch
 from cairn.fleet.fleetstate import FleetTicket
 from cairn.fleet.trackers.base import Tracker
 from cairn.git import Repo
+from cairn.remote.refs import PushFailed
 from cairn.state.layout import Layout
 
 

@@ -15,6 +15,7 @@ from cairn.config.records import Config
 from cairn.errors import CairnError
 from cairn.git import Repo
 from cairn.git.process import Deadline
+from cairn.remote.refs import PushFailed
 from cairn.state import status
 from cairn.state.layout import ARTIFACT, SUMMARY_ARTIFACT, SUMMARY_ROLE, Layout
 from cairn.util import clock
@@ -35,10 +36,6 @@ class Facts(NamedTuple):
     usage: dict[str, Any] | None  # tokens and cost, as the summary's front matter has them
     snapshot_ref: str
     snapshot: str | None  # the snapshot ref's commit, if there is one
-
-
-class PushFailed(Exception):
-    pass
 
 
 def facts(repo: Repo, config: Config, layout: Layout, ticket: str) -> Facts:

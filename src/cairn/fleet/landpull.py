@@ -16,11 +16,12 @@ from typing import Any, NamedTuple
 from cairn.config.records import Config
 from cairn.errors import BadInput, CairnError
 from cairn.fleet import landmerge
-from cairn.fleet.facts import PushFailed, push_branch
+from cairn.fleet.facts import push_branch
 from cairn.fleet.github_api import GitHubAPI, GitHubError
 from cairn.fleet.gitworktree import branch_tip
 from cairn.fleet.landmerge import How
 from cairn.git import Repo
+from cairn.remote.refs import PushFailed
 
 REFUSED = (405, 409)  # GitHub's answers to a merge it will not make
 

@@ -13,11 +13,12 @@ from typing import Any
 from cairn.config.records import Config
 from cairn.faults import crash_at
 from cairn.fleet import pulls
-from cairn.fleet.facts import PushFailed, push_branch
+from cairn.fleet.facts import push_branch
 from cairn.fleet.github_api import GitHubAPI, GitHubError, RateLimited
 from cairn.fleet.outbox import Outbox, hidden
 from cairn.fleet.trackers import texts
 from cairn.git import Repo
+from cairn.remote.refs import PushFailed
 from cairn.state.layout import Layout
 
 TICKET_ID = re.compile(r"GH-(\d+)")

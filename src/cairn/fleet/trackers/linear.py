@@ -33,7 +33,7 @@ from cairn.config.records import Config
 from cairn.errors import BadInput
 from cairn.faults import crash_at
 from cairn.fleet import fixround, fleetstate, pulls, slash
-from cairn.fleet.facts import Facts, PushFailed, facts, push_branch
+from cairn.fleet.facts import Facts, facts, push_branch
 from cairn.fleet.linear_api import KEY_ENV, KEYS_PAGE, LinearAPI, LinearError, RateLimited
 from cairn.fleet.outbox import Outbox, hidden
 from cairn.fleet.trackers import linear_team, texts
@@ -41,6 +41,7 @@ from cairn.fleet.trackers.base import Candidate, Command, Rejected, Tracker
 from cairn.fleet.trackers.dir import is_finished
 from cairn.fleet.trackers.github_refused import Refusals, digest
 from cairn.git import Repo
+from cairn.remote.refs import PushFailed
 from cairn.state.layout import Layout
 from cairn.util import durable
 
