@@ -3,8 +3,6 @@ imports nothing: the command line's first steps and the hooks Claude Code runs p
 them without loading ``typing``. ``cairn.terms`` re-exports them with the rest of the vocabulary.
 """
 
-from __future__ import annotations
-
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hot path)
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -49,7 +47,7 @@ ENV_REQUIRE_AGENT_CLIS = "CAIRN_REQUIRE_AGENT_CLIS"  # 1: a missing agent CLI fa
 ENV_UPDATE_SCREENSHOT = "CAIRN_UPDATE_SCREENSHOT"  # set: the browser test rewrites its image
 
 
-def fleet_run(environ: Mapping[str, str]) -> bool:
+def fleet_run(environ: "Mapping[str, str]") -> bool:
     """Whether the process with ``environ`` (``os.environ``) is one of a fleet's runs: the
     embedded supervisor's attempt (``ENV_FLEET_ATTEMPT``) or a segment of the fleet on Temporal
     (``ENV_CHECKPOINT_DIR``). Such a run frees its slot instead of waiting for a limit's reset,
