@@ -377,3 +377,28 @@ def test_a_task_done_returns_once_its_completion_is_on_the_remote(
     assert code(result) == 0, result.stderr
     state = seen.read_text().split()[0]  # the remote's state right after the report
     assert pushed_tasks(bare, state)[1] == "completed"
+
+
+def test_a_push_that_failed_is_retried_and_the_remote_catches_up(
+    project: Callable[..., Project], tmp_path: Path
+) -> None:
+    """The remote refuses pushes until the agent, between its two tasks, lets it take them
+    again: the failure is said once, the next push gets there and says so, and the remote ends
+    with the whole run."""
+    down = tmp_path / "remote-down"
+    down.write_text("")
+    p = project({"coder": [[done(1), {"run": f"rm {down}"}, done(2)]]})
+    bare = shared(p, tmp_path)
+    hook = bare / "hooks" / "pre-receive"
+    hook.write_text(
+        f"#!/bin/sh\ncat >/dev/null\nif [ -e {down} ]; then echo down >&2; exit 1; fi\n"
+    )
+    hook.chmod(0o755)
+    result = p.run("--ticket", TICKET, "--remote", "origin", "--json")
+    assert code(result) == 0, result.stderr
+    warned = [e["message"] for e in events(result) if e.get("event") == "warning"]
+    assert len([w for w in warned if "could not push ticket T-1 to origin" in w]) == 1, warned
+    assert len([w for w in warned if "pushed ticket T-1 to origin again" in w]) == 1, warned
+    said = outcome(result)
+    assert said["remote"]["pushed"] is True and said["remote"]["error"] is None
+    assert pushed_tasks(bare, STATE) == {1: "completed", 2: "completed"}
